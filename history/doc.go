@@ -1,0 +1,22 @@
+// Package history persists chat histories for koe in a single bbolt file,
+// using the record format of Open-LLM-VTuber so that histories can be moved
+// between the two servers and the web client can render them unchanged.
+//
+// It is the only package that opens the database. bbolt takes an exclusive
+// file lock, so a second koe pointed at the same data directory fails fast
+// with ErrLocked instead of corrupting state or hanging.
+//
+// Layout:
+//
+//	"histories"                 root bucket
+//	  <conf uid>                one bucket per character configuration
+//	    <history uid>           one bucket per conversation
+//	      "messages"            8-byte big-endian sequence -> JSON Record
+//
+// Messages live in their own nested bucket, rather than directly in the
+// history bucket, so that per-history side data (such as summaries) can be
+// added later as sibling buckets without a migration.
+//
+// Every id that reaches this package is assumed to come from an untrusted
+// client and is checked with ValidID before any database access.
+package history

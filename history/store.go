@@ -1,0 +1,363 @@
+package history
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Sentinel errors; callers match them with errors.Is, as every returned
+// error is wrapped with the ids and operation involved.
+var (
+	// ErrNotFound means the history (or its conf) does not exist.
+	ErrNotFound = errors.New("history not found")
+	// ErrInvalidID means a client-supplied id failed ValidID; nothing was read
+	// or written.
+	ErrInvalidID = errors.New("invalid id")
+	// ErrLocked means another process holds the database file lock.
+	ErrLocked = errors.New("database is locked by another process")
+)
+
+// Roles of a Record, as used by Open-LLM-VTuber.
+const (
+	RoleMetadata = "metadata"
+	RoleHuman    = "human"
+	RoleAI       = "ai"
+	RoleSystem   = "system"
+)
+
+// timestampLayout has a fixed width and no zone so that timestamps compare
+// correctly as plain strings, which List relies on for ordering.
+const timestampLayout = "2006-01-02T15:04:05"
+
+const defaultLockTimeout = time.Second
+
+var (
+	bucketHistories = []byte("histories")
+	bucketMessages  = []byte("messages")
+)
+
+// Record is one entry of a history, serialised exactly as Open-LLM-VTuber
+// stores it.
+type Record struct {
+	Role        string `json:"role"`
+	Timestamp   string `json:"timestamp"` // local time, to the second, no zone
+	Content     string `json:"content"`   // empty for metadata
+	Name        string `json:"name,omitempty"`
+	Avatar      string `json:"avatar,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"` // AI reply cut off by the user; Content is what they heard
+}
+
+// Summary is one entry of a history listing.
+type Summary struct {
+	UID           string `json:"uid"`
+	LatestMessage Record `json:"latest_message"` // last non-metadata record
+	Timestamp     string `json:"timestamp"`      // = LatestMessage.Timestamp
+}
+
+// Options configures Open.
+type Options struct {
+	// LockTimeout is how long Open waits for the file lock; 0 means 1s.
+	LockTimeout time.Duration
+	// Now is the clock for ids and timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store is the koe history database. It is safe for concurrent use.
+type Store struct {
+	db  *bolt.DB
+	now func() time.Time
+}
+
+// Open opens or creates the database at path.
+func Open(path string, opts Options) (*Store, error) {
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = defaultLockTimeout
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("create history database directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("open history database %s: %w (another koe is probably running with the same data directory)", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open history database %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketHistories)
+		return err
+	})
+	if err != nil {
+		// Release the file lock; the open error is the one worth reporting.
+		_ = db.Close()
+		return nil, fmt.Errorf("init history database %s: %w", path, err)
+	}
+	return &Store{db: db, now: now}, nil
+}
+
+// Close flushes and closes the database, releasing the file lock.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close history database: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) timestamp() string {
+	return s.now().Format(timestampLayout)
+}
+
+// Create starts a new history for confUID and returns its uid. The history
+// begins with a metadata record, as in Open-LLM-VTuber, which List uses to
+// hide histories nobody has spoken in yet.
+func (s *Store) Create(confUID string) (string, error) {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return "", err
+	}
+	now := s.now()
+	uid := NewUID(now)
+	meta, err := json.Marshal(Record{Role: RoleMetadata, Timestamp: now.Format(timestampLayout)})
+	if err != nil {
+		return "", fmt.Errorf("encode metadata record: %w", err)
+	}
+	// Batch because sessions tend to start in bursts (e.g. after a restart,
+	// every client reconnects); the function only touches tx, so bbolt may
+	// safely rerun it.
+	err = s.db.Batch(func(tx *bolt.Tx) error {
+		conf, err := tx.Bucket(bucketHistories).CreateBucketIfNotExists([]byte(confUID))
+		if err != nil {
+			return fmt.Errorf("conf bucket: %w", err)
+		}
+		h, err := conf.CreateBucket([]byte(uid))
+		if err != nil {
+			return fmt.Errorf("history bucket: %w", err)
+		}
+		msgs, err := h.CreateBucket(bucketMessages)
+		if err != nil {
+			return fmt.Errorf("messages bucket: %w", err)
+		}
+		return putRecord(msgs, meta)
+	})
+	if err != nil {
+		return "", fmt.Errorf("create history for conf %q: %w", confUID, err)
+	}
+	return uid, nil
+}
+
+// Append adds r to the end of an existing history. It never creates the
+// history: a client naming an unknown uid is a bug or a stale reference, and
+// silently creating histories would let clients fill the database.
+func (s *Store) Append(confUID, historyUID string, r Record) error {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return err
+	}
+	if r.Timestamp == "" {
+		r.Timestamp = s.timestamp()
+	}
+	val, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode record: %w", err)
+	}
+	// Batch coalesces appends from many sessions into one commit and fsync.
+	// A missing history is reported through a flag rather than an error
+	// because an error would roll back the whole batch and make bbolt rerun
+	// every other caller's append. The flag is reset on each run since bbolt
+	// may call the function more than once.
+	var missing bool
+	err = s.db.Batch(func(tx *bolt.Tx) error {
+		missing = false
+		msgs := messagesBucket(tx, confUID, historyUID)
+		if msgs == nil {
+			missing = true
+			return nil
+		}
+		return putRecord(msgs, val)
+	})
+	if err != nil {
+		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	if missing {
+		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+	}
+	return nil
+}
+
+// Messages returns every record of a history in order, metadata included.
+func (s *Store) Messages(confUID, historyUID string) ([]Record, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return nil, err
+	}
+	var out []Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		msgs := messagesBucket(tx, confUID, historyUID)
+		if msgs == nil {
+			return ErrNotFound
+		}
+		return msgs.ForEach(func(k, v []byte) error {
+			r, err := decodeRecord(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	return out, nil
+}
+
+// List summarises the histories of confUID, most recently active first.
+// Histories holding only their metadata record are left out because there is
+// nothing to show for them. An unknown conf simply has no histories.
+func (s *Store) List(confUID string) ([]Summary, error) {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return nil, err
+	}
+	out := []Summary{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
+		if conf == nil {
+			return nil
+		}
+		return conf.ForEachBucket(func(uid []byte) error {
+			h := conf.Bucket(uid)
+			if h == nil {
+				return nil
+			}
+			msgs := h.Bucket(bucketMessages)
+			if msgs == nil {
+				// Not written by Create; nothing a client could open.
+				return nil
+			}
+			latest, ok, err := latestMessage(msgs)
+			if err != nil {
+				return fmt.Errorf("history %q: %w", uid, err)
+			}
+			if !ok {
+				return nil
+			}
+			out = append(out, Summary{UID: string(uid), LatestMessage: latest, Timestamp: latest.Timestamp})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list histories of conf %q: %w", confUID, err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Timestamp != out[j].Timestamp {
+			return out[i].Timestamp > out[j].Timestamp
+		}
+		return out[i].UID > out[j].UID
+	})
+	return out, nil
+}
+
+// latestMessage walks backwards from the end of msgs to the last
+// non-metadata record. Normally only the last record is read, keeping List
+// cheap however long the histories get.
+func latestMessage(msgs *bolt.Bucket) (Record, bool, error) {
+	c := msgs.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		r, err := decodeRecord(k, v)
+		if err != nil {
+			return Record{}, false, err
+		}
+		if r.Role != RoleMetadata {
+			return r, true, nil
+		}
+	}
+	return Record{}, false, nil
+}
+
+// Delete removes a history and all its records.
+func (s *Store) Delete(confUID, historyUID string) error {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
+		if conf == nil {
+			return ErrNotFound
+		}
+		err := conf.DeleteBucket([]byte(historyUID))
+		if errors.Is(err, berrors.ErrBucketNotFound) || errors.Is(err, berrors.ErrIncompatibleValue) {
+			return ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	return nil
+}
+
+// Exists reports whether the history exists.
+func (s *Store) Exists(confUID, historyUID string) (bool, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ok = messagesBucket(tx, confUID, historyUID) != nil
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("look up history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	return ok, nil
+}
+
+// messagesBucket returns the messages bucket of a history, or nil if the
+// history does not exist. A history bucket without messages is treated as
+// missing so that Exists, Append and Messages agree.
+func messagesBucket(tx *bolt.Tx, confUID, historyUID string) *bolt.Bucket {
+	conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
+	if conf == nil {
+		return nil
+	}
+	h := conf.Bucket([]byte(historyUID))
+	if h == nil {
+		return nil
+	}
+	return h.Bucket(bucketMessages)
+}
+
+func putRecord(msgs *bolt.Bucket, val []byte) error {
+	seq, err := msgs.NextSequence()
+	if err != nil {
+		return fmt.Errorf("next sequence: %w", err)
+	}
+	var key [8]byte
+	binary.BigEndian.PutUint64(key[:], seq)
+	if err := msgs.Put(key[:], val); err != nil {
+		return fmt.Errorf("put record: %w", err)
+	}
+	return nil
+}
+
+func decodeRecord(k, v []byte) (Record, error) {
+	var r Record
+	if v == nil {
+		return r, fmt.Errorf("record %x: unexpected nested bucket", k)
+	}
+	if err := json.Unmarshal(v, &r); err != nil {
+		return r, fmt.Errorf("decode record %x: %w", k, err)
+	}
+	return r, nil
+}

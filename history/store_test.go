@@ -1,0 +1,598 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// stepClock returns a clock that starts at start and advances by one second
+// on every call, so each id and timestamp is distinct and predictable.
+func stepClock(start time.Time) func() time.Time {
+	var mu sync.Mutex
+	next := start
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t := next
+		next = next.Add(time.Second)
+		return t
+	}
+}
+
+var t0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.Local)
+
+func openTest(t testing.TB, opts Options) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "data", "koe.db")
+	s, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, path
+}
+
+func mustCreate(t testing.TB, s *Store, conf string) string {
+	t.Helper()
+	uid, err := s.Create(conf)
+	if err != nil {
+		t.Fatalf("Create(%q): %v", conf, err)
+	}
+	return uid
+}
+
+func mustAppend(t testing.TB, s *Store, conf, uid string, r Record) {
+	t.Helper()
+	if err := s.Append(conf, uid, r); err != nil {
+		t.Fatalf("Append(%q, %q): %v", conf, uid, err)
+	}
+}
+
+// dump renders the whole database, keys and values, so tests can assert that
+// an operation changed nothing.
+func dump(t *testing.T, s *Store) string {
+	t.Helper()
+	var b strings.Builder
+	var walk func(prefix string, bk *bolt.Bucket) error
+	walk = func(prefix string, bk *bolt.Bucket) error {
+		fmt.Fprintf(&b, "%s seq=%d\n", prefix, bk.Sequence())
+		return bk.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return walk(prefix+"/"+string(k), bk.Bucket(k))
+			}
+			fmt.Fprintf(&b, "%s/%x=%s\n", prefix, k, v)
+			return nil
+		})
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+			return walk(string(name), bk)
+		})
+	})
+	if err != nil {
+		t.Fatalf("dump: %v", err)
+	}
+	return b.String()
+}
+
+func TestRoundTrip(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	uid := mustCreate(t, s, "conf1")
+	mustAppend(t, s, "conf1", uid, Record{Role: RoleHuman, Content: "hello", Name: "Human"})
+	mustAppend(t, s, "conf1", uid, Record{Role: RoleAI, Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true})
+	mustAppend(t, s, "conf1", uid, Record{Role: RoleSystem, Content: "note", Timestamp: "2030-01-01T00:00:00"})
+
+	got, err := s.Messages("conf1", uid)
+	if err != nil {
+		t.Fatalf("Messages: %v", err)
+	}
+	want := []Record{
+		{Role: RoleMetadata, Timestamp: "2025-03-04T05:06:07"},
+		{Role: RoleHuman, Timestamp: "2025-03-04T05:06:08", Content: "hello", Name: "Human"},
+		{Role: RoleAI, Timestamp: "2025-03-04T05:06:09", Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true},
+		{Role: RoleSystem, Timestamp: "2030-01-01T00:00:00", Content: "note"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Messages:\n got %+v\nwant %+v", got, want)
+	}
+	if ok, err := s.Exists("conf1", uid); err != nil || !ok {
+		t.Fatalf("Exists = %v, %v; want true, nil", ok, err)
+	}
+	if ok, err := s.Exists("conf1", "nope"); err != nil || ok {
+		t.Fatalf("Exists(missing) = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := s.Exists("conf2", uid); err != nil || ok {
+		t.Fatalf("Exists(other conf) = %v, %v; want false, nil", ok, err)
+	}
+}
+
+// The stored JSON must stay byte-compatible with Open-LLM-VTuber.
+func TestStoredJSON(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	uid := mustCreate(t, s, "c")
+	mustAppend(t, s, "c", uid, Record{Role: RoleAI, Content: "x", Interrupted: true})
+	mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: "y"})
+	var vals []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return messagesBucket(tx, "c", uid).ForEach(func(k, v []byte) error {
+			vals = append(vals, fmt.Sprintf("%x %s", k, v))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`0000000000000001 {"role":"metadata","timestamp":"2025-03-04T05:06:07","content":""}`,
+		`0000000000000002 {"role":"ai","timestamp":"2025-03-04T05:06:08","content":"x","interrupted":true}`,
+		`0000000000000003 {"role":"human","timestamp":"2025-03-04T05:06:09","content":"y"}`,
+	}
+	if !reflect.DeepEqual(vals, want) {
+		t.Fatalf("stored:\n got %q\nwant %q", vals, want)
+	}
+}
+
+func TestListOrdering(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	h1 := mustCreate(t, s, "c")                                                       // :07
+	h2 := mustCreate(t, s, "c")                                                       // :08
+	_ = mustCreate(t, s, "c")                                                         // :09, metadata only: must not be listed
+	h4 := mustCreate(t, s, "c")                                                       // :10
+	other := mustCreate(t, s, "d")                                                    // :11, other conf: must not be listed
+	mustAppend(t, s, "d", other, Record{Role: RoleHuman, Content: "elsewhere"})       // :12
+	mustAppend(t, s, "c", h2, Record{Role: RoleHuman, Content: "h2 first"})           // :13
+	mustAppend(t, s, "c", h1, Record{Role: RoleHuman, Content: "h1 first"})           // :14
+	mustAppend(t, s, "c", h1, Record{Role: RoleAI, Content: "h1 reply", Name: "Mao"}) // :15
+	mustAppend(t, s, "c", h4, Record{Role: RoleHuman, Content: "h4", Timestamp: "2025-03-04T05:06:13"})
+
+	got, err := s.List("c")
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	// h2 and h4 tie on timestamp; the larger uid comes first.
+	hi, lo := h2, h4
+	hiMsg, loMsg := "h2 first", "h4"
+	if h4 > h2 {
+		hi, lo = h4, h2
+		hiMsg, loMsg = "h4", "h2 first"
+	}
+	want := []Summary{
+		{UID: h1, Timestamp: "2025-03-04T05:06:15", LatestMessage: Record{Role: RoleAI, Timestamp: "2025-03-04T05:06:15", Content: "h1 reply", Name: "Mao"}},
+		{UID: hi, Timestamp: "2025-03-04T05:06:13", LatestMessage: Record{Role: RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: hiMsg}},
+		{UID: lo, Timestamp: "2025-03-04T05:06:13", LatestMessage: Record{Role: RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: loMsg}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("List:\n got %+v\nwant %+v", got, want)
+	}
+
+	// Newer activity moves a history to the front.
+	mustAppend(t, s, "c", lo, Record{Role: RoleHuman, Content: "bump"})
+	got, err = s.List("c")
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	var order []string
+	for _, sm := range got {
+		order = append(order, sm.UID)
+	}
+	if want := []string{lo, h1, hi}; !reflect.DeepEqual(order, want) {
+		t.Fatalf("List order after bump = %v, want %v", order, want)
+	}
+}
+
+// A metadata record appended after real messages must not become the
+// "latest message" shown in the listing.
+func TestListSkipsTrailingMetadata(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	h := mustCreate(t, s, "c")
+	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "real"})
+	mustAppend(t, s, "c", h, Record{Role: RoleMetadata})
+	got, err := s.List("c")
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if len(got) != 1 || got[0].LatestMessage.Content != "real" || got[0].Timestamp != "2025-03-04T05:06:08" {
+		t.Fatalf("List = %+v, want one entry with content %q at 05:06:08", got, "real")
+	}
+}
+
+func TestListUnknownConf(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	got, err := s.List("nobody")
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if got == nil || len(got) != 0 {
+		t.Fatalf("List = %#v, want empty non-nil slice", got)
+	}
+	// A conf with only metadata-only histories is also empty.
+	mustCreate(t, s, "quiet")
+	got, err = s.List("quiet")
+	if err != nil || len(got) != 0 {
+		t.Fatalf("List(quiet) = %+v, %v; want empty", got, err)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	keep := mustCreate(t, s, "c")
+	gone := mustCreate(t, s, "c")
+	mustAppend(t, s, "c", gone, Record{Role: RoleHuman, Content: "bye"})
+	mustAppend(t, s, "c", keep, Record{Role: RoleHuman, Content: "stay"})
+
+	if err := s.Delete("c", gone); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := s.Messages("c", gone); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Messages after Delete: err = %v, want ErrNotFound", err)
+	}
+	if ok, err := s.Exists("c", gone); err != nil || ok {
+		t.Fatalf("Exists after Delete = %v, %v", ok, err)
+	}
+	if err := s.Delete("c", gone); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Delete: err = %v, want ErrNotFound", err)
+	}
+	if err := s.Delete("unknown-conf", gone); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Delete in unknown conf: err = %v, want ErrNotFound", err)
+	}
+	msgs, err := s.Messages("c", keep)
+	if err != nil || len(msgs) != 2 || msgs[1].Content != "stay" {
+		t.Fatalf("other history after Delete = %+v, %v", msgs, err)
+	}
+	list, err := s.List("c")
+	if err != nil || len(list) != 1 || list[0].UID != keep {
+		t.Fatalf("List after Delete = %+v, %v; want only %s", list, err, keep)
+	}
+}
+
+func TestAppendMissing(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	h := mustCreate(t, s, "c")
+	before := dump(t, s)
+	cases := []struct{ conf, uid string }{
+		{"c", "2025-01-01_00-00-00_00000000000000000000000000000000"},
+		{"unknown", h},
+	}
+	for _, c := range cases {
+		err := s.Append(c.conf, c.uid, Record{Role: RoleHuman, Content: "x"})
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("Append(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
+		}
+		if _, err := s.Messages(c.conf, c.uid); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Messages(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
+		}
+	}
+	if after := dump(t, s); after != before {
+		t.Fatalf("Append to missing history changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A failing Append inside a batch must not disturb appends batched with it.
+func TestAppendMissingConcurrentWithValid(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	h := mustCreate(t, s, "c")
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := 0; i < n; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			errs <- s.Append("c", h, Record{Role: RoleHuman, Content: "ok"})
+		}()
+		go func() {
+			defer wg.Done()
+			if err := s.Append("c", "missing", Record{Role: RoleHuman}); !errors.Is(err, ErrNotFound) {
+				errs <- fmt.Errorf("missing append: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	msgs, err := s.Messages("c", h)
+	if err != nil || len(msgs) != n+1 {
+		t.Fatalf("Messages = %d records, %v; want %d", len(msgs), err, n+1)
+	}
+}
+
+func TestInvalidIDs(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	h := mustCreate(t, s, "c")
+	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "x"})
+	before := dump(t, s)
+
+	bad := []string{"", "../x", "a/b", strings.Repeat("a", 129), "\x00", ".hidden", "a..b", "..", "a b", "é", `a\b`}
+	ops := map[string]func(conf, uid string) error{
+		"Create":   func(conf, _ string) error { _, err := s.Create(conf); return err },
+		"Append":   func(conf, uid string) error { return s.Append(conf, uid, Record{Role: RoleHuman, Content: "evil"}) },
+		"Messages": func(conf, uid string) error { _, err := s.Messages(conf, uid); return err },
+		"List":     func(conf, _ string) error { _, err := s.List(conf); return err },
+		"Delete":   func(conf, uid string) error { return s.Delete(conf, uid) },
+		"Exists":   func(conf, uid string) error { _, err := s.Exists(conf, uid); return err },
+	}
+	takesUID := map[string]bool{"Append": true, "Messages": true, "Delete": true, "Exists": true}
+	for name, op := range ops {
+		for _, id := range bad {
+			if err := op(id, h); !errors.Is(err, ErrInvalidID) {
+				t.Errorf("%s(conf=%q): err = %v, want ErrInvalidID", name, id, err)
+			}
+			if takesUID[name] {
+				if err := op("c", id); !errors.Is(err, ErrInvalidID) {
+					t.Errorf("%s(uid=%q): err = %v, want ErrInvalidID", name, id, err)
+				}
+			}
+		}
+	}
+	if after := dump(t, s); after != before {
+		t.Fatalf("invalid ids changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+func TestInvalidIDMessage(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	long := strings.Repeat("x", 60) + "/" + strings.Repeat("y", 100)
+	err := s.Delete("c", long)
+	want := fmt.Sprintf("history uid %q: invalid id", long[:64])
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+	err = s.Append("a\nb", "ok", Record{})
+	if want := `conf uid "a\nb": invalid id`; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+}
+
+func TestValidID(t *testing.T) {
+	cases := map[string]bool{
+		"a":                      true,
+		"conf_1.yaml":            true,
+		"Shizuku-v2":             true,
+		strings.Repeat("a", 128): true,
+		"a.b.c":                  true,
+		"x.":                     true,
+		"":                       false,
+		"../x":                   false,
+		"a/b":                    false,
+		strings.Repeat("a", 129): false,
+		"\x00":                   false,
+		".hidden":                false,
+		"a..b":                   false,
+		".":                      false,
+		"a b":                    false,
+		"a\\b":                   false,
+		"ü":                      false,
+		"a\n":                    false,
+	}
+	for id, want := range cases {
+		if got := ValidID(id); got != want {
+			t.Errorf("ValidID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+func TestNewUID(t *testing.T) {
+	re := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_[0-9a-f]{32}$`)
+	at := time.Date(2024, 12, 31, 23, 59, 58, 0, time.Local)
+	a, b := NewUID(at), NewUID(at)
+	for _, u := range []string{a, b} {
+		if !re.MatchString(u) {
+			t.Errorf("NewUID = %q, does not match %s", u, re)
+		}
+		if !strings.HasPrefix(u, "2024-12-31_23-59-58_") {
+			t.Errorf("NewUID = %q, want prefix 2024-12-31_23-59-58_", u)
+		}
+		if !ValidID(u) {
+			t.Errorf("ValidID(NewUID) = false for %q", u)
+		}
+	}
+	if a == b {
+		t.Fatalf("two NewUID calls returned the same uid %q", a)
+	}
+}
+
+func TestNowOption(t *testing.T) {
+	fixed := time.Date(2020, 2, 29, 13, 14, 15, 999, time.Local)
+	s, _ := openTest(t, Options{Now: func() time.Time { return fixed }})
+	h := mustCreate(t, s, "c")
+	if !strings.HasPrefix(h, "2020-02-29_13-14-15_") {
+		t.Fatalf("uid %q does not use the Now clock", h)
+	}
+	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "x"})
+	msgs, err := s.Messages("c", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range msgs {
+		if m.Timestamp != "2020-02-29T13:14:15" {
+			t.Errorf("record %d timestamp = %q, want 2020-02-29T13:14:15", i, m.Timestamp)
+		}
+	}
+}
+
+func TestReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nested", "dir", "koe.db")
+	s, err := Open(path, Options{Now: stepClock(t0)})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	h := mustCreate(t, s, "c")
+	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "persist me"})
+	want, err := s.Messages("c", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm&^0o600 != 0 {
+		t.Errorf("db file mode = %o, want at most 0600", perm)
+	}
+	di, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := di.Mode().Perm(); perm&^0o750 != 0 {
+		t.Errorf("db dir mode = %o, want at most 0750", perm)
+	}
+
+	s2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s2.Close()
+	got, err := s2.Messages("c", h)
+	if err != nil {
+		t.Fatalf("Messages after reopen: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) || len(got) != 2 || got[1].Content != "persist me" {
+		t.Fatalf("after reopen got %+v, want %+v", got, want)
+	}
+	list, err := s2.List("c")
+	if err != nil || len(list) != 1 || list[0].UID != h {
+		t.Fatalf("List after reopen = %+v, %v", list, err)
+	}
+}
+
+func TestLocked(t *testing.T) {
+	_, path := openTest(t, Options{})
+	start := time.Now()
+	s2, err := Open(path, Options{LockTimeout: 100 * time.Millisecond})
+	elapsed := time.Since(start)
+	if err == nil {
+		_ = s2.Close()
+		t.Fatal("second Open succeeded while the first store is open")
+	}
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("err = %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "another koe") {
+		t.Errorf("err = %q, want it to name %s and mention another koe", err, path)
+	}
+	if elapsed > 2*time.Second {
+		t.Errorf("second Open took %v, want about 100ms", elapsed)
+	}
+}
+
+func TestConcurrentAppends(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	const goroutines, perG = 50, 20
+	uids := make([]string, goroutines)
+	for i := range uids {
+		uids[i] = mustCreate(t, s, "c")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perG; i++ {
+				if err := s.Append("c", uids[g], Record{Role: RoleHuman, Content: fmt.Sprintf("g%d-m%d", g, i)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Append: %v", err)
+	}
+	for g, uid := range uids {
+		msgs, err := s.Messages("c", uid)
+		if err != nil {
+			t.Fatalf("Messages: %v", err)
+		}
+		if len(msgs) != perG+1 {
+			t.Fatalf("history %d has %d records, want %d", g, len(msgs), perG+1)
+		}
+		for i, m := range msgs[1:] {
+			if want := fmt.Sprintf("g%d-m%d", g, i); m.Content != want {
+				t.Fatalf("history %d record %d = %q, want %q", g, i+1, m.Content, want)
+			}
+		}
+	}
+	list, err := s.List("c")
+	if err != nil || len(list) != goroutines {
+		t.Fatalf("List = %d entries, %v; want %d", len(list), err, goroutines)
+	}
+}
+
+// Corrupt values must surface as errors, never as panics.
+func TestCorruptRecord(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	h := mustCreate(t, s, "c")
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return putRecord(messagesBucket(tx, "c", h), []byte("{not json"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Messages("c", h); err == nil {
+		t.Error("Messages on corrupt record: want error")
+	}
+	if _, err := s.List("c"); err == nil {
+		t.Error("List on corrupt record: want error")
+	}
+}
+
+func TestClosedStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "koe.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mustCreate(t, s, "c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append("c", h, Record{Role: RoleHuman}); err == nil {
+		t.Error("Append after Close: want error")
+	}
+	if _, err := s.List("c"); err == nil {
+		t.Error("List after Close: want error")
+	}
+}
+
+func BenchmarkAppend(b *testing.B) {
+	s, _ := openTest(b, Options{})
+	// Many more sessions than CPUs, as on a busy server.
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		uid, err := s.Create("bench")
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		r := Record{Role: RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Mao"}
+		for pb.Next() {
+			if err := s.Append("bench", uid, r); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,809 @@
+// Package fakellm is a fake OpenAI-compatible chat-completions server.
+//
+// It speaks the real wire format (JSON bodies, SSE streaming, OpenAI-style
+// error bodies) over real HTTP so that koe's tests and its load-test command
+// exercise the same client code paths they use against a real provider,
+// including failure modes that are hard to provoke on demand: HTTP errors,
+// streams that break mid-way, and streams that never produce a token.
+//
+// It is a test/benchmark tool, never a product path, but it is written to be
+// safe against arbitrary input: malformed requests get OpenAI-style errors,
+// never a panic, and every goroutine it starts stops on Close.
+package fakellm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ModelID is the only model listed by GET /v1/models. Chat requests may name
+// any model; it is echoed back in responses, as OpenAI does.
+const ModelID = "fake-model"
+
+// maxBodyBytes bounds request bodies so a runaway client cannot make the
+// server buffer unbounded memory. It is generous because image parts are
+// usually inlined as base64 data URLs.
+const maxBodyBytes = 64 << 20
+
+// disconnectBuffer is the capacity of the Disconnects channel. Sends are
+// non-blocking so a test that never drains it cannot wedge the server.
+const disconnectBuffer = 1024
+
+// Reply decides what the server answers to one request.
+type Reply struct {
+	// Tokens are the content deltas, streamed one per SSE chunk, or joined
+	// into a single message for non-stream requests.
+	Tokens []string
+	// Interval is the delay before each chunk (simulates tokens/s); 0 means
+	// as fast as possible. For non-stream requests the whole answer is
+	// delayed by Interval*len(Tokens), as a real model would be.
+	Interval time.Duration
+	// Status, if != 0 and != 200, answers with this HTTP status and an
+	// OpenAI-style JSON error body. Values that net/http cannot send as a
+	// final status (below 200 or above 999) are answered as 500 instead.
+	Status int
+	// ErrorMessage is the message for the error body; defaults to the
+	// status text.
+	ErrorMessage string
+	// BreakAfter, if > 0, abruptly closes the connection after this many
+	// content chunks (no finish chunk, no [DONE]) to simulate a broken
+	// stream. If it is >= len(Tokens) the break happens after the last
+	// content chunk. For non-stream requests the connection is closed
+	// without any response.
+	BreakAfter int
+	// Hang sends the response headers and then blocks until the client goes
+	// away (or the server is closed).
+	Hang bool
+}
+
+// Request is what the server received, decoded.
+type Request struct {
+	Model    string    `json:"model"`
+	Stream   bool      `json:"stream"`
+	Messages []Message `json:"messages"`
+	// Raw is the raw request body, for assertions on fields not decoded here.
+	Raw    []byte      `json:"-"`
+	Header http.Header `json:"-"`
+}
+
+// Message is one chat message. OpenAI allows content to be a string or an
+// array of parts; for arrays the text parts are joined with "\n" into Content
+// and image parts are counted in Images.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	Images  int    `json:"images,omitempty"`
+}
+
+// Server is a running fake. Create it with Start and stop it with Close.
+type Server struct {
+	ln      net.Listener
+	srv     *http.Server
+	respond func(Request) Reply
+	url     string
+
+	// done is closed by Close before the http.Server is shut down so that
+	// handlers can tell "server going away" from "client went away" and only
+	// report the latter on disconnects.
+	done        chan struct{}
+	serveDone   chan struct{}
+	disconnects chan struct{}
+	seq         atomic.Int64
+
+	mu       sync.Mutex
+	closed   bool
+	noRecord bool // set by SetRecording(false); long load tests would otherwise grow without bound
+	requests []Request
+	active   int
+	// handlers tracks in-flight chat handlers so Close can wait for them.
+	// Add is only called under mu while !closed, and Wait only after closed
+	// is set, which is the ordering sync.WaitGroup requires.
+	handlers sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start listens on addr (use "127.0.0.1:0" in tests) and serves in a
+// goroutine it owns until Close. A nil respond answers every request with an
+// empty reply.
+func Start(addr string, respond func(Request) Reply) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fakellm: listen %s: %w", addr, err)
+	}
+	if respond == nil {
+		respond = func(Request) Reply { return Reply{} }
+	}
+	s := &Server{
+		ln:          ln,
+		respond:     respond,
+		url:         "http://" + ln.Addr().String() + "/v1",
+		done:        make(chan struct{}),
+		serveDone:   make(chan struct{}),
+		disconnects: make(chan struct{}, disconnectBuffer),
+	}
+	s.srv = &http.Server{
+		Handler: http.HandlerFunc(s.route),
+		// Guards against clients that open a connection and never send a
+		// request. No write timeout: streams are long-lived by design.
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		defer close(s.serveDone)
+		// Serve always returns a non-nil error; after Close it is
+		// http.ErrServerClosed, and any other error also means the listener
+		// is gone, so there is nothing useful to do with it.
+		_ = s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+// URL returns the base URL including /v1, suitable for an OpenAI client's
+// BaseURL, e.g. "http://127.0.0.1:41234/v1".
+func (s *Server) URL() string { return s.url }
+
+// Close stops the server, closes active connections (so hanging streams end),
+// and waits for the serve goroutine and all chat handlers to return. It is
+// safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		// Signal handlers first so that the context cancellations caused by
+		// closing their connections are not reported as client disconnects.
+		close(s.done)
+		s.closeErr = s.srv.Close()
+		<-s.serveDone
+		s.handlers.Wait()
+	})
+	return s.closeErr
+}
+
+// Requests returns copies of all chat requests received so far, in arrival
+// order. Requests whose body could not be decoded are not recorded.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.requests))
+	for i, r := range s.requests {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// SetRecording turns request recording on (the default) or off. The load-test
+// command turns it off because Requests keeps every body and a long run would
+// otherwise grow memory without bound. Turning it off also drops what was
+// recorded so far.
+func (s *Server) SetRecording(enabled bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRecord = !enabled
+	if !enabled {
+		s.requests = nil
+	}
+}
+
+// Disconnects receives a value each time a response ended because the client
+// went away before it finished (request context cancelled or a write
+// failed). Tests use it to prove that cancelling a turn closed the HTTP
+// stream. Server shutdown is not reported.
+func (s *Server) Disconnects() <-chan struct{} { return s.disconnects }
+
+// Active returns the number of chat requests currently being served.
+func (s *Server) Active() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
+func (r Request) clone() Request {
+	c := r
+	c.Messages = append([]Message(nil), r.Messages...)
+	c.Raw = append([]byte(nil), r.Raw...)
+	c.Header = r.Header.Clone()
+	return c
+}
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
+		s.chat(w, r)
+	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, modelList{
+			Object: "list",
+			Data:   []model{{ID: ModelID, Object: "model", Created: 0, OwnedBy: "fakellm"}},
+		})
+	default:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("Unknown request URL: %s %s", r.Method, r.URL.Path))
+	}
+}
+
+// begin registers a chat handler; it fails once Close has started so that
+// handlers.Add never races with handlers.Wait.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.active++
+	s.handlers.Add(1)
+	return true
+}
+
+func (s *Server) end() {
+	s.mu.Lock()
+	s.active--
+	s.mu.Unlock()
+	s.handlers.Done()
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	if !s.begin() {
+		writeError(w, http.StatusServiceUnavailable, "fakellm: server is shutting down")
+		return
+	}
+	defer s.end()
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "could not read request body: "+err.Error())
+		return
+	}
+	req, includeUsage, err := decodeRequest(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request: "+err.Error())
+		return
+	}
+	req.Header = r.Header.Clone()
+
+	s.mu.Lock()
+	if !s.noRecord {
+		s.requests = append(s.requests, req.clone())
+	}
+	s.mu.Unlock()
+
+	reply, err := s.callRespond(req.clone())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		status := reply.Status
+		if status < 200 || status > 999 {
+			// net/http panics on codes outside 100..999 and treats 1xx
+			// as informational (the real status would then be 200), so
+			// neither can be honoured as an error status.
+			status = http.StatusInternalServerError
+		}
+		msg := reply.ErrorMessage
+		if msg == "" {
+			msg = http.StatusText(status)
+		}
+		writeError(w, status, msg)
+		return
+	}
+
+	id := fmt.Sprintf("chatcmpl-fake-%d", s.seq.Add(1))
+	c := &call{s: s, w: w, ctx: r.Context(), reply: reply}
+	if req.Stream {
+		c.stream(id, req, includeUsage)
+	} else {
+		c.complete(id, req)
+	}
+}
+
+// callRespond shields the server from a panicking responder: the panic turns
+// into a 500 the test can see, instead of an aborted connection that looks
+// like a network failure.
+func (s *Server) callRespond(req Request) (reply Reply, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("fakellm: responder panicked: %v", p)
+		}
+	}()
+	return s.respond(req), nil
+}
+
+// call is the state of one chat response being written.
+type call struct {
+	s     *Server
+	w     http.ResponseWriter
+	ctx   context.Context
+	reply Reply
+}
+
+// outcome of waiting or writing.
+type outcome int
+
+const (
+	proceed    outcome = iota
+	clientGone         // the client disconnected; reported on Disconnects
+	serverDone         // Close was called; not reported
+)
+
+// gone classifies why a response must stop, reporting client disconnects.
+func (c *call) gone() outcome {
+	select {
+	case <-c.s.done:
+		return serverDone
+	default:
+	}
+	select {
+	case c.s.disconnects <- struct{}{}:
+	default:
+	}
+	return clientGone
+}
+
+// wait sleeps for d, but returns early (and reports why) if the client goes
+// away or the server closes, so disconnects are noticed promptly rather than
+// at the next write.
+func (c *call) wait(d time.Duration) outcome {
+	if d <= 0 {
+		select {
+		case <-c.s.done:
+			return serverDone
+		case <-c.ctx.Done():
+			return c.gone()
+		default:
+			return proceed
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return proceed
+	case <-c.s.done:
+		return serverDone
+	case <-c.ctx.Done():
+		return c.gone()
+	}
+}
+
+// hang blocks until the client or the server goes away.
+func (c *call) hang() {
+	select {
+	case <-c.s.done:
+	case <-c.ctx.Done():
+		c.gone()
+	}
+}
+
+// write sends one piece of the body and flushes it so the client sees it
+// immediately; a failure means the client is gone.
+func (c *call) write(p []byte) outcome {
+	if _, err := c.w.Write(p); err != nil {
+		return c.gone()
+	}
+	if err := http.NewResponseController(c.w).Flush(); err != nil {
+		return c.gone()
+	}
+	return proceed
+}
+
+// breakConn closes the underlying connection without finishing the HTTP
+// response, so the client sees a truncated body (an unexpected EOF inside
+// the chunked encoding), like a proxy or provider dropping the stream.
+func (c *call) breakConn() {
+	conn, _, err := http.NewResponseController(c.w).Hijack()
+	if err != nil {
+		// Only possible for HTTP/2 or an already-hijacked connection, which
+		// this server never produces. Returning ends the response early,
+		// which is still observable as a stream without [DONE].
+		return
+	}
+	_ = conn.Close()
+}
+
+func (c *call) stream(id string, req Request, includeUsage bool) {
+	h := c.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	c.w.WriteHeader(http.StatusOK)
+	// Flush the headers now so that the client's request returns even if
+	// the first token is slow (or never comes, with Hang).
+	if c.write(nil) != proceed {
+		return
+	}
+	if c.reply.Hang {
+		c.hang()
+		return
+	}
+
+	created := time.Now().Unix()
+	role := "assistant"
+	for i, tok := range c.reply.Tokens {
+		if c.reply.BreakAfter > 0 && i == c.reply.BreakAfter {
+			c.breakConn()
+			return
+		}
+		if c.wait(c.reply.Interval) != proceed {
+			return
+		}
+		chunk := chunkFor(id, created, req.Model)
+		chunk.Choices = []chunkChoice{{Delta: delta{Role: role, Content: tok}}}
+		role = ""
+		if c.event(chunk) != proceed {
+			return
+		}
+	}
+	if c.reply.BreakAfter > 0 {
+		c.breakConn()
+		return
+	}
+
+	stop := "stop"
+	chunk := chunkFor(id, created, req.Model)
+	// With no tokens at all the role still has to be announced once.
+	chunk.Choices = []chunkChoice{{Delta: delta{Role: role}, FinishReason: &stop}}
+	if c.event(chunk) != proceed {
+		return
+	}
+	if includeUsage {
+		chunk := chunkFor(id, created, req.Model)
+		chunk.Choices = []chunkChoice{}
+		u := usageFor(req, c.reply)
+		chunk.Usage = &u
+		if c.event(chunk) != proceed {
+			return
+		}
+	}
+	c.write([]byte("data: [DONE]\n\n"))
+}
+
+func (c *call) event(v any) outcome {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Cannot happen for these plain structs; treat as a server fault
+		// rather than sending a malformed event.
+		return serverDone
+	}
+	buf := make([]byte, 0, len(b)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	return c.write(buf)
+}
+
+func (c *call) complete(id string, req Request) {
+	if c.reply.Hang {
+		c.w.Header().Set("Content-Type", "application/json")
+		c.w.WriteHeader(http.StatusOK)
+		if c.write(nil) != proceed {
+			return
+		}
+		c.hang()
+		return
+	}
+	n := len(c.reply.Tokens)
+	if c.reply.BreakAfter > 0 && c.reply.BreakAfter < n {
+		n = c.reply.BreakAfter
+	}
+	// Simulate generation time in one wait so a disconnect is still noticed
+	// immediately instead of after each token.
+	if c.reply.Interval > 0 && n > 0 {
+		if c.wait(c.reply.Interval*time.Duration(n)) != proceed {
+			return
+		}
+	} else if c.wait(0) != proceed {
+		return
+	}
+	if c.reply.BreakAfter > 0 {
+		c.breakConn()
+		return
+	}
+	stop := "stop"
+	writeJSON(c.w, http.StatusOK, completion{
+		ID:      id,
+		Object:  "chat.completion",
+		Created: time.Now().Unix(),
+		Model:   req.Model,
+		Choices: []completionChoice{{
+			Message:      Message{Role: "assistant", Content: strings.Join(c.reply.Tokens, "")},
+			FinishReason: &stop,
+		}},
+		Usage: usageFor(req, c.reply),
+	})
+}
+
+// usageFor gives rough token counts: about four characters per prompt token
+// and one completion token per delta, which is all a fake needs.
+func usageFor(req Request, reply Reply) usage {
+	chars := 0
+	for _, m := range req.Messages {
+		chars += utf8.RuneCountInString(m.Content)
+	}
+	p, c := chars/4, len(reply.Tokens)
+	return usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}
+}
+
+// Wire types. They are unexported because callers should use a real OpenAI
+// client to read them; they exist only to produce the exact JSON shape.
+
+type chunkResp struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        delta   `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type delta struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type completion struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   usage              `json:"usage"`
+}
+
+type completionChoice struct {
+	Index        int     `json:"index"`
+	Message      Message `json:"message"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type modelList struct {
+	Object string  `json:"object"`
+	Data   []model `json:"data"`
+}
+
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func chunkFor(id string, created int64, model string) chunkResp {
+	return chunkResp{ID: id, Object: "chat.completion.chunk", Created: created, Model: model}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"message":"fakellm: encoding response failed","type":"server_error","param":null,"code":null}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	// A failed write means the client left; there is no one to tell.
+	_, _ = w.Write(b)
+}
+
+// writeError sends an OpenAI-style error body, with type/code values that
+// mirror what OpenAI returns for the common statuses so client code that
+// branches on them behaves realistically.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	typ, code := "server_error", ""
+	switch {
+	case status == http.StatusUnauthorized:
+		typ, code = "invalid_request_error", "invalid_api_key"
+	case status == http.StatusNotFound:
+		typ, code = "invalid_request_error", "not_found"
+	case status == http.StatusTooManyRequests:
+		typ, code = "requests", "rate_limit_exceeded"
+	case status < 500:
+		typ = "invalid_request_error"
+	}
+	body := apiError{Error: apiErrorBody{Message: msg, Type: typ}}
+	if code != "" {
+		body.Error.Code = &code
+	}
+	writeJSON(w, status, body)
+}
+
+// Request decoding. content is decoded lazily because OpenAI accepts either a
+// string or an array of typed parts.
+
+type wireRequest struct {
+	Model         string        `json:"model"`
+	Stream        bool          `json:"stream"`
+	Messages      []wireMessage `json:"messages"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type wireMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type wirePart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func decodeRequest(body []byte) (Request, bool, error) {
+	var wr wireRequest
+	if err := json.Unmarshal(body, &wr); err != nil {
+		return Request{}, false, err
+	}
+	req := Request{
+		Model:  wr.Model,
+		Stream: wr.Stream,
+		Raw:    body,
+	}
+	for i, wm := range wr.Messages {
+		m, err := decodeMessage(wm)
+		if err != nil {
+			return Request{}, false, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	includeUsage := wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage
+	return req, includeUsage, nil
+}
+
+func decodeMessage(wm wireMessage) (Message, error) {
+	m := Message{Role: wm.Role}
+	raw := strings.TrimSpace(string(wm.Content))
+	switch {
+	case raw == "" || raw == "null":
+		// Assistant messages carrying only tool calls have no content.
+		return m, nil
+	case raw[0] == '"':
+		if err := json.Unmarshal(wm.Content, &m.Content); err != nil {
+			return Message{}, err
+		}
+		return m, nil
+	case raw[0] == '[':
+		var parts []wirePart
+		if err := json.Unmarshal(wm.Content, &parts); err != nil {
+			return Message{}, err
+		}
+		var texts []string
+		for _, p := range parts {
+			switch p.Type {
+			case "text", "input_text":
+				texts = append(texts, p.Text)
+			case "image_url", "input_image", "image":
+				m.Images++
+			}
+		}
+		m.Content = strings.Join(texts, "\n")
+		return m, nil
+	default:
+		return Message{}, errors.New("content must be a string or an array of content parts")
+	}
+}
+
+// Script answers the i-th request with replies[i], repeating the last one
+// afterwards. With no replies it answers every request with an empty reply.
+// It is safe for concurrent use.
+func Script(replies ...Reply) func(Request) Reply {
+	replies = append([]Reply(nil), replies...)
+	var mu sync.Mutex
+	next := 0
+	return func(Request) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(replies) == 0 {
+			return Reply{}
+		}
+		i := next
+		if i >= len(replies) {
+			i = len(replies) - 1
+		} else {
+			next++
+		}
+		return replies[i]
+	}
+}
+
+// Words splits text into token-like deltas: each word keeps its leading
+// whitespace ("Hello there." -> ["Hello", " there."]), punctuation stays
+// attached to the word before it, and trailing whitespace becomes its own
+// delta. Han, Hiragana and Katakana characters are emitted one per delta
+// because those scripts have no spaces and a real tokenizer splits them
+// finely. Concatenating the result always yields text exactly, even for
+// invalid UTF-8.
+func Words(text string) []string {
+	var out []string
+	start := 0
+	hasWord := false // current delta already contains a non-space rune
+	hasCJK := false  // current delta contains a CJK character
+	prev := rune(-1)
+	for i, r := range text {
+		space := unicode.IsSpace(r)
+		var cut bool
+		switch {
+		case space:
+			cut = hasWord && !unicode.IsSpace(prev)
+		case isCJK(r):
+			cut = hasWord
+		default:
+			// Letters and digits after CJK text start a new word even
+			// without a space ("好。Go"); punctuation stays attached.
+			cut = hasCJK && (unicode.IsLetter(r) || unicode.IsDigit(r))
+		}
+		if cut {
+			out = append(out, text[start:i])
+			start = i
+			hasWord, hasCJK = false, false
+		}
+		if !space {
+			hasWord = true
+		}
+		if isCJK(r) {
+			hasCJK = true
+		}
+		prev = r
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
+}
+
+// Echo replies "You said: <last user message content>." as Words, with the
+// given per-token interval.
+func Echo(interval time.Duration) func(Request) Reply {
+	return func(req Request) Reply {
+		last := ""
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if req.Messages[i].Role == "user" {
+				last = req.Messages[i].Content
+				break
+			}
+		}
+		return Reply{Tokens: Words("You said: " + last + "."), Interval: interval}
+	}
+}
