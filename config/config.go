@@ -1,0 +1,190 @@
+// Package config reads koe's YAML configuration: one file with documented
+// defaults for everything, environment overrides for the LLM connection,
+// and a directory of character files deep-merged over the character section.
+//
+// It sits above the packages whose settings it assembles (each owns its own
+// settings struct) and below main and app.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"koe/agent"
+	"koe/conversation"
+	"koe/server"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// DataDir holds koe.db (histories). Relative paths are relative to the
+	// working directory.
+	DataDir string `yaml:"data_dir"`
+	// CharactersDir holds one YAML file per extra character; each file
+	// holds keys of the character section and is deep-merged over it.
+	CharactersDir string                 `yaml:"characters_dir"`
+	LogLevel      string                 `yaml:"log_level"`
+	Server        server.Config          `yaml:"server"`
+	Conversation  conversation.Config    `yaml:"conversation"`
+	Character     conversation.Character `yaml:"character"`
+
+	// fileName is the base name of the configuration file; the client sees
+	// it as the default character's "file".
+	fileName string
+}
+
+// Env names that override the file.
+const (
+	EnvBaseURL = "OPENAI_BASE_URL"
+	EnvAPIKey  = "OPENAI_API_KEY"
+	EnvModel   = "KOE_LLM_MODEL"
+)
+
+// Default returns the documented defaults.
+func Default() Config {
+	return Config{
+		DataDir:       "data",
+		CharactersDir: "characters",
+		LogLevel:      "info",
+		Server:        server.DefaultConfig(),
+		Conversation:  conversation.DefaultConfig(),
+		Character:     defaultCharacter(),
+		fileName:      "conf.yaml",
+	}
+}
+
+const defaultPersona = `You are Koe, a warm and curious companion who talks with the user by voice.
+Keep replies short and conversational: usually one to three sentences.
+Write plain spoken sentences: no markdown, no lists, no emoji.`
+
+func defaultCharacter() conversation.Character {
+	return conversation.Character{
+		ConfName:  "koe",
+		ConfUID:   "koe_default",
+		Name:      "Koe",
+		HumanName: "Human",
+		Persona:   defaultPersona,
+		ModelInfo: defaultModelInfo(),
+		LLM:       agent.DefaultConfig(),
+	}
+}
+
+// defaultModelInfo describes the Live2D model OLV ships (mao_pro); drop its
+// folder into live2d_models_dir, or set character.model_info for another.
+func defaultModelInfo() map[string]any {
+	return map[string]any{
+		"name":                 "mao_pro",
+		"description":          "",
+		"url":                  "/live2d-models/mao_pro/runtime/mao_pro.model3.json",
+		"kScale":               0.5,
+		"initialXshift":        0,
+		"initialYshift":        0,
+		"kXOffset":             1150,
+		"idleMotionGroupName":  "Idle",
+		"emotionMap":           map[string]any{"neutral": 0, "anger": 2, "disgust": 2, "fear": 1, "joy": 3, "smirk": 3, "sadness": 1, "surprise": 3},
+		"tapMotions":           map[string]any{"HitAreaHead": map[string]any{"": 1}, "HitAreaBody": map[string]any{"": 1}},
+		"defaultEmotion":       0,
+		"pointerInteractive":   true,
+		"scrollToResize":       true,
+		"initialScale":         nil,
+		"idleMotionGroupIndex": nil,
+	}
+}
+
+// Load reads path. A missing file means the defaults, unless required (the
+// user named the file explicitly). getenv supplies the overrides; pass
+// os.Getenv.
+func Load(path string, required bool, getenv func(string) string) (Config, error) {
+	cfg := Default()
+	cfg.fileName = baseName(path)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !required:
+		slog.Info("no configuration file; using the defaults", "path", path)
+	case err != nil:
+		return Config{}, fmt.Errorf("read config: %w", err)
+	default:
+		// A configured model_info replaces the default one; merging the
+		// two would mix another model's emotion map into the user's.
+		cfg.Character.ModelInfo = nil
+		if err := decodeStrict(data, &cfg); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	cfg.Character = finishCharacter(cfg.Character, getenv)
+	if err := cfg.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Validate reports settings that can never work.
+func (c Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("data_dir is empty")
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		return err
+	}
+	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character} {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseLogLevel accepts debug, info, warn and error.
+func ParseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("log_level %q: use debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// finishCharacter fills what the file may leave out and applies the env.
+func finishCharacter(ch conversation.Character, getenv func(string) string) conversation.Character {
+	if ch.ModelInfo == nil {
+		ch.ModelInfo = defaultModelInfo()
+	}
+	if getenv == nil {
+		return ch
+	}
+	if v := getenv(EnvBaseURL); v != "" {
+		ch.LLM.BaseURL = v
+	}
+	if v := getenv(EnvAPIKey); v != "" {
+		ch.LLM.APIKey = v
+	}
+	if v := getenv(EnvModel); v != "" {
+		ch.LLM.Model = v
+	}
+	return ch
+}
+
+// decodeStrict decodes YAML over the values already in out and rejects
+// unknown keys, so a typo is an error instead of a silently ignored setting.
+func decodeStrict(data []byte, out any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+func baseName(path string) string {
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}

@@ -1,0 +1,219 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"koe/agent"
+	"koe/history"
+	"koe/protocol"
+)
+
+// turn is one user input and everything koe sends in answer to it.
+type turn struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	awaitingPlayback atomic.Bool
+	playback         chan struct{}
+}
+
+func newTurn(parent context.Context) *turn {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), playback: make(chan struct{}, 1)}
+}
+
+// playbackComplete counts only once backend-synth-complete is out: a late
+// frame from the previous turn must not end this one early.
+func (t *turn) playbackComplete() {
+	if !t.awaitingPlayback.Load() {
+		return
+	}
+	select {
+	case t.playback <- struct{}{}:
+	default:
+	}
+}
+
+// turnSnapshot is what a turn needs of the session, read once at its start
+// so that the turn never races with history or character switches (those
+// stop the turn first).
+type turnSnapshot struct {
+	char Character
+	uid  string
+}
+
+func (s *Session) runTurn(t *turn, text string) {
+	defer func() {
+		s.mu.Lock()
+		if s.turn == t {
+			s.turn = nil
+		}
+		s.mu.Unlock()
+		t.cancel(nil)
+		close(t.done)
+	}()
+	ctx := t.ctx
+	s.send(ctx, protocol.Control(protocol.ControlChainStart))
+	s.send(ctx, protocol.FullText(protocol.ThinkingText))
+
+	snap, err := s.beginTurn(text)
+	if err != nil {
+		s.log.Error("turn could not start", "err", err)
+		s.failTurn(ctx, "koe could not save your message, so it did not answer: "+err.Error())
+		return
+	}
+
+	em := &turnEmitter{s: s, ctx: ctx, char: snap.char}
+	err = s.currentAgent().Reply(ctx, em)
+	if ctx.Err() != nil {
+		s.finishCancelled(t, snap, em.reply.String(), false)
+		return
+	}
+	if err != nil {
+		s.log.Warn("LLM call failed", "conf_uid", snap.char.ConfUID, "err", err)
+		if partial := em.reply.String(); partial != "" {
+			s.persistReply(snap, partial, false)
+		}
+		s.failTurn(ctx, err.Error())
+		return
+	}
+	if tail := em.cutter.Flush(); tail != "" {
+		em.sentence(tail)
+	}
+	reply := em.reply.String()
+	// Armed before the frame goes out: a fast client answers before
+	// SendWait returns.
+	t.awaitingPlayback.Store(true)
+	if err := s.out.SendWait(ctx, simple(protocol.TypeBackendSynthComplete)); err != nil {
+		s.finishCancelled(t, snap, reply, true)
+		return
+	}
+
+	timer := time.NewTimer(s.deps.Config.PlaybackTimeout)
+	defer timer.Stop()
+	select {
+	case <-t.playback:
+	case <-timer.C:
+		s.log.Debug("no frontend-playback-complete; ending the turn anyway", "timeout", s.deps.Config.PlaybackTimeout)
+	case <-ctx.Done():
+		s.finishCancelled(t, snap, reply, true)
+		return
+	}
+	// Stored before chain-end so that a client asking for the history right
+	// after the turn already finds the reply.
+	s.persistReply(snap, reply, false)
+	s.endChain(ctx)
+}
+
+// endChain closes the turn for the client. It waits for the write: the
+// turn's context ends when runTurn returns, and frames still queued then
+// would be dropped.
+func (s *Session) endChain(ctx context.Context) {
+	s.send(ctx, simple(protocol.TypeForceNewMessage))
+	if err := s.out.SendWait(ctx, protocol.Control(protocol.ControlChainEnd)); err != nil {
+		s.log.Debug("chain-end not sent", "err", err)
+	}
+}
+
+// beginTurn makes sure there is a history and stores the human message.
+func (s *Session) beginTurn(text string) (turnSnapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.historyUID == "" {
+		uid, err := s.deps.Store.Create(s.char.ConfUID)
+		if err != nil {
+			return turnSnapshot{}, err
+		}
+		s.historyUID = uid
+	}
+	rec := history.Record{Role: history.RoleHuman, Content: text, Name: s.char.HumanName}
+	if err := s.deps.Store.Append(s.char.ConfUID, s.historyUID, rec); err != nil {
+		return turnSnapshot{}, err
+	}
+	s.historyUsed = true
+	s.agent.AddUser(text)
+	return turnSnapshot{char: s.char, uid: s.historyUID}, nil
+}
+
+func (s *Session) currentAgent() *agent.Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.agent
+}
+
+// failTurn reports err and closes the chain so the client returns to idle
+// and the session stays usable.
+func (s *Session) failTurn(ctx context.Context, message string) {
+	s.send(ctx, protocol.NewError(message))
+	s.endChain(ctx)
+}
+
+// finishCancelled persists what a stopped turn leaves behind: the heard part
+// after an interrupt, otherwise what was generated (complete or cut short).
+func (s *Session) finishCancelled(t *turn, snap turnSnapshot, generated string, complete bool) {
+	var ic interruptCause
+	if errors.As(context.Cause(t.ctx), &ic) {
+		if ic.heard != "" || generated != "" {
+			s.persistReply(snap, ic.heard, true)
+		}
+		return
+	}
+	if generated != "" {
+		s.persistReply(snap, generated, !complete)
+	}
+}
+
+// persistReply writes the AI message to history and memory. It runs on the
+// session's context, not the turn's: a stopped turn still saves its reply.
+func (s *Session) persistReply(snap turnSnapshot, text string, interrupted bool) {
+	rec := history.Record{Role: history.RoleAI, Content: text, Name: snap.char.Name, Avatar: snap.char.Avatar, Interrupted: interrupted}
+	if err := s.deps.Store.Append(snap.char.ConfUID, snap.uid, rec); err != nil {
+		s.log.Error("could not save the reply", "history_uid", snap.uid, "err", err)
+		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history: "+err.Error()))
+	}
+	s.currentAgent().AddAssistant(text, interrupted)
+}
+
+func (s *Session) send(ctx context.Context, msg any) {
+	if err := s.out.Send(ctx, msg); err != nil && ctx.Err() == nil {
+		s.log.Debug("message not queued", "err", err)
+	}
+}
+
+func simple(typ string) protocol.Simple { return protocol.Simple{Type: typ} }
+
+// turnEmitter receives the LLM stream: it forwards each delta as a token
+// message and each finished sentence as an audio piece.
+type turnEmitter struct {
+	s      *Session
+	ctx    context.Context
+	char   Character
+	reply  strings.Builder
+	cutter sentenceCutter
+}
+
+func (e *turnEmitter) Token(delta string) {
+	e.reply.WriteString(delta)
+	e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: delta})
+	for _, sentence := range e.cutter.Push(delta) {
+		e.sentence(sentence)
+	}
+}
+
+// sentence sends one text-only piece. Speech comes with the TTS pipeline.
+func (e *turnEmitter) sentence(text string) {
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	e.s.send(e.ctx, protocol.Audio{
+		Type:        protocol.TypeAudio,
+		Volumes:     []float64{},
+		SliceLength: protocol.DefaultAudioSliceMillis,
+		DisplayText: protocol.DisplayText{Text: text, Name: e.char.Name, Avatar: e.char.Avatar},
+	})
+}
