@@ -1,0 +1,117 @@
+// Package app wires koe together: configuration in, a running server out.
+// main uses it, and so do the end-to-end tests and the load tool, so that
+// they exercise exactly the wiring users run.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"koe/agent"
+	"koe/config"
+	"koe/history"
+	"koe/server"
+	"koe/static"
+)
+
+// DatabaseFile is the bbolt file's name inside the data directory.
+const DatabaseFile = "koe.db"
+
+// Main is a running koe.
+type Main struct {
+	Config config.Config
+	Logger *slog.Logger
+	// Getenv supplies environment overrides for character files; nil
+	// means os.Getenv.
+	Getenv func(string) string
+
+	store  *history.Store
+	server *server.Server
+	ln     net.Listener
+	served chan error
+	llm    *http.Client
+}
+
+// Open opens the database and starts listening; it returns once koe
+// accepts connections. Addr reports where.
+func (m *Main) Open() error {
+	if m.Logger == nil {
+		m.Logger = slog.Default()
+	}
+	if m.Getenv == nil {
+		m.Getenv = os.Getenv
+	}
+	cfg := m.Config
+	store, err := history.Open(filepath.Join(cfg.DataDir, DatabaseFile), history.Options{})
+	if err != nil {
+		return err
+	}
+	m.store = store
+
+	// One pool for every session's LLM calls. No overall timeout: replies
+	// stream for as long as they need; agent.Config.IdleTimeout catches
+	// a server that goes quiet.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 64
+	m.llm = &http.Client{Transport: transport}
+
+	m.server = server.New(server.Options{
+		Config:       cfg.Server,
+		Conversation: cfg.Conversation,
+		Store:        store,
+		Characters:   config.NewCharacters(cfg, m.Getenv),
+		NewLLM:       func(c agent.Config) agent.Streamer { return agent.NewClient(c, m.llm) },
+		Pages:        static.Pages(),
+		Logger:       m.Logger,
+	})
+
+	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = store.Close()
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	m.ln = ln
+	m.served = make(chan error, 1)
+	go func() { m.served <- m.server.Serve(ln) }()
+	m.Logger.Info("koe is listening",
+		"ws", "ws://"+ln.Addr().String()+"/client-ws",
+		"llm", cfg.Character.LLM.BaseURL, "model", cfg.Character.LLM.Model,
+		"data", cfg.DataDir)
+	return nil
+}
+
+// Addr is the address koe listens on.
+func (m *Main) Addr() string { return m.ln.Addr().String() }
+
+// Done is closed (after delivering Serve's error) if the server stops on
+// its own.
+func (m *Main) Done() <-chan error { return m.served }
+
+// Close shuts down gracefully within the configured timeout: no new
+// connections, running turns cancelled and persisted, sockets closed, the
+// database closed last.
+func (m *Main) Close() error {
+	if m.server == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.ShutdownTimeout)
+	defer cancel()
+	start := time.Now()
+	err := m.server.Shutdown(ctx)
+	m.llm.CloseIdleConnections()
+	if cerr := m.store.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close database: %w", cerr))
+	}
+	m.Logger.Info("koe stopped", "took", time.Since(start).Round(time.Millisecond))
+	m.server = nil
+	return err
+}

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	fws "github.com/fasthttp/websocket"
+)
+
+var (
+	errConnClosed = errors.New("connection closed")
+	errSlowClient = errors.New("client is not reading fast enough; send queue full")
+)
+
+// frame is one queued message. ctx is the context of whoever sent it (a
+// turn, or the connection): if it has ended by the time the writer gets to
+// the frame, the frame is dropped, so a cancelled turn goes silent at once.
+type frame struct {
+	ctx  context.Context
+	data []byte
+	done chan error // nil unless the sender waits for the write
+}
+
+func (f frame) finish(err error) {
+	if f.done != nil {
+		f.done <- err
+	}
+}
+
+// conn is one WebSocket connection: the read loop runs in the handler's
+// goroutine and exactly one writer goroutine owns all writes.
+type conn struct {
+	ws  *fws.Conn
+	cfg Config
+	log *slog.Logger
+
+	queue     chan frame
+	closed    chan struct{}
+	closeOnce sync.Once
+	closeCode int
+	closeText string
+}
+
+func newConn(ws *fws.Conn, cfg Config, log *slog.Logger) *conn {
+	return &conn{
+		ws:     ws,
+		cfg:    cfg,
+		log:    log,
+		queue:  make(chan frame, cfg.SendQueueSize),
+		closed: make(chan struct{}),
+	}
+}
+
+// Send queues msg for the writer without ever blocking the caller.
+func (c *conn) Send(ctx context.Context, msg any) error {
+	return c.enqueue(ctx, msg, nil)
+}
+
+// SendWait queues msg and waits until it has been written.
+func (c *conn) SendWait(ctx context.Context, msg any) error {
+	done := make(chan error, 1)
+	if err := c.enqueue(ctx, msg, done); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return errConnClosed
+	}
+}
+
+func (c *conn) enqueue(ctx context.Context, msg any, done chan error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-c.closed:
+		return errConnClosed
+	default:
+	}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("encode %T: %w", msg, err)
+	}
+	select {
+	case c.queue <- frame{ctx: ctx, data: data, done: done}:
+		return nil
+	default:
+		c.log.Warn("disconnecting a slow client", "queued", len(c.queue))
+		c.close(fws.ClosePolicyViolation, "send queue full")
+		return errSlowClient
+	}
+}
+
+// close asks the writer to say goodbye with code and stop. Safe to call
+// from any goroutine, any number of times; the first call wins.
+func (c *conn) close(code int, text string) {
+	c.closeOnce.Do(func() {
+		c.closeCode, c.closeText = code, text
+		close(c.closed)
+	})
+}
+
+// writePump is the only goroutine that writes to the socket. It returns
+// after close (or a write error) and closes the socket, which ends the read
+// loop too.
+func (c *conn) writePump(ctx context.Context) {
+	ping := time.NewTicker(c.cfg.PingInterval)
+	defer ping.Stop()
+	defer c.ws.Close()
+	for {
+		select {
+		case f := <-c.queue:
+			if err := f.ctx.Err(); err != nil {
+				f.finish(err)
+				continue
+			}
+			_ = c.ws.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+			err := c.ws.WriteMessage(fws.TextMessage, f.data)
+			f.finish(err)
+			if err != nil {
+				c.log.Debug("write failed", "err", err)
+				c.close(fws.CloseAbnormalClosure, "")
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(fws.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
+				c.close(fws.CloseAbnormalClosure, "")
+				return
+			}
+		case <-ctx.Done():
+			c.close(fws.CloseGoingAway, "server shutting down")
+			c.goodbye()
+			return
+		case <-c.closed:
+			c.goodbye()
+			return
+		}
+	}
+}
+
+func (c *conn) goodbye() {
+	if c.closeCode == fws.CloseAbnormalClosure {
+		return // the socket is broken; there is nobody to tell
+	}
+	msg := fws.FormatCloseMessage(c.closeCode, c.closeText)
+	_ = c.ws.WriteControl(fws.CloseMessage, msg, time.Now().Add(time.Second))
+}
+
+// readPump reads messages until the socket fails or closes. A message over
+// MaxMessageBytes is skipped (read and discarded, never buffered) and
+// reported through tooBig; the hard read limit set on the socket closes the
+// connection for anything over four times that.
+func (c *conn) readPump(handle func([]byte), reject func(string)) error {
+	limit := int64(c.cfg.MaxMessageBytes)
+	c.ws.SetReadLimit(4 * limit)
+	deadline := func() { _ = c.ws.SetReadDeadline(time.Now().Add(c.cfg.PongTimeout)) }
+	deadline()
+	c.ws.SetPongHandler(func(string) error { deadline(); return nil })
+	for {
+		typ, r, err := c.ws.NextReader()
+		if err != nil {
+			return err
+		}
+		deadline()
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > limit {
+			n, err := io.Copy(io.Discard, r)
+			if err != nil {
+				return err
+			}
+			reject(fmt.Sprintf("message of %d bytes is over the limit of %d bytes (server.max_message_bytes); it was ignored", int64(len(data))+n, limit))
+			continue
+		}
+		if typ != fws.TextMessage {
+			reject("binary messages are not supported on this endpoint; send JSON text messages")
+			continue
+		}
+		handle(data)
+	}
+}

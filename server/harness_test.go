@@ -1,0 +1,379 @@
+package server_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"koe/app"
+	"koe/config"
+	"koe/internal/fakellm"
+)
+
+var update = flag.Bool("update", false, "rewrite golden traces under testdata/")
+
+// testLogger routes koe's logs to the test log, visible with -v or on failure.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// startLLM starts a fake OpenAI-compatible server for the test.
+func startLLM(t *testing.T, respond func(fakellm.Request) fakellm.Reply) *fakellm.Server {
+	t.Helper()
+	llm, err := fakellm.Start("127.0.0.1:0", respond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = llm.Close() })
+	return llm
+}
+
+// testConfig is koe's default configuration pointed at llmURL, listening on
+// a free loopback port, with its data in dataDir.
+func testConfig(t *testing.T, dataDir, llmURL string) config.Config {
+	cfg := config.Default()
+	cfg.DataDir = dataDir
+	cfg.CharactersDir = filepath.Join(t.TempDir(), "characters")
+	cfg.Server.Port = 0
+	cfg.Server.BackgroundsDir = filepath.Join(t.TempDir(), "bg")
+	cfg.Character.LLM.BaseURL = llmURL
+	cfg.Character.LLM.Model = fakellm.ModelID
+	cfg.Character.LLM.IdleTimeout = 5 * time.Second
+	cfg.Conversation.PlaybackTimeout = 2 * time.Second
+	return cfg
+}
+
+// startKoe runs koe exactly as main does, minus flags and signals.
+func startKoe(t *testing.T, cfg config.Config) *app.Main {
+	t.Helper()
+	m := &app.Main{Config: cfg, Logger: testLogger(t), Getenv: func(string) string { return "" }}
+	if err := m.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// client is a WebSocket client that reads with a deadline so that a missing
+// frame fails the test instead of hanging it.
+type client struct {
+	t      *testing.T
+	ws     *websocket.Conn
+	frames chan frameOrErr // filled by the client's reader goroutine
+	mu     sync.Mutex
+	trace  []string // every frame, in and out, when tracing
+	tr     bool
+}
+
+type frameOrErr struct {
+	data []byte
+	err  error
+}
+
+func dial(t *testing.T, addr string, header http.Header) *client {
+	t.Helper()
+	ws, resp, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws", header)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial: %v (HTTP %d)", err, status)
+	}
+	c := &client{t: t, ws: ws, frames: make(chan frameOrErr, 4096)}
+	// One reader goroutine: gorilla's read deadlines break the connection
+	// for good, so waiting with a timeout happens on the channel instead.
+	// It stops when the socket is closed (at cleanup at the latest).
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			typ, data, err := ws.ReadMessage()
+			if err == nil && typ != websocket.TextMessage {
+				err = fmt.Errorf("got a binary frame")
+			}
+			c.frames <- frameOrErr{data, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = ws.Close(); <-done })
+	return c
+}
+
+// dialGreeted dials and consumes the five-frame connect sequence.
+func dialGreeted(t *testing.T, addr string) *client {
+	c := dial(t, addr, nil)
+	for i := 0; i < 5; i++ {
+		c.next()
+	}
+	return c
+}
+
+type msg map[string]any
+
+func (m msg) typ() string         { s, _ := m["type"].(string); return s }
+func (m msg) str(k string) string { s, _ := m[k].(string); return s }
+
+func (c *client) send(v any) {
+	c.t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.sendRaw(data)
+}
+
+func (c *client) sendRaw(data []byte) {
+	c.t.Helper()
+	if c.tr {
+		c.record(">", data)
+	}
+	if err := c.ws.WriteMessage(websocket.TextMessage, data); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// next returns the next frame, failing the test after 10 s.
+func (c *client) next() msg {
+	c.t.Helper()
+	m, err := c.read(10 * time.Second)
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	return m
+}
+
+var errNoFrame = errors.New("no frame in time")
+
+func (c *client) read(wait time.Duration) (msg, error) {
+	var f frameOrErr
+	select {
+	case f = <-c.frames:
+	case <-time.After(wait):
+		return nil, errNoFrame
+	}
+	if f.err != nil {
+		c.frames <- f // every later read sees the same end
+		return nil, f.err
+	}
+	data := f.data
+	if c.tr {
+		c.record("<", data)
+	}
+	var m msg
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("frame is not JSON: %q", data)
+	}
+	return m, nil
+}
+
+// until reads frames up to and including the first one that satisfies
+// stop, and returns them all.
+func (c *client) until(stop func(msg) bool) []msg {
+	c.t.Helper()
+	var got []msg
+	for {
+		m := c.next()
+		got = append(got, m)
+		if stop(m) {
+			return got
+		}
+	}
+}
+
+func isType(typ string) func(msg) bool { return func(m msg) bool { return m.typ() == typ } }
+
+func isControl(text string) func(msg) bool {
+	return func(m msg) bool { return m.typ() == "control" && m.str("text") == text }
+}
+
+// quiet asserts that nothing arrives for d.
+func (c *client) quiet(d time.Duration) {
+	c.t.Helper()
+	if m, err := c.read(d); !errors.Is(err, errNoFrame) {
+		c.t.Fatalf("expected silence, got %v (%v)", m, err)
+	}
+}
+
+// turn sends text and plays the part of the OLV client until chain-end.
+func (c *client) turn(text string) []msg {
+	c.t.Helper()
+	c.send(msg{"type": "text-input", "text": text, "images": []any{}})
+	var got []msg
+	for {
+		m := c.next()
+		got = append(got, m)
+		switch {
+		case m.typ() == "backend-synth-complete":
+			c.send(msg{"type": "frontend-playback-complete"})
+		case m.typ() == "error":
+			c.t.Fatalf("turn %q: error frame: %v", text, m)
+		case isControl("conversation-chain-end")(m):
+			return got
+		}
+	}
+}
+
+// request sends a message and returns the next frame of type want.
+func (c *client) request(v msg, want string) msg {
+	c.t.Helper()
+	c.send(v)
+	got := c.until(isType(want))
+	return got[len(got)-1]
+}
+
+func (c *client) expectError(v any, contains string) msg {
+	c.t.Helper()
+	switch raw := v.(type) {
+	case []byte:
+		c.sendRaw(raw)
+	default:
+		c.send(v)
+	}
+	m := c.next()
+	if m.typ() != "error" || !strings.Contains(m.str("message"), contains) {
+		c.t.Fatalf("want an error frame containing %q, got %v", contains, m)
+	}
+	return m
+}
+
+// alive proves the connection still works after bad input.
+func (c *client) alive() {
+	c.t.Helper()
+	if m := c.request(msg{"type": "heartbeat"}, "heartbeat-ack"); m.typ() != "heartbeat-ack" {
+		c.t.Fatalf("no heartbeat-ack: %v", m)
+	}
+}
+
+func (c *client) record(dir string, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.trace = append(c.trace, dir+" "+string(data))
+}
+
+// normalise replaces per-run values (ids, times) so traces compare.
+func normalise(lines []string) []string {
+	ids := map[string]string{}
+	idKeys := map[string]bool{"client_uid": true, "history_uid": true, "uid": true}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, val := range x {
+				s, isStr := val.(string)
+				switch {
+				case idKeys[k] && isStr && s != "":
+					if _, ok := ids[s]; !ok {
+						ids[s] = fmt.Sprintf("<id-%d>", len(ids)+1)
+					}
+					x[k] = ids[s]
+				case k == "timestamp" && isStr:
+					x[k] = "<time>"
+				default:
+					x[k] = walk(val)
+				}
+			}
+			return x
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+			return x
+		}
+		return v
+	}
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		dir, body, _ := strings.Cut(l, " ")
+		var v any
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			out = append(out, l)
+			continue
+		}
+		var b strings.Builder
+		enc := json.NewEncoder(&b) // maps encode with sorted keys
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(walk(v))
+		out = append(out, dir+" "+strings.TrimSuffix(b.String(), "\n"))
+	}
+	return out
+}
+
+// golden compares lines with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, lines []string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	got := strings.Join(lines, "\n") + "\n"
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./server -run %s -update to create it)", err, t.Name())
+	}
+	if got != string(want) {
+		wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
+		for i := 0; i < len(wl) || i < len(gl); i++ {
+			var w, g string
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if w != g {
+				t.Fatalf("trace differs from %s at line %d:\nwant: %s\ngot:  %s\n(run with -update if the change is intended)", path, i+1, w, g)
+			}
+		}
+	}
+}
+
+// types lists the frame types (control frames with their text).
+func types(ms []msg) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.typ()
+		if m.typ() == "control" {
+			out[i] += ":" + m.str("text")
+		}
+	}
+	return out
+}
+
+// contentOf joins what the LLM received, for assertions on the context.
+func contentOf(r fakellm.Request) string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
+	}
+	return b.String()
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

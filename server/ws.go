@@ -1,0 +1,212 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/google/uuid"
+
+	"koe/conversation"
+	"koe/history"
+	"koe/protocol"
+)
+
+// session ties one WebSocket connection to one conversation.
+type session struct {
+	srv       *Server
+	conn      *conn
+	conv      *conversation.Session
+	ctx       context.Context
+	clientUID string
+}
+
+func (s *Server) handleWS(c *websocket.Conn) {
+	s.conns.Add(1)
+	defer s.conns.Done()
+	s.sessions.Add(1)
+	defer s.sessions.Add(-1)
+
+	clientUID := uuid.NewString()
+	log := s.log.With("client_uid", clientUID)
+	ctx, cancel := context.WithCancel(s.base)
+	defer cancel()
+
+	cn := newConn(c.Conn, s.cfg, log)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		cn.writePump(ctx)
+	}()
+
+	deps := conversation.Deps{Config: s.opts.Conversation, Store: s.opts.Store, NewLLM: s.opts.NewLLM, Logger: log}
+	ss := &session{
+		srv:       s,
+		conn:      cn,
+		ctx:       ctx,
+		clientUID: clientUID,
+		conv:      conversation.NewSession(ctx, deps, s.opts.Characters.Default(), cn),
+	}
+	log.Info("client connected", "ip", c.IP())
+	ss.greet()
+
+	err := cn.readPump(ss.dispatch, ss.sendError)
+	log.Info("client disconnected", "reason", err)
+
+	// Stop the turn before the writer so it can still persist; its frames
+	// are dropped by then anyway.
+	cancel()
+	ss.conv.Close()
+	cn.close(1000, "")
+	<-writerDone
+}
+
+// greet sends the OLV connect sequence, in order.
+func (ss *session) greet() {
+	group := protocol.GroupUpdate{Type: protocol.TypeGroupUpdate, Members: []string{}}
+	ss.send(group)
+	ss.send(protocol.FullText(protocol.ConnectionEstablished))
+	ss.send(ss.modelAndConf())
+	ss.send(group)
+	ss.send(protocol.Control(protocol.ControlStartMic))
+}
+
+func (ss *session) modelAndConf() protocol.SetModelAndConf {
+	ch := ss.conv.Character()
+	return protocol.SetModelAndConf{
+		Type:      protocol.TypeSetModelAndConf,
+		ModelInfo: ch.ModelInfo,
+		ConfName:  ch.ConfName,
+		ConfUID:   ch.ConfUID,
+		ClientUID: ss.clientUID,
+	}
+}
+
+func (ss *session) send(msg any) {
+	if err := ss.conn.Send(ss.ctx, msg); err != nil {
+		ss.conn.log.Debug("message not queued", "err", err)
+	}
+}
+
+func (ss *session) sendError(message string) {
+	ss.send(protocol.NewError(message))
+}
+
+// dispatch handles one client message. Handlers return quickly: turns run
+// in their own goroutine, and stopping one waits only for it to wind down.
+func (ss *session) dispatch(data []byte) {
+	var in protocol.Inbound
+	ss.conn.log.Debug("received", "bytes", len(data), "head", string(data[:min(len(data), 80)]))
+	if err := json.Unmarshal(data, &in); err != nil {
+		ss.sendError("invalid message: " + err.Error())
+		return
+	}
+	if in.Type == "" {
+		ss.sendError(`invalid message: it has no "type"`)
+		return
+	}
+	if err := ss.handle(in); err != nil {
+		ss.sendError(fmt.Sprintf("%s: %s", in.Type, userMessage(err)))
+	}
+}
+
+func (ss *session) handle(in protocol.Inbound) error {
+	conv := ss.conv
+	switch in.Type {
+	case protocol.TypeTextInput:
+		return conv.StartText(in.Text, in.Images)
+	case protocol.TypeInterruptSignal:
+		conv.Interrupt(in.Text)
+	case protocol.TypeFrontendPlaybackComplete:
+		conv.PlaybackComplete()
+	case protocol.TypeHeartbeat:
+		ss.send(protocol.Simple{Type: protocol.TypeHeartbeatAck})
+	case protocol.TypeFetchHistoryList:
+		list, err := conv.HistoryList()
+		if err != nil {
+			return err
+		}
+		ss.send(protocol.HistoryList{Type: protocol.TypeHistoryList, Histories: list})
+	case protocol.TypeFetchAndSetHistory:
+		msgs, err := conv.SetHistory(in.HistoryUID)
+		if err != nil {
+			return err
+		}
+		ss.send(protocol.HistoryData{Type: protocol.TypeHistoryData, Messages: msgs})
+	case protocol.TypeCreateNewHistory:
+		uid, err := conv.NewHistory()
+		if err != nil {
+			return err
+		}
+		ss.send(protocol.NewHistoryCreated{Type: protocol.TypeNewHistoryCreated, HistoryUID: uid})
+	case protocol.TypeDeleteHistory:
+		err := conv.DeleteHistory(in.HistoryUID)
+		if err != nil && !errors.Is(err, history.ErrNotFound) {
+			return err
+		}
+		ss.send(protocol.HistoryDeleted{Type: protocol.TypeHistoryDeleted, Success: err == nil, HistoryUID: in.HistoryUID})
+	case protocol.TypeFetchConfigs:
+		list, err := ss.srv.opts.Characters.List()
+		if err != nil {
+			return err
+		}
+		ss.send(protocol.ConfigFiles{Type: protocol.TypeConfigFiles, Configs: list})
+	case protocol.TypeSwitchConfig:
+		ch, err := ss.srv.opts.Characters.Load(in.File)
+		if err != nil {
+			return err
+		}
+		conv.SwitchCharacter(ch)
+		ss.send(ss.modelAndConf())
+		ss.send(protocol.ConfigSwitched{Type: protocol.TypeConfigSwitched, Message: "Switched to config: " + ch.ConfName})
+	case protocol.TypeFetchBackgrounds:
+		ss.send(protocol.BackgroundFiles{Type: protocol.TypeBackgroundFiles, Files: ss.srv.backgrounds()})
+	case protocol.TypeRequestInitConfig:
+		ss.send(ss.modelAndConf())
+	case protocol.TypeRequestGroupInfo:
+		ss.send(protocol.GroupUpdate{Type: protocol.TypeGroupUpdate, Members: []string{}})
+	case protocol.TypeAddClientToGroup, protocol.TypeRemoveClientFromGroup:
+		ss.send(protocol.GroupOperationResult{Type: protocol.TypeGroupOperationResult, Message: "group chat is not supported by this koe server yet"})
+	case protocol.TypeAudioPlayStart, protocol.TypeMicAudioData, protocol.TypeRawAudioData:
+		// Tolerated: playback notices matter only in groups; audio input
+		// comes with the speech-in work, and one error per utterance (at
+		// mic-audio-end) is enough.
+	case protocol.TypeMicAudioEnd, protocol.TypeAISpeakSignal:
+		return errors.New("speech input and proactive speech are not available in this koe version yet; type your message instead")
+	default:
+		ss.conn.log.Info("unknown message type", "type", in.Type)
+		return errors.New("unknown message type; koe ignored it")
+	}
+	return nil
+}
+
+// userMessage words store errors for the person reading the error frame.
+func userMessage(err error) string {
+	switch {
+	case errors.Is(err, history.ErrInvalidID):
+		return "that id is not valid: " + err.Error()
+	case errors.Is(err, history.ErrNotFound):
+		return "no such history"
+	}
+	return err.Error()
+}
+
+// backgrounds lists the image files of the backgrounds directory.
+func (s *Server) backgrounds() []string {
+	files := []string{}
+	entries, err := os.ReadDir(s.cfg.BackgroundsDir)
+	if err != nil {
+		return files
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && isImage(e.Name()) {
+			files = append(files, e.Name())
+		}
+	}
+	sort.Strings(files)
+	return files
+}
