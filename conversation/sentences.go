@@ -50,16 +50,16 @@ func (c *sentenceCutter) endsSentence(r rune) bool {
 	if !unicode.IsSpace(r) {
 		return false
 	}
+	// Only the rune right before this whitespace matters; looking at just
+	// that one keeps long whitespace runs linear instead of quadratic.
 	s := c.buf.String()
-	body := strings.TrimRightFunc(s, unicode.IsSpace)
-	if len(body) == len(s)-utf8.RuneLen(r) && body != "" {
-		last, _ := utf8.DecodeLastRuneInString(body)
-		switch last {
-		case '!', '?':
-			return true
-		case '.':
-			return !isAbbreviation(body)
-		}
+	body := s[:len(s)-utf8.RuneLen(r)]
+	last, _ := utf8.DecodeLastRuneInString(body)
+	switch last {
+	case '!', '?':
+		return true
+	case '.':
+		return !isAbbreviation(body)
 	}
 	return false
 }
