@@ -46,7 +46,8 @@ func (c *Client) Stream(ctx context.Context, msgs []openai.ChatCompletionMessage
 		req.Temperature = *c.cfg.Temperature
 	}
 
-	ctx, cancel := context.WithCancelCause(ctx)
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	var idle *time.Timer
 	if c.cfg.IdleTimeout > 0 {
@@ -77,8 +78,8 @@ func (c *Client) Stream(ctx context.Context, msgs []openai.ChatCompletionMessage
 			if te := timedOut(err); te != nil {
 				return te
 			}
-			if ctx.Err() != nil {
-				return context.Canceled
+			if err := parent.Err(); err != nil {
+				return err
 			}
 			return c.classify(err, KindBrokenStream)
 		}

@@ -68,7 +68,7 @@ func (e *LLMError) Error() string {
 // classify turns whatever go-openai or net/http returned into an LLMError.
 // Context cancellation is passed through untouched: it is not a failure.
 func (c *Client) classify(err error, kindIfUnknown ErrorKind) error {
-	if err == nil || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	e := &LLMError{BaseURL: c.cfg.BaseURL, Model: c.cfg.Model, Err: err}

@@ -60,7 +60,7 @@ func (c *Characters) files() ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && isYAML(e.Name()) {
+		if e.Type().IsRegular() && isYAML(e.Name()) && !strings.HasPrefix(e.Name(), ".") {
 			names = append(names, e.Name())
 		}
 	}

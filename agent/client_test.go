@@ -1,0 +1,364 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"koe/agent"
+	"koe/internal/fakellm"
+)
+
+// guard bounds every test that talks to a server; it is a safety net
+// against hangs, not a speed assertion.
+const guard = 10 * time.Second
+
+func startLLM(t *testing.T, respond func(fakellm.Request) fakellm.Reply) *fakellm.Server {
+	t.Helper()
+	s, err := fakellm.Start("127.0.0.1:0", respond)
+	if err != nil {
+		t.Fatalf("fakellm.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("fakellm Close: %v", err)
+		}
+	})
+	return s
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func clientFor(s *fakellm.Server, mutate ...func(*agent.Config)) *agent.Client {
+	cfg := agent.Config{BaseURL: s.URL(), APIKey: "sk-test", Model: "test-model", IdleTimeout: guard}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	return agent.NewClient(cfg, nil)
+}
+
+func userMsgs(text string) []openai.ChatCompletionMessage {
+	return []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: text}}
+}
+
+// collect streams and returns the deltas it received.
+func collect(ctx context.Context, c *agent.Client, msgs []openai.ChatCompletionMessage) ([]string, error) {
+	var got []string
+	err := c.Stream(ctx, msgs, func(d string) { got = append(got, d) })
+	return got, err
+}
+
+func TestStreamDeltasInOrder(t *testing.T) {
+	const text = "Hello there. How are you today? 你好。"
+	tokens := fakellm.Words(text)
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens}))
+	got, err := collect(testCtx(t), clientFor(s), userMsgs("hi"))
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if !reflect.DeepEqual(got, tokens) {
+		t.Errorf("deltas = %q, want %q", got, tokens)
+	}
+	if strings.Join(got, "") != text {
+		t.Errorf("reply = %q, want %q", strings.Join(got, ""), text)
+	}
+}
+
+func TestStreamEmptyReply(t *testing.T) {
+	s := startLLM(t, fakellm.Script(fakellm.Reply{}))
+	got, err := collect(testCtx(t), clientFor(s), userMsgs("hi"))
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if len(got) != 0 {
+		t.Errorf("deltas = %q, want none", got)
+	}
+}
+
+func TestStreamRequest(t *testing.T) {
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"ok"}}))
+	temp := float32(0.7)
+	c := clientFor(s, func(c *agent.Config) { c.Temperature = &temp; c.MaxTokens = 321 })
+	msgs := []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: "be brief"},
+		{Role: openai.ChatMessageRoleUser, Content: "hi"},
+		{Role: openai.ChatMessageRoleAssistant, Content: "hello"},
+		{Role: openai.ChatMessageRoleUser, Content: "how are you?"},
+	}
+	if _, err := collect(testCtx(t), c, msgs); err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("server saw %d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Model != "test-model" || !r.Stream {
+		t.Errorf("model=%q stream=%v, want test-model true", r.Model, r.Stream)
+	}
+	want := []fakellm.Message{
+		{Role: "system", Content: "be brief"},
+		{Role: "user", Content: "hi"},
+		{Role: "assistant", Content: "hello"},
+		{Role: "user", Content: "how are you?"},
+	}
+	if !reflect.DeepEqual(r.Messages, want) {
+		t.Errorf("messages = %+v, want %+v", r.Messages, want)
+	}
+	if got := r.Header.Get("Authorization"); got != "Bearer sk-test" {
+		t.Errorf("Authorization = %q, want Bearer sk-test", got)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(r.Raw, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw["temperature"] != 0.7 {
+		t.Errorf("temperature = %v, want 0.7 (body %s)", raw["temperature"], r.Raw)
+	}
+	if raw["max_tokens"] != float64(321) {
+		t.Errorf("max_tokens = %v, want 321 (body %s)", raw["max_tokens"], r.Raw)
+	}
+}
+
+func TestStreamRequestWithoutTemperature(t *testing.T) {
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"ok"}}))
+	if _, err := collect(testCtx(t), clientFor(s), userMsgs("hi")); err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(s.Requests()[0].Raw, &raw); err != nil {
+		t.Fatal(err)
+	}
+	// Unset means the server's default, not 0.
+	if v, ok := raw["temperature"]; ok {
+		t.Errorf("temperature = %v sent although not configured", v)
+	}
+}
+
+// closedURL returns the base URL of a listener that no longer exists.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/v1"
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+func llmError(t *testing.T, err error) *agent.LLMError {
+	t.Helper()
+	if err == nil {
+		t.Fatal("Stream succeeded, want an error")
+	}
+	var le *agent.LLMError
+	if !errors.As(err, &le) {
+		t.Fatalf("error %v (%T) is not an *agent.LLMError", err, err)
+	}
+	return le
+}
+
+func TestStreamUnreachable(t *testing.T) {
+	url := closedURL(t)
+	c := agent.NewClient(agent.Config{BaseURL: url, Model: "m", IdleTimeout: guard}, nil)
+	called := false
+	err := c.Stream(testCtx(t), userMsgs("hi"), func(string) { called = true })
+	le := llmError(t, err)
+	if le.Kind != agent.KindUnreachable {
+		t.Errorf("kind = %v, want KindUnreachable (%v)", le.Kind, err)
+	}
+	if le.BaseURL != url {
+		t.Errorf("BaseURL = %q, want %q", le.BaseURL, url)
+	}
+	for _, want := range []string{url, "OPENAI_BASE_URL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not contain %q", err, want)
+		}
+	}
+	if called {
+		t.Error("onDelta called for an unreachable server")
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Error("an unreachable server is reported as a cancellation")
+	}
+}
+
+func TestStreamHTTPErrors(t *testing.T) {
+	for _, tc := range []struct {
+		status  int
+		kind    agent.ErrorKind
+		mention []string
+	}{
+		{http.StatusUnauthorized, agent.KindUnauthorized, []string{"OPENAI_API_KEY", "401"}},
+		{http.StatusForbidden, agent.KindUnauthorized, []string{"OPENAI_API_KEY", "403"}},
+		{http.StatusNotFound, agent.KindNotFound, []string{"KOE_LLM_MODEL", `"test-model"`, "404"}},
+		{http.StatusTooManyRequests, agent.KindRateLimited, []string{"429"}},
+		{http.StatusInternalServerError, agent.KindServer, []string{"500"}},
+		{http.StatusServiceUnavailable, agent.KindServer, []string{"503"}},
+		{http.StatusBadRequest, agent.KindBadRequest, []string{"400", `"test-model"`}},
+		{http.StatusUnprocessableEntity, agent.KindBadRequest, []string{"422"}},
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			detail := "fake says no " + http.StatusText(tc.status)
+			s := startLLM(t, fakellm.Script(fakellm.Reply{Status: tc.status, ErrorMessage: detail}))
+			called := false
+			err := clientFor(s).Stream(testCtx(t), userMsgs("hi"), func(string) { called = true })
+			le := llmError(t, err)
+			if le.Kind != tc.kind {
+				t.Errorf("kind = %v, want %v (%v)", le.Kind, tc.kind, err)
+			}
+			if le.Status != tc.status {
+				t.Errorf("status = %d, want %d", le.Status, tc.status)
+			}
+			msg := err.Error()
+			for _, want := range append(tc.mention, s.URL(), detail) {
+				if !strings.Contains(msg, want) {
+					t.Errorf("message %q does not contain %q", msg, want)
+				}
+			}
+			if called {
+				t.Error("onDelta called for an error response")
+			}
+		})
+	}
+}
+
+func TestStreamBrokenAfterDeltas(t *testing.T) {
+	tokens := []string{"One", " two", " three", " four"}
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens, BreakAfter: 2}))
+	got, err := collect(testCtx(t), clientFor(s), userMsgs("count"))
+	le := llmError(t, err)
+	if le.Kind != agent.KindBrokenStream {
+		t.Errorf("kind = %v, want KindBrokenStream (%v)", le.Kind, err)
+	}
+	if want := tokens[:2]; !reflect.DeepEqual(got, want) {
+		t.Errorf("deltas before the break = %q, want %q", got, want)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Error("a broken stream is reported as a cancellation")
+	}
+}
+
+func TestStreamIdleTimeout(t *testing.T) {
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Hang: true}))
+	c := clientFor(s, func(c *agent.Config) { c.IdleTimeout = 200 * time.Millisecond })
+	got, err := collect(testCtx(t), c, userMsgs("hi"))
+	le := llmError(t, err)
+	if le.Kind != agent.KindTimeout {
+		t.Errorf("kind = %v, want KindTimeout (%v)", le.Kind, err)
+	}
+	if len(got) != 0 {
+		t.Errorf("deltas = %q, want none", got)
+	}
+	for _, want := range []string{s.URL(), "idle_timeout", "test-model"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not contain %q", err, want)
+		}
+	}
+}
+
+// The idle timeout bounds the gap between chunks, not the whole reply: a
+// slow but steady stream must finish even if it takes longer overall.
+func TestStreamIdleTimeoutResetsPerChunk(t *testing.T) {
+	tokens := []string{"a", "b", "c", "d", "e", "f"}
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens, Interval: 100 * time.Millisecond}))
+	c := clientFor(s, func(c *agent.Config) { c.IdleTimeout = 2 * time.Second })
+	got, err := collect(testCtx(t), c, userMsgs("hi"))
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if !reflect.DeepEqual(got, tokens) {
+		t.Errorf("deltas = %q, want %q", got, tokens)
+	}
+}
+
+func TestStreamCancelMidStream(t *testing.T) {
+	tokens := fakellm.Words(strings.Repeat("word ", 200))
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens, Interval: 20 * time.Millisecond}))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	var got []string
+	err := clientFor(s).Stream(ctx, userMsgs("talk"), func(d string) {
+		got = append(got, d)
+		if len(got) == 2 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	var le *agent.LLMError
+	if errors.As(err, &le) {
+		t.Errorf("cancellation reported as an LLMError: %v", le)
+	}
+	if len(got) < 2 || len(got) >= len(tokens) {
+		t.Errorf("received %d deltas, want the stream cut after 2 (of %d)", len(got), len(tokens))
+	}
+	select {
+	case <-s.Disconnects():
+	case <-time.After(guard):
+		t.Fatal("the fake LLM never saw the client disconnect")
+	}
+}
+
+func TestStreamCancelledBeforeStart(t *testing.T) {
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"x"}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := clientFor(s).Stream(ctx, userMsgs("hi"), func(string) { t.Error("onDelta called") })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	var le *agent.LLMError
+	if errors.As(err, &le) {
+		t.Errorf("cancellation reported as an LLMError: %v", le)
+	}
+}
+
+func TestClientConfig(t *testing.T) {
+	cfg := agent.Config{BaseURL: "http://x/v1", Model: "m", APIKey: "k"}
+	if got := agent.NewClient(cfg, nil).Config(); !reflect.DeepEqual(got, cfg) {
+		t.Errorf("Config() = %+v, want %+v", got, cfg)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := agent.DefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config invalid: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  agent.Config
+		want string
+	}{
+		{"no scheme", agent.Config{BaseURL: "127.0.0.1:11434/v1", Model: "m"}, "base_url"},
+		{"ftp", agent.Config{BaseURL: "ftp://h/v1", Model: "m"}, "base_url"},
+		{"no host", agent.Config{BaseURL: "http:///v1", Model: "m"}, "base_url"},
+		{"empty", agent.Config{Model: "m"}, "base_url"},
+		{"no model", agent.Config{BaseURL: "http://h/v1"}, "KOE_LLM_MODEL"},
+		{"negative idle", agent.Config{BaseURL: "http://h/v1", Model: "m", IdleTimeout: -time.Second}, "idle_timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
