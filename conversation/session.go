@@ -19,6 +19,7 @@ import (
 // HistoryStore is the persistence a session needs.
 type HistoryStore interface {
 	Create(confUID string) (string, error)
+	CreateWith(confUID, historyUID string, records ...history.Record) error
 	Append(confUID, historyUID string, r history.Record) error
 	Messages(confUID, historyUID string) ([]history.Record, error)
 	List(confUID string) ([]history.Summary, error)

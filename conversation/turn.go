@@ -45,10 +45,30 @@ func (t *turn) playbackComplete() {
 type turnSnapshot struct {
 	char Character
 	uid  string
+	// saved delivers the result of storing the human message. The write
+	// runs alongside the LLM request instead of before it: a disk sync is
+	// not worth delaying the first words for.
+	saved chan error
+}
+
+// waitSaved waits for the human message to be stored and reports a failure
+// to the client once. The turn calls it before storing the reply (records
+// keep their order) and before it ends (the write has an owner).
+func (s *Session) waitSaved(snap *turnSnapshot) {
+	if snap.saved == nil {
+		return
+	}
+	if err := <-snap.saved; err != nil {
+		s.log.Error("could not save the user's message", "history_uid", snap.uid, "err", err)
+		s.send(s.ctx, protocol.NewError("koe could not save your message to the history: "+err.Error()))
+	}
+	snap.saved = nil
 }
 
 func (s *Session) runTurn(t *turn, text string) {
+	snap := s.beginTurn(text)
 	defer func() {
+		s.waitSaved(&snap)
 		s.mu.Lock()
 		if s.turn == t {
 			s.turn = nil
@@ -61,23 +81,16 @@ func (s *Session) runTurn(t *turn, text string) {
 	s.send(ctx, protocol.Control(protocol.ControlChainStart))
 	s.send(ctx, protocol.FullText(protocol.ThinkingText))
 
-	snap, err := s.beginTurn(text)
-	if err != nil {
-		s.log.Error("turn could not start", "err", err)
-		s.failTurn(ctx, "koe could not save your message, so it did not answer: "+err.Error())
-		return
-	}
-
 	em := &turnEmitter{s: s, ctx: ctx, char: snap.char}
-	err = s.currentAgent().Reply(ctx, em)
+	err := s.currentAgent().Reply(ctx, em)
 	if ctx.Err() != nil {
-		s.finishCancelled(t, snap, em.reply.String(), false)
+		s.finishCancelled(t, &snap, em.reply.String(), false)
 		return
 	}
 	if err != nil {
 		s.log.Warn("LLM call failed", "conf_uid", snap.char.ConfUID, "err", err)
 		if partial := em.reply.String(); partial != "" {
-			s.persistReply(snap, partial, false)
+			s.persistReply(&snap, partial, false)
 		}
 		s.failTurn(ctx, err.Error())
 		return
@@ -90,7 +103,7 @@ func (s *Session) runTurn(t *turn, text string) {
 	// SendWait returns.
 	t.awaitingPlayback.Store(true)
 	if err := s.out.SendWait(ctx, simple(protocol.TypeBackendSynthComplete)); err != nil {
-		s.finishCancelled(t, snap, reply, true)
+		s.finishCancelled(t, &snap, reply, true)
 		return
 	}
 
@@ -101,12 +114,12 @@ func (s *Session) runTurn(t *turn, text string) {
 	case <-timer.C:
 		s.log.Debug("no frontend-playback-complete; ending the turn anyway", "timeout", s.deps.Config.PlaybackTimeout)
 	case <-ctx.Done():
-		s.finishCancelled(t, snap, reply, true)
+		s.finishCancelled(t, &snap, reply, true)
 		return
 	}
 	// Stored before chain-end so that a client asking for the history right
 	// after the turn already finds the reply.
-	s.persistReply(snap, reply, false)
+	s.persistReply(&snap, reply, false)
 	s.endChain(ctx)
 }
 
@@ -120,24 +133,25 @@ func (s *Session) endChain(ctx context.Context) {
 	}
 }
 
-// beginTurn makes sure there is a history and stores the human message.
-func (s *Session) beginTurn(text string) (turnSnapshot, error) {
+// beginTurn adds the user's message to memory and starts storing it,
+// creating the history with it when there is none yet.
+func (s *Session) beginTurn(text string) turnSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.historyUID == "" {
-		uid, err := s.deps.Store.Create(s.char.ConfUID)
-		if err != nil {
-			return turnSnapshot{}, err
-		}
-		s.historyUID = uid
-	}
 	rec := history.Record{Role: history.RoleHuman, Content: text, Name: s.char.HumanName}
-	if err := s.deps.Store.Append(s.char.ConfUID, s.historyUID, rec); err != nil {
-		return turnSnapshot{}, err
+	conf, uid := s.char.ConfUID, s.historyUID
+	var save func() error
+	if uid == "" {
+		uid = history.NewUID(time.Now())
+		save = func() error { return s.deps.Store.CreateWith(conf, uid, rec) }
+	} else {
+		save = func() error { return s.deps.Store.Append(conf, uid, rec) }
 	}
-	s.historyUsed = true
+	s.historyUID, s.historyUsed = uid, true
 	s.agent.AddUser(text)
-	return turnSnapshot{char: s.char, uid: s.historyUID}, nil
+	snap := turnSnapshot{char: s.char, uid: uid, saved: make(chan error, 1)}
+	go func() { snap.saved <- save() }()
+	return snap
 }
 
 func (s *Session) currentAgent() *agent.Agent {
@@ -155,7 +169,7 @@ func (s *Session) failTurn(ctx context.Context, message string) {
 
 // finishCancelled persists what a stopped turn leaves behind: the heard part
 // after an interrupt, otherwise what was generated (complete or cut short).
-func (s *Session) finishCancelled(t *turn, snap turnSnapshot, generated string, complete bool) {
+func (s *Session) finishCancelled(t *turn, snap *turnSnapshot, generated string, complete bool) {
 	var ic interruptCause
 	if errors.As(context.Cause(t.ctx), &ic) {
 		if ic.heard != "" || generated != "" {
@@ -170,7 +184,8 @@ func (s *Session) finishCancelled(t *turn, snap turnSnapshot, generated string, 
 
 // persistReply writes the AI message to history and memory. It runs on the
 // session's context, not the turn's: a stopped turn still saves its reply.
-func (s *Session) persistReply(snap turnSnapshot, text string, interrupted bool) {
+func (s *Session) persistReply(snap *turnSnapshot, text string, interrupted bool) {
+	s.waitSaved(snap)
 	rec := history.Record{Role: history.RoleAI, Content: text, Name: snap.char.Name, Avatar: snap.char.Avatar, Interrupted: interrupted}
 	if err := s.deps.Store.Append(snap.char.ConfUID, snap.uid, rec); err != nil {
 		s.log.Error("could not save the reply", "history_uid", snap.uid, "err", err)

@@ -121,23 +121,43 @@ func (s *Store) timestamp() string {
 	return s.now().Format(timestampLayout)
 }
 
-// Create starts a new history for confUID and returns its uid. The history
-// begins with a metadata record, as in Open-LLM-VTuber, which List uses to
-// hide histories nobody has spoken in yet.
+// Create starts a new, empty history (just its metadata record) and
+// returns its uid.
 func (s *Store) Create(confUID string) (string, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
-		return "", err
-	}
 	now := s.now()
 	uid := NewUID(now)
-	meta, err := json.Marshal(Record{Role: RoleMetadata, Timestamp: now.Format(timestampLayout)})
-	if err != nil {
-		return "", fmt.Errorf("encode metadata record: %w", err)
+	if err := s.createWith(confUID, uid, now, nil); err != nil {
+		return "", err
+	}
+	return uid, nil
+}
+
+// CreateWith creates history uid (see NewUID) with its metadata record and
+// then records, all in one transaction: a conversation's first message
+// costs one disk sync, not two. It fails if uid already exists.
+func (s *Store) CreateWith(confUID, uid string, records ...Record) error {
+	return s.createWith(confUID, uid, s.now(), records)
+}
+
+func (s *Store) createWith(confUID, uid string, now time.Time, records []Record) error {
+	if err := checkIDs(confID(confUID), historyID(uid)); err != nil {
+		return err
+	}
+	values := make([][]byte, 0, len(records)+1)
+	for _, r := range append([]Record{{Role: RoleMetadata, Timestamp: now.Format(timestampLayout)}}, records...) {
+		if r.Timestamp == "" {
+			r.Timestamp = now.Format(timestampLayout)
+		}
+		v, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode record: %w", err)
+		}
+		values = append(values, v)
 	}
 	// Batch because sessions tend to start in bursts (e.g. after a restart,
 	// every client reconnects); the function only touches tx, so bbolt may
 	// safely rerun it.
-	err = s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.db.Batch(func(tx *bolt.Tx) error {
 		conf, err := tx.Bucket(bucketHistories).CreateBucketIfNotExists([]byte(confUID))
 		if err != nil {
 			return fmt.Errorf("conf bucket: %w", err)
@@ -150,12 +170,17 @@ func (s *Store) Create(confUID string) (string, error) {
 		if err != nil {
 			return fmt.Errorf("messages bucket: %w", err)
 		}
-		return putRecord(msgs, meta)
+		for _, v := range values {
+			if err := putRecord(msgs, v); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("create history for conf %q: %w", confUID, err)
+		return fmt.Errorf("create history %q for conf %q: %w", uid, confUID, err)
 	}
-	return uid, nil
+	return nil
 }
 
 // Append adds r to the end of an existing history. It never creates the
