@@ -97,6 +97,10 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error) error {
 	default:
 		c.log.Warn("disconnecting a slow client", "queued", len(c.queue))
 		c.close(fws.ClosePolicyViolation, "send queue full")
+		// The writer is most likely blocked on the client's full socket:
+		// fail that write now rather than after write_timeout. (net.Conn
+		// deadlines are safe to set from any goroutine.)
+		_ = c.ws.NetConn().SetWriteDeadline(time.Now())
 		return errSlowClient
 	}
 }
@@ -111,12 +115,11 @@ func (c *conn) close(code int, text string) {
 }
 
 // writePump is the only goroutine that writes to the socket. It returns
-// after close (or a write error) and closes the socket, which ends the read
-// loop too.
+// after close (or a write error) and then ends the read loop too.
 func (c *conn) writePump(ctx context.Context) {
 	ping := time.NewTicker(c.cfg.PingInterval)
 	defer ping.Stop()
-	defer c.ws.Close()
+	defer c.endReads()
 	for {
 		select {
 		case f := <-c.queue:
@@ -156,6 +159,18 @@ func (c *conn) goodbye() {
 	_ = c.ws.WriteControl(fws.CloseMessage, msg, time.Now().Add(time.Second))
 }
 
+// closeGrace is how long a peer that got our close frame has to answer it.
+const closeGrace = time.Second
+
+// endReads makes the read loop return. Closing the socket cannot do it:
+// fasthttp's hijacked connection ignores Close and closes the socket only
+// when the handler returns. The read deadline can (net.Conn deadlines are
+// safe to set from any goroutine); readPump re-checks closed after every
+// deadline it sets, so it cannot extend this one by accident.
+func (c *conn) endReads() {
+	_ = c.ws.NetConn().SetReadDeadline(time.Now().Add(closeGrace))
+}
+
 // readPump reads messages until the socket fails or closes. A message over
 // MaxMessageBytes is skipped (read and discarded, never buffered) and
 // reported through tooBig; the hard read limit set on the socket closes the
@@ -163,15 +178,28 @@ func (c *conn) goodbye() {
 func (c *conn) readPump(handle func([]byte), reject func(string)) error {
 	limit := int64(c.cfg.MaxMessageBytes)
 	c.ws.SetReadLimit(4 * limit)
-	deadline := func() { _ = c.ws.SetReadDeadline(time.Now().Add(c.cfg.PongTimeout)) }
-	deadline()
-	c.ws.SetPongHandler(func(string) error { deadline(); return nil })
+	deadline := func() error {
+		_ = c.ws.SetReadDeadline(time.Now().Add(c.cfg.PongTimeout))
+		select {
+		case <-c.closed:
+			c.endReads()
+			return errConnClosed
+		default:
+			return nil
+		}
+	}
+	if err := deadline(); err != nil {
+		return err
+	}
+	c.ws.SetPongHandler(func(string) error { return deadline() })
 	for {
 		typ, r, err := c.ws.NextReader()
 		if err != nil {
 			return err
 		}
-		deadline()
+		if err := deadline(); err != nil {
+			return err
+		}
 		data, err := io.ReadAll(io.LimitReader(r, limit+1))
 		if err != nil {
 			return err

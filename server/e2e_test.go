@@ -580,3 +580,50 @@ func TestHTTPRoutes(t *testing.T) {
 		t.Fatalf("background-files = %v", files)
 	}
 }
+
+// A client that stops reading is dropped once its queue fills; the server
+// stops its turn and everyone else carries on.
+func TestSlowClientIsDropped(t *testing.T) {
+	big := strings.Repeat("x", 4096)
+	tokens := make([]string, 100000) // 400 MB if ever read whole: far more than socket buffers hold
+	for i := range tokens {
+		tokens[i] = big + " "
+	}
+	llm := startLLM(t, func(r fakellm.Request) fakellm.Reply {
+		if strings.Contains(r.Messages[len(r.Messages)-1].Content, "flood") {
+			return fakellm.Reply{Tokens: tokens}
+		}
+		return fakellm.Reply{Tokens: fakellm.Words("Fine here.")}
+	})
+	cfg := testConfig(t, t.TempDir(), llm.URL())
+	cfg.Server.SendQueueSize = 16
+	m := startKoe(t, cfg)
+
+	slow, _, err := websocket.DefaultDialer.Dial("ws://"+m.Addr()+"/client-ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if err := slow.WriteMessage(websocket.TextMessage, []byte(`{"type":"text-input","text":"flood me"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// The slow client reads nothing while its queue fills and koe drops it.
+	select {
+	case <-llm.Disconnects():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the slow client's turn was not stopped")
+	}
+	healthy := dialGreeted(t, m.Addr())
+	healthy.turn("hello")
+
+	_ = slow.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for {
+		if _, _, err := slow.ReadMessage(); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatal("the slow client was never disconnected")
+			}
+			break
+		}
+	}
+}
