@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -283,5 +284,23 @@ character:
 	mi = cfg.Character.ModelInfo
 	if len(mi) != 2 || mi["name"] != "shizuku" || mi["url"] != "/live2d-models/shizuku/shizuku.model.json" {
 		t.Errorf("configured model_info = %v, want exactly the two configured keys (not merged with the default)", mi)
+	}
+}
+
+// The example file in the repository is the documentation of every key: it
+// must load, and its values must be the defaults it claims to show.
+func TestExampleConfigIsTheDefaults(t *testing.T) {
+	cfg, err := config.Load("../conf.example.yaml", true, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default()
+	if len(cfg.Server.AllowedOrigins) == 0 {
+		cfg.Server.AllowedOrigins = nil // the file shows the empty list as []
+	}
+	if !reflect.DeepEqual(cfg.Server, want.Server) || !reflect.DeepEqual(cfg.Conversation, want.Conversation) ||
+		!reflect.DeepEqual(cfg.Character, want.Character) || cfg.DataDir != want.DataDir ||
+		cfg.CharactersDir != want.CharactersDir || cfg.LogLevel != want.LogLevel {
+		t.Fatalf("conf.example.yaml differs from the defaults:\n got %+v\nwant %+v", cfg, want)
 	}
 }
