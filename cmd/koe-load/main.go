@@ -307,13 +307,29 @@ func (s *session) turn(text string, timeout time.Duration) result {
 	}
 }
 
-type memory struct{ rss, hwm int64 } // KiB
+type memory struct {
+	rss, hwm int64         // KiB
+	cpu      time.Duration // user + system time so far
+}
 
-// readMemory reads VmRSS and VmHWM (peak RSS) of pid from /proc.
+// readMemory reads VmRSS, VmHWM (peak RSS) and CPU time of pid from /proc.
 func readMemory(pid int) memory {
 	var m memory
 	if pid <= 0 {
 		return m
+	}
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Fields after the parenthesised command name; utime and stime
+		// are the 14th and 15th fields, in clock ticks (100 per second
+		// on Linux).
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+			f := strings.Fields(string(stat)[i+1:])
+			if len(f) > 12 {
+				u, _ := strconv.ParseInt(f[11], 10, 64)
+				s, _ := strconv.ParseInt(f[12], 10, 64)
+				m.cpu = time.Duration(u+s) * 10 * time.Millisecond
+			}
+		}
 	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -355,6 +371,9 @@ func report(o options, results []result, dialErrs []error, wall time.Duration, b
 	if o.pid > 0 {
 		fmt.Printf("koe memory (pid %d): RSS %.1f MiB with %d idle sessions, %.1f MiB after the turns, peak %.1f MiB\n",
 			o.pid, float64(before.rss)/1024, len(results), float64(after.rss)/1024, float64(after.hwm)/1024)
+		busy := after.cpu - before.cpu
+		fmt.Printf("koe CPU during the turns: %s (%.0f%% of one core over the wall time)\n",
+			busy, 100*busy.Seconds()/wall.Seconds())
 	}
 	fmt.Printf("errors: %d of %d sessions\n", len(errs)+len(dialErrs), o.n)
 }

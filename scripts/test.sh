@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs koe's whole test suite on a fresh Debian machine with Go: installs the
+# Debian packages the tests need when they are missing, then checks
+# formatting, vets, and runs every test with the race detector.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests use. Empty for now: the speech issues add
+# espeak-ng, pocketsphinx and chromium here.
+packages=()
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 20m ./...
