@@ -627,3 +627,34 @@ func TestSlowClientIsDropped(t *testing.T) {
 		}
 	}
 }
+
+// The OLV client creates a history on every connect; one never used is
+// removed when its connection leaves instead of piling up.
+func TestUnusedHistoryRemovedOnDisconnect(t *testing.T) {
+	llm := startLLM(t, fakellm.Echo(0))
+	m := startKoe(t, testConfig(t, t.TempDir(), llm.URL()))
+	talker := dialGreeted(t, m.Addr())
+	used := talker.request(msg{"type": "create-new-history"}, "new-history-created").str("history_uid")
+	talker.turn("keep this one")
+	_ = talker.ws.Close()
+	idle := dialGreeted(t, m.Addr())
+	unused := idle.request(msg{"type": "create-new-history"}, "new-history-created").str("history_uid")
+
+	second := dialGreeted(t, m.Addr())
+	// Still there while its connection is open.
+	second.request(msg{"type": "fetch-and-set-history", "history_uid": unused}, "history-data")
+	_ = idle.ws.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		second.send(msg{"type": "fetch-and-set-history", "history_uid": unused})
+		if got := second.next(); got.typ() == "error" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("unused history %s still exists: %v", unused, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := second.request(msg{"type": "fetch-and-set-history", "history_uid": used}, "history-data"); len(got["messages"].([]any)) != 2 {
+		t.Fatalf("used history = %v", got)
+	}
+}
