@@ -156,11 +156,16 @@ func (s *Session) HistoryList() ([]history.Summary, error) {
 // unknown id changes nothing.
 func (s *Session) SetHistory(uid string) ([]history.Record, error) {
 	conf := s.Character().ConfUID
+	if _, err := s.deps.Store.Messages(conf, uid); err != nil {
+		return nil, fmt.Errorf("load history: %w", err)
+	}
+	// Read again once the running turn has stopped: it may just have
+	// stored its reply in this very history.
+	s.stopTurn(errHistoryChanged)
 	records, err := s.deps.Store.Messages(conf, uid)
 	if err != nil {
 		return nil, fmt.Errorf("load history: %w", err)
 	}
-	s.stopTurn(errHistoryChanged)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if uid != s.historyUID {

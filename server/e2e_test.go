@@ -658,3 +658,26 @@ func TestUnusedHistoryRemovedOnDisconnect(t *testing.T) {
 		t.Fatalf("used history = %v", got)
 	}
 }
+
+// Reloading the current history mid-turn stops the turn first, and what the
+// turn stored on the way out is part of the reloaded history and memory.
+func TestReloadCurrentHistoryMidTurn(t *testing.T) {
+	llm := startLLM(t, fakellm.Script(
+		fakellm.Reply{Tokens: fakellm.Words(strings.Repeat("busy ", 300)), Interval: 10 * time.Millisecond},
+		fakellm.Echo(0)(fakellm.Request{Messages: []fakellm.Message{{Content: "next"}}}),
+	))
+	m := startKoe(t, testConfig(t, t.TempDir(), llm.URL()))
+	c := dialGreeted(t, m.Addr())
+	uid := c.request(msg{"type": "create-new-history"}, "new-history-created").str("history_uid")
+	c.send(msg{"type": "text-input", "text": "start", "images": []any{}})
+	c.until(isType("token"))
+	records := c.request(msg{"type": "fetch-and-set-history", "history_uid": uid}, "history-data")["messages"].([]any)
+	if len(records) != 2 || records[1].(map[string]any)["interrupted"] != true {
+		t.Fatalf("history-data mid-turn = %v", records)
+	}
+	c.turn("next")
+	reqs := llm.Requests()
+	if ctx := contentOf(reqs[len(reqs)-1]); !strings.Contains(ctx, "user: start\nassistant: busy") {
+		t.Fatalf("memory lost the stopped turn's reply:\n%s", ctx)
+	}
+}
