@@ -1,10 +1,13 @@
-// Package fakellm is a fake OpenAI-compatible chat-completions server.
+// Package fakellm is a fake OpenAI-compatible chat-completions and speech
+// server.
 //
 // It speaks the real wire format (JSON bodies, SSE streaming, OpenAI-style
 // error bodies) over real HTTP so that koe's tests and its load-test command
 // exercise the same client code paths they use against a real provider,
 // including failure modes that are hard to provoke on demand: HTTP errors,
 // streams that break mid-way, and streams that never produce a token.
+// POST /v1/audio/speech answers with deterministic synthetic speech (see
+// speech.go) so text-to-speech clients can be tested the same way.
 //
 // It is a test/benchmark tool, never a product path, but it is written to be
 // safe against arbitrary input: malformed requests get OpenAI-style errors,
@@ -106,7 +109,10 @@ type Server struct {
 	noRecord bool // set by SetRecording(false); long load tests would otherwise grow without bound
 	requests []Request
 	active   int
-	// handlers tracks in-flight chat handlers so Close can wait for them.
+	// speechRespond is nil for the default speech behaviour.
+	speechRespond  func(SpeechRequest) SpeechReply
+	speechRequests []SpeechRequest
+	// handlers tracks in-flight handlers so Close can wait for them.
 	// Add is only called under mu while !closed, and Wait only after closed
 	// is set, which is the ordering sync.WaitGroup requires.
 	handlers sync.WaitGroup
@@ -194,6 +200,7 @@ func (s *Server) SetRecording(enabled bool) {
 	s.noRecord = !enabled
 	if !enabled {
 		s.requests = nil
+		s.speechRequests = nil
 	}
 }
 
@@ -203,7 +210,8 @@ func (s *Server) SetRecording(enabled bool) {
 // stream. Server shutdown is not reported.
 func (s *Server) Disconnects() <-chan struct{} { return s.disconnects }
 
-// Active returns the number of chat requests currently being served.
+// Active returns the number of chat and speech requests currently being
+// served.
 func (s *Server) Active() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -222,6 +230,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
 		s.chat(w, r)
+	case r.URL.Path == "/v1/audio/speech" && r.Method == http.MethodPost:
+		s.speech(w, r)
 	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, modelList{
 			Object: "list",
@@ -232,8 +242,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// begin registers a chat handler; it fails once Close has started so that
-// handlers.Add never races with handlers.Wait.
+// begin registers a chat or speech handler; it fails once Close has started
+// so that handlers.Add never races with handlers.Wait.
 func (s *Server) begin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
