@@ -5,9 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests use. Empty for now: the speech issues add
-# espeak-ng, pocketsphinx and chromium here.
-packages=()
+# Debian packages the tests use: espeak-ng speaks in the TTS tests,
+# chromium drives koe's web page in the browser tests.
+packages=(espeak-ng chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -5,6 +5,9 @@
   const log = $("log"), statusEl = $("status"), text = $("text"), stopBtn = $("stop");
   const histories = $("histories"), characters = $("characters");
   let ws, reply = null, replyText = "", inTurn = false, retry = 500;
+  // muted drops the tokens of a reply the user stopped: those already on
+  // the wire still arrive, up to the next conversation-chain-start.
+  let muted = false;
 
   function bubble(kind, content, who) {
     const el = document.createElement("div");
@@ -18,6 +21,10 @@
   function setStatus(t, cls) { statusEl.textContent = t; statusEl.className = "status " + (cls || ""); }
   function send(msg) { if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg)); }
   function setTurn(on) { inTurn = on; stopBtn.disabled = !on; }
+  function endReply() {
+    if (reply) reply.classList.add("interrupted");
+    setTurn(false); reply = null; muted = true;
+  }
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
@@ -33,10 +40,11 @@
   function handle(m) {
     switch (m.type) {
       case "control":
-        if (m.text === "conversation-chain-start") { setTurn(true); reply = null; replyText = ""; }
+        if (m.text === "conversation-chain-start") { setTurn(true); reply = null; replyText = ""; muted = false; }
         if (m.text === "conversation-chain-end") { setTurn(false); reply = null; send({ type: "fetch-history-list" }); }
         break;
       case "token":
+        if (muted) break;
         if (!reply) reply = bubble("ai", "", "");
         replyText += m.content; reply.lastChild.textContent = replyText;
         log.scrollTop = log.scrollHeight;
@@ -72,15 +80,18 @@
     e.preventDefault();
     const t = text.value.trim();
     if (!t) return;
-    if (inTurn && reply) { send({ type: "interrupt-signal", text: replyText }); reply.classList.add("interrupted"); }
+    if (inTurn) {
+      // The new input cancels the running turn; tell the server what was heard.
+      if (reply) send({ type: "interrupt-signal", text: replyText });
+      endReply();
+    }
     bubble("human", t);
     send({ type: "text-input", text: t, images: [] });
     text.value = "";
   });
   stopBtn.addEventListener("click", () => {
     send({ type: "interrupt-signal", text: replyText });
-    if (reply) reply.classList.add("interrupted");
-    setTurn(false); reply = null;
+    endReply();
   });
   $("new").addEventListener("click", () => { log.replaceChildren(); send({ type: "create-new-history" }); });
   histories.addEventListener("change", () => {
