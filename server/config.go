@@ -23,8 +23,9 @@ type Config struct {
 	// one is skipped with an error frame and the connection stays open, up
 	// to four times this size; beyond that the connection is closed (1009).
 	MaxMessageBytes int `yaml:"max_message_bytes"`
-	// SendQueueSize bounds the messages waiting for one client. A client
-	// that lets it fill up is disconnected instead of slowing anyone else.
+	// SendQueueSize bounds the messages waiting for one client. While it is
+	// full, that client's own turn waits; a client whose queue stays full
+	// for WriteTimeout is disconnected. Other clients never wait.
 	SendQueueSize   int           `yaml:"send_queue_size"`
 	WriteTimeout    time.Duration `yaml:"write_timeout"`
 	PingInterval    time.Duration `yaml:"ping_interval"`

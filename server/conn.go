@@ -57,7 +57,8 @@ func newConn(ws *fws.Conn, cfg Config, log *slog.Logger) *conn {
 	}
 }
 
-// Send queues msg for the writer without ever blocking the caller.
+// Send queues msg for the writer. It blocks only while this client's queue
+// is full, and at most for the write timeout.
 func (c *conn) Send(ctx context.Context, msg any) error {
 	return c.enqueue(ctx, msg, nil)
 }
@@ -91,15 +92,31 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error) error {
 	if err != nil {
 		return fmt.Errorf("encode %T: %w", msg, err)
 	}
+	f := frame{ctx: ctx, data: data, done: done}
 	select {
-	case c.queue <- frame{ctx: ctx, data: data, done: done}:
+	case c.queue <- f:
 		return nil
 	default:
-		c.log.Warn("disconnecting a slow client", "queued", len(c.queue))
+	}
+	// Full: a burst (a fast LLM) fills the queue faster than any socket
+	// drains, so first hold the sender back, which slows only this
+	// session. A client whose queue stays full for a whole write timeout
+	// is not reading: drop it.
+	t := time.NewTimer(c.cfg.WriteTimeout)
+	defer t.Stop()
+	select {
+	case c.queue <- f:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return errConnClosed
+	case <-t.C:
+		c.log.Warn("disconnecting a client that stopped reading", "queued", len(c.queue), "waited", c.cfg.WriteTimeout)
 		c.close(fws.ClosePolicyViolation, "send queue full")
 		// The writer is most likely blocked on the client's full socket:
-		// fail that write now rather than after write_timeout. (net.Conn
-		// deadlines are safe to set from any goroutine.)
+		// fail that write now rather than after another write timeout.
+		// (net.Conn deadlines are safe to set from any goroutine.)
 		_ = c.ws.NetConn().SetWriteDeadline(time.Now())
 		return errSlowClient
 	}
