@@ -1,0 +1,549 @@
+package sentence
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Options tune the splitter.
+type Options struct {
+	// FasterFirstResponse cuts the FIRST piece of a reply at its first comma-like mark
+	// (", " "， " "、" "; " "；" — ASCII ones only when followed by whitespace; full-width ones at once),
+	// so speech starts earlier. Later pieces cut only at sentence ends.
+	FasterFirstResponse bool
+	// FirstPieceMaxWords, if > 0, also cuts the first piece at a word boundary (whitespace)
+	// once it holds that many words without having reached a mark. CJK text with no spaces: count runes/2 as words.
+	FirstPieceMaxWords int
+	// Emotions are the keywords recognised in square brackets, e.g. "joy" for "[joy]" (case-insensitive match, reported in the case given here).
+	Emotions []string
+}
+
+// Piece is one cut of the stream.
+type Piece struct {
+	Display  string   // the exact bytes of the stream that this piece covers
+	Speech   string   // what to speak, cleaned; "" means a silent piece (nothing speakable)
+	Emotions []string // emotion keywords found in this piece, in order (may repeat), nil if none
+	Think    bool     // the piece lies inside a <think>…</think> block (Speech is "")
+}
+
+// fenceCutBytes is how long a piece inside a code fence may grow before it
+// is cut at a newline, so long code still shows up progressively.
+const fenceCutBytes = 512
+
+// maxKeep is the largest buffer kept for reuse after Flush or Reset.
+const maxKeep = 64 << 10
+
+type mode uint8
+
+const (
+	modeText     mode = iota
+	modeThink         // inside <think>…</think>
+	modeFence         // inside a ``` code fence
+	modeFenceEnd      // on the closing ``` line, until its newline
+)
+
+// cutState is what the runes just seen say about ending the piece.
+type cutState uint8
+
+const (
+	cutNone        cutState = iota
+	cutMarkASCII            // after . ! ? (and closers): whitespace next ends the sentence
+	cutMarkFull             // after 。！？… (or a first-piece ，、；): ends unless a closer follows
+	cutComma                // after a first-piece , or ;: whitespace next cuts
+	cutPending              // ended: whitespace joins the piece, anything else starts the next
+	cutPendingMark          // ended by a mark: whitespace and emoji join the piece
+	cutPendingNo            // after "No. ": ended unless a digit follows ("No. 5")
+)
+
+type tagMatch uint8
+
+const (
+	tagNone tagMatch = iota
+	tagWait          // could be a tag: wait for more bytes
+	tagOpen
+	tagClose
+)
+
+const (
+	openTag  = "<think>"
+	closeTag = "</think>"
+)
+
+// Splitter cuts one reply at a time. It is not safe for concurrent use.
+type Splitter struct {
+	opts Options
+
+	buf   []byte // the current piece from start, then bytes not yet scanned from pos
+	start int
+	pos   int
+
+	mode      mode
+	firstDone bool // a non-think piece with speech was emitted
+	// The stream's current line: only indentation (and backticks) so far,
+	// and how many backticks open it.
+	lineBlank bool
+	lineTicks int
+
+	st        cutState
+	markPos   int  // the first mark of the run, for cutMarkASCII
+	markDot   bool // the run is a single '.' so far
+	markBang  bool // the run holds '!' or '?'
+	markClose bool // closers followed the run
+
+	// The word being scanned, for abbreviations.
+	wordStart     int
+	wordLineStart bool
+	prevSpace     bool
+
+	// The piece being scanned.
+	think         bool // Think piece
+	silent        bool // code fence: nothing spoken
+	rawLetters    bool // letters anywhere (think pieces)
+	nonSpace      bool
+	words         int // spoken words ended by whitespace
+	cjk           int // spoken CJK runes
+	wordHasLetter bool
+	prevCJK       bool
+	emotions      []string
+	sp            speech
+}
+
+// New returns a splitter for the given options.
+func New(opts Options) *Splitter {
+	s := &Splitter{opts: opts}
+	s.opts.Emotions = append([]string(nil), opts.Emotions...)
+	s.Reset()
+	return s
+}
+
+// Push feeds one delta and appends the pieces it completed to dst (pass nil
+// or a reused slice).
+func (s *Splitter) Push(dst []Piece, delta string) []Piece {
+	if len(delta) == 0 {
+		return dst
+	}
+	if s.start > 0 {
+		// Drop emitted bytes once per delta, not once per piece. A cut falls
+		// inside the last delta (or the few bytes held back before it), so
+		// what moves here is never more than that delta plus a tag's length:
+		// a long unfinished piece is never copied again.
+		n := copy(s.buf, s.buf[s.start:])
+		s.buf = s.buf[:n]
+		s.pos -= s.start
+		s.wordStart -= s.start
+		s.markPos -= s.start
+		s.start = 0
+	}
+	s.buf = append(s.buf, delta...)
+	return s.scan(dst, false)
+}
+
+// Flush ends the stream: appends whatever is left (if it is non-empty) and
+// resets the splitter for reuse.
+func (s *Splitter) Flush(dst []Piece) []Piece {
+	dst = s.scan(dst, true)
+	if s.start < len(s.buf) {
+		dst = s.emit(dst, len(s.buf))
+	}
+	s.Reset()
+	return dst
+}
+
+// Reset drops any buffered text (e.g. on interrupt) so the splitter can be
+// reused.
+func (s *Splitter) Reset() {
+	buf := s.buf[:0]
+	if cap(buf) > maxKeep {
+		buf = nil
+	}
+	*s = Splitter{
+		opts:      s.opts,
+		buf:       buf,
+		lineBlank: true,
+		emotions:  s.emotions[:0],
+		sp:        s.sp,
+	}
+	s.sp.reset()
+}
+
+// scan looks at every rune not yet scanned. It stops early at an
+// incomplete rune or a possible tag at the end of the buffer unless final.
+func (s *Splitter) scan(dst []Piece, final bool) []Piece {
+	for s.pos < len(s.buf) {
+		if s.st == cutNone && !s.prevSpace && !s.lineBlank && s.nonSpace {
+			s.skipLetters()
+			if s.pos == len(s.buf) {
+				break
+			}
+		}
+		b := s.buf[s.pos:]
+		r, n := rune(b[0]), 1
+		if r >= utf8.RuneSelf {
+			if !final && !utf8.FullRune(b) {
+				break
+			}
+			r, n = utf8.DecodeRune(b)
+		}
+
+		tag := tagNone
+		if r == '<' && (s.mode == modeText || s.mode == modeThink) {
+			if tag = s.matchTag(b, final); tag == tagWait {
+				break
+			}
+		}
+
+		space := isSpace(r)
+		fall := true // r may start a new cut state
+		switch {
+		case tag == tagClose:
+			// "</think>" closes the think piece it is in, even right after
+			// a sentence end.
+			s.st = cutNone
+		case s.st != cutNone:
+			var cut bool
+			if cut, fall = s.decide(r, space); cut {
+				dst = s.emit(dst, s.pos)
+			}
+		case s.prevCJK && isCJK(r) && s.maxWordsOn() && s.wordCount() >= s.opts.FirstPieceMaxWords:
+			dst = s.emit(dst, s.pos)
+		}
+
+		switch tag {
+		case tagOpen:
+			if s.nonSpace {
+				dst = s.emit(dst, s.pos)
+			}
+			s.mode = modeThink
+			s.think = true
+			s.st = cutNone
+			s.skipTag(len(openTag))
+			continue
+		case tagClose:
+			s.mode = modeText
+			s.st = cutPending
+			s.sp.lineStart = true
+			s.skipTag(len(closeTag))
+			continue
+		}
+
+		s.step(r, b[:n], space, fall)
+		s.pos += n
+	}
+	return dst
+}
+
+// skipLetters is the fast path for the bulk of a reply: a run of ASCII
+// letters and digits inside a word changes no state but the counts.
+func (s *Splitter) skipLetters() {
+	sp := &s.sp
+	text := s.think || s.silent
+	if !text && (!sp.inWord || sp.pend != 0 || sp.paren > 0 || sp.square > 0 || sp.star || sp.angle) {
+		return
+	}
+	i := s.pos
+	for i < len(s.buf) && asciiWord[s.buf[i]] {
+		i++
+	}
+	if i == s.pos {
+		return
+	}
+	if text {
+		s.rawLetters = true
+	} else {
+		sp.out = append(sp.out, s.buf[s.pos:i]...)
+		sp.letters += i - s.pos
+		s.wordHasLetter = true
+	}
+	s.prevCJK = false
+	s.pos = i
+}
+
+// asciiWord marks the bytes of ASCII letters and digits.
+var asciiWord = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	return t
+}()
+
+// matchTag tells whether b starts with the think tag the mode looks for.
+func (s *Splitter) matchTag(b []byte, final bool) tagMatch {
+	want, kind := openTag, tagOpen
+	if s.mode == modeThink {
+		want, kind = closeTag, tagClose
+	}
+	if !equalFoldPrefix(b, want) {
+		return tagNone
+	}
+	if len(b) < len(want) {
+		if final {
+			return tagNone
+		}
+		return tagWait
+	}
+	return kind
+}
+
+// skipTag moves over a think tag, which is displayed but never spoken.
+func (s *Splitter) skipTag(n int) {
+	if s.prevSpace || s.pos == s.start {
+		s.wordStart = s.pos
+		s.wordLineStart = false
+		s.prevSpace = false
+	}
+	s.pos += n
+	s.nonSpace = true
+	s.lineBlank = false
+	s.prevCJK = false
+}
+
+// decide applies the pending cut state to the next rune r: whether the
+// piece ends before r, and whether r may then start a cut state of its own.
+func (s *Splitter) decide(r rune, space bool) (cut, fall bool) {
+	switch s.st {
+	case cutPendingMark:
+		// An emoji after the space still belongs to the sentence: "Great! 😀 ".
+		if space || r >= utf8.RuneSelf && isEmoji(r) {
+			return false, false
+		}
+		s.st = cutNone
+		return true, true
+	case cutPending:
+		if space {
+			return false, false
+		}
+		s.st = cutNone
+		return true, true
+	case cutPendingNo:
+		if space {
+			return false, false
+		}
+		s.st = cutNone
+		return !isASCIIDigit(r), true
+	case cutMarkFull:
+		if space {
+			s.st = cutPendingMark
+			return false, false
+		}
+		if isFullStop(r) || r == '.' || r == '!' || r == '?' || isCloser(r) {
+			return false, false
+		}
+		s.st = cutNone
+		return true, true
+	case cutComma:
+		if space {
+			s.st = cutPendingMark
+			return false, false
+		}
+		s.st = cutNone
+		return false, true
+	case cutMarkASCII:
+		switch {
+		case r == '.' || r == '!' || r == '?':
+			s.markDot = false
+			s.markBang = s.markBang || r != '.'
+			return false, false
+		case isFullStop(r):
+			s.st = cutMarkFull
+			return false, false
+		case isCloser(r):
+			s.markClose = true
+			return false, false
+		case space:
+			s.st = s.afterPeriod()
+			return false, s.st == cutNone
+		case s.markBang && (isCJK(r) || isHangul(r)):
+			// "すごい!次は": CJK text often puts ASCII marks without a space.
+			s.st = cutNone
+			return true, true
+		}
+		s.st = cutNone
+		return false, true
+	}
+	return false, true
+}
+
+// afterPeriod decides what an ASCII mark run followed by whitespace means.
+func (s *Splitter) afterPeriod() cutState {
+	if !s.markDot || s.markClose {
+		return cutPendingMark
+	}
+	ws := max(s.wordStart, s.start)
+	switch classifyWord(s.buf[ws:s.markPos+1], s.wordLineStart || ws == s.start) {
+	case wordAbbrev:
+		return cutNone
+	case wordEndsUnlessNumber:
+		return cutPendingNo
+	}
+	return cutPendingMark
+}
+
+// step takes rune r (bytes b) into the current piece.
+func (s *Splitter) step(r rune, b []byte, space, fall bool) {
+	if space {
+		s.prevSpace = true
+	} else {
+		if s.prevSpace || s.pos == s.start {
+			s.wordStart = s.pos
+			s.wordLineStart = s.lineBlank
+			s.prevSpace = false
+		}
+		s.nonSpace = true
+	}
+
+	spoken := false
+	if s.think || s.silent {
+		s.rawLetters = s.rawLetters || isWordRune(r)
+	} else {
+		spoken = s.sp.speak(r, b, space, s.opts.Emotions, &s.emotions)
+	}
+	s.prevCJK = false
+	if spoken {
+		if isCJK(r) {
+			s.cjk++
+			s.prevCJK = true
+		} else if isWordRune(r) {
+			s.wordHasLetter = true
+		}
+	}
+	if space && s.wordHasLetter {
+		s.words++
+		s.wordHasLetter = false
+	}
+
+	switch {
+	case r == '\n':
+		s.lineBlank = true
+		s.lineTicks = 0
+		if s.mode == modeFenceEnd {
+			s.mode = modeText
+			s.st = cutPending
+			s.sp.lineStart = true // the speech cleaner did not see the fence's lines
+			return
+		}
+	case r == '`' && s.lineBlank:
+		if s.lineTicks++; s.lineTicks == 3 {
+			s.toggleFence()
+			return
+		}
+	case space:
+		if s.lineTicks > 0 {
+			s.lineBlank = false
+		}
+	default:
+		s.lineBlank = false
+	}
+
+	if !fall || s.mode == modeFenceEnd {
+		return
+	}
+	if s.silent {
+		if r == '\n' && s.pos+1-s.start >= fenceCutBytes {
+			s.st = cutPending
+		}
+		return
+	}
+	speakable := s.rawLetters
+	if !s.think {
+		speakable = s.sp.letters > 0
+	}
+	if !speakable {
+		return
+	}
+	switch r {
+	case '.', '!', '?':
+		s.st = cutMarkASCII
+		s.markPos = s.pos
+		s.markDot = r == '.'
+		s.markBang = r != '.'
+		s.markClose = false
+		return
+	case '\n':
+		s.st = cutPending
+		return
+	}
+	if isFullStop(r) {
+		s.st = cutMarkFull
+		return
+	}
+	if !s.firstOn() {
+		return
+	}
+	if s.opts.FasterFirstResponse {
+		switch r {
+		case ',', ';':
+			s.st = cutComma
+			return
+		case '，', '、', '；':
+			s.st = cutMarkFull
+			return
+		}
+	}
+	if space && s.opts.FirstPieceMaxWords > 0 && s.wordCount() >= s.opts.FirstPieceMaxWords {
+		s.st = cutPending
+	}
+}
+
+// toggleFence opens or closes a code fence at a line's third backtick.
+// Think blocks keep their backticks as text.
+func (s *Splitter) toggleFence() {
+	switch {
+	case s.mode == modeText && !s.think:
+		s.mode = modeFence
+		s.silent = true
+		s.st = cutNone
+	case s.mode == modeFence:
+		s.mode = modeFenceEnd
+	}
+}
+
+// firstOn reports whether the piece is the reply's first spoken one, which
+// FasterFirstResponse and FirstPieceMaxWords cut early.
+func (s *Splitter) firstOn() bool {
+	return !s.firstDone && !s.think && !s.silent && s.mode == modeText
+}
+
+func (s *Splitter) maxWordsOn() bool {
+	return s.opts.FirstPieceMaxWords > 0 && s.firstOn()
+}
+
+func (s *Splitter) wordCount() int { return s.words + s.cjk/2 }
+
+// emit ends the piece at end and starts the next one there.
+func (s *Splitter) emit(dst []Piece, end int) []Piece {
+	display := s.buf[s.start:end]
+	var speech []byte
+	if !s.think && !s.silent {
+		s.sp.endWord()
+		if s.sp.letters > 0 {
+			speech = s.sp.out
+		}
+	}
+	// One allocation holds both texts.
+	var sb strings.Builder
+	sb.Grow(len(display) + len(speech))
+	sb.Write(display)
+	sb.Write(speech)
+	text := sb.String()
+	p := Piece{Display: text[:len(display)], Speech: text[len(display):], Think: s.think}
+	if len(s.emotions) > 0 {
+		p.Emotions = append([]string(nil), s.emotions...)
+	}
+	dst = append(dst, p)
+	if !s.think && p.Speech != "" {
+		s.firstDone = true
+	}
+
+	s.start = end
+	s.st = cutNone
+	s.think = s.mode == modeThink
+	s.silent = s.mode == modeFence || s.mode == modeFenceEnd
+	s.rawLetters = false
+	s.nonSpace = false
+	s.words, s.cjk = 0, 0
+	s.wordHasLetter = false
+	s.prevCJK = false
+	s.emotions = s.emotions[:0]
+	s.sp.newPiece()
+	return dst
+}
