@@ -17,9 +17,11 @@ import (
 
 	"koe/agent"
 	"koe/config"
+	"koe/conversation"
 	"koe/history"
 	"koe/server"
 	"koe/static"
+	"koe/tts"
 )
 
 // DatabaseFile is the bbolt file's name inside the data directory.
@@ -56,9 +58,9 @@ func (m *Main) Open() error {
 	}
 	m.store = store
 
-	// One pool for every session's LLM calls. No overall timeout: replies
-	// stream for as long as they need; agent.Config.IdleTimeout catches
-	// a server that goes quiet.
+	// One pool for every session's LLM and speech calls. No overall
+	// timeout: replies stream for as long as they need; the LLM's
+	// idle_timeout and the TTS timeout catch a server that goes quiet.
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64
 	m.llm = &http.Client{Transport: transport}
@@ -69,8 +71,11 @@ func (m *Main) Open() error {
 		Store:        store,
 		Characters:   config.NewCharacters(cfg, m.Getenv),
 		NewLLM:       func(c agent.Config) agent.Streamer { return agent.NewClient(c, m.llm) },
-		Pages:        static.Pages(),
-		Logger:       m.Logger,
+		NewTTS: func(c tts.Config) (conversation.Synthesizer, error) {
+			return tts.New(c, m.llm)
+		},
+		Pages:  static.Pages(),
+		Logger: m.Logger,
 	})
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))

@@ -21,6 +21,7 @@ import (
 	"koe/agent"
 	"koe/conversation"
 	"koe/server"
+	"koe/tts"
 )
 
 // Config is the whole configuration file.
@@ -74,6 +75,7 @@ func defaultCharacter() conversation.Character {
 		Persona:   defaultPersona,
 		ModelInfo: defaultModelInfo(),
 		LLM:       agent.DefaultConfig(),
+		TTS:       tts.DefaultConfig(),
 	}
 }
 

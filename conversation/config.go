@@ -6,6 +6,7 @@ import (
 
 	"koe/agent"
 	"koe/history"
+	"koe/tts"
 )
 
 // Config holds the turn settings shared by every session.
@@ -13,18 +14,33 @@ type Config struct {
 	// PlaybackTimeout bounds the wait for frontend-playback-complete after
 	// backend-synth-complete. OLV waits forever; a client that never
 	// answers (a plain text client, a crashed tab) must not hang the turn.
+	// The wait is this long plus the duration of the audio sent.
 	PlaybackTimeout time.Duration `yaml:"playback_timeout"`
+	// SpeechConcurrency bounds the syntheses one turn runs at once.
+	SpeechConcurrency int `yaml:"speech_concurrency"`
+	// FasterFirstResponse speaks the first piece of a reply as soon as it
+	// reaches a comma, instead of waiting for the end of the sentence.
+	FasterFirstResponse bool `yaml:"faster_first_response"`
+	// FirstPieceMaxWords, if > 0, also cuts the first piece after this many
+	// words when no mark came yet (0 = off).
+	FirstPieceMaxWords int `yaml:"first_piece_max_words"`
 }
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
-	return Config{PlaybackTimeout: 20 * time.Second}
+	return Config{PlaybackTimeout: 20 * time.Second, SpeechConcurrency: 3, FasterFirstResponse: true}
 }
 
 // Validate reports settings that can never work.
 func (c Config) Validate() error {
 	if c.PlaybackTimeout <= 0 {
 		return fmt.Errorf("conversation.playback_timeout must be positive, got %s", c.PlaybackTimeout)
+	}
+	if c.SpeechConcurrency < 1 || c.SpeechConcurrency > 32 {
+		return fmt.Errorf("conversation.speech_concurrency must be between 1 and 32, got %d", c.SpeechConcurrency)
+	}
+	if c.FirstPieceMaxWords < 0 {
+		return fmt.Errorf("conversation.first_piece_max_words must not be negative, got %d", c.FirstPieceMaxWords)
 	}
 	return nil
 }
@@ -39,6 +55,7 @@ type Character struct {
 	Persona   string         `yaml:"persona_prompt"`
 	ModelInfo map[string]any `yaml:"model_info"`
 	LLM       agent.Config   `yaml:"llm"`
+	TTS       tts.Config     `yaml:"tts"`
 }
 
 // Validate reports settings that can never work.
@@ -48,6 +65,9 @@ func (c Character) Validate() error {
 	}
 	if err := c.LLM.Validate(); err != nil {
 		return fmt.Errorf("character %q: %w", c.ConfName, err)
+	}
+	if err := c.TTS.Validate(); err != nil {
+		return fmt.Errorf("character %q: tts: %w", c.ConfName, err)
 	}
 	return nil
 }

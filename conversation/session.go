@@ -14,6 +14,7 @@ import (
 	"koe/agent"
 	"koe/history"
 	"koe/protocol"
+	"koe/tts"
 )
 
 // HistoryStore is the persistence a session needs.
@@ -41,6 +42,8 @@ type Deps struct {
 	Store  HistoryStore
 	// NewLLM builds the LLM client for a character's settings.
 	NewLLM func(agent.Config) agent.Streamer
+	// NewTTS builds the speech engine for a character's settings.
+	NewTTS func(tts.Config) (Synthesizer, error)
 	Logger *slog.Logger
 }
 
@@ -71,6 +74,9 @@ type Session struct {
 	mu          sync.Mutex
 	char        Character
 	agent       *agent.Agent
+	tts         Synthesizer // nil when the engine could not be built
+	ttsErr      error       // why, told to the client once
+	emotions    []string
 	historyUID  string
 	historyUsed bool // the current history holds more than its metadata
 	turn        *turn
@@ -109,6 +115,14 @@ func (s *Session) Memory() []agent.Message {
 func (s *Session) setCharacter(char Character) {
 	s.char = char
 	s.agent = agent.New(s.deps.NewLLM(char.LLM), char.Persona)
+	s.tts, s.ttsErr = nil, nil
+	if s.deps.NewTTS != nil {
+		s.tts, s.ttsErr = s.deps.NewTTS(char.TTS)
+		if s.ttsErr != nil {
+			s.log.Error("speech engine unavailable; replies will be text only", "conf_uid", char.ConfUID, "err", s.ttsErr)
+		}
+	}
+	s.emotions = emotionKeywords(char.ModelInfo)
 }
 
 // StartText cancels the running turn, if any, and starts a new one.

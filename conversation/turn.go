@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"koe/agent"
+	"koe/conversation/sentence"
 	"koe/history"
 	"koe/protocol"
 )
@@ -43,8 +44,10 @@ func (t *turn) playbackComplete() {
 // so that the turn never races with history or character switches (those
 // stop the turn first).
 type turnSnapshot struct {
-	char Character
-	uid  string
+	char   Character
+	uid    string
+	tts    Synthesizer
+	ttsErr error // reported once per session, at its first turn
 	// saved delivers the result of storing the human message. The write
 	// runs alongside the LLM request instead of before it: a disk sync is
 	// not worth delaying the first words for.
@@ -80,9 +83,16 @@ func (s *Session) runTurn(t *turn, text string) {
 	ctx := t.ctx
 	s.send(ctx, protocol.Control(protocol.ControlChainStart))
 	s.send(ctx, protocol.FullText(protocol.ThinkingText))
+	if snap.ttsErr != nil {
+		s.send(ctx, protocol.NewError("speech is off for this character, so replies come as text only: "+snap.ttsErr.Error()))
+	}
 
-	em := &turnEmitter{s: s, ctx: ctx, char: snap.char}
+	em := s.newEmitter(ctx, snap)
 	err := s.currentAgent().Reply(ctx, em)
+	if ctx.Err() == nil {
+		em.flush()
+	}
+	spoken := em.speaker.finish()
 	if ctx.Err() != nil {
 		s.finishCancelled(t, &snap, em.reply.String(), false)
 		return
@@ -95,24 +105,24 @@ func (s *Session) runTurn(t *turn, text string) {
 		s.failTurn(ctx, err.Error())
 		return
 	}
-	if tail := em.cutter.Flush(); tail != "" {
-		em.sentence(tail)
-	}
 	reply := em.reply.String()
 	// Armed before the frame goes out: a fast client answers before
-	// SendWait returns.
+	// SendWait returns. The frame follows every audio message in the
+	// queue, so it is written only after the last of them.
 	t.awaitingPlayback.Store(true)
 	if err := s.out.SendWait(ctx, simple(protocol.TypeBackendSynthComplete)); err != nil {
 		s.finishCancelled(t, &snap, reply, true)
 		return
 	}
 
-	timer := time.NewTimer(s.deps.Config.PlaybackTimeout)
+	// The client may still be playing everything that was sent.
+	wait := spoken + s.deps.Config.PlaybackTimeout
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-t.playback:
 	case <-timer.C:
-		s.log.Debug("no frontend-playback-complete; ending the turn anyway", "timeout", s.deps.Config.PlaybackTimeout)
+		s.log.Debug("no frontend-playback-complete; ending the turn anyway", "waited", wait)
 	case <-ctx.Done():
 		s.finishCancelled(t, &snap, reply, true)
 		return
@@ -149,7 +159,8 @@ func (s *Session) beginTurn(text string) turnSnapshot {
 	}
 	s.historyUID, s.historyUsed = uid, true
 	s.agent.AddUser(text)
-	snap := turnSnapshot{char: s.char, uid: uid, saved: make(chan error, 1)}
+	snap := turnSnapshot{char: s.char, uid: uid, tts: s.tts, ttsErr: s.ttsErr, saved: make(chan error, 1)}
+	s.ttsErr = nil
 	go func() { snap.saved <- save() }()
 	return snap
 }
@@ -203,32 +214,46 @@ func (s *Session) send(ctx context.Context, msg any) {
 func simple(typ string) protocol.Simple { return protocol.Simple{Type: typ} }
 
 // turnEmitter receives the LLM stream: it forwards each delta as a token
-// message and each finished sentence as an audio piece.
+// message and hands each finished piece to the speaker.
 type turnEmitter struct {
-	s      *Session
-	ctx    context.Context
-	char   Character
-	reply  strings.Builder
-	cutter sentenceCutter
+	s        *Session
+	ctx      context.Context
+	reply    strings.Builder
+	splitter *sentence.Splitter
+	speaker  *speaker
+	pieces   []sentence.Piece // reused between deltas
+}
+
+func (s *Session) newEmitter(ctx context.Context, snap turnSnapshot) *turnEmitter {
+	s.mu.Lock()
+	emotions := s.emotions
+	s.mu.Unlock()
+	cfg := s.deps.Config
+	return &turnEmitter{
+		s:   s,
+		ctx: ctx,
+		splitter: sentence.New(sentence.Options{
+			FasterFirstResponse: cfg.FasterFirstResponse,
+			FirstPieceMaxWords:  cfg.FirstPieceMaxWords,
+			Emotions:            emotions,
+		}),
+		speaker: newSpeaker(s, ctx, snap.tts, snap.char, cfg.SpeechConcurrency),
+	}
 }
 
 func (e *turnEmitter) Token(delta string) {
 	e.reply.WriteString(delta)
 	e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: delta})
-	for _, sentence := range e.cutter.Push(delta) {
-		e.sentence(sentence)
+	e.pieces = e.splitter.Push(e.pieces[:0], delta)
+	for _, p := range e.pieces {
+		e.speaker.add(p)
 	}
 }
 
-// sentence sends one text-only piece. Speech comes with the TTS pipeline.
-func (e *turnEmitter) sentence(text string) {
-	if strings.TrimSpace(text) == "" {
-		return
+// flush hands over the unfinished tail once the stream has ended.
+func (e *turnEmitter) flush() {
+	e.pieces = e.splitter.Flush(e.pieces[:0])
+	for _, p := range e.pieces {
+		e.speaker.add(p)
 	}
-	e.s.send(e.ctx, protocol.Audio{
-		Type:        protocol.TypeAudio,
-		Volumes:     []float64{},
-		SliceLength: protocol.DefaultAudioSliceMillis,
-		DisplayText: protocol.DisplayText{Text: text, Name: e.char.Name, Avatar: e.char.Avatar},
-	})
 }

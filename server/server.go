@@ -25,6 +25,7 @@ import (
 	"koe/agent"
 	"koe/conversation"
 	"koe/protocol"
+	"koe/tts"
 )
 
 // CharacterSource lists and loads the selectable characters.
@@ -41,6 +42,7 @@ type Options struct {
 	Store        conversation.HistoryStore
 	Characters   CharacterSource
 	NewLLM       func(agent.Config) agent.Streamer
+	NewTTS       func(tts.Config) (conversation.Synthesizer, error)
 	// Pages are koe's own embedded web pages, served at / unless
 	// Config.WebClientDir is set.
 	Pages  fs.FS

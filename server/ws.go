@@ -43,7 +43,13 @@ func (s *Server) handleWS(c *websocket.Conn) {
 		cn.writePump(ctx)
 	}()
 
-	deps := conversation.Deps{Config: s.opts.Conversation, Store: s.opts.Store, NewLLM: s.opts.NewLLM, Logger: log}
+	deps := conversation.Deps{
+		Config: s.opts.Conversation,
+		Store:  s.opts.Store,
+		NewLLM: s.opts.NewLLM,
+		NewTTS: s.opts.NewTTS,
+		Logger: log,
+	}
 	ss := &session{
 		srv:       s,
 		conn:      cn,

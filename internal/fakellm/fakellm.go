@@ -68,6 +68,9 @@ type Reply struct {
 	// Hang sends the response headers and then blocks until the client goes
 	// away (or the server is closed).
 	Hang bool
+	// BeforeChunk, if set, is called right before content chunk i (0-based)
+	// is written, e.g. to time what the client does with it.
+	BeforeChunk func(i int)
 }
 
 // Request is what the server received, decoded.
@@ -456,6 +459,9 @@ func (c *call) stream(id string, req Request, includeUsage bool) {
 		chunk := chunkFor(id, created, req.Model)
 		chunk.Choices = []chunkChoice{{Delta: delta{Role: role, Content: tok}}}
 		role = ""
+		if c.reply.BeforeChunk != nil {
+			c.reply.BeforeChunk(i)
+		}
 		if c.event(chunk) != proceed {
 			return
 		}

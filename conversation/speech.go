@@ -1,0 +1,184 @@
+package conversation
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"sync"
+	"time"
+
+	"koe/conversation/sentence"
+	"koe/protocol"
+	"koe/tts"
+)
+
+// Synthesizer is the speech engine as a turn uses it.
+type Synthesizer interface {
+	Synthesize(ctx context.Context, text string) (tts.Audio, error)
+}
+
+// speaker turns a reply's pieces into audio messages: syntheses run
+// concurrently (bounded), messages go out strictly in piece order. It is
+// owned by one turn; everything it starts stops when the turn's context
+// ends, and wait returns only once it has.
+type speaker struct {
+	s       *Session
+	ctx     context.Context
+	engine  Synthesizer // nil: every piece is sent as text only
+	char    Character
+	emotion map[string]any // keyword → expression, from the model's emotionMap
+	sem     chan struct{}
+
+	slots  chan *slot
+	synths sync.WaitGroup
+	sent   chan struct{}
+	spoken time.Duration // total audio sent; read after sent is closed
+}
+
+// slot is one piece's place in the reply's order.
+type slot struct {
+	ready chan struct{}
+	msg   protocol.Audio
+	dur   time.Duration
+}
+
+func newSpeaker(s *Session, ctx context.Context, engine Synthesizer, char Character, concurrency int) *speaker {
+	sp := &speaker{
+		s:       s,
+		ctx:     ctx,
+		engine:  engine,
+		char:    char,
+		emotion: emotionMap(char.ModelInfo),
+		sem:     make(chan struct{}, max(concurrency, 1)),
+		// Room for a long reply's pieces; if the sender falls this far
+		// behind, add blocks and the LLM stream waits for speech to catch up.
+		slots: make(chan *slot, 256),
+		sent:  make(chan struct{}),
+	}
+	go sp.sendInOrder()
+	return sp
+}
+
+// add queues a piece: its synthesis starts now, its message goes out after
+// every earlier piece's.
+func (sp *speaker) add(p sentence.Piece) {
+	sl := &slot{ready: make(chan struct{}), msg: sp.message(p)}
+	if p.Speech == "" || sp.engine == nil {
+		close(sl.ready)
+	} else {
+		sp.synths.Add(1)
+		go sp.synthesize(sl, p.Speech)
+	}
+	select {
+	case sp.slots <- sl:
+	case <-sp.ctx.Done():
+	}
+}
+
+func (sp *speaker) synthesize(sl *slot, text string) {
+	defer sp.synths.Done()
+	defer close(sl.ready)
+	select {
+	case sp.sem <- struct{}{}:
+		defer func() { <-sp.sem }()
+	case <-sp.ctx.Done():
+		return
+	}
+	start := time.Now()
+	audio, err := sp.engine.Synthesize(sp.ctx, text)
+	if err != nil {
+		if sp.ctx.Err() == nil {
+			// A failed piece stays in the reply as text; the turn goes on.
+			sp.s.log.Warn("speech synthesis failed; sending the piece as text", "text", truncate(text, 60), "err", err)
+		}
+		return
+	}
+	b64 := base64.StdEncoding.EncodeToString(audio.WAV)
+	sl.msg.Audio = &b64
+	sl.msg.Volumes = tts.Volumes(audio.Samples, audio.SampleRate, protocol.DefaultAudioSliceMillis)
+	sl.dur = audio.Duration
+	sp.s.log.Debug("synthesized", "runes", len([]rune(text)), "audio", audio.Duration, "took", time.Since(start))
+}
+
+// sendInOrder is the speaker's one sender: it waits for each slot in turn.
+func (sp *speaker) sendInOrder() {
+	defer close(sp.sent)
+	for sl := range sp.slots {
+		select {
+		case <-sl.ready:
+		case <-sp.ctx.Done():
+			return
+		}
+		if err := sp.s.out.Send(sp.ctx, sl.msg); err != nil {
+			return
+		}
+		sp.spoken += sl.dur
+	}
+}
+
+// finish waits until every piece has been sent (or the turn was stopped)
+// and returns the total duration of the audio sent.
+func (sp *speaker) finish() time.Duration {
+	close(sp.slots)
+	<-sp.sent
+	sp.synths.Wait()
+	return sp.spoken
+}
+
+// message builds a piece's audio message, silent until synthesis fills it.
+func (sp *speaker) message(p sentence.Piece) protocol.Audio {
+	msg := protocol.Audio{
+		Type:        protocol.TypeAudio,
+		Volumes:     []float64{},
+		SliceLength: protocol.DefaultAudioSliceMillis,
+		DisplayText: protocol.DisplayText{Text: displayText(p), Name: sp.char.Name, Avatar: sp.char.Avatar},
+	}
+	var expressions []any
+	for _, e := range p.Emotions {
+		if v, ok := sp.emotion[strings.ToLower(e)]; ok {
+			expressions = append(expressions, v)
+		}
+	}
+	if len(expressions) > 0 {
+		msg.Actions = &protocol.Actions{Expressions: expressions}
+	}
+	return msg
+}
+
+// displayText is what the client shows for a piece: the streamed text as
+// is, except that a think block reads as a parenthesised aside.
+func displayText(p sentence.Piece) string {
+	if !p.Think {
+		return p.Display
+	}
+	r := strings.NewReplacer("<think>", "(", "</think>", ")")
+	return r.Replace(p.Display)
+}
+
+// emotionMap reads the Live2D model's emotionMap (keyword → expression).
+func emotionMap(modelInfo map[string]any) map[string]any {
+	out := map[string]any{}
+	raw, _ := modelInfo["emotionMap"].(map[string]any)
+	for k, v := range raw {
+		out[strings.ToLower(k)] = v
+	}
+	return out
+}
+
+// emotionKeywords lists the keywords the splitter should recognise.
+func emotionKeywords(modelInfo map[string]any) []string {
+	m := emotionMap(modelInfo)
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
