@@ -90,7 +90,11 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("create history database directory: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	// A large initial mapping (address space, not memory) spares the
+	// remaps bbolt otherwise does each time the file doubles: a remap
+	// stalled the whole process for up to half a second, which showed up
+	// as first-audio outliers in every session, not just the writer's.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, InitialMmapSize: 256 << 20})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("open history database %s: %w (another koe is probably running with the same data directory)", path, ErrLocked)
