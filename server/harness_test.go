@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -59,6 +61,14 @@ func testConfig(t *testing.T, dataDir, llmURL string) config.Config {
 	cfg.Character.LLM.Model = fakellm.ModelID
 	cfg.Character.LLM.IdleTimeout = 5 * time.Second
 	cfg.Conversation.PlaybackTimeout = 2 * time.Second
+	return cfg
+}
+
+// withFakeSpeech makes the character speak through the OpenAI-compatible
+// engine against the fake server's deterministic speech endpoint.
+func withFakeSpeech(cfg config.Config, llm *fakellm.Server) config.Config {
+	cfg.Character.TTS.Engine = "openai"
+	cfg.Character.TTS.OpenAI.BaseURL = llm.URL()
 	return cfg
 }
 
@@ -290,6 +300,11 @@ func normalise(lines []string) []string {
 					x[k] = ids[s]
 				case k == "timestamp" && isStr:
 					x[k] = "<time>"
+				case k == "audio" && isStr:
+					// Keep traces readable: a WAV is its size and a hash.
+					wav, err := base64.StdEncoding.DecodeString(s)
+					sum := sha256.Sum256(wav)
+					x[k] = fmt.Sprintf("<wav %d bytes sha256:%x err:%v>", len(wav), sum[:6], err)
 				default:
 					x[k] = walk(val)
 				}
