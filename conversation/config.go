@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"koe/agent"
@@ -18,6 +19,10 @@ type Config struct {
 	PlaybackTimeout time.Duration `yaml:"playback_timeout"`
 	// SpeechConcurrency bounds the syntheses one turn runs at once.
 	SpeechConcurrency int `yaml:"speech_concurrency"`
+	// SpeechSlots bounds the syntheses running at once across all
+	// sessions; 0 means twice the number of CPU cores, right for a local
+	// engine. Raise it for a remote engine that scales.
+	SpeechSlots int `yaml:"speech_slots"`
 	// FasterFirstResponse speaks the first piece of a reply as soon as it
 	// reaches a comma, instead of waiting for the end of the sentence.
 	FasterFirstResponse bool `yaml:"faster_first_response"`
@@ -31,6 +36,15 @@ func DefaultConfig() Config {
 	return Config{PlaybackTimeout: 20 * time.Second, SpeechConcurrency: 3, FasterFirstResponse: true}
 }
 
+// Slots returns the server-wide synthesis limiter these settings ask for.
+func (c Config) Slots() *SpeechSlots {
+	n := c.SpeechSlots
+	if n == 0 {
+		n = 2 * runtime.NumCPU()
+	}
+	return NewSpeechSlots(n)
+}
+
 // Validate reports settings that can never work.
 func (c Config) Validate() error {
 	if c.PlaybackTimeout <= 0 {
@@ -38,6 +52,9 @@ func (c Config) Validate() error {
 	}
 	if c.SpeechConcurrency < 1 || c.SpeechConcurrency > 32 {
 		return fmt.Errorf("conversation.speech_concurrency must be between 1 and 32, got %d", c.SpeechConcurrency)
+	}
+	if c.SpeechSlots < 0 {
+		return fmt.Errorf("conversation.speech_slots must not be negative, got %d", c.SpeechSlots)
 	}
 	if c.FirstPieceMaxWords < 0 {
 		return fmt.Errorf("conversation.first_piece_max_words must not be negative, got %d", c.FirstPieceMaxWords)

@@ -44,7 +44,9 @@ type Deps struct {
 	NewLLM func(agent.Config) agent.Streamer
 	// NewTTS builds the speech engine for a character's settings.
 	NewTTS func(tts.Config) (Synthesizer, error)
-	Logger *slog.Logger
+	// SpeechSlots bounds syntheses across all sessions; nil = no bound.
+	SpeechSlots *SpeechSlots
+	Logger      *slog.Logger
 }
 
 // ErrEmptyInput is returned for a text input with nothing in it.

@@ -27,7 +27,9 @@ type speaker struct {
 	engine  Synthesizer // nil: every piece is sent as text only
 	char    Character
 	emotion map[string]any // keyword → expression, from the model's emotionMap
-	sem     chan struct{}
+	sem     chan struct{}  // this turn's own bound
+	limit   *SpeechSlots   // the server-wide bound; nil = none
+	count   int            // pieces added so far
 
 	slots  chan *slot
 	synths sync.WaitGroup
@@ -45,6 +47,7 @@ type slot struct {
 func newSpeaker(s *Session, ctx context.Context, engine Synthesizer, char Character, concurrency int) *speaker {
 	sp := &speaker{
 		s:       s,
+		limit:   s.deps.SpeechSlots,
 		ctx:     ctx,
 		engine:  engine,
 		char:    char,
@@ -67,15 +70,16 @@ func (sp *speaker) add(p sentence.Piece) {
 		close(sl.ready)
 	} else {
 		sp.synths.Add(1)
-		go sp.synthesize(sl, p.Speech)
+		go sp.synthesize(sl, p.Speech, sp.count == 0)
 	}
+	sp.count++
 	select {
 	case sp.slots <- sl:
 	case <-sp.ctx.Done():
 	}
 }
 
-func (sp *speaker) synthesize(sl *slot, text string) {
+func (sp *speaker) synthesize(sl *slot, text string, first bool) {
 	defer sp.synths.Done()
 	defer close(sl.ready)
 	select {
@@ -83,6 +87,12 @@ func (sp *speaker) synthesize(sl *slot, text string) {
 		defer func() { <-sp.sem }()
 	case <-sp.ctx.Done():
 		return
+	}
+	if sp.limit != nil {
+		if sp.limit.acquire(sp.ctx, first) != nil {
+			return
+		}
+		defer sp.limit.release()
 	}
 	start := time.Now()
 	audio, err := sp.engine.Synthesize(sp.ctx, text)

@@ -56,6 +56,7 @@ type Server struct {
 	log  *slog.Logger
 	app  *fiber.App
 
+	slots    *conversation.SpeechSlots
 	base     context.Context
 	stop     context.CancelFunc
 	conns    sync.WaitGroup
@@ -68,7 +69,7 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	base, stop := context.WithCancel(context.Background())
-	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop}
+	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop, slots: opts.Conversation.Slots()}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		AppName:               "koe",

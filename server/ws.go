@@ -44,11 +44,12 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	}()
 
 	deps := conversation.Deps{
-		Config: s.opts.Conversation,
-		Store:  s.opts.Store,
-		NewLLM: s.opts.NewLLM,
-		NewTTS: s.opts.NewTTS,
-		Logger: log,
+		Config:      s.opts.Conversation,
+		Store:       s.opts.Store,
+		NewLLM:      s.opts.NewLLM,
+		NewTTS:      s.opts.NewTTS,
+		SpeechSlots: s.slots,
+		Logger:      log,
 	}
 	ss := &session{
 		srv:       s,

@@ -53,6 +53,8 @@ type options struct {
 	text     string
 	timeout  time.Duration
 	dialRate int
+	koeConf  string
+	keepLog  bool
 }
 
 func run() error {
@@ -60,6 +62,8 @@ func run() error {
 	flag.IntVar(&o.n, "n", 100, "number of concurrent sessions")
 	flag.StringVar(&o.url, "url", "ws://127.0.0.1:12393/client-ws", "koe WebSocket URL (ignored with -koe)")
 	flag.StringVar(&o.koeBin, "koe", "", "path to a koe binary to start with a fake LLM (recommended)")
+	flag.BoolVar(&o.keepLog, "keep-log", false, "keep the log of the koe that -koe starts")
+	flag.StringVar(&o.koeConf, "koe-config", "", "configuration file for the koe that -koe starts (its LLM, port and data are set by koe-load)")
 	flag.IntVar(&o.pid, "pid", 0, "pid of the koe to report memory for (without -koe)")
 	flag.Float64Var(&o.tps, "tps", 30, "fake LLM speed in tokens per second (with -koe)")
 	flag.StringVar(&o.reply, "reply", defaultReply, "what the fake LLM answers (with -koe)")
@@ -149,19 +153,26 @@ func startKoe(ctx context.Context, o *options) (func(), error) {
 		_ = llm.Close()
 		return nil, err
 	}
-	conf := filepath.Join(dir, "conf.yaml")
-	if err := os.WriteFile(conf, []byte("log_level: warn\n"), 0o600); err != nil {
-		_ = llm.Close()
-		return nil, err
+	conf := o.koeConf
+	if conf == "" {
+		conf = filepath.Join(dir, "conf.yaml")
+		if err := os.WriteFile(conf, []byte("log_level: warn\n"), 0o600); err != nil {
+			_ = llm.Close()
+			return nil, err
+		}
 	}
 	cmd := exec.CommandContext(ctx, o.koeBin, "-config", conf, "-data", dir, "-port", strconv.Itoa(port))
 	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+llm.URL(), "KOE_LLM_MODEL="+fakellm.ModelID, "OPENAI_API_KEY=load")
+
 	logFile, err := os.Create(filepath.Join(dir, "koe.log"))
 	if err != nil {
 		_ = llm.Close()
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if o.keepLog {
+		fmt.Println("koe's log:", logFile.Name())
+	}
 	if err := cmd.Start(); err != nil {
 		_ = llm.Close()
 		return nil, fmt.Errorf("start koe: %w", err)
@@ -173,7 +184,9 @@ func startKoe(ctx context.Context, o *options) (func(), error) {
 		_ = cmd.Wait()
 		_ = logFile.Close()
 		_ = llm.Close()
-		_ = os.RemoveAll(dir)
+		if !o.keepLog {
+			_ = os.RemoveAll(dir)
+		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
