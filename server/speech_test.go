@@ -251,3 +251,19 @@ func TestEspeakSpokenTurn(t *testing.T) {
 		}
 	}
 }
+
+// With tts.engine none, replies come as text-only pieces and no error.
+func TestSpeechOff(t *testing.T) {
+	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("Quiet now. Still quiet.")}))
+	cfg := testConfig(t, t.TempDir(), llm.URL())
+	cfg.Character.TTS.Engine = "none"
+	m := startKoe(t, cfg)
+	c := dialGreeted(t, m.Addr())
+	pieces := audioPieces(c.turn("hello")) // turn fails the test on any error frame
+	if len(pieces) != 2 || pieces[0]["audio"] != nil || pieces[1]["audio"] != nil {
+		t.Fatalf("pieces = %v", pieces)
+	}
+	if n := len(llm.SpeechRequests()); n != 0 {
+		t.Fatalf("%d speech requests with speech off", n)
+	}
+}

@@ -11,6 +11,8 @@ import (
 const (
 	EngineEspeak = "espeak-ng"
 	EngineOpenAI = "openai"
+	// EngineNone turns speech off: replies come as text-only pieces.
+	EngineNone = "none"
 )
 
 // Config chooses and tunes one character's speech engine.
@@ -84,8 +86,10 @@ func (c Config) Validate() error {
 		return c.Espeak.validate()
 	case EngineOpenAI:
 		return c.OpenAI.validate()
+	case EngineNone:
+		return nil
 	}
-	return fmt.Errorf("tts.engine %q is unknown: use %s or %s", c.Engine, EngineEspeak, EngineOpenAI)
+	return fmt.Errorf("tts.engine %q is unknown: use %s, %s or %s", c.Engine, EngineEspeak, EngineOpenAI, EngineNone)
 }
 
 func (c EspeakConfig) validate() error {

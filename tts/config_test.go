@@ -130,3 +130,13 @@ func TestNewOpenAIWithoutHTTPClient(t *testing.T) {
 		t.Errorf("nil http.Client: %v", err)
 	}
 }
+
+func TestEngineNoneTurnsSpeechOff(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Engine = EngineNone
+	cfg.Espeak.Voice = "not a valid voice!" // unused sections are not checked
+	e, err := New(cfg, nil)
+	if err != nil || e != nil {
+		t.Fatalf("New(none) = %v, %v; want no engine and no error", e, err)
+	}
+}

@@ -35,7 +35,8 @@ var errEmptyText = errors.New("tts: no text to speak")
 
 // New builds the configured engine. httpClient is shared with the rest of
 // koe (its connection pool); nil means a plain http.Client. Each Synthesize
-// is bounded by cfg.Timeout when it is positive.
+// is bounded by cfg.Timeout when it is positive. For EngineNone it returns
+// a nil Engine and no error: speech is off by choice.
 func New(cfg Config, httpClient *http.Client) (Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -45,6 +46,8 @@ func New(cfg Config, httpClient *http.Client) (Engine, error) {
 		err error
 	)
 	switch cfg.Engine {
+	case EngineNone:
+		return nil, nil
 	case EngineEspeak:
 		e, err = newEspeak(cfg.Espeak)
 	case EngineOpenAI:
