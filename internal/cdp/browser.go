@@ -61,6 +61,16 @@ type Options struct {
 	// Width and Height are the window size in CSS pixels; 0 means
 	// 1024×768.
 	Width, Height int
+	// AutoplayPolicy, if set, is Chromium's --autoplay-policy. Headless
+	// Chromium, like desktop Chrome, lets a page play sound only after the
+	// user has interacted with it ("document-user-activation-required");
+	// "no-user-gesture-required" lets pages play sound at once, as tests
+	// of speaking pages usually need.
+	AutoplayPolicy string
+	// MuteAudio silences the browser's audio output (--mute-audio).
+	// Media still plays, in real time and with all its events, so a test
+	// of a speaking page need not be heard on a machine with speakers.
+	MuteAudio bool
 	// Args are extra command-line flags, added after the defaults.
 	Args []string
 	// Log, if set, receives the browser's stdout and stderr. Either way
@@ -132,6 +142,12 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--remote-debugging-port=0", "--user-data-dir=" + dir,
 		fmt.Sprintf("--window-size=%d,%d", w, h),
+	}
+	if opts.AutoplayPolicy != "" {
+		args = append(args, "--autoplay-policy="+opts.AutoplayPolicy)
+	}
+	if opts.MuteAudio {
+		args = append(args, "--mute-audio")
 	}
 	args = append(args, opts.Args...)
 	args = append(args, "about:blank")

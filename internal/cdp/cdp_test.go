@@ -182,3 +182,81 @@ func TestNoGoroutineLeft(t *testing.T) {
 		t.Fatalf("%d goroutines before Launch, %d after Close:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// playJS plays a generated 0.2 s WAV without a user gesture and reports
+// how that went: "ended", or the name of the error play() rejected with.
+const playJS = `(async () => {
+	const rate = 8000, n = rate / 5, v = new DataView(new ArrayBuffer(44 + 2 * n));
+	const tag = (at, s) => [...s].forEach((c, i) => v.setUint8(at + i, c.charCodeAt(0)));
+	tag(0, "RIFF"); v.setUint32(4, 36 + 2 * n, true); tag(8, "WAVEfmt "); v.setUint32(16, 16, true);
+	v.setUint16(20, 1, true); v.setUint16(22, 1, true); v.setUint32(24, rate, true);
+	v.setUint32(28, 2 * rate, true); v.setUint16(32, 2, true); v.setUint16(34, 16, true);
+	tag(36, "data"); v.setUint32(40, 2 * n, true);
+	for (let i = 0; i < n; i++) v.setInt16(44 + 2 * i, 8000 * Math.sin(i / 4), true);
+	const a = new Audio(URL.createObjectURL(new Blob([v.buffer], {type: "audio/wav"})));
+	try { await a.play(); } catch (err) { return err.name; }
+	await new Promise((r) => { a.onended = r; });
+	return "ended";
+})()`
+
+// TestAutoplay checks the autoplay options and the browser behaviour that
+// tests of speaking pages rely on: sound without a gesture is blocked
+// unless AutoplayPolicy allows it, a real click unblocks it, and muted
+// audio still plays to its end.
+func TestAutoplay(t *testing.T) {
+	page := func(opts cdp.Options) *cdp.Page {
+		b := cdp.LaunchTest(t, opts)
+		p, err := b.NewPage(testContext(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Navigate(testContext(t), "data:text/html,<title>t</title><button id=b>b</button>"); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	play := func(p *cdp.Page) string {
+		var s string
+		if err := p.Eval(testContext(t), playJS, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	p := page(cdp.Options{MuteAudio: true})
+	if got := play(p); got != "NotAllowedError" {
+		t.Errorf("default policy, no gesture: %s, want NotAllowedError", got)
+	}
+	if err := p.Click(testContext(t), "#b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := play(p); got != "ended" {
+		t.Errorf("default policy, after a click: %s", got)
+	}
+	if got := play(page(cdp.Options{AutoplayPolicy: "no-user-gesture-required", MuteAudio: true})); got != "ended" {
+		t.Errorf("no-user-gesture-required: %s", got)
+	}
+}
+
+func TestAddInitScript(t *testing.T) {
+	b := cdp.LaunchTest(t, cdp.Options{})
+	ctx := testContext(t)
+	p, err := b.NewPage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AddInitScript(ctx, `window.early = document.scripts.length`); err != nil {
+		t.Fatal(err)
+	}
+	// The page's own script sees what the init script set up.
+	html := `<title>t</title><script>window.seen = window.early</script>`
+	for range 2 { // in every document loaded
+		if err := p.Navigate(ctx, "data:text/html,"+url.PathEscape(html)); err != nil {
+			t.Fatal(err)
+		}
+		seen := -1
+		if err := p.Eval(ctx, `typeof window.seen === "number" ? window.seen : -1`, &seen); err != nil || seen != 0 {
+			t.Fatalf("the page saw %d, %v; want 0 (the init script ran before any script)", seen, err)
+		}
+	}
+}

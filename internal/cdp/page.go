@@ -109,6 +109,17 @@ func (d exceptionDetails) String() string {
 	return s
 }
 
+// AddInitScript makes the page run the JavaScript source in every document
+// it loads from now on, before the document's own scripts: the place to
+// instrument a page under test (wrap WebSocket, record events).
+func (p *Page) AddInitScript(ctx context.Context, source string) error {
+	err := p.c.call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": source}, nil)
+	if err != nil {
+		return fmt.Errorf("add init script: %w", err)
+	}
+	return nil
+}
+
 // Eval evaluates the JavaScript expression js in the page, awaits it if it
 // is a promise, and decodes its JSON value into out (if non-nil; an
 // undefined result leaves out unchanged). A thrown exception is an error.

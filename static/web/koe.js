@@ -1,13 +1,20 @@
-// koe's text chat page: the Open-LLM-VTuber protocol plus koe's token stream.
+// koe's chat page: the Open-LLM-VTuber protocol plus koe's token stream.
+// Replies stream in as text (token frames) and are spoken as they come
+// (audio frames, one per sentence, played in order).
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
   const log = $("log"), statusEl = $("status"), text = $("text"), stopBtn = $("stop");
-  const histories = $("histories"), characters = $("characters");
+  const histories = $("histories"), characters = $("characters"), muteBtn = $("mute"), notice = $("notice");
   let ws, reply = null, replyText = "", inTurn = false, retry = 500;
-  // muted drops the tokens of a reply the user stopped: those already on
-  // the wire still arrive, up to the next conversation-chain-start.
-  let muted = false;
+  // ignoring drops the tokens and audio of a reply the user stopped: those
+  // already on the wire still arrive, up to the next conversation-chain-start.
+  let ignoring = false;
+
+  // For tests: every piece the page tried to play ({text, start, end:
+  // performance.now(), duration: seconds, result: "" while playing, then
+  // "ended", "stopped", "muted" or "failed: …"), and the notices shown.
+  const debug = window.koeDebug = { played: [], notices: [] };
 
   function bubble(kind, content, who) {
     const el = document.createElement("div");
@@ -20,11 +27,210 @@
   }
   function setStatus(t, cls) { statusEl.textContent = t; statusEl.className = "status " + (cls || ""); }
   function send(msg) { if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg)); }
-  function setTurn(on) { inTurn = on; stopBtn.disabled = !on; }
-  function endReply() {
-    if (reply) reply.classList.add("interrupted");
-    setTurn(false); reply = null; muted = true;
+  function setTurn(on) { inTurn = on; updateStop(); }
+  function updateStop() { stopBtn.disabled = !(inTurn || voice.current); }
+
+  // ---- Speech ------------------------------------------------------------
+  //
+  // Audio pieces queue up and play one after another on one <audio>
+  // element (reusing it keeps it unlocked in browsers that unlock elements,
+  // not pages). Once the server has sent everything (backend-synth-complete)
+  // and the queue has run dry, the page says so, once per turn.
+
+  const player = new Audio();
+  player.preload = "auto";
+  const voice = {
+    queue: [],       // pieces waiting: {text, audio, volumes, slice, bubble}
+    current: null,   // the piece playing: {piece, url, log, last, timer}
+    heard: "",       // display text of the pieces reached so far this turn
+    synthDone: false,
+    completeSent: false,
+  };
+  let soundOff = localStorage.getItem("koe.mute") === "1";
+  let unlocked = false, raf = 0;
+  const meter = document.createElement("span");
+  meter.className = "meter";
+  meter.setAttribute("aria-hidden", "true");
+  for (let i = 0; i < 5; i++) meter.append(document.createElement("i"));
+  const meterShape = [0.55, 0.8, 1, 0.8, 0.55];
+
+  function resetVoice() {
+    stopPlayer("stopped");
+    voice.queue = []; voice.heard = ""; voice.synthDone = false; voice.completeSent = false;
+    idle();
   }
+
+  function enqueue(m) {
+    voice.queue.push({
+      text: (m.display_text && m.display_text.text) || "",
+      audio: m.audio || null,
+      volumes: Array.isArray(m.volumes) ? m.volumes : [],
+      slice: m.slice_length > 0 ? m.slice_length : 20,
+      bubble: reply,
+    });
+    playNext();
+  }
+
+  // playNext starts the next piece that can be played. Text-only pieces, and
+  // every piece while muted, are passed over in order; so is a piece that
+  // fails to play.
+  function playNext() {
+    while (!voice.current) {
+      const p = voice.queue.shift();
+      if (!p) { idle(); return; }
+      voice.heard += p.text;
+      if (p.audio && !soundOff) start(p);
+    }
+  }
+
+  function start(p) {
+    const entry = { text: p.text, start: performance.now(), end: 0, duration: 0, result: "" };
+    debug.played.push(entry);
+    let url;
+    try {
+      const bin = atob(p.audio), bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      url = URL.createObjectURL(new Blob([bytes], { type: "audio/wav" }));
+    } catch (err) {
+      entry.result = "failed: " + err.name; entry.end = performance.now();
+      warn("decode");
+      return;
+    }
+    const cur = { piece: p, url, log: entry, last: 0, timer: 0 };
+    voice.current = cur;
+    player.onended = () => finish(cur, "ended");
+    player.onerror = () => finish(cur, "failed: " + (player.error ? "MediaError " + player.error.code : "error"), "decode");
+    player.src = url;
+    player.play().catch((err) => finish(cur, "failed: " + err.name, err.name === "NotAllowedError" ? "blocked" : "decode"));
+    watch(cur, (p.volumes.length * p.slice) + 4000);
+    speaking(p.bubble);
+    updateStop();
+  }
+
+  // watch skips a piece that stops making progress, so that a stalled
+  // element cannot hold the turn up.
+  function watch(cur, ms) {
+    cur.timer = setTimeout(() => {
+      if (cur !== voice.current) return;
+      if (player.currentTime > cur.last) { cur.last = player.currentTime; watch(cur, 4000); return; }
+      finish(cur, "failed: stalled", "decode");
+    }, ms);
+  }
+
+  // finish ends the current piece (played, failed or cut off) and moves on.
+  function finish(cur, result, problem) {
+    if (cur !== voice.current) return;
+    stopPlayer(result);
+    if (problem) warn(problem);
+    playNext();
+  }
+
+  function stopPlayer(result) {
+    const cur = voice.current;
+    if (!cur) return;
+    voice.current = null;
+    clearTimeout(cur.timer);
+    cur.log.end = performance.now();
+    cur.log.duration = player.duration || 0;
+    cur.log.result = result;
+    player.onended = player.onerror = null;
+    player.pause();
+    player.removeAttribute("src");
+    player.load();
+    URL.revokeObjectURL(cur.url);
+    updateStop();
+  }
+
+  // idle runs when nothing is playing and nothing is queued.
+  function idle() {
+    speaking(null);
+    updateStop();
+    if (voice.synthDone && !voice.completeSent && !ignoring) {
+      voice.completeSent = true;
+      send({ type: "frontend-playback-complete" });
+    }
+  }
+
+  // speaking marks the bubble being spoken and drives its level meter from
+  // the piece's volumes (one per slice of audio).
+  function speaking(b) {
+    document.querySelectorAll("#log .msg.speaking").forEach((el) => { if (el !== b) el.classList.remove("speaking"); });
+    if (!b) { meter.remove(); cancelAnimationFrame(raf); raf = 0; return; }
+    b.classList.add("speaking");
+    if (meter.parentNode !== b) b.prepend(meter);
+    if (!raf) raf = requestAnimationFrame(level);
+  }
+  function level() {
+    const cur = voice.current;
+    if (!cur) { raf = 0; return; }
+    const v = cur.piece.volumes, i = Math.floor(player.currentTime * 1000 / cur.piece.slice);
+    meterShape.forEach((k, j) => {
+      const x = Math.min(1, Math.max(0, v[i + j - 2] || 0));
+      meter.children[j].style.transform = "scaleY(" + (0.2 + 0.8 * x * k).toFixed(3) + ")";
+    });
+    raf = requestAnimationFrame(level);
+  }
+
+  // warn shows a small notice, once per kind of problem.
+  const warnings = {
+    blocked: "The browser blocked sound. Click anywhere to turn it on.",
+    decode: "Some speech could not be played.",
+  };
+  function warn(kind) {
+    if (debug.notices.includes(kind)) return;
+    debug.notices.push(kind);
+    notice.textContent = warnings[kind];
+    notice.hidden = false;
+  }
+
+  // Browsers allow sound once the user has interacted with the page; play
+  // silence on the first interaction so that the element is unlocked
+  // everywhere, and hide the notice.
+  const silence = "data:audio/wav;base64,UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQIAAAAAAA==";
+  function unlock() {
+    notice.hidden = true;
+    if (unlocked) return;
+    unlocked = true;
+    if (!voice.current) { player.src = silence; player.play().catch(() => {}); }
+  }
+  addEventListener("pointerdown", unlock, true);
+  addEventListener("keydown", unlock, true);
+
+  function showMute() {
+    muteBtn.setAttribute("aria-pressed", String(soundOff));
+    muteBtn.title = soundOff ? "Speech is off: click to turn it on" : "Speech is on: click to mute";
+    muteBtn.setAttribute("aria-label", soundOff ? "Unmute speech" : "Mute speech");
+  }
+  muteBtn.addEventListener("click", () => {
+    soundOff = !soundOff;
+    localStorage.setItem("koe.mute", soundOff ? "1" : "0");
+    showMute();
+    if (soundOff) { notice.hidden = true; stopPlayer("muted"); playNext(); }
+  });
+  showMute();
+
+  // stopReply stops the reply at once: playback, queue, and whatever of it
+  // is still on the wire. With interrupt, the server is told what the user
+  // got of it: with sound on, the pieces heard (those played and the one
+  // playing); muted, the text shown. The bubble keeps just that, as the
+  // history will.
+  function stopReply(interrupt) {
+    if (interrupt && inTurn) {
+      const got = soundOff ? replyText : voice.heard;
+      send({ type: "interrupt-signal", text: got });
+      if (reply) {
+        if (got !== replyText) { replyText = got; reply.lastChild.textContent = got; }
+        reply.classList.add("interrupted");
+      }
+    }
+    ignoring = true; // before idle: no playback-complete for a stopped reply
+    voice.queue = [];
+    stopPlayer("stopped");
+    idle();
+    setTurn(false); reply = null;
+  }
+
+  // ---- Connection ----------------------------------------------------------
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
@@ -33,30 +239,36 @@
       retry = 500; setStatus("connected", "ok");
       ["fetch-configs", "fetch-history-list", "create-new-history"].forEach((type) => send({ type }));
     };
-    ws.onclose = () => { setStatus("disconnected, retrying…", "bad"); setTurn(false); setTimeout(connect, retry); retry = Math.min(retry * 2, 8000); };
+    ws.onclose = () => {
+      setStatus("disconnected, retrying…", "bad"); resetVoice(); setTurn(false);
+      setTimeout(connect, retry); retry = Math.min(retry * 2, 8000);
+    };
     ws.onmessage = (ev) => handle(JSON.parse(ev.data));
   }
 
   function handle(m) {
     switch (m.type) {
       case "control":
-        if (m.text === "conversation-chain-start") { setTurn(true); reply = null; replyText = ""; muted = false; }
+        if (m.text === "conversation-chain-start") { resetVoice(); setTurn(true); reply = null; replyText = ""; ignoring = false; }
         if (m.text === "conversation-chain-end") { setTurn(false); reply = null; send({ type: "fetch-history-list" }); }
         break;
       case "token":
-        if (muted) break;
+        if (ignoring) break;
         if (!reply) reply = bubble("ai", "", "");
         replyText += m.content; reply.lastChild.textContent = replyText;
         log.scrollTop = log.scrollHeight;
         break;
       case "audio":
-        // Text-only pieces need no playback; tell the server at the end.
+        if (!ignoring) enqueue(m);
         break;
       case "backend-synth-complete":
-        send({ type: "frontend-playback-complete" });
+        if (ignoring) break;
+        voice.synthDone = true;
+        playNext();
         break;
       case "error":
-        bubble("error", m.message); setTurn(false);
+        // A failed turn still ends with conversation-chain-end.
+        bubble("error", m.message);
         break;
       case "set-model-and-conf":
         document.title = "koe · " + m.conf_name;
@@ -80,24 +292,20 @@
     e.preventDefault();
     const t = text.value.trim();
     if (!t) return;
-    if (inTurn) {
-      // The new input cancels the running turn; tell the server what was heard.
-      if (reply) send({ type: "interrupt-signal", text: replyText });
-      endReply();
-    }
+    // The new input cancels the running reply; tell the server what was heard.
+    if (inTurn || voice.current) stopReply(true);
     bubble("human", t);
     send({ type: "text-input", text: t, images: [] });
     text.value = "";
   });
-  stopBtn.addEventListener("click", () => {
-    send({ type: "interrupt-signal", text: replyText });
-    endReply();
-  });
-  $("new").addEventListener("click", () => { log.replaceChildren(); send({ type: "create-new-history" }); });
+  stopBtn.addEventListener("click", () => stopReply(true));
+  // Leaving the conversation silences it; the server stops the turn itself.
+  function leave() { stopReply(false); log.replaceChildren(); }
+  $("new").addEventListener("click", () => { leave(); send({ type: "create-new-history" }); });
   histories.addEventListener("change", () => {
-    if (histories.value) send({ type: "fetch-and-set-history", history_uid: histories.value });
-    else { log.replaceChildren(); send({ type: "create-new-history" }); }
+    if (histories.value) { stopReply(false); send({ type: "fetch-and-set-history", history_uid: histories.value }); }
+    else { leave(); send({ type: "create-new-history" }); }
   });
-  characters.addEventListener("change", () => { log.replaceChildren(); send({ type: "switch-config", file: characters.value }); send({ type: "fetch-history-list" }); });
+  characters.addEventListener("change", () => { leave(); send({ type: "switch-config", file: characters.value }); send({ type: "fetch-history-list" }); });
   connect();
 })();
