@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,70 +17,20 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/app"
-	"koe/config"
 	"koe/internal/fakellm"
+	"koe/internal/koetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden traces under testdata/")
 
-// testLogger routes koe's logs to the test log, visible with -v or on failure.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// startLLM starts a fake OpenAI-compatible server for the test.
-func startLLM(t *testing.T, respond func(fakellm.Request) fakellm.Reply) *fakellm.Server {
-	t.Helper()
-	llm, err := fakellm.Start("127.0.0.1:0", respond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = llm.Close() })
-	return llm
-}
-
-// testConfig is koe's default configuration pointed at llmURL, listening on
-// a free loopback port, with its data in dataDir.
-func testConfig(t *testing.T, dataDir, llmURL string) config.Config {
-	cfg := config.Default()
-	cfg.DataDir = dataDir
-	cfg.CharactersDir = filepath.Join(t.TempDir(), "characters")
-	cfg.Server.Port = 0
-	cfg.Server.BackgroundsDir = filepath.Join(t.TempDir(), "bg")
-	cfg.Character.LLM.BaseURL = llmURL
-	cfg.Character.LLM.Model = fakellm.ModelID
-	cfg.Character.LLM.IdleTimeout = 5 * time.Second
-	cfg.Conversation.PlaybackTimeout = 2 * time.Second
-	return cfg
-}
-
-// withFakeSpeech makes the character speak through the OpenAI-compatible
-// engine against the fake server's deterministic speech endpoint.
-func withFakeSpeech(cfg config.Config, llm *fakellm.Server) config.Config {
-	cfg.Character.TTS.Engine = "openai"
-	cfg.Character.TTS.OpenAI.BaseURL = llm.URL()
-	return cfg
-}
-
-// startKoe runs koe exactly as main does, minus flags and signals.
-func startKoe(t *testing.T, cfg config.Config) *app.Main {
-	t.Helper()
-	m := &app.Main{Config: cfg, Logger: testLogger(t), Getenv: func(string) string { return "" }}
-	if err := m.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	return m
-}
+// The shared harness, under the names these tests use.
+var (
+	testLogger     = koetest.Logger
+	startLLM       = koetest.StartLLM
+	testConfig     = koetest.Config
+	withFakeSpeech = koetest.WithFakeSpeech
+	startKoe       = koetest.StartKoe
+)
 
 // client is a WebSocket client that reads with a deadline so that a missing
 // frame fails the test instead of hanging it.

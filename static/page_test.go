@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"koe/app"
 	"koe/config"
 	"koe/internal/cdp"
 	"koe/internal/fakellm"
+	"koe/internal/koetest"
 )
 
 // guard bounds every wait: a wedged page fails the test instead of hanging
@@ -41,7 +40,7 @@ func TestChatPage(t *testing.T) {
 	browser := cdp.LaunchTest(t, cdp.Options{Width: 900, Height: 700, MuteAudio: true})
 
 	echo := fakellm.Echo(30 * time.Millisecond)
-	llm := startLLM(t, func(r fakellm.Request) fakellm.Reply {
+	llm := koetest.StartLLM(t, func(r fakellm.Request) fakellm.Reply {
 		switch lastUser(r) {
 		case slowPrompt:
 			// Thousands of fast tokens: the stream is still running when
@@ -53,7 +52,7 @@ func TestChatPage(t *testing.T) {
 		}
 		return echo(r)
 	})
-	koe := startKoe(t, testConfig(t, t.TempDir(), llm.URL()))
+	koe := koetest.StartKoe(t, testConfig(t, t.TempDir(), llm))
 
 	p := openPage(t, browser)
 	p.navigate("http://" + koe.Addr() + "/")
@@ -229,7 +228,7 @@ func TestChatPageSpeech(t *testing.T) {
 		"three parts":  "First part. Second part. Third part.",
 		"count slowly": "One. Two. Three. Four. Five. Six. Seven. Eight. Nine. Ten. " + strings.Repeat("And more. ", 100),
 	}
-	llm := startLLM(t, func(r fakellm.Request) fakellm.Reply {
+	llm := koetest.StartLLM(t, func(r fakellm.Request) fakellm.Reply {
 		reply, ok := replies[lastUser(r)]
 		if !ok {
 			reply = "Okay."
@@ -240,7 +239,7 @@ func TestChatPageSpeech(t *testing.T) {
 		}
 		return fakellm.Reply{Tokens: fakellm.Words(reply), Interval: interval}
 	})
-	koe := startKoe(t, testConfig(t, t.TempDir(), llm.URL()))
+	koe := koetest.StartKoe(t, testConfig(t, t.TempDir(), llm))
 	p := openPage(t, browser)
 	p.navigate("http://" + koe.Addr() + "/")
 	p.waitFor(`document.getElementById("status").textContent === "connected"`)
@@ -420,8 +419,8 @@ func TestChatPageSpeech(t *testing.T) {
 func TestChatPageAutoplayBlocked(t *testing.T) {
 	browser := cdp.LaunchTest(t, cdp.Options{Width: 900, Height: 700,
 		AutoplayPolicy: "document-user-activation-required", MuteAudio: true})
-	llm := startLLM(t, fakellm.Echo(10*time.Millisecond))
-	koe := startKoe(t, testConfig(t, t.TempDir(), llm.URL()))
+	llm := koetest.StartLLM(t, fakellm.Echo(10*time.Millisecond))
+	koe := koetest.StartKoe(t, testConfig(t, t.TempDir(), llm))
 	p := openPage(t, browser)
 	p.navigate("http://" + koe.Addr() + "/")
 	p.waitFor(`document.getElementById("status").textContent === "connected"`)
@@ -917,53 +916,9 @@ func lastUser(r fakellm.Request) string {
 	return ""
 }
 
-// The helpers below follow server/harness_test.go.
-
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func startLLM(t *testing.T, respond func(fakellm.Request) fakellm.Reply) *fakellm.Server {
-	t.Helper()
-	llm, err := fakellm.Start("127.0.0.1:0", respond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = llm.Close() })
-	return llm
-}
-
-func testConfig(t *testing.T, dataDir, llmURL string) config.Config {
-	cfg := config.Default()
-	cfg.DataDir = dataDir
-	cfg.CharactersDir = filepath.Join(t.TempDir(), "characters")
-	cfg.Server.Port = 0
-	cfg.Server.BackgroundsDir = filepath.Join(t.TempDir(), "bg")
-	cfg.Character.LLM.BaseURL = llmURL
-	cfg.Character.LLM.Model = fakellm.ModelID
-	cfg.Character.LLM.IdleTimeout = 5 * time.Second
-	cfg.Conversation.PlaybackTimeout = 2 * time.Second
-	// Speech from the fake's deterministic speech endpoint: a tone, 60 ms
-	// per rune (fakellm.SpeechDuration).
-	cfg.Character.TTS.Engine = "openai"
-	cfg.Character.TTS.OpenAI.BaseURL = llmURL
-	return cfg
-}
-
-func startKoe(t *testing.T, cfg config.Config) *app.Main {
-	t.Helper()
-	m := &app.Main{Config: cfg, Logger: testLogger(t), Getenv: func(string) string { return "" }}
-	if err := m.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	return m
+// testConfig is the shared test configuration speaking through the fake's
+// deterministic speech endpoint: a tone, 60 ms per rune
+// (fakellm.SpeechDuration).
+func testConfig(t *testing.T, dataDir string, llm *fakellm.Server) config.Config {
+	return koetest.WithFakeSpeech(koetest.Config(t, dataDir, llm.URL()), llm)
 }

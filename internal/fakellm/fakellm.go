@@ -265,6 +265,22 @@ func (s *Server) end() {
 	s.handlers.Done()
 }
 
+// readBody reads a request body up to maxBodyBytes, answering the client
+// itself when it cannot.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "could not read request body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !s.begin() {
 		writeError(w, http.StatusServiceUnavailable, "fakellm: server is shutting down")
@@ -272,14 +288,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.end()
 
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
-			return
-		}
-		writeError(w, http.StatusBadRequest, "could not read request body: "+err.Error())
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	req, includeUsage, err := decodeRequest(body)

@@ -3,9 +3,7 @@ package fakellm
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -111,14 +109,8 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.end()
 
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
-			return
-		}
-		writeError(w, http.StatusBadRequest, "could not read request body: "+err.Error())
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	var req SpeechRequest
