@@ -12,10 +12,22 @@
 //	  <conf uid>                one bucket per character configuration
 //	    <history uid>           one bucket per conversation
 //	      "messages"            8-byte big-endian sequence -> JSON Record
+//	      "summaries"           8-byte big-endian first turn -> JSON SummaryRecord
+//	"prompts"                   root bucket
+//	  <conf uid>                one bucket per character configuration
+//	    <prompt name>           -> prompt text as is (not JSON)
 //
 // Messages live in their own nested bucket, rather than directly in the
-// history bucket, so that per-history side data (such as summaries) can be
-// added later as sibling buckets without a migration.
+// history bucket, so that per-history side data can sit beside them as
+// sibling buckets without a migration. "summaries" is such a bucket: it is
+// created by the first AddSummary, so older and never-summarised histories
+// simply lack it, and Delete removes it with the history. Keying summaries
+// by their first turn lists them in turn order and makes re-summarising the
+// same range an overwrite.
+//
+// Open creates missing root buckets, which is how databases written before
+// "prompts" existed are upgraded. A prompt bucket is removed when its last
+// prompt is reset.
 //
 // Every id that reaches this package is assumed to come from an untrusted
 // client and is checked with ValidID before any database access.

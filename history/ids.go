@@ -69,8 +69,9 @@ type idArg struct {
 	id   string
 }
 
-func confID(id string) idArg    { return idArg{kind: "conf uid", id: id} }
-func historyID(id string) idArg { return idArg{kind: "history uid", id: id} }
+func confID(id string) idArg     { return idArg{kind: "conf uid", id: id} }
+func historyID(id string) idArg  { return idArg{kind: "history uid", id: id} }
+func promptName(id string) idArg { return idArg{kind: "prompt name", id: id} }
 
 func truncateID(id string) string {
 	if len(id) <= maxQuotedIDLen {

@@ -24,6 +24,9 @@ var (
 	ErrInvalidID = errors.New("invalid id")
 	// ErrLocked means another process holds the database file lock.
 	ErrLocked = errors.New("database is locked by another process")
+	// ErrInvalidRecord means a summary or prompt failed validation; nothing
+	// was written.
+	ErrInvalidRecord = errors.New("invalid record")
 )
 
 // Roles of a Record, as used by Open-LLM-VTuber.
@@ -43,6 +46,8 @@ const defaultLockTimeout = time.Second
 var (
 	bucketHistories = []byte("histories")
 	bucketMessages  = []byte("messages")
+	bucketSummaries = []byte("summaries")
+	bucketPrompts   = []byte("prompts")
 )
 
 // Record is one entry of a history, serialised exactly as Open-LLM-VTuber
@@ -101,9 +106,16 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open history database %s: %w", path, err)
 	}
+	// Creating every root bucket here, if missing, is also the upgrade path
+	// for databases written before a bucket existed: the rest of the code
+	// can assume the root buckets are there.
 	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketHistories)
-		return err
+		for _, name := range [][]byte{bucketHistories, bucketPrompts} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("bucket %q: %w", name, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		// Release the file lock; the open error is the one worth reporting.
@@ -314,7 +326,7 @@ func latestMessage(msgs *bolt.Bucket) (Record, bool, error) {
 	return Record{}, false, nil
 }
 
-// Delete removes a history and all its records.
+// Delete removes a history with all its records and summaries.
 func (s *Store) Delete(confUID, historyUID string) error {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return err
@@ -352,15 +364,25 @@ func (s *Store) Exists(confUID, historyUID string) (bool, error) {
 	return ok, nil
 }
 
-// messagesBucket returns the messages bucket of a history, or nil if the
-// history does not exist. A history bucket without messages is treated as
-// missing so that Exists, Append and Messages agree.
-func messagesBucket(tx *bolt.Tx, confUID, historyUID string) *bolt.Bucket {
+// historyBucket returns the bucket of a history, or nil if the history does
+// not exist. A history bucket without messages is treated as missing so that
+// Exists, Append, Messages, AddSummary and Summaries agree.
+func historyBucket(tx *bolt.Tx, confUID, historyUID string) *bolt.Bucket {
 	conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
 	if conf == nil {
 		return nil
 	}
 	h := conf.Bucket([]byte(historyUID))
+	if h == nil || h.Bucket(bucketMessages) == nil {
+		return nil
+	}
+	return h
+}
+
+// messagesBucket returns the messages bucket of a history, or nil if the
+// history does not exist.
+func messagesBucket(tx *bolt.Tx, confUID, historyUID string) *bolt.Bucket {
+	h := historyBucket(tx, confUID, historyUID)
 	if h == nil {
 		return nil
 	}
