@@ -1,126 +1,373 @@
-// Package agent is koe's memory agent: it keeps a conversation's messages,
-// builds the context for every LLM call and streams the answer. It knows
-// nothing about WebSockets; it pushes what it produces to an Emitter.
+// Package agent is koe's memory agent: it keeps a conversation's messages
+// and summaries, builds the context for every LLM call within a token
+// budget, summarises older turns in the background and streams answers.
+// It knows nothing about WebSockets; it pushes what it produces to an
+// Emitter.
 package agent
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-)
 
-// Roles of memory messages.
-const (
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleSystem    = "system"
+	"koe/history"
 )
-
-// Message is the agent's rich internal message.
-type Message struct {
-	Role    string
-	Content string
-	// Interrupted marks an assistant reply the user cut off; Content is the
-	// part they heard.
-	Interrupted bool
-	Time        time.Time
-}
 
 // Emitter receives what the agent produces while a reply streams.
 type Emitter interface {
 	Token(delta string)
 }
 
-// Streamer is the LLM as the agent uses it.
-type Streamer interface {
-	Stream(ctx context.Context, msgs []openai.ChatCompletionMessage, onDelta func(string)) error
+// LLM is the model as the agent uses it: streamed replies, and plain
+// completions for summaries.
+type LLM interface {
+	Stream(ctx context.Context, msgs []openai.ChatCompletionMessage, onDelta func(string)) (*Usage, error)
+	Complete(ctx context.Context, msgs []openai.ChatCompletionMessage) (string, *Usage, error)
 }
+
+// SummaryStore keeps summaries with their history.
+type SummaryStore interface {
+	AddSummary(confUID, historyUID string, r history.SummaryRecord) error
+}
+
+// Thread names the history a memory belongs to.
+type Thread struct {
+	ConfUID    string
+	HistoryUID string
+}
+
+// Options build an Agent.
+type Options struct {
+	LLM       LLM
+	Tokenizer *Tokenizer
+	Model     string
+	// ContextWindow is the model's window in tokens.
+	ContextWindow int
+	Memory        MemoryConfig
+	// SystemPrompt is the system prompt ("" = DefaultSystemPrompt).
+	SystemPrompt string
+	// Persona is the character's own prompt.
+	Persona string
+	// Reminder, if set, is appended as the final user message.
+	Reminder string
+	// CharacterName and HumanName are used in the default system prompt
+	// and in summaries.
+	CharacterName, HumanName string
+	// Store persists summaries (nil: kept in memory only).
+	Store SummaryStore
+	// OnSummary is called after a summary was added (from the summariser's
+	// goroutine), e.g. to tell the client.
+	OnSummary func()
+	Now       func() time.Time
+	Logger    *slog.Logger
+}
+
+// DefaultSystemPrompt is koe's packaged system prompt; users may replace it
+// per character. {character} and {human} are filled in.
+const DefaultSystemPrompt = `You are {character}, talking with {human} in a real-time voice conversation. Everything you write is spoken aloud as soon as you write it.
+Reply in short, natural spoken sentences, usually one to three, in the language {human} speaks. No markdown, lists, code blocks or emoji.
+If you are unsure, say so briefly rather than inventing facts.`
 
 // Agent is one conversation's memory plus its LLM. Each session owns its own
 // Agent: sessions never share memory.
 type Agent struct {
-	llm     Streamer
-	persona string
+	opts Options
+	pol  policy
+	log  *slog.Logger
 
-	mu     sync.Mutex
-	memory []Message
+	// Background summaries run under bg and are waited for by Close.
+	bg     context.Context
+	stopBg context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu          sync.Mutex
+	thread      Thread
+	msgs        []Message
+	summaries   []history.SummaryRecord // oldest first
+	pending     map[pendingKey]int      // summaries being computed → turns they span
+	rate        float64
+	system      string
+	reminder    string
+	last        *ContextReport
+	calibration float64
 }
 
 // New returns an agent with empty memory.
-func New(llm Streamer, persona string) *Agent {
-	return &Agent{llm: llm, persona: persona}
+func New(opts Options) *Agent {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Tokenizer == nil {
+		opts.Tokenizer = NewTokenizer(opts.Model)
+	}
+	if opts.ContextWindow <= 0 {
+		opts.ContextWindow = DefaultContextWindow
+	}
+	if opts.Memory.Policy == "" {
+		opts.Memory = DefaultMemoryConfig()
+	}
+	bg, stop := context.WithCancel(context.Background())
+	return &Agent{
+		opts:     opts,
+		pol:      opts.Memory.policy(),
+		log:      opts.Logger,
+		bg:       bg,
+		stopBg:   stop,
+		pending:  map[pendingKey]int{},
+		rate:     opts.Memory.CompressionRate,
+		system:   opts.SystemPrompt,
+		reminder: opts.Reminder,
+	}
 }
 
-// Load replaces the memory, e.g. when the client switches history.
-func (a *Agent) Load(msgs []Message) {
+// Close stops background summaries and waits for them.
+func (a *Agent) Close() {
+	a.stopBg()
+	a.wg.Wait()
+}
+
+// Load replaces the memory with a history and its summaries, e.g. when
+// the client switches history, and catches up on summaries that are due.
+func (a *Agent) Load(thread Thread, msgs []Message, summaries []history.SummaryRecord) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.memory = append([]Message(nil), msgs...)
+	a.thread = thread
+	a.msgs = append([]Message(nil), msgs...)
+	a.summaries = append([]history.SummaryRecord(nil), summaries...)
+	sortSummaries(a.summaries)
+	a.scheduleLocked()
 }
 
-// Memory returns a copy of the current memory.
+// SetThread names the history new messages go to (a new, empty history).
+func (a *Agent) SetThread(thread Thread) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.thread = thread
+}
+
+// Memory returns a copy of the messages.
 func (a *Agent) Memory() []Message {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]Message(nil), a.memory...)
+	return append([]Message(nil), a.msgs...)
 }
 
-// AddUser appends the user's message.
+// AddUser starts a turn with the user's message.
 func (a *Agent) AddUser(text string) {
-	a.add(Message{Role: RoleUser, Content: text, Time: time.Now()})
+	a.add(Message{Role: RoleUser, Content: text, Time: a.opts.Now()})
 }
 
-// AddAssistant appends the assistant's reply (or the heard part of it).
+// AddAssistant ends the turn with the assistant's reply (or the heard part
+// of it) and starts any summary that became due.
 func (a *Agent) AddAssistant(text string, interrupted bool) {
-	a.add(Message{Role: RoleAssistant, Content: text, Interrupted: interrupted, Time: time.Now()})
+	a.add(Message{Role: RoleAssistant, Content: text, Interrupted: interrupted, Time: a.opts.Now()})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.scheduleLocked()
+}
+
+// AddMessages appends tool calls and results of the current turn.
+func (a *Agent) AddMessages(msgs ...Message) {
+	for _, m := range msgs {
+		a.add(m)
+	}
 }
 
 func (a *Agent) add(m Message) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.memory = append(a.memory, m)
+	a.msgs = append(a.msgs, m)
 }
 
 // Reply streams the assistant's answer to the current memory. The caller
 // records the reply with AddAssistant once it knows what the user heard.
 func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
-	return a.llm.Stream(ctx, a.buildContext(), emit.Token)
+	msgs, rep, err := a.buildContext(nil)
+	if err != nil {
+		return err
+	}
+	usage, err := a.opts.LLM.Stream(ctx, msgs, emit.Token)
+	a.recordUsage(rep, usage)
+	return err
 }
 
-// interruptedNote tells the model, once, that its last reply was cut off.
-// It is added only after the latest assistant message, so a run of
-// interrupts never piles notes (or "...") into later requests.
-const (
-	interruptedNote      = "The user interrupted your previous reply; they heard only the part above. Do not repeat it unless asked."
-	interruptedEmptyNote = "The user interrupted your previous reply before hearing any of it."
-)
-
-func (a *Agent) buildContext() []openai.ChatCompletionMessage {
+// buildContext assembles the next request and remembers its report.
+func (a *Agent) buildContext(tools []openai.Tool) ([]openai.ChatCompletionMessage, *ContextReport, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	msgs := make([]openai.ChatCompletionMessage, 0, len(a.memory)+2)
-	if a.persona != "" {
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: RoleSystem, Content: a.persona})
+	turns := SplitTurns(a.msgs)
+	var current []Message
+	if n := len(turns); n > 0 && !turns[n-1].Complete() {
+		current = turns[n-1].Messages
+		turns = turns[:n-1]
 	}
-	lastAssistant := -1
-	for i, m := range a.memory {
-		if m.Role == RoleAssistant {
-			lastAssistant = i
+	sums := a.summaries
+	if max := a.pol.maxSummaries; max > 0 && len(sums) > max {
+		sums = sums[len(sums)-max:]
+	}
+	covered := a.coveredLocked()
+	var earlier []Turn
+	for _, t := range turns {
+		// Turns under a summary are never sent raw; turns under a summary
+		// that fell out of the window are forgotten.
+		if !covered[t.Index] {
+			earlier = append(earlier, t)
 		}
 	}
-	for i, m := range a.memory {
-		if m.Content != "" {
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
-		}
-		if i == lastAssistant && m.Interrupted {
-			note := interruptedNote
-			if m.Content == "" {
-				note = interruptedEmptyNote
-			}
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: RoleSystem, Content: note})
+	system, persona := a.systemPromptLocked(), a.opts.Persona
+	if a.opts.Memory.PersonaAsSystem && persona != "" {
+		system, persona = persona, ""
+	}
+	msgs, rep, err := build(a.opts.Tokenizer, contextParts{
+		system:      system,
+		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + ".",
+		summaries:   sums,
+		earlier:     earlier,
+		persona:     persona,
+		current:     current,
+		reminder:    a.reminder,
+		tools:       tools,
+		window:      a.opts.ContextWindow,
+		calibration: a.calibration,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.Time = a.opts.Now()
+	rep.Model = a.opts.Model
+	a.last = &rep
+	return msgs, &rep, nil
+}
+
+// recordUsage keeps the provider's count next to koe's and calibrates
+// the next budget with their ratio (bounded: one odd report must not
+// starve or overfill the context).
+func (a *Agent) recordUsage(rep *ContextReport, u *Usage) {
+	if u == nil || u.PromptTokens <= 0 || rep.EstimatedTokens <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rep.Usage = u
+	ratio := float64(u.PromptTokens) / float64(rep.EstimatedTokens)
+	a.calibration = min(max(ratio, 0.5), 2)
+}
+
+// coveredLocked lists the turns under any summary (in context or not).
+func (a *Agent) coveredLocked() map[int]bool {
+	covered := map[int]bool{}
+	for _, s := range a.summaries {
+		for _, t := range s.Turns {
+			covered[t] = true
 		}
 	}
-	return msgs
+	return covered
+}
+
+func (a *Agent) systemPromptLocked() string {
+	text := a.system
+	if text == "" {
+		text = DefaultSystemPrompt
+	}
+	return fillNames(text, a.opts.CharacterName, a.opts.HumanName)
+}
+
+// LastContext returns the report of the latest LLM request (nil if none).
+func (a *Agent) LastContext() *ContextReport {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.last == nil {
+		return nil
+	}
+	c := *a.last
+	return &c
+}
+
+// SetCompressionRate changes the rate for summaries started from now on.
+func (a *Agent) SetCompressionRate(r float64) error {
+	if err := ValidCompressionRate(r); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rate = r
+	return nil
+}
+
+// SetSystemPrompt replaces the system prompt ("" restores the default).
+func (a *Agent) SetSystemPrompt(text string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.system = text
+}
+
+// SetReminder sets the final user message of every request ("" = none).
+func (a *Agent) SetReminder(text string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reminder = text
+}
+
+// MemoryState is what users see of the memory: the summaries and totals.
+type MemoryState struct {
+	ThreadID        string                  `json:"history_uid"`
+	Policy          string                  `json:"policy"`
+	CompressionRate float64                 `json:"compression_rate"`
+	Turns           int                     `json:"turns"`
+	Summaries       []history.SummaryRecord `json:"summaries"`
+	Pending         int                     `json:"pending"`
+	Totals          MemoryTotals            `json:"totals"`
+}
+
+// MemoryTotals add up the summaries.
+type MemoryTotals struct {
+	Summaries     int     `json:"summaries"`
+	TurnsCovered  int     `json:"turns_covered"`
+	OriginalChars int     `json:"original_chars"`
+	SummaryChars  int     `json:"summary_chars"`
+	Saving        float64 `json:"saving"` // 1 - summary/original
+}
+
+// State returns the memory as users see it.
+func (a *Agent) State() MemoryState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := MemoryState{
+		ThreadID:        a.thread.HistoryUID,
+		Policy:          a.opts.Memory.Policy,
+		CompressionRate: a.rate,
+		Turns:           len(SplitTurns(a.msgs)),
+		Summaries:       append([]history.SummaryRecord{}, a.summaries...),
+		Pending:         a.pendingCountLocked(),
+	}
+	for _, s := range a.summaries {
+		st.Totals.Summaries++
+		st.Totals.TurnsCovered += len(s.Turns)
+		st.Totals.OriginalChars += s.OriginalChars
+		st.Totals.SummaryChars += s.SummaryChars
+	}
+	if st.Totals.OriginalChars > 0 {
+		st.Totals.Saving = 1 - float64(st.Totals.SummaryChars)/float64(st.Totals.OriginalChars)
+	}
+	return st
+}
+
+// DefaultContextWindow is used when the configuration names none.
+const DefaultContextWindow = 8192
+
+func fillNames(text, character, human string) string {
+	if character == "" {
+		character = "the assistant"
+	}
+	if human == "" {
+		human = "the user"
+	}
+	return strings.NewReplacer("{character}", character, "{human}", human).Replace(text)
 }

@@ -20,14 +20,23 @@ type Config struct {
 	// streamed chunks, so a hung LLM server ends the turn with an error
 	// instead of leaving the client "Thinking..." forever.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// ContextWindow is the model's context in tokens: koe fits every
+	// request into it (less a 5% margin), dropping the oldest turns first.
+	ContextWindow int `yaml:"context_window"`
+	// StreamUsage asks the server to report token usage at the end of a
+	// stream (stream_options.include_usage); koe calibrates its own counts
+	// with it. Turn it off for a server that rejects the option.
+	StreamUsage bool `yaml:"stream_usage"`
 }
 
 // DefaultConfig points at a local Ollama, the most common set-up.
 func DefaultConfig() Config {
 	return Config{
-		BaseURL:     "http://127.0.0.1:11434/v1",
-		Model:       "qwen2.5:7b",
-		IdleTimeout: 60 * time.Second,
+		BaseURL:       "http://127.0.0.1:11434/v1",
+		Model:         "qwen2.5:7b",
+		IdleTimeout:   60 * time.Second,
+		ContextWindow: DefaultContextWindow,
+		StreamUsage:   true,
 	}
 }
 
@@ -39,6 +48,9 @@ func (c Config) Validate() error {
 	}
 	if c.Model == "" {
 		return errors.New("llm.model is empty: set it in the config file or KOE_LLM_MODEL")
+	}
+	if c.ContextWindow < 512 {
+		return fmt.Errorf("llm.context_window %d is too small (at least 512 tokens)", c.ContextWindow)
 	}
 	if c.IdleTimeout < 0 {
 		return fmt.Errorf("llm.idle_timeout %s is negative", c.IdleTimeout)

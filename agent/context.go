@@ -1,0 +1,277 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"koe/history"
+)
+
+// contextMargin is the share of the context window kept free: token
+// counts are estimates for most models.
+const contextMargin = 0.05
+
+// Texts the model sees in place of what it no longer gets.
+const (
+	toolResultGone       = "This tool result is no longer available."
+	interruptedNote      = "The user interrupted your previous reply; they heard only the part above. Do not repeat it unless asked."
+	interruptedEmptyNote = "The user interrupted your previous reply before hearing any of it."
+)
+
+// ErrContextTooLarge means even the parts koe never cuts (system prompt,
+// persona, reminder, the current turn) exceed the model's context window.
+var ErrContextTooLarge = errors.New("the message does not fit the model's context window")
+
+// ContextReport describes one LLM request: what koe sent and what it cost.
+// It is what users inspect to see exactly what the model got.
+type ContextReport struct {
+	Time             time.Time       `json:"time"`
+	Model            string          `json:"model"`
+	Messages         []ReportMessage `json:"messages"`
+	ToolTokens       int             `json:"tool_tokens"`
+	EstimatedTokens  int             `json:"estimated_tokens"` // koe's count of the whole request
+	Budget           int             `json:"budget"`           // input tokens allowed (window less the margin)
+	ContextWindow    int             `json:"context_window"`
+	Calibration      float64         `json:"calibration"` // provider-reported / koe-estimated, applied to the budget
+	Summaries        int             `json:"summaries"`   // summaries included
+	RawTurns         int             `json:"raw_turns"`   // earlier turns included verbatim
+	DroppedTurns     int             `json:"dropped_turns"`
+	DroppedSummaries int             `json:"dropped_summaries"`
+	// Usage is what the provider reported for this request, if it did.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// ReportMessage is one message of a ContextReport.
+type ReportMessage struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Tokens     int        `json:"tokens"`
+}
+
+// Usage is what a provider reported for one request.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// contextParts are the pieces of one request, in the order they are sent.
+type contextParts struct {
+	system    string                  // the system prompt (or the persona replacing it)
+	dynamic   string                  // per-request parts: date and time, tools
+	summaries []history.SummaryRecord // oldest first, already limited by the policy
+	earlier   []Turn                  // complete turns not summarised, oldest first
+	persona   string                  // the custom prompt above the latest user message ("" = none)
+	current   []Message               // the current turn: its user message and tool cycle
+	reminder  string                  // the final user message ("" = none)
+	tools     []openai.Tool
+
+	window      int
+	calibration float64
+}
+
+// build assembles the request within the budget: it drops the oldest
+// earlier turns (whole turns) first, then the oldest summaries, and never
+// the system prompt, persona, reminder or current turn.
+func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, ContextReport, error) {
+	cal := p.calibration
+	if cal <= 0 {
+		cal = 1
+	}
+	budget := int(float64(p.window) * (1 - contextMargin))
+	cost := func(n int) int { return int(math.Ceil(float64(n) * cal)) }
+
+	head := systemMessage(p.system, p.dynamic, nil)
+	var persona *openai.ChatCompletionMessage
+	if p.persona != "" {
+		persona = &openai.ChatCompletionMessage{Role: RoleUser, Content: p.persona}
+	}
+	current := wireTurn(p.current, false)
+	var reminder *openai.ChatCompletionMessage
+	if p.reminder != "" {
+		reminder = &openai.ChatCompletionMessage{Role: RoleUser, Content: p.reminder}
+	}
+	fixed := tok.CountMessage(head) + tok.CountMessages(current) + tok.CountTools(p.tools)
+	if persona != nil {
+		fixed += tok.CountMessage(*persona)
+	}
+	if reminder != nil {
+		fixed += tok.CountMessage(*reminder)
+	}
+	if cost(fixed) > budget {
+		return nil, ContextReport{}, fmt.Errorf("%w (%d tokens needed, %d available of a %d-token window)", ErrContextTooLarge, cost(fixed), budget, p.window)
+	}
+	left := budget - cost(fixed)
+
+	// Summaries first: they stand for the oldest part of the conversation
+	// at a fraction of its size. Drop the oldest if even they do not fit.
+	sums := p.summaries
+	for len(sums) > 0 && cost(summaryTokens(tok, sums)) > left {
+		sums = sums[1:]
+	}
+	left -= cost(summaryTokens(tok, sums))
+
+	// Then earlier turns, newest first, as one contiguous suffix.
+	lastAssistant := lastAssistantIndex(p.earlier)
+	keep := len(p.earlier)
+	for keep > 0 {
+		t := p.earlier[keep-1]
+		n := tok.CountMessages(wireTurn(t.Messages, true, keep-1 == lastAssistant)) - 3
+		if cost(n) > left {
+			break
+		}
+		left -= cost(n)
+		keep--
+	}
+	earlier := p.earlier[keep:]
+
+	msgs := []openai.ChatCompletionMessage{systemMessage(p.system, p.dynamic, sums)}
+	for i, t := range earlier {
+		msgs = append(msgs, wireTurn(t.Messages, true, keep+i == lastAssistant)...)
+	}
+	// The persona rides right above the latest user message, so it moves
+	// down with the conversation instead of fading at the top.
+	if persona != nil {
+		msgs = append(msgs, *persona)
+	}
+	msgs = append(msgs, current...)
+	if reminder != nil {
+		msgs = append(msgs, *reminder)
+	}
+
+	rep := ContextReport{
+		ToolTokens:       tok.CountTools(p.tools),
+		Budget:           budget,
+		ContextWindow:    p.window,
+		Calibration:      cal,
+		Summaries:        len(sums),
+		RawTurns:         len(earlier),
+		DroppedTurns:     keep,
+		DroppedSummaries: len(p.summaries) - len(sums),
+	}
+	for _, m := range msgs {
+		rep.Messages = append(rep.Messages, ReportMessage{
+			Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID,
+			ToolCalls: fromWireCalls(m.ToolCalls), Tokens: tok.CountMessage(m),
+		})
+	}
+	rep.EstimatedTokens = tok.CountMessages(msgs) + rep.ToolTokens
+	return msgs, rep, nil
+}
+
+// systemMessage is the system prompt with its per-request parts and the
+// summaries, each labelled with the turns it covers.
+func systemMessage(system, dynamic string, sums []history.SummaryRecord) openai.ChatCompletionMessage {
+	var b strings.Builder
+	b.WriteString(system)
+	if dynamic != "" {
+		b.WriteString("\n\n")
+		b.WriteString(dynamic)
+	}
+	if len(sums) > 0 {
+		b.WriteString("\n\nSummaries of the earlier conversation, oldest first:")
+		for _, s := range sums {
+			b.WriteString("\n")
+			b.WriteString(summaryLine(s))
+		}
+	}
+	return openai.ChatCompletionMessage{Role: RoleSystem, Content: b.String()}
+}
+
+func summaryLine(s history.SummaryRecord) string {
+	first, last := s.Turns[0], s.Turns[len(s.Turns)-1]
+	if first == last {
+		return fmt.Sprintf("[Turn %d] %s", first, s.Summary)
+	}
+	return fmt.Sprintf("[Turns %d-%d] %s", first, last, s.Summary)
+}
+
+func summaryTokens(tok *Tokenizer, sums []history.SummaryRecord) int {
+	n := 0
+	for _, s := range sums {
+		n += tok.Count("\n" + summaryLine(s))
+	}
+	if len(sums) > 0 {
+		n += tok.Count("\n\nSummaries of the earlier conversation, oldest first:")
+	}
+	return n
+}
+
+// lastAssistantIndex is the index of the earlier turn holding the latest
+// assistant message (where an interruption note may go), or -1.
+func lastAssistantIndex(turns []Turn) int {
+	for i := len(turns) - 1; i >= 0; i-- {
+		for _, m := range turns[i].Messages {
+			if m.Role == RoleAssistant {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// wireTurn converts a turn for the request. For an earlier turn (past),
+// tool results are replaced by a fixed text (their calls stay), and an
+// interrupted final reply gets its note when it is the latest reply
+// (noteInterrupt). Calls without results and results without calls are
+// left out, so no request ever holds an orphan.
+func wireTurn(msgs []Message, past bool, noteInterrupt ...bool) []openai.ChatCompletionMessage {
+	answered := map[string]bool{}
+	called := map[string]bool{}
+	for _, m := range msgs {
+		if m.Role == RoleTool {
+			answered[m.ToolCallID] = true
+		}
+		for _, c := range m.ToolCalls {
+			called[c.ID] = true
+		}
+	}
+	out := make([]openai.ChatCompletionMessage, 0, len(msgs)+1)
+	for i, m := range msgs {
+		switch {
+		case m.Role == RoleTool:
+			if !called[m.ToolCallID] {
+				continue
+			}
+			if past {
+				m.Content = toolResultGone
+			}
+		case len(m.ToolCalls) > 0:
+			calls := m.ToolCalls[:0:0]
+			for _, c := range m.ToolCalls {
+				if answered[c.ID] {
+					calls = append(calls, c)
+				}
+			}
+			m.ToolCalls = calls
+			if len(calls) == 0 && m.Content == "" {
+				continue
+			}
+		}
+		if m.Content != "" || len(m.ToolCalls) > 0 {
+			out = append(out, m.wire())
+		}
+		if m.Interrupted && i == len(msgs)-1 && len(noteInterrupt) > 0 && noteInterrupt[0] {
+			note := interruptedNote
+			if m.Content == "" {
+				note = interruptedEmptyNote
+			}
+			out = append(out, openai.ChatCompletionMessage{Role: RoleSystem, Content: note})
+		}
+	}
+	return out
+}
+
+func fromWireCalls(calls []openai.ToolCall) []ToolCall {
+	var out []ToolCall
+	for _, c := range calls {
+		out = append(out, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return out
+}

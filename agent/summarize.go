@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"koe/history"
+)
+
+// summaryTimeout bounds one summarisation call.
+const summaryTimeout = 2 * time.Minute
+
+// scheduleLocked starts the summary that is due, if any, in the
+// background: no turn ever waits for a summary. Called with a.mu held
+// after a turn completes and after a history is loaded; a failed summary
+// is tried again at the next call.
+func (a *Agent) scheduleLocked() {
+	if a.bg.Err() != nil {
+		return
+	}
+	covered := a.coveredLocked()
+	var raw []Turn
+	for _, t := range SplitTurns(a.msgs) {
+		if !t.Complete() {
+			break // the turn being answered, and anything after it
+		}
+		if covered[t.Index] || a.pendingCoversLocked(t.Index) {
+			continue
+		}
+		raw = append(raw, t)
+	}
+	due := a.pol.due(raw)
+	if len(due) == 0 {
+		return
+	}
+	job := summaryJob{thread: a.thread, turns: due, rate: a.rate}
+	a.pending[pendingKey{a.thread.HistoryUID, due[0].Index}] = len(due)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.summarize(job)
+	}()
+}
+
+// pendingKey names a summary being computed: its history and first turn.
+type pendingKey struct {
+	historyUID string
+	first      int
+}
+
+// pendingCoversLocked reports whether turn i of the current history
+// belongs to a summary being computed.
+func (a *Agent) pendingCoversLocked(i int) bool {
+	for k, span := range a.pending {
+		if k.historyUID == a.thread.HistoryUID && i >= k.first && i < k.first+span {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingCountLocked counts the current history's summaries in progress.
+func (a *Agent) pendingCountLocked() int {
+	n := 0
+	for k := range a.pending {
+		if k.historyUID == a.thread.HistoryUID {
+			n++
+		}
+	}
+	return n
+}
+
+type summaryJob struct {
+	thread Thread
+	turns  []Turn
+	rate   float64
+}
+
+// summarize asks the LLM for the summary of job.turns, stores it and
+// adds it to memory if the conversation is still on the same history.
+func (a *Agent) summarize(job summaryJob) {
+	key := pendingKey{job.thread.HistoryUID, job.turns[0].Index}
+	added := false
+	defer func() {
+		a.mu.Lock()
+		delete(a.pending, key)
+		if added {
+			// Another summary may be due already (a history loaded with
+			// several missing catches up one at a time).
+			a.scheduleLocked()
+		}
+		a.mu.Unlock()
+		if added && a.opts.OnSummary != nil {
+			a.opts.OnSummary()
+		}
+	}()
+	original := 0
+	for _, t := range job.turns {
+		original += t.Chars()
+	}
+	target := max(int(float64(original)*job.rate), 40)
+
+	ctx, cancel := context.WithTimeout(a.bg, summaryTimeout)
+	defer cancel()
+	start := time.Now()
+	text, _, err := a.opts.LLM.Complete(ctx, a.summaryRequest(job.turns, target))
+	text = strings.TrimSpace(text)
+	if err == nil && text == "" {
+		err = fmt.Errorf("the LLM returned an empty summary")
+	}
+	if err != nil {
+		if a.bg.Err() == nil {
+			a.log.Warn("summary failed; will try again after the next turn", "turns", turnRange(job.turns), "err", err)
+		}
+		return
+	}
+	turns := make([]int, len(job.turns))
+	for i, t := range job.turns {
+		turns[i] = t.Index
+	}
+	rec := history.SummaryRecord{
+		ThreadID:        job.thread.HistoryUID,
+		Turns:           turns,
+		TurnLength:      len(turns),
+		OriginalChars:   original,
+		SummaryChars:    len([]rune(text)),
+		CompressionRate: job.rate,
+		Summary:         text,
+		CreatedAt:       a.opts.Now().Format("2006-01-02T15:04:05"),
+	}
+	if a.opts.Store != nil && job.thread.HistoryUID != "" {
+		if err := a.opts.Store.AddSummary(job.thread.ConfUID, job.thread.HistoryUID, rec); err != nil {
+			a.log.Warn("could not store a summary; it is kept in memory", "turns", turnRange(job.turns), "err", err)
+		}
+	}
+	a.mu.Lock()
+	if a.thread == job.thread {
+		a.summaries = append(a.summaries, rec)
+		sortSummaries(a.summaries)
+		added = true
+	}
+	a.mu.Unlock()
+	a.log.Debug("summary ready", "turns", turnRange(job.turns), "original_chars", original, "summary_chars", rec.SummaryChars, "took", time.Since(start))
+}
+
+// summaryRequest asks for a summary of about target characters.
+func (a *Agent) summaryRequest(turns []Turn, target int) []openai.ChatCompletionMessage {
+	human, character := a.opts.HumanName, a.opts.CharacterName
+	if human == "" {
+		human = "User"
+	}
+	if character == "" {
+		character = "Assistant"
+	}
+	var b strings.Builder
+	for _, t := range turns {
+		fmt.Fprintf(&b, "[Turn %d]\n", t.Index)
+		for _, m := range t.Messages {
+			switch {
+			case m.Role == RoleUser:
+				fmt.Fprintf(&b, "%s: %s\n", human, m.Content)
+			case m.Role == RoleTool:
+				fmt.Fprintf(&b, "(result of %s: %s)\n", m.Name, m.Content)
+			case len(m.ToolCalls) > 0:
+				for _, c := range m.ToolCalls {
+					fmt.Fprintf(&b, "(%s called %s with %s)\n", character, c.Name, c.Arguments)
+				}
+				if m.Content != "" {
+					fmt.Fprintf(&b, "%s: %s\n", character, m.Content)
+				}
+			case m.Role == RoleAssistant:
+				note := ""
+				if m.Interrupted {
+					note = " (interrupted by " + human + ")"
+				}
+				fmt.Fprintf(&b, "%s: %s%s\n", character, m.Content, note)
+			}
+		}
+	}
+	instructions := fmt.Sprintf(`Summarise the conversation below between %s and %s in at most %d characters, in the language they speak.
+Keep names, facts, numbers, preferences, decisions, promises and open questions; drop greetings and filler.
+Write it as plain prose in the third person. Reply with the summary only.`, human, character, target)
+	return []openai.ChatCompletionMessage{
+		{Role: RoleSystem, Content: instructions},
+		{Role: RoleUser, Content: b.String()},
+	}
+}
+
+func sortSummaries(s []history.SummaryRecord) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j].Turns[0] < s[j-1].Turns[0]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func turnRange(turns []Turn) string {
+	return fmt.Sprintf("%d-%d", turns[0].Index, turns[len(turns)-1].Index)
+}
