@@ -70,7 +70,7 @@ func (m *Main) Open() error {
 		Conversation: cfg.Conversation,
 		Store:        store,
 		Characters:   config.NewCharacters(cfg, m.Getenv),
-		NewLLM:       func(c agent.Config) agent.Streamer { return agent.NewClient(c, m.llm) },
+		NewLLM:       func(c agent.Config) agent.LLM { return agent.NewClient(c, m.llm) },
 		NewTTS: func(c tts.Config) (conversation.Synthesizer, error) {
 			return tts.New(c, m.llm)
 		},

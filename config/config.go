@@ -75,6 +75,7 @@ func defaultCharacter() conversation.Character {
 		Persona:   defaultPersona,
 		ModelInfo: defaultModelInfo(),
 		LLM:       agent.DefaultConfig(),
+		Memory:    agent.DefaultMemoryConfig(),
 		TTS:       tts.DefaultConfig(),
 	}
 }

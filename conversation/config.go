@@ -64,15 +64,16 @@ func (c Config) Validate() error {
 
 // Character is one persona: who speaks, how it looks, which LLM it uses.
 type Character struct {
-	ConfName  string         `yaml:"conf_name"`
-	ConfUID   string         `yaml:"conf_uid"`
-	Name      string         `yaml:"character_name"`
-	HumanName string         `yaml:"human_name"`
-	Avatar    string         `yaml:"avatar"`
-	Persona   string         `yaml:"persona_prompt"`
-	ModelInfo map[string]any `yaml:"model_info"`
-	LLM       agent.Config   `yaml:"llm"`
-	TTS       tts.Config     `yaml:"tts"`
+	ConfName  string             `yaml:"conf_name"`
+	ConfUID   string             `yaml:"conf_uid"`
+	Name      string             `yaml:"character_name"`
+	HumanName string             `yaml:"human_name"`
+	Avatar    string             `yaml:"avatar"`
+	Persona   string             `yaml:"persona_prompt"`
+	ModelInfo map[string]any     `yaml:"model_info"`
+	LLM       agent.Config       `yaml:"llm"`
+	Memory    agent.MemoryConfig `yaml:"memory"`
+	TTS       tts.Config         `yaml:"tts"`
 }
 
 // Validate reports settings that can never work.
@@ -81,6 +82,9 @@ func (c Character) Validate() error {
 		return fmt.Errorf("character %q: conf_uid %q must be 1-128 characters of letters, digits, '_', '-' or '.'", c.ConfName, c.ConfUID)
 	}
 	if err := c.LLM.Validate(); err != nil {
+		return fmt.Errorf("character %q: %w", c.ConfName, err)
+	}
+	if err := c.Memory.Validate(); err != nil {
 		return fmt.Errorf("character %q: %w", c.ConfName, err)
 	}
 	if err := c.TTS.Validate(); err != nil {

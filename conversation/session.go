@@ -25,6 +25,10 @@ type HistoryStore interface {
 	Messages(confUID, historyUID string) ([]history.Record, error)
 	List(confUID string) ([]history.Summary, error)
 	Delete(confUID, historyUID string) error
+	AddSummary(confUID, historyUID string, r history.SummaryRecord) error
+	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
+	SetPrompt(confUID, name, text string) error
+	Prompt(confUID, name string) (string, bool, error)
 }
 
 // Sender delivers messages to the client, in the order they were sent.
@@ -41,7 +45,7 @@ type Deps struct {
 	Config Config
 	Store  HistoryStore
 	// NewLLM builds the LLM client for a character's settings.
-	NewLLM func(agent.Config) agent.Streamer
+	NewLLM func(agent.Config) agent.LLM
 	// NewTTS builds the speech engine for a character's settings.
 	NewTTS func(tts.Config) (Synthesizer, error)
 	// SpeechSlots bounds syntheses across all sessions; nil = no bound.
@@ -114,9 +118,28 @@ func (s *Session) Memory() []agent.Message {
 	return s.currentAgent().Memory()
 }
 
+// setCharacter builds the character's agent (closing the previous one)
+// with the system prompt and reminder the user saved for it.
 func (s *Session) setCharacter(char Character) {
+	if s.agent != nil {
+		s.agent.Close()
+	}
 	s.char = char
-	s.agent = agent.New(s.deps.NewLLM(char.LLM), char.Persona)
+	system, reminder := s.prompt(char.ConfUID, history.PromptSystem), s.prompt(char.ConfUID, history.PromptReminder)
+	s.agent = agent.New(agent.Options{
+		LLM:           s.deps.NewLLM(char.LLM),
+		Model:         char.LLM.Model,
+		ContextWindow: char.LLM.ContextWindow,
+		Memory:        char.Memory,
+		SystemPrompt:  system,
+		Persona:       char.Persona,
+		Reminder:      reminder,
+		CharacterName: char.Name,
+		HumanName:     char.HumanName,
+		Store:         s.deps.Store,
+		OnSummary:     s.sendMemoryState,
+		Logger:        s.log,
+	})
 	s.tts, s.ttsErr = nil, nil
 	if s.deps.NewTTS != nil {
 		s.tts, s.ttsErr = s.deps.NewTTS(char.TTS)
@@ -187,9 +210,14 @@ func (s *Session) SetHistory(uid string) ([]history.Record, error) {
 	if uid != s.historyUID {
 		s.dropUnusedHistoryLocked()
 	}
+	summaries, err := s.deps.Store.Summaries(conf, uid)
+	if err != nil {
+		s.log.Warn("could not load the history's summaries; they will be made again", "history_uid", uid, "err", err)
+		summaries = nil
+	}
 	s.historyUID = uid
 	s.historyUsed = true
-	s.agent.Load(toMemory(records))
+	s.agent.Load(agent.Thread{ConfUID: conf, HistoryUID: uid}, toMemory(records), summaries)
 	return visible(records), nil
 }
 
@@ -204,7 +232,7 @@ func (s *Session) NewHistory() (string, error) {
 	}
 	s.dropUnusedHistoryLocked()
 	s.historyUID, s.historyUsed = uid, false
-	s.agent.Load(nil)
+	s.agent.Load(agent.Thread{ConfUID: s.char.ConfUID, HistoryUID: uid}, nil, nil)
 	return uid, nil
 }
 
@@ -223,7 +251,7 @@ func (s *Session) DeleteHistory(uid string) error {
 	if current {
 		s.mu.Lock()
 		s.historyUID, s.historyUsed = "", false
-		s.agent.Load(nil)
+		s.agent.Load(agent.Thread{ConfUID: conf}, nil, nil)
 		s.mu.Unlock()
 	}
 	return nil
@@ -240,11 +268,13 @@ func (s *Session) SwitchCharacter(char Character) {
 	s.setCharacter(char)
 }
 
-// Close stops the running turn (persisting what it has) and tidies up.
+// Close stops the running turn (persisting what it has) and background
+// summaries, and tidies up.
 func (s *Session) Close() {
 	s.stopTurn(errSessionClosed)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.agent.Close()
 	s.dropUnusedHistoryLocked()
 }
 

@@ -130,6 +130,7 @@ func (s *Session) runTurn(t *turn, text string) {
 	// Stored before chain-end so that a client asking for the history right
 	// after the turn already finds the reply.
 	s.persistReply(&snap, reply, false)
+	s.sendMemoryState()
 	s.endChain(ctx)
 }
 
@@ -154,6 +155,7 @@ func (s *Session) beginTurn(text string) turnSnapshot {
 	if uid == "" {
 		uid = history.NewUID(time.Now())
 		save = func() error { return s.deps.Store.CreateWith(conf, uid, rec) }
+		s.agent.SetThread(agent.Thread{ConfUID: conf, HistoryUID: uid})
 	} else {
 		save = func() error { return s.deps.Store.Append(conf, uid, rec) }
 	}

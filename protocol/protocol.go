@@ -7,7 +7,10 @@
 // record shape, which is part of the wire format.
 package protocol
 
-import "koe/history"
+import (
+	"koe/agent"
+	"koe/history"
+)
 
 // Client → server message types.
 const (
@@ -57,6 +60,23 @@ const (
 	// TypeToken is koe's own: one streamed LLM delta, so that plain text
 	// clients see the answer as it is written. OLV clients ignore it.
 	TypeToken = "token"
+
+	// koe's memory messages (OLV clients ignore them).
+	TypeMemoryState  = "memory-state"
+	TypeSystemPrompt = "system-prompt"
+	TypeReminder     = "reminder"
+	TypeContext      = "context"
+)
+
+// koe's own client → server messages.
+const (
+	TypeSetCompressionRate = "set-compression-rate"
+	TypeFetchMemoryState   = "fetch-memory-state"
+	TypeFetchSystemPrompt  = "fetch-system-prompt"
+	TypeSetSystemPrompt    = "set-system-prompt"
+	TypeFetchReminder      = "fetch-reminder"
+	TypeSetReminder        = "set-reminder"
+	TypeFetchContext       = "fetch-context"
 )
 
 // Values of the control message's text.
@@ -87,6 +107,10 @@ type Inbound struct {
 	Images     []Image `json:"images"`
 	HistoryUID string  `json:"history_uid"`
 	File       string  `json:"file"`
+	// koe's own fields.
+	Rate     *float64 `json:"rate"`
+	Prompt   *string  `json:"prompt"`
+	Reminder *string  `json:"reminder"`
 }
 
 // Simple is a message that carries nothing but its type.
@@ -214,6 +238,25 @@ type BackgroundFiles struct {
 type Error struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
+}
+
+// MemoryState shows the memory: its summaries, totals and settings.
+type MemoryState struct {
+	Type string `json:"type"`
+	agent.MemoryState
+}
+
+// Prompt carries a character's editable prompt (system-prompt, reminder).
+type Prompt struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Default bool   `json:"default"` // the packaged default, not saved by the user
+}
+
+// Context is the exact context of the latest LLM call, for debugging.
+type Context struct {
+	Type string `json:"type"`
+	*agent.ContextReport
 }
 
 // NewError builds an error frame.

@@ -60,7 +60,7 @@ func startBenchServer(b *testing.B, llmURL string, engine conversation.Synthesiz
 		Conversation: cfg.Conversation,
 		Store:        store,
 		Characters:   config.NewCharacters(cfg, nil),
-		NewLLM:       func(c agent.Config) agent.Streamer { return agent.NewClient(c, nil) },
+		NewLLM:       func(c agent.Config) agent.LLM { return agent.NewClient(c, nil) },
 		NewTTS:       func(tts.Config) (conversation.Synthesizer, error) { return engine, nil },
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

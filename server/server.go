@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -41,7 +42,7 @@ type Options struct {
 	Conversation conversation.Config
 	Store        conversation.HistoryStore
 	Characters   CharacterSource
-	NewLLM       func(agent.Config) agent.Streamer
+	NewLLM       func(agent.Config) agent.LLM
 	NewTTS       func(tts.Config) (conversation.Synthesizer, error)
 	// Pages are koe's own embedded web pages, served at / unless
 	// Config.WebClientDir is set.
@@ -61,6 +62,9 @@ type Server struct {
 	stop     context.CancelFunc
 	conns    sync.WaitGroup
 	sessions atomic.Int64
+
+	mu   sync.Mutex
+	live map[string]*session // by client_uid, for the REST API
 }
 
 // New builds the server and its routes.
@@ -69,7 +73,7 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	base, stop := context.WithCancel(context.Background())
-	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop, slots: opts.Conversation.Slots()}
+	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop, slots: opts.Conversation.Slots(), live: map[string]*session{}}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		AppName:               "koe",
@@ -83,6 +87,7 @@ func (s *Server) routes() {
 	s.app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok", "sessions": s.sessions.Load()})
 	})
+	s.apiRoutes()
 	s.app.Use("/client-ws", s.checkUpgrade)
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize:  8 << 10,
@@ -131,13 +136,14 @@ func imagesOnly(c *fiber.Ctx) error {
 }
 
 func (s *Server) httpError(c *fiber.Ctx, err error) error {
-	code := fiber.StatusInternalServerError
-	if fe, ok := err.(*fiber.Error); ok {
-		code = fe.Code
+	code, msg := fiber.StatusInternalServerError, http.StatusText(fiber.StatusInternalServerError)
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		code, msg = fe.Code, fe.Message
 	} else {
 		s.log.Error("http handler failed", "path", c.Path(), "err", err)
 	}
-	return c.Status(code).JSON(fiber.Map{"error": http.StatusText(code)})
+	return c.Status(code).JSON(fiber.Map{"error": msg})
 }
 
 // checkUpgrade accepts only WebSocket upgrades from allowed origins, so a

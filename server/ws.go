@@ -59,6 +59,8 @@ func (s *Server) handleWS(c *websocket.Conn) {
 		conv:      conversation.NewSession(ctx, deps, s.opts.Characters.Default(), cn),
 	}
 	log.Info("client connected", "ip", c.IP())
+	s.register(ss)
+	defer s.unregister(ss)
 	ss.greet()
 
 	err := cn.readPump(ss.dispatch, ss.sendError)
@@ -144,6 +146,7 @@ func (ss *session) handle(in protocol.Inbound) error {
 			return err
 		}
 		ss.send(protocol.HistoryData{Type: protocol.TypeHistoryData, Messages: msgs})
+		ss.send(conv.MemoryState())
 	case protocol.TypeCreateNewHistory:
 		uid, err := conv.NewHistory()
 		if err != nil {
@@ -178,6 +181,37 @@ func (ss *session) handle(in protocol.Inbound) error {
 		ss.send(protocol.GroupUpdate{Type: protocol.TypeGroupUpdate, Members: []string{}})
 	case protocol.TypeAddClientToGroup, protocol.TypeRemoveClientFromGroup:
 		ss.send(protocol.GroupOperationResult{Type: protocol.TypeGroupOperationResult, Message: "group chat is not supported by this koe server yet"})
+	case protocol.TypeFetchMemoryState:
+		ss.send(conv.MemoryState())
+	case protocol.TypeSetCompressionRate:
+		if in.Rate == nil {
+			return errors.New(`"rate" is missing`)
+		}
+		if err := conv.SetCompressionRate(*in.Rate); err != nil {
+			return err
+		}
+		ss.send(conv.MemoryState())
+	case protocol.TypeFetchSystemPrompt, protocol.TypeFetchReminder:
+		return ss.sendPrompt(promptName(in.Type))
+	case protocol.TypeSetSystemPrompt, protocol.TypeSetReminder:
+		text := in.Prompt
+		if in.Type == protocol.TypeSetReminder {
+			text = in.Reminder
+		}
+		if text == nil {
+			return errors.New(`the new text is missing ("prompt" or "reminder"; "" restores the default)`)
+		}
+		if err := conv.SetPromptText(promptName(in.Type), *text); err != nil {
+			return err
+		}
+		ss.srv.applyPrompts(conv.Character().ConfUID)
+		return ss.sendPrompt(promptName(in.Type))
+	case protocol.TypeFetchContext:
+		rep, err := conv.LastContext()
+		if err != nil {
+			return err
+		}
+		ss.send(protocol.Context{Type: protocol.TypeContext, ContextReport: rep})
 	case protocol.TypeAudioPlayStart, protocol.TypeMicAudioData, protocol.TypeRawAudioData:
 		// Tolerated: playback notices matter only in groups; audio input
 		// comes with the speech-in work, and one error per utterance (at
@@ -188,6 +222,28 @@ func (ss *session) handle(in protocol.Inbound) error {
 		ss.conn.log.Info("unknown message type", "type", in.Type)
 		return errors.New("unknown message type; koe ignored it")
 	}
+	return nil
+}
+
+// promptName maps koe's prompt messages to the stored prompt names.
+func promptName(typ string) string {
+	switch typ {
+	case protocol.TypeFetchReminder, protocol.TypeSetReminder:
+		return history.PromptReminder
+	}
+	return history.PromptSystem
+}
+
+func (ss *session) sendPrompt(name string) error {
+	text, isDefault, err := ss.conv.PromptText(name)
+	if err != nil {
+		return err
+	}
+	typ := protocol.TypeSystemPrompt
+	if name == history.PromptReminder {
+		typ = protocol.TypeReminder
+	}
+	ss.send(protocol.Prompt{Type: typ, Text: text, Default: isDefault})
 	return nil
 }
 
