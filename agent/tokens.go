@@ -3,8 +3,11 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
@@ -70,46 +73,48 @@ const (
 // are built once per process and shared.
 type Tokenizer struct {
 	model string
-	enc   *encoding
+	enc   *tokenEncoding
 }
 
-// encoding is one built tiktoken vocabulary, shared by every Tokenizer using it.
-type encoding struct {
+// tokenEncoding is one built tiktoken vocabulary, shared by every Tokenizer using it.
+type tokenEncoding struct {
 	name string
 	tk   *tiktoken.Tiktoken // nil only if even the fallback failed to build
 }
 
-// encodingEntry builds its encoding at most once, so a slow build of one
+// tokenEncodingEntry builds its encoding at most once, so a slow build of one
 // encoding never blocks Tokenizers of another.
-type encodingEntry struct {
+type tokenEncodingEntry struct {
 	once sync.Once
-	enc  *encoding
+	enc  *tokenEncoding
 	err  error
 }
 
 var (
-	loaderOnce sync.Once
+	bpeLoaderOnce sync.Once
 
-	encodingsMu sync.Mutex
-	encodings   = map[string]*encodingEntry{}
+	tokenEncodingsMu sync.Mutex
+	tokenEncodings   = map[string]*tokenEncodingEntry{}
 )
 
 // NewTokenizer returns the tokenizer for model: tiktoken's model→encoding table
 // (e.g. gpt-4o* → o200k_base, gpt-4/gpt-3.5 → cl100k_base); any unknown model
 // name falls back to o200k_base. A provider prefix such as "openai/gpt-4" is
-// ignored. The first Tokenizer of an encoding builds it (tens of
-// milliseconds, tens of megabytes); later ones only look it up.
+// ignored. The first Tokenizer of an encoding builds it (o200k_base: about
+// 0.3 s and 22 MiB of live heap; cl100k_base about half that); later ones only
+// look it up (under 100 ns).
 func NewTokenizer(model string) *Tokenizer {
 	name := encodingNameForModel(model)
-	enc, err := sharedEncoding(name)
+	enc, err := sharedTokenEncoding(name)
 	if err != nil && name != fallbackEncoding {
-		enc, err = sharedEncoding(fallbackEncoding)
+		enc, err = sharedTokenEncoding(fallbackEncoding)
 	}
 	if err != nil {
 		// The vocabularies are embedded in the binary, so this is a broken
-		// build rather than a runtime condition; still, a token budget must
-		// never take the server down: count approximately instead.
-		enc = &encoding{name: approxEncoding}
+		// build rather than a runtime condition (logged once, when building
+		// failed); still, a token budget must never take the server down:
+		// count approximately instead.
+		enc = &tokenEncoding{name: approxEncoding}
 	}
 	return &Tokenizer{model: model, enc: enc}
 }
@@ -134,8 +139,79 @@ func (t *Tokenizer) Count(text string) int {
 	if t.enc.tk == nil {
 		return (len(text) + 3) / 4
 	}
-	// EncodeOrdinary ignores special tokens; Encode would panic on them.
-	return len(t.enc.tk.EncodeOrdinary(text))
+	n, _ := t.countChunked(text, maxTokenChunk)
+	return n
+}
+
+// maxTokenChunk bounds the bytes handed to tiktoken-go at once. Its byte-pair
+// merge is quadratic in the length of a piece, so a single long piece (a run
+// of letters with no space, base64, minified data in an uploaded file) would
+// take seconds or minutes to count: 16 KB of "abab…" takes a quarter of a
+// second, 1 MB would take hours. Natural text splits into chunks exactly, at
+// piece boundaries (see isPieceBoundary); only text with no boundary in
+// maxTokenChunk bytes is cut mid-piece, which can shift its count by a token or so.
+const maxTokenChunk = 1024
+
+// countChunked counts text limit bytes at a time. exact is false if some chunk
+// had to be cut inside a piece.
+func (t *Tokenizer) countChunked(text string, limit int) (n int, exact bool) {
+	exact = true
+	for text != "" {
+		cut, ok := tokenSplitPoint(text, limit)
+		// EncodeOrdinary treats special-token strings as text; Encode would
+		// panic on them.
+		n += len(t.enc.tk.EncodeOrdinary(text[:cut]))
+		exact = exact && ok
+		text = text[cut:]
+	}
+	return n, exact
+}
+
+// tokenSplitPoint returns where to cut text so that the head has at most limit
+// bytes: at the last piece boundary (ok), or else at the last rune start.
+func tokenSplitPoint(text string, limit int) (cut int, ok bool) {
+	if len(text) <= limit {
+		return len(text), true
+	}
+	prev, size := utf8.DecodeRuneInString(text)
+	last := size // last rune start ≤ limit, if no boundary is found
+	for i := size; i <= limit; i += size {
+		var next rune
+		next, size = utf8.DecodeRuneInString(text[i:])
+		if isPieceBoundary(prev, next) {
+			cut = i
+		}
+		last = i
+		prev = next
+	}
+	if cut > 0 {
+		return cut, true
+	}
+	return last, false
+}
+
+// isPieceBoundary reports whether, between runes prev and next, every
+// tiktoken encoding's split pattern (o200k, cl100k, p50k, r50k) always ends a
+// piece, independent of the text around them, so that encoding the two sides
+// separately gives exactly the tokens of encoding them together:
+//
+//   - before a space that follows a non-space: a space inside a piece is
+//     either its first character or part of an all-whitespace piece, and
+//     the only lookahead, (?!\S), follows whitespace;
+//   - after a letter or number, before a character that is neither letter,
+//     number, mark, whitespace nor apostrophe (which could start 's, 're …):
+//     letter and number pieces end there, punctuation pieces start there.
+//
+// regexp2 uses Go's unicode tables for \p{…} and unicode.IsSpace for \s, so
+// the tests below are the patterns' own classes. The cases are chosen so that
+// CJK text (letters then full-width punctuation) and code split as well as
+// English. TestTokenizerChunkingIsExact checks this against whole-text counts.
+func isPieceBoundary(prev, next rune) bool {
+	if next == ' ' {
+		return !unicode.IsSpace(prev)
+	}
+	return unicode.In(prev, unicode.L, unicode.N) &&
+		next != '\'' && !unicode.IsSpace(next) && !unicode.In(next, unicode.L, unicode.N, unicode.M)
 }
 
 // CountMessage returns the tokens one chat message costs in a request: its
@@ -195,18 +271,18 @@ func (t *Tokenizer) CountTools(tools []openai.Tool) int {
 	for _, tool := range tools {
 		n += tokensPerTool
 		if f := tool.Function; f != nil {
-			n += t.Count(f.Name) + t.Count(f.Description) + t.Count(schemaText(f.Parameters))
+			n += t.Count(f.Name) + t.Count(f.Description) + t.Count(toolSchemaText(f.Parameters))
 		}
 		if len(tool.Parameters) > 0 { // Responses-API inline properties
-			n += t.Count(schemaText(tool.Parameters))
+			n += t.Count(toolSchemaText(tool.Parameters))
 		}
 	}
 	return n
 }
 
-// schemaText is the compact JSON of a parameters schema, whatever form the
+// toolSchemaText is the compact JSON of a parameters schema, whatever form the
 // caller gave it in (a struct, a map, json.RawMessage, raw bytes or a string).
-func schemaText(v any) string {
+func toolSchemaText(v any) string {
 	switch s := v.(type) {
 	case nil:
 		return ""
@@ -233,44 +309,58 @@ func encodingNameForModel(model string) string {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
-	if enc, ok := tiktoken.MODEL_TO_ENCODING[name]; ok {
-		return enc
-	}
-	best, bestLen := fallbackEncoding, 0
-	for prefix, enc := range tiktoken.MODEL_PREFIX_TO_ENCODING {
-		if len(prefix) > bestLen && strings.HasPrefix(name, prefix) {
-			best, bestLen = enc, len(prefix)
+	enc, ok := tiktoken.MODEL_TO_ENCODING[name]
+	if !ok {
+		bestLen := 0
+		for prefix, e := range tiktoken.MODEL_PREFIX_TO_ENCODING {
+			if len(prefix) > bestLen && strings.HasPrefix(name, prefix) {
+				enc, bestLen = e, len(prefix)
+			}
 		}
 	}
-	return best
+	if !buildableEncodings[enc] { // unknown model, or an encoding tiktoken-go cannot build (gpt2)
+		return fallbackEncoding
+	}
+	return enc
 }
 
-// sharedEncoding returns the process-wide encoding called name, building it
+// buildableEncodings lists the encodings tiktoken-go builds from tiktoken-go-loader's
+// embedded vocabularies.
+var buildableEncodings = map[string]bool{
+	tiktoken.MODEL_O200K_BASE:  true,
+	tiktoken.MODEL_CL100K_BASE: true,
+	tiktoken.MODEL_P50K_BASE:   true,
+	tiktoken.MODEL_P50K_EDIT:   true,
+	tiktoken.MODEL_R50K_BASE:   true,
+}
+
+// sharedTokenEncoding returns the process-wide encoding called name, building it
 // on first use.
-func sharedEncoding(name string) (*encoding, error) {
-	encodingsMu.Lock()
-	e, ok := encodings[name]
+func sharedTokenEncoding(name string) (*tokenEncoding, error) {
+	tokenEncodingsMu.Lock()
+	e, ok := tokenEncodings[name]
 	if !ok {
-		e = &encodingEntry{}
-		encodings[name] = e
+		e = &tokenEncodingEntry{}
+		tokenEncodings[name] = e
 	}
-	encodingsMu.Unlock()
+	tokenEncodingsMu.Unlock()
 
 	e.once.Do(func() {
 		// No network at run time: the vocabularies come from the files
 		// embedded by tiktoken-go-loader. The loader is a package variable of
 		// tiktoken-go, so set it once, before any encoding is built.
-		loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
+		bpeLoaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
 		tk, err := tiktoken.GetEncoding(name)
 		if err != nil {
 			e.err = fmt.Errorf("tiktoken encoding %s: %w", name, err)
+			slog.Error("token counting degraded", "err", e.err)
 			return
 		}
-		e.enc = &encoding{name: name, tk: tk}
+		e.enc = &tokenEncoding{name: name, tk: tk}
 	})
 	return e.enc, e.err
 }
 
 // sharedEncodingOf exposes the encoding a Tokenizer uses, so tests can check
 // that Tokenizers share one instead of building their own.
-func (t *Tokenizer) sharedEncodingOf() *encoding { return t.enc }
+func (t *Tokenizer) sharedEncodingOf() *tokenEncoding { return t.enc }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,9 +18,9 @@ import (
 func TestTokenizerBuildCost(t *testing.T) {
 	for _, model := range []string{"gpt-4o", "gpt-4"} {
 		name := encodingNameForModel(model)
-		encodingsMu.Lock()
-		_, warm := encodings[name]
-		encodingsMu.Unlock()
+		tokenEncodingsMu.Lock()
+		_, warm := tokenEncodings[name]
+		tokenEncodingsMu.Unlock()
 		if warm {
 			t.Logf("%s: already built by an earlier test; build cost not measured", name)
 			continue
@@ -44,8 +45,8 @@ func TestTokenizerBuildCost(t *testing.T) {
 	}
 }
 
-// Counts computed once with tiktoken-go v0.1.8 (offline vocabularies).
-var knownCounts = []struct {
+// knownTokenCounts were computed once with tiktoken-go v0.1.8 (offline vocabularies).
+var knownTokenCounts = []struct {
 	text          string
 	o200k, cl100k int
 }{
@@ -60,7 +61,7 @@ var knownCounts = []struct {
 
 func TestTokenizerKnownCounts(t *testing.T) {
 	o200k, cl100k := NewTokenizer("gpt-4o"), NewTokenizer("gpt-4")
-	for _, c := range knownCounts {
+	for _, c := range knownTokenCounts {
 		if got := o200k.Count(c.text); got != c.o200k {
 			t.Errorf("o200k_base Count(%q) = %d, want %d", c.text, got, c.o200k)
 		}
@@ -85,12 +86,16 @@ func TestTokenizerEncodingForModel(t *testing.T) {
 		"qwen2.5:7b":         EncodingO200k,
 		"mistral":            EncodingO200k,
 		"":                   EncodingO200k,
-		// tiktoken maps gpt2 to an encoding it cannot build: must fall back.
+		// tiktoken maps gpt2 to an encoding tiktoken-go cannot build: fall back.
 		"gpt2": EncodingO200k,
 	} {
 		if got := NewTokenizer(model).Encoding(); got != want {
 			t.Errorf("NewTokenizer(%q).Encoding() = %q, want %q", model, got, want)
 		}
+	}
+	// Older vocabularies are mapped too (not built here: they cost memory).
+	if got := encodingNameForModel("text-davinci-003"); got != "p50k_base" {
+		t.Errorf("text-davinci-003 maps to %q, want p50k_base", got)
 	}
 }
 
@@ -273,14 +278,14 @@ func TestTokenizerCountTools(t *testing.T) {
 func TestTokenizerConcurrent(t *testing.T) {
 	models := []string{"gpt-4o", "gpt-4", "llama3", "gpt-3.5-turbo"}
 	var wg sync.WaitGroup
-	errs := make(chan string, 16*len(knownCounts))
+	errs := make(chan string, 16*len(knownTokenCounts))
 	for i := range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			tk := NewTokenizer(models[i%len(models)])
 			for range 5 {
-				for _, c := range knownCounts {
+				for _, c := range knownTokenCounts {
 					want := c.o200k
 					if tk.Encoding() == EncodingCL100k {
 						want = c.cl100k
@@ -301,20 +306,20 @@ func TestTokenizerConcurrent(t *testing.T) {
 	}
 }
 
-// benchText is about 1k (975) o200k_base tokens of mixed English and Chinese, like
+// tokenBenchText is about 1k (975) o200k_base tokens of mixed English and Chinese, like
 // a voice conversation's history.
-var benchText = strings.Repeat(
+var tokenBenchText = strings.Repeat(
 	"The assistant listened to the user's question about tomorrow's weather in Berlin, "+
 		"looked it up, and answered that it would be cloudy with a chance of rain in the afternoon. "+
 		"用户接着问：“那周末适合去公园散步吗？”助手回答说，周六天气晴朗，气温大约二十二度，很适合户外活动。\n", 13)
 
 func BenchmarkCount(b *testing.B) {
 	tk := NewTokenizer("gpt-4o")
-	tokens := tk.Count(benchText)
-	b.SetBytes(int64(len(benchText)))
+	tokens := tk.Count(tokenBenchText)
+	b.SetBytes(int64(len(tokenBenchText)))
 	b.ReportAllocs()
 	for b.Loop() {
-		tk.Count(benchText)
+		tk.Count(tokenBenchText)
 	}
 	nsPerOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	b.ReportMetric(nsPerOp*1000/float64(tokens), "ns/1k-tokens")
@@ -326,5 +331,61 @@ func BenchmarkNewTokenizer(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		NewTokenizer("gpt-4o")
+	}
+}
+
+// TestTokenizerChunkingIsExact checks that cutting text at piece boundaries
+// counts exactly what encoding it whole does, on random text built from the
+// characters that matter to the split patterns.
+func TestTokenizerChunkingIsExact(t *testing.T) {
+	alphabet := []string{
+		"a", "B", "z", "é", "e\u0301", "今", "天", "ß", "Ω", "1", "42", "٣",
+		" ", " ", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000",
+		".", ",", "!", "?", "'", "'s", "'LL", "\"", "/", "-", "(", ")", "{", "}",
+		"，", "。", "“", "”", "、", "🍕", "👨‍👩‍👧", "\xff", "<|endoftext|>",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, model := range []string{"gpt-4o", "gpt-4"} {
+		tk := NewTokenizer(model)
+		splits := 0
+		for range 1000 {
+			var sb strings.Builder
+			for range 5 + rng.IntN(60) {
+				sb.WriteString(alphabet[rng.IntN(len(alphabet))])
+			}
+			text := sb.String()
+			whole := len(tk.sharedEncodingOf().tk.EncodeOrdinary(text))
+			for _, limit := range []int{8, 24} {
+				got, exact := tk.countChunked(text, limit)
+				if !exact {
+					continue
+				}
+				if len(text) > limit {
+					splits++
+				}
+				if got != whole {
+					t.Fatalf("%s: %q cut every %d bytes counts %d, whole %d", tk.Encoding(), text, limit, got, whole)
+				}
+			}
+		}
+		if splits < 300 {
+			t.Errorf("%s: only %d texts were split exactly; the test exercises too little", tk.Encoding(), splits)
+		}
+		if n := tk.Count(tokenBenchText); n != len(tk.sharedEncodingOf().tk.EncodeOrdinary(tokenBenchText)) {
+			t.Errorf("%s: chunked count of tokenBenchText %d differs from whole", tk.Encoding(), n)
+		}
+	}
+}
+
+// TestTokenizerLongPiece counts text with no piece boundary at all, which
+// tiktoken-go alone takes time quadratic in its length to encode.
+func TestTokenizerLongPiece(t *testing.T) {
+	tk := NewTokenizer("gpt-4o")
+	text := strings.Repeat("ab", 50_000)
+	start := time.Now()
+	n := tk.Count(text)
+	t.Logf("100 KB without a boundary: %d tokens in %v", n, time.Since(start).Round(time.Millisecond))
+	if n < len(text)/8 || n > len(text)/2 {
+		t.Errorf("Count(100 KB of ab) = %d, want about %d", n, len(text)/4)
 	}
 }

@@ -57,6 +57,9 @@ func (m *Main) Open() error {
 		return err
 	}
 	m.store = store
+	// Build the tokenizer's vocabulary now (about a quarter of a second)
+	// rather than in the first user's first turn.
+	agent.NewTokenizer(cfg.Character.LLM.Model).Count("warm up")
 
 	// One pool for every session's LLM and speech calls. No overall
 	// timeout: replies stream for as long as they need; the LLM's
