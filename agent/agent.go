@@ -221,6 +221,10 @@ func (a *Agent) buildContext(tools []openai.Tool) ([]openai.ChatCompletionMessag
 			earlier = append(earlier, t)
 		}
 	}
+	lastReply := 0
+	if i := lastAssistantIndex(turns); i >= 0 {
+		lastReply = turns[i].Index
+	}
 	system, persona := a.systemPromptLocked(), a.opts.Persona
 	if a.opts.Memory.PersonaAsSystem && persona != "" {
 		system, persona = persona, ""
@@ -230,6 +234,7 @@ func (a *Agent) buildContext(tools []openai.Tool) ([]openai.ChatCompletionMessag
 		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + ".",
 		summaries:   sums,
 		earlier:     earlier,
+		lastReply:   lastReply,
 		persona:     persona,
 		current:     current,
 		reminder:    a.reminder,

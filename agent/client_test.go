@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func userMsgs(text string) []openai.ChatCompletionMessage {
 // collect streams and returns the deltas it received.
 func collect(ctx context.Context, c *agent.Client, msgs []openai.ChatCompletionMessage) ([]string, error) {
 	var got []string
-	err := c.Stream(ctx, msgs, func(d string) { got = append(got, d) })
+	_, err := c.Stream(ctx, msgs, func(d string) { got = append(got, d) })
 	return got, err
 }
 
@@ -178,7 +179,7 @@ func TestStreamUnreachable(t *testing.T) {
 	url := closedURL(t)
 	c := agent.NewClient(agent.Config{BaseURL: url, Model: "m", IdleTimeout: guard}, nil)
 	called := false
-	err := c.Stream(testCtx(t), userMsgs("hi"), func(string) { called = true })
+	_, err := c.Stream(testCtx(t), userMsgs("hi"), func(string) { called = true })
 	le := llmError(t, err)
 	if le.Kind != agent.KindUnreachable {
 		t.Errorf("kind = %v, want KindUnreachable (%v)", le.Kind, err)
@@ -218,7 +219,7 @@ func TestStreamHTTPErrors(t *testing.T) {
 			detail := "fake says no " + http.StatusText(tc.status)
 			s := startLLM(t, fakellm.Script(fakellm.Reply{Status: tc.status, ErrorMessage: detail}))
 			called := false
-			err := clientFor(s).Stream(testCtx(t), userMsgs("hi"), func(string) { called = true })
+			_, err := clientFor(s).Stream(testCtx(t), userMsgs("hi"), func(string) { called = true })
 			le := llmError(t, err)
 			if le.Kind != tc.kind {
 				t.Errorf("kind = %v, want %v (%v)", le.Kind, tc.kind, err)
@@ -294,7 +295,7 @@ func TestStreamCancelMidStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
 	var got []string
-	err := clientFor(s).Stream(ctx, userMsgs("talk"), func(d string) {
+	_, err := clientFor(s).Stream(ctx, userMsgs("talk"), func(d string) {
 		got = append(got, d)
 		if len(got) == 2 {
 			cancel()
@@ -321,7 +322,7 @@ func TestStreamCancelledBeforeStart(t *testing.T) {
 	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"x"}}))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := clientFor(s).Stream(ctx, userMsgs("hi"), func(string) { t.Error("onDelta called") })
+	_, err := clientFor(s).Stream(ctx, userMsgs("hi"), func(string) { t.Error("onDelta called") })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -339,20 +340,30 @@ func TestClientConfig(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	if err := agent.DefaultConfig().Validate(); err != nil {
+	def := agent.DefaultConfig()
+	if err := def.Validate(); err != nil {
 		t.Fatalf("default config invalid: %v", err)
+	}
+	if def.ContextWindow != agent.DefaultContextWindow || !def.StreamUsage {
+		t.Errorf("default context_window %d, stream_usage %v; want %d, true", def.ContextWindow, def.StreamUsage, agent.DefaultContextWindow)
+	}
+	// The smallest window koe accepts.
+	if err := (agent.Config{BaseURL: "http://h/v1", Model: "m", ContextWindow: 512}).Validate(); err != nil {
+		t.Errorf("context_window 512 rejected: %v", err)
 	}
 	for _, tc := range []struct {
 		name string
 		cfg  agent.Config
 		want string
 	}{
-		{"no scheme", agent.Config{BaseURL: "127.0.0.1:11434/v1", Model: "m"}, "base_url"},
-		{"ftp", agent.Config{BaseURL: "ftp://h/v1", Model: "m"}, "base_url"},
-		{"no host", agent.Config{BaseURL: "http:///v1", Model: "m"}, "base_url"},
-		{"empty", agent.Config{Model: "m"}, "base_url"},
-		{"no model", agent.Config{BaseURL: "http://h/v1"}, "KOE_LLM_MODEL"},
-		{"negative idle", agent.Config{BaseURL: "http://h/v1", Model: "m", IdleTimeout: -time.Second}, "idle_timeout"},
+		{"no scheme", agent.Config{BaseURL: "127.0.0.1:11434/v1", Model: "m", ContextWindow: 4096}, "base_url"},
+		{"ftp", agent.Config{BaseURL: "ftp://h/v1", Model: "m", ContextWindow: 4096}, "base_url"},
+		{"no host", agent.Config{BaseURL: "http:///v1", Model: "m", ContextWindow: 4096}, "base_url"},
+		{"empty", agent.Config{Model: "m", ContextWindow: 4096}, "base_url"},
+		{"no model", agent.Config{BaseURL: "http://h/v1", ContextWindow: 4096}, "KOE_LLM_MODEL"},
+		{"no context window", agent.Config{BaseURL: "http://h/v1", Model: "m"}, "context_window"},
+		{"context window 511", agent.Config{BaseURL: "http://h/v1", Model: "m", ContextWindow: 511}, "context_window"},
+		{"negative idle", agent.Config{BaseURL: "http://h/v1", Model: "m", ContextWindow: 4096, IdleTimeout: -time.Second}, "idle_timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -360,5 +371,208 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// promptTokens is what the fake LLM reports as prompt_tokens: a quarter of
+// the characters of the message contents.
+func promptTokens(msgs []openai.ChatCompletionMessage) int {
+	n := 0
+	for _, m := range msgs {
+		n += len([]rune(m.Content))
+	}
+	return n / 4
+}
+
+// rawField decodes the request body and returns one top-level field.
+func rawField(t *testing.T, r fakellm.Request, name string) (any, bool) {
+	t.Helper()
+	var raw map[string]any
+	if err := json.Unmarshal(r.Raw, &raw); err != nil {
+		t.Fatalf("request body: %v", err)
+	}
+	v, ok := raw[name]
+	return v, ok
+}
+
+func TestStreamUsage(t *testing.T) {
+	tokens := []string{"Fine", ",", " thanks", "."}
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens}))
+	c := clientFor(s, func(c *agent.Config) { c.StreamUsage = true })
+	msgs := []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: "You are a helpful voice assistant; be brief."},
+		{Role: openai.ChatMessageRoleUser, Content: "How are you today? Tell me everything, über alles."},
+	}
+	var got []string
+	usage, err := c.Stream(testCtx(t), msgs, func(d string) { got = append(got, d) })
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if !reflect.DeepEqual(got, tokens) {
+		t.Errorf("deltas = %q, want %q (the usage chunk has no choices)", got, tokens)
+	}
+	want := &agent.Usage{PromptTokens: promptTokens(msgs), CompletionTokens: len(tokens)}
+	if want.PromptTokens == 0 {
+		t.Fatal("test messages too short for a non-zero prompt count")
+	}
+	if !reflect.DeepEqual(usage, want) {
+		t.Errorf("usage = %+v, want %+v", usage, want)
+	}
+	opts, ok := rawField(t, s.Requests()[0], "stream_options")
+	if !ok || !reflect.DeepEqual(opts, map[string]any{"include_usage": true}) {
+		t.Errorf("stream_options = %v (sent: %v), want {include_usage: true}", opts, ok)
+	}
+}
+
+func TestStreamWithoutUsage(t *testing.T) {
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"ok"}}))
+	c := clientFor(s, func(c *agent.Config) { c.StreamUsage = false })
+	usage, err := c.Stream(testCtx(t), userMsgs("a question long enough to count"), func(string) {})
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if usage != nil {
+		t.Errorf("usage = %+v without stream_usage, want nil", usage)
+	}
+	if v, ok := rawField(t, s.Requests()[0], "stream_options"); ok {
+		t.Errorf("stream_options = %v sent although stream_usage is off (body %s)", v, s.Requests()[0].Raw)
+	}
+}
+
+func TestComplete(t *testing.T) {
+	tokens := fakellm.Words("Ann asked about the weather; Testa said rain.")
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens}))
+	temp := float32(0.2)
+	// StreamUsage only concerns streams: Complete never sends stream_options.
+	c := clientFor(s, func(c *agent.Config) { c.Temperature = &temp; c.StreamUsage = true })
+	msgs := []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: "Summarise the conversation below."},
+		{Role: openai.ChatMessageRoleUser, Content: "Ann: will it rain?\nTesta: yes."},
+	}
+	text, usage, err := c.Complete(testCtx(t), msgs)
+	if err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if want := strings.Join(tokens, ""); text != want {
+		t.Errorf("text = %q, want %q", text, want)
+	}
+	want := &agent.Usage{PromptTokens: promptTokens(msgs), CompletionTokens: len(tokens)}
+	if !reflect.DeepEqual(usage, want) {
+		t.Errorf("usage = %+v, want %+v", usage, want)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("server saw %d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Stream || r.Model != "test-model" {
+		t.Errorf("stream=%v model=%q, want a non-stream request for test-model", r.Stream, r.Model)
+	}
+	wantMsgs := []fakellm.Message{
+		{Role: "system", Content: msgs[0].Content},
+		{Role: "user", Content: msgs[1].Content},
+	}
+	if !reflect.DeepEqual(r.Messages, wantMsgs) {
+		t.Errorf("messages = %+v, want %+v", r.Messages, wantMsgs)
+	}
+	if v, ok := rawField(t, r, "stream_options"); ok {
+		t.Errorf("stream_options = %v on a non-stream request", v)
+	}
+	if v, _ := rawField(t, r, "temperature"); v != 0.2 {
+		t.Errorf("temperature = %v, want 0.2", v)
+	}
+}
+
+func TestCompleteErrors(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		kind   agent.ErrorKind
+	}{
+		{http.StatusUnauthorized, agent.KindUnauthorized},
+		{http.StatusNotFound, agent.KindNotFound},
+		{http.StatusTooManyRequests, agent.KindRateLimited},
+		{http.StatusInternalServerError, agent.KindServer},
+		{http.StatusBadRequest, agent.KindBadRequest},
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			s := startLLM(t, fakellm.Script(fakellm.Reply{Status: tc.status, ErrorMessage: "fake says no"}))
+			text, _, err := clientFor(s).Complete(testCtx(t), userMsgs("hi"))
+			le := llmError(t, err)
+			if le.Kind != tc.kind || le.Status != tc.status {
+				t.Errorf("kind %v status %d, want %v %d (%v)", le.Kind, le.Status, tc.kind, tc.status, err)
+			}
+			if !strings.Contains(err.Error(), "fake says no") || !strings.Contains(err.Error(), s.URL()) {
+				t.Errorf("message %q lacks the detail or the URL", err)
+			}
+			if text != "" {
+				t.Errorf("text = %q on error", text)
+			}
+		})
+	}
+	t.Run("unreachable", func(t *testing.T) {
+		url := closedURL(t)
+		c := agent.NewClient(agent.Config{BaseURL: url, Model: "m"}, nil)
+		_, _, err := c.Complete(testCtx(t), userMsgs("hi"))
+		if le := llmError(t, err); le.Kind != agent.KindUnreachable {
+			t.Errorf("kind = %v, want KindUnreachable (%v)", le.Kind, err)
+		}
+	})
+	t.Run("no choices", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":0}}`))
+		}))
+		defer srv.Close()
+		c := agent.NewClient(agent.Config{BaseURL: srv.URL + "/v1", Model: "m"}, nil)
+		_, usage, err := c.Complete(testCtx(t), userMsgs("hi"))
+		if le := llmError(t, err); le.Kind != agent.KindBadRequest {
+			t.Errorf("kind = %v, want KindBadRequest (%v)", le.Kind, err)
+		}
+		if usage == nil || usage.PromptTokens != 5 {
+			t.Errorf("usage = %+v, want the reported prompt_tokens 5", usage)
+		}
+	})
+}
+
+// Cancelling a completion (a summary when its agent closes) closes the HTTP
+// request, so the LLM server stops working on it.
+func TestCompleteCancel(t *testing.T) {
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Hang: true}))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := clientFor(s).Complete(ctx, userMsgs("hi"))
+		done <- err
+	}()
+	waitFor(t, "the request to arrive", func() bool { return len(s.Requests()) == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+		var le *agent.LLMError
+		if errors.As(err, &le) {
+			t.Errorf("cancellation reported as an LLMError: %v", le)
+		}
+	case <-time.After(guard):
+		t.Fatal("Complete did not return after its context was cancelled")
+	}
+	select {
+	case <-s.Disconnects():
+	case <-time.After(guard):
+		t.Fatal("the fake LLM never saw the client disconnect")
+	}
+}
+
+// waitFor polls cond until it holds; the guard only stops a hung test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -74,6 +74,10 @@ type contextParts struct {
 
 	window      int
 	calibration float64
+
+	// lastReply is the turn holding the latest assistant message of the
+	// whole history, summarised or not: only its interruption is noted.
+	lastReply int
 }
 
 // build assembles the request within the budget: it drops the oldest
@@ -119,6 +123,9 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 
 	// Then earlier turns, newest first, as one contiguous suffix.
 	lastAssistant := lastAssistantIndex(p.earlier)
+	if lastAssistant >= 0 && p.earlier[lastAssistant].Index != p.lastReply {
+		lastAssistant = -1 // the latest reply is under a summary
+	}
 	keep := len(p.earlier)
 	for keep > 0 {
 		t := p.earlier[keep-1]
@@ -254,7 +261,9 @@ func wireTurn(msgs []Message, past bool, noteInterrupt ...bool) []openai.ChatCom
 				continue
 			}
 		}
-		if m.Content != "" || len(m.ToolCalls) > 0 {
+		// A tool result is sent even when empty (a tool may return
+		// nothing): dropping it would orphan its call.
+		if m.Role == RoleTool || m.Content != "" || len(m.ToolCalls) > 0 {
 			out = append(out, m.wire())
 		}
 		if m.Interrupted && i == len(msgs)-1 && len(noteInterrupt) > 0 && noteInterrupt[0] {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,9 +25,12 @@ func (a *Agent) scheduleLocked() {
 	}
 	covered := a.coveredLocked()
 	var raw []Turn
-	for _, t := range SplitTurns(a.msgs) {
-		if !t.Complete() {
-			break // the turn being answered, and anything after it
+	turns := SplitTurns(a.msgs)
+	for i, t := range turns {
+		// Only the last turn can be the one being answered; an earlier
+		// turn without a reply (its LLM call failed) is over all the same.
+		if i == len(turns)-1 && !t.Complete() {
+			break
 		}
 		if covered[t.Index] || a.pendingCoversLocked(t.Index) {
 			continue
@@ -34,6 +38,15 @@ func (a *Agent) scheduleLocked() {
 		raw = append(raw, t)
 	}
 	due := a.pol.due(raw)
+	// A summary covers consecutive turns: after a failed summary the raw
+	// turns can have a gap (a later summary succeeded), so take the first
+	// run only; the rest is scheduled when this one is done.
+	for i := 1; i < len(due); i++ {
+		if due[i].Index != due[i-1].Index+1 {
+			due = due[:i]
+			break
+		}
+	}
 	if len(due) == 0 {
 		return
 	}
@@ -139,6 +152,9 @@ func (a *Agent) summarize(job summaryJob) {
 	}
 	a.mu.Lock()
 	if a.thread == job.thread {
+		// A Load of this history since the store write may hold the
+		// summary already: like the store, keep one per first turn.
+		a.summaries = slices.DeleteFunc(a.summaries, func(s history.SummaryRecord) bool { return s.Turns[0] == rec.Turns[0] })
 		a.summaries = append(a.summaries, rec)
 		sortSummaries(a.summaries)
 		added = true
