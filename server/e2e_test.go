@@ -175,9 +175,11 @@ func TestHistoryMessages(t *testing.T) {
 	}
 	// Memory was rebuilt from it: the next request carries the old turn.
 	c.turn("second words")
-	reqs := llm.Requests()
+	reqs := chatRequests(llm)
 	ctx := contentOf(reqs[len(reqs)-1])
-	if !strings.Contains(ctx, "user: first words\nassistant: You said: first words.\nuser: second words") {
+	// The old turn, then the persona right above the new user message.
+	persona := testConfig(t, "", "").Character.Persona
+	if !strings.Contains(ctx, "user: first words\nassistant: You said: first words.\nuser: "+persona+"\nuser: second words\n") {
 		t.Fatalf("context after fetch-and-set-history:\n%s", ctx)
 	}
 
@@ -215,7 +217,7 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 	}
 	c.request(msg{"type": "fetch-and-set-history", "history_uid": uid}, "history-data")
 	c.turn("what did I say?")
-	reqs := llm.Requests()
+	reqs := chatRequests(llm)
 	if ctx := contentOf(reqs[len(reqs)-1]); !strings.Contains(ctx, "user: remember the blue door\nassistant: You said: remember the blue door.") {
 		t.Fatalf("memory not rebuilt after restart:\n%s", ctx)
 	}
@@ -262,7 +264,7 @@ func TestInterruptMidStream(t *testing.T) {
 	if heard["content"] != "word word" || heard["interrupted"] != true {
 		t.Fatalf("interrupted reply stored as %v", heard)
 	}
-	reqs := llm.Requests()
+	reqs := chatRequests(llm)
 	ctx := contentOf(reqs[len(reqs)-1])
 	if !strings.Contains(ctx, "assistant: word word\nsystem: The user interrupted") || strings.Contains(ctx, "...") {
 		t.Fatalf("context after interrupt:\n%s", ctx)
@@ -546,9 +548,13 @@ func TestSwitchConfig(t *testing.T) {
 			t.Fatalf("audio from %v", f["display_text"])
 		}
 	}
-	reqs := llm.Requests()
-	if sys := reqs[len(reqs)-1].Messages[0]; sys.Role != "system" || sys.Content != "You are Alice, a pirate." {
+	reqs := chatRequests(llm)
+	last := reqs[len(reqs)-1].Messages
+	if sys := last[0]; sys.Role != "system" || !strings.HasPrefix(sys.Content, "You are Alice, talking with Human") {
 		t.Fatalf("system prompt after switch = %+v", sys)
+	}
+	if p := last[len(last)-2]; p.Role != "user" || p.Content != "You are Alice, a pirate." {
+		t.Fatalf("persona above the latest user message = %+v", p)
 	}
 	// Alice's histories are hers alone.
 	list := c.request(msg{"type": "fetch-history-list"}, "history-list")["histories"].([]any)
@@ -700,7 +706,7 @@ func TestReloadCurrentHistoryMidTurn(t *testing.T) {
 		t.Fatalf("history-data mid-turn = %v", records)
 	}
 	c.turn("next")
-	reqs := llm.Requests()
+	reqs := chatRequests(llm)
 	if ctx := contentOf(reqs[len(reqs)-1]); !strings.Contains(ctx, "user: start\nassistant: busy") {
 		t.Fatalf("memory lost the stopped turn's reply:\n%s", ctx)
 	}

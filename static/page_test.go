@@ -297,7 +297,14 @@ func TestChatPageSpeech(t *testing.T) {
 		t.Fatalf("no text-only piece in %+v", turn.pieces())
 	}
 	p.expectSpoken(turn)
-	reqs := llm.Requests()
+	// The latest conversation request (summaries are asked for without
+	// streaming, in the background).
+	var reqs []fakellm.Request
+	for _, r := range llm.Requests() {
+		if r.Stream {
+			reqs = append(reqs, r)
+		}
+	}
 	if msgs := reqs[len(reqs)-1].Messages; !slices.ContainsFunc(msgs, func(m fakellm.Message) bool {
 		return m.Role == "assistant" && m.Content == heard
 	}) {
