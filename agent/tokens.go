@@ -80,7 +80,21 @@ type Tokenizer struct {
 type tokenEncoding struct {
 	name string
 	tk   *tiktoken.Tiktoken // nil only if even the fallback failed to build
+
+	// counts remembers recent counts: every request re-counts the whole
+	// history (about a millisecond per thousand tokens), almost all of it
+	// unchanged since the previous request. Bounded: cleared when full.
+	mu     sync.Mutex
+	counts map[string]int
 }
+
+// countCacheSize bounds the remembered counts per encoding (a few MB of
+// message text at most).
+const countCacheSize = 8192
+
+// countCacheMin is the shortest text worth remembering: below it, looking
+// up costs about as much as counting.
+const countCacheMin = 64
 
 // tokenEncodingEntry builds its encoding at most once, so a slow build of one
 // encoding never blocks Tokenizers of another.
@@ -139,7 +153,24 @@ func (t *Tokenizer) Count(text string) int {
 	if t.enc.tk == nil {
 		return (len(text) + 3) / 4
 	}
-	n, _ := t.countChunked(text, maxTokenChunk)
+	if len(text) < countCacheMin {
+		n, _ := t.countChunked(text, maxTokenChunk)
+		return n
+	}
+	e := t.enc
+	e.mu.Lock()
+	n, ok := e.counts[text]
+	e.mu.Unlock()
+	if ok {
+		return n
+	}
+	n, _ = t.countChunked(text, maxTokenChunk)
+	e.mu.Lock()
+	if e.counts == nil || len(e.counts) >= countCacheSize {
+		e.counts = make(map[string]int, 256)
+	}
+	e.counts[text] = n
+	e.mu.Unlock()
 	return n
 }
 
