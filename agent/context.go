@@ -91,7 +91,10 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 	budget := int(float64(p.window) * (1 - contextMargin))
 	cost := func(n int) int { return int(math.Ceil(float64(n) * cal)) }
 
-	head := systemMessage(p.system, p.dynamic, nil)
+	// The system message is counted by parts: its date line makes it new
+	// text every minute, while its large parts (the prompt, each summary)
+	// repeat and hit the tokenizer's cache.
+	head := systemTokens(tok, p.system, p.dynamic)
 	var persona *openai.ChatCompletionMessage
 	if p.persona != "" {
 		persona = &openai.ChatCompletionMessage{Role: RoleUser, Content: p.persona}
@@ -101,7 +104,7 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 	if p.reminder != "" {
 		reminder = &openai.ChatCompletionMessage{Role: RoleUser, Content: p.reminder}
 	}
-	fixed := tok.CountMessage(head) + tok.CountMessages(current) + tok.CountTools(p.tools)
+	fixed := head + tok.CountMessages(current) + tok.CountTools(p.tools)
 	if persona != nil {
 		fixed += tok.CountMessage(*persona)
 	}
@@ -162,13 +165,18 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 		DroppedTurns:     keep,
 		DroppedSummaries: len(p.summaries) - len(sums),
 	}
-	for _, m := range msgs {
+	rep.EstimatedTokens = 3 + rep.ToolTokens // reply priming
+	for i, m := range msgs {
+		n := head + summaryTokens(tok, sums)
+		if i > 0 {
+			n = tok.CountMessage(m)
+		}
+		rep.EstimatedTokens += n
 		rep.Messages = append(rep.Messages, ReportMessage{
 			Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID,
-			ToolCalls: fromWireCalls(m.ToolCalls), Tokens: tok.CountMessage(m),
+			ToolCalls: fromWireCalls(m.ToolCalls), Tokens: n,
 		})
 	}
-	rep.EstimatedTokens = tok.CountMessages(msgs) + rep.ToolTokens
 	return msgs, rep, nil
 }
 
@@ -189,6 +197,16 @@ func systemMessage(system, dynamic string, sums []history.SummaryRecord) openai.
 		}
 	}
 	return openai.ChatCompletionMessage{Role: RoleSystem, Content: b.String()}
+}
+
+// systemTokens is what the system message costs without its summaries
+// (summaryTokens adds those): its two parts plus the message overhead.
+func systemTokens(tok *Tokenizer, system, dynamic string) int {
+	n := tok.CountMessage(openai.ChatCompletionMessage{Role: RoleSystem, Content: system})
+	if dynamic != "" {
+		n += tok.Count("\n\n" + dynamic)
+	}
+	return n
 }
 
 func summaryLine(s history.SummaryRecord) string {

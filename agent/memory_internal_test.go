@@ -407,7 +407,10 @@ func TestContextProperties(t *testing.T) {
 		// The parts koe never cuts, counted independently; the minimal
 		// request, when koe builds it, is exactly those parts.
 		fixed := fixedByHand(tok, c, now)
-		if aloneErr == nil && aloneRep.EstimatedTokens != fixed {
+		// koe counts the system message by parts (its date line changes
+		// every minute, its big parts hit the count cache): it may count a
+		// token more at the join, never fewer.
+		if aloneErr == nil && (aloneRep.EstimatedTokens < fixed || aloneRep.EstimatedTokens > fixed+1) {
 			t.Fatalf("%s: minimal request estimated %d tokens, its parts count %d", prefix, aloneRep.EstimatedTokens, fixed)
 		}
 		if aloneErr == nil && tok.CountMessages(aloneMsgs)+tok.CountTools(c.tools) != fixed {
@@ -514,7 +517,9 @@ func checkPropRequest(t *testing.T, prefix string, tok *Tokenizer, c propCase, m
 	t.Helper()
 	// Within budget, and the report counts what is sent.
 	est := tok.CountMessages(msgs) + tok.CountTools(c.tools)
-	if est != rep.EstimatedTokens {
+	// Counted by parts, the system message may cost a token more per
+	// join (date line, summary header, each summary), never fewer.
+	if rep.EstimatedTokens < est || rep.EstimatedTokens > est+2+rep.Summaries {
 		t.Errorf("%s: report estimates %d tokens, the request counts %d", prefix, rep.EstimatedTokens, est)
 	}
 	if rep.Budget != budget || int(math.Ceil(float64(est)*cal)) > budget {
