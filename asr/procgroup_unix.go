@@ -1,0 +1,29 @@
+//go:build unix
+
+package asr
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// killGroupOnCancel starts cmd in a process group of its own and makes a
+// cancel kill that whole group. Killing only the direct child would leave
+// anything it forked (a wrapper script's real recogniser, say) running and
+// holding the output pipe open.
+func killGroupOnCancel(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// With Setpgid the group's id is the child's pid. If the child
+		// has already exited, the group is either gone (ESRCH: nothing
+		// left to stop) or holds what it left behind, which is exactly
+		// what must not survive.
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
+}
