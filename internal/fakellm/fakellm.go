@@ -1,5 +1,5 @@
-// Package fakellm is a fake OpenAI-compatible chat-completions and speech
-// server.
+// Package fakellm is a fake OpenAI-compatible chat-completions, speech and
+// transcription server.
 //
 // It speaks the real wire format (JSON bodies, SSE streaming, OpenAI-style
 // error bodies) over real HTTP so that koe's tests and its load-test command
@@ -7,7 +7,9 @@
 // including failure modes that are hard to provoke on demand: HTTP errors,
 // streams that break mid-way, and streams that never produce a token.
 // POST /v1/audio/speech answers with deterministic synthetic speech (see
-// speech.go) so text-to-speech clients can be tested the same way.
+// speech.go) so text-to-speech clients can be tested the same way, and
+// POST /v1/audio/transcriptions answers with a scripted transcript (see
+// transcription.go) for speech-recognition clients.
 //
 // It is a test/benchmark tool, never a product path, but it is written to be
 // safe against arbitrary input: malformed requests get OpenAI-style errors,
@@ -115,6 +117,9 @@ type Server struct {
 	// speechRespond is nil for the default speech behaviour.
 	speechRespond  func(SpeechRequest) SpeechReply
 	speechRequests []SpeechRequest
+	// transcriptionRespond is nil for the default transcription behaviour.
+	transcriptionRespond  func(TranscriptionRequest) TranscriptionReply
+	transcriptionRequests []TranscriptionRequest
 	// handlers tracks in-flight handlers so Close can wait for them.
 	// Add is only called under mu while !closed, and Wait only after closed
 	// is set, which is the ordering sync.WaitGroup requires.
@@ -164,7 +169,7 @@ func Start(addr string, respond func(Request) Reply) (*Server, error) {
 func (s *Server) URL() string { return s.url }
 
 // Close stops the server, closes active connections (so hanging streams end),
-// and waits for the serve goroutine and all chat handlers to return. It is
+// and waits for the serve goroutine and all handlers to return. It is
 // safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
@@ -204,6 +209,7 @@ func (s *Server) SetRecording(enabled bool) {
 	if !enabled {
 		s.requests = nil
 		s.speechRequests = nil
+		s.transcriptionRequests = nil
 	}
 }
 
@@ -213,8 +219,8 @@ func (s *Server) SetRecording(enabled bool) {
 // stream. Server shutdown is not reported.
 func (s *Server) Disconnects() <-chan struct{} { return s.disconnects }
 
-// Active returns the number of chat and speech requests currently being
-// served.
+// Active returns the number of chat, speech and transcription requests
+// currently being served.
 func (s *Server) Active() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -235,6 +241,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.chat(w, r)
 	case r.URL.Path == "/v1/audio/speech" && r.Method == http.MethodPost:
 		s.speech(w, r)
+	case r.URL.Path == "/v1/audio/transcriptions" && r.Method == http.MethodPost:
+		s.transcription(w, r)
 	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, modelList{
 			Object: "list",
@@ -245,7 +253,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// begin registers a chat or speech handler; it fails once Close has started
+// begin registers a chat, speech or transcription handler; it fails once Close has started
 // so that handlers.Add never races with handlers.Wait.
 func (s *Server) begin() bool {
 	s.mu.Lock()

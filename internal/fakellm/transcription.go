@@ -1,0 +1,258 @@
+package fakellm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// DefaultTranscription is the text the transcription endpoint answers with
+// unless SetTranscription says otherwise.
+const DefaultTranscription = "hello from the fake transcriber"
+
+// transcriptionMaxField bounds a multipart field other than the file.
+const transcriptionMaxField = 64 << 10
+
+// TranscriptionRequest is a decoded POST /v1/audio/transcriptions form.
+type TranscriptionRequest struct {
+	Model          string
+	Language       string
+	Prompt         string
+	ResponseFormat string
+	// Filename is the name the client gave the file part; servers use its
+	// extension to pick a decoder.
+	Filename   string
+	AudioBytes int
+	// Audio is the uploaded file itself.
+	Audio  []byte
+	Header http.Header
+}
+
+// TranscriptionReply decides what the server answers to one transcription
+// request. The zero value is the default: DefaultTranscription.
+type TranscriptionReply struct {
+	// Text is the transcript; "" means DefaultTranscription (set Empty for
+	// a transcript with no words).
+	Text string
+	// Empty answers with an empty transcript, as a server does for silence.
+	Empty bool
+	// Status, if != 0 and != 200, answers with this HTTP status and an
+	// OpenAI-style error body (values net/http cannot send become 500).
+	Status int
+	// ErrorMessage is the message for the error body; defaults to the
+	// status text.
+	ErrorMessage string
+	// Delay is waited before answering (simulates recognition time); a
+	// client leaving during it is reported on Disconnects.
+	Delay time.Duration
+	// Hang sends the response headers and then blocks until the client
+	// goes away (or the server is closed).
+	Hang bool
+}
+
+// SetTranscription makes respond decide the answer to each transcription
+// request; nil restores the default. respond may be called concurrently.
+func (s *Server) SetTranscription(respond func(TranscriptionRequest) TranscriptionReply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.transcriptionRespond = respond
+}
+
+// TranscriptionRequests returns copies of all transcription requests
+// received so far, in arrival order. Requests whose form could not be
+// decoded are not recorded.
+func (s *Server) TranscriptionRequests() []TranscriptionRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TranscriptionRequest, len(s.transcriptionRequests))
+	for i, r := range s.transcriptionRequests {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+func (r TranscriptionRequest) clone() TranscriptionRequest {
+	c := r
+	c.Audio = append([]byte(nil), r.Audio...)
+	c.Header = r.Header.Clone()
+	return c
+}
+
+func (s *Server) transcription(w http.ResponseWriter, r *http.Request) {
+	if !s.begin() {
+		writeError(w, http.StatusServiceUnavailable, "fakellm: server is shutting down")
+		return
+	}
+	defer s.end()
+
+	req, status, msg := decodeTranscription(w, r)
+	if msg != "" {
+		writeError(w, status, msg)
+		return
+	}
+	req.Header = r.Header.Clone()
+
+	s.mu.Lock()
+	if !s.noRecord {
+		s.transcriptionRequests = append(s.transcriptionRequests, req.clone())
+	}
+	respond := s.transcriptionRespond
+	s.mu.Unlock()
+
+	reply, err := callTranscriptionRespond(respond, req.clone())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+
+	c := &call{s: s, w: w, ctx: r.Context()}
+	if reply.Hang {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if c.write(nil) != proceed {
+			return
+		}
+		c.hang()
+		return
+	}
+	if c.wait(reply.Delay) != proceed {
+		return
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		status := reply.Status
+		if status < 200 || status > 999 {
+			// See chat: net/http cannot send these as a final status.
+			status = http.StatusInternalServerError
+		}
+		msg := reply.ErrorMessage
+		if msg == "" {
+			msg = http.StatusText(status)
+		}
+		writeError(w, status, msg)
+		return
+	}
+
+	text := reply.Text
+	switch {
+	case reply.Empty:
+		text = ""
+	case text == "":
+		text = DefaultTranscription
+	}
+	switch req.ResponseFormat {
+	case "", "json":
+		writeJSON(w, http.StatusOK, transcriptionJSON{Text: text})
+	case "verbose_json":
+		writeJSON(w, http.StatusOK, transcriptionJSON{Task: "transcribe", Language: req.Language, Text: text})
+	case "text":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(text)+1))
+		w.WriteHeader(http.StatusOK)
+		c.write([]byte(text + "\n"))
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakellm: response_format %q is not supported: use json, verbose_json or text", req.ResponseFormat))
+	}
+}
+
+type transcriptionJSON struct {
+	Task     string `json:"task,omitempty"`
+	Language string `json:"language,omitempty"`
+	Text     string `json:"text"`
+}
+
+// decodeTranscription reads the multipart form the way OpenAI does, or
+// returns the status and message of the error to answer with. It streams
+// the parts rather than using ParseMultipartForm, which would spill large
+// files to disk.
+func decodeTranscription(w http.ResponseWriter, r *http.Request) (req TranscriptionRequest, status int, msg string) {
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "multipart/form-data" {
+		return req, http.StatusBadRequest, fmt.Sprintf("Invalid Content-Type header (%q): the request must be multipart/form-data", r.Header.Get("Content-Type"))
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return req, http.StatusBadRequest, "could not read the multipart form: " + err.Error()
+	}
+	haveFile := false
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return req, formErrorStatus(err), "could not read the multipart form: " + err.Error()
+		}
+		name := part.FormName()
+		if name == "file" {
+			req.Filename = part.FileName()
+			req.Audio, err = io.ReadAll(part)
+			haveFile = true
+		} else {
+			var value string
+			value, err = readField(part)
+			switch name {
+			case "model":
+				req.Model = value
+			case "language":
+				req.Language = value
+			case "prompt":
+				req.Prompt = value
+			case "response_format":
+				req.ResponseFormat = value
+			}
+		}
+		part.Close()
+		if err != nil {
+			return req, formErrorStatus(err), fmt.Sprintf("could not read form field %q: %v", name, err)
+		}
+	}
+	req.AudioBytes = len(req.Audio)
+	switch {
+	case !haveFile:
+		return req, http.StatusBadRequest, "you must provide a file parameter"
+	case req.Model == "":
+		return req, http.StatusBadRequest, "you must provide a model parameter"
+	case req.AudioBytes == 0:
+		return req, http.StatusBadRequest, "Audio file is too short. Minimum audio length is 0.1 seconds."
+	}
+	return req, 0, ""
+}
+
+func readField(part *multipart.Part) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(part, transcriptionMaxField+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > transcriptionMaxField {
+		return "", fmt.Errorf("longer than %d bytes", transcriptionMaxField)
+	}
+	return string(b), nil
+}
+
+func formErrorStatus(err error) int {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+// callTranscriptionRespond shields the server from a panicking responder,
+// as callRespond does for chat.
+func callTranscriptionRespond(respond func(TranscriptionRequest) TranscriptionReply, req TranscriptionRequest) (reply TranscriptionReply, err error) {
+	if respond == nil {
+		return TranscriptionReply{}, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("fakellm: transcription responder panicked: %v", p)
+		}
+	}()
+	return respond(req), nil
+}
