@@ -47,7 +47,10 @@ type Options struct {
 	Model     string
 	// ContextWindow is the model's window in tokens.
 	ContextWindow int
-	Memory        MemoryConfig
+	// Vision: the model accepts images (sent as image parts); otherwise
+	// the model is told an image was shared that it cannot see.
+	Vision bool
+	Memory MemoryConfig
 	// SystemPrompt is the system prompt ("" = DefaultSystemPrompt).
 	SystemPrompt string
 	// Persona is the character's own prompt.
@@ -159,9 +162,9 @@ func (a *Agent) Memory() []Message {
 	return append([]Message(nil), a.msgs...)
 }
 
-// AddUser starts a turn with the user's message.
-func (a *Agent) AddUser(text string) {
-	a.add(Message{Role: RoleUser, Content: text, Time: a.opts.Now()})
+// AddUser starts a turn with the user's message and its images.
+func (a *Agent) AddUser(text string, images ...Image) {
+	a.add(Message{Role: RoleUser, Content: text, Images: images, Time: a.opts.Now()})
 }
 
 // AddAssistant ends the turn with the assistant's reply (or the heard part
@@ -241,6 +244,7 @@ func (a *Agent) buildContext(tools []openai.Tool) ([]openai.ChatCompletionMessag
 		tools:       tools,
 		window:      a.opts.ContextWindow,
 		calibration: a.calibration,
+		vision:      a.opts.Vision,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -27,6 +27,9 @@ type Config struct {
 	// stream (stream_options.include_usage); koe calibrates its own counts
 	// with it. Turn it off for a server that rejects the option.
 	StreamUsage bool `yaml:"stream_usage"`
+	// Vision: the model accepts images (llava, qwen2.5-vl, gpt-4o…).
+	// When false, images are not sent; the model is told one was shared.
+	Vision bool `yaml:"vision"`
 }
 
 // DefaultConfig points at a local Ollama, the most common set-up.

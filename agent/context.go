@@ -74,6 +74,9 @@ type contextParts struct {
 
 	window      int
 	calibration float64
+	// vision: the model sees images, so the current turn's images are sent
+	// as image parts; otherwise each gets a note saying it cannot be seen.
+	vision bool
 
 	// lastReply is the turn holding the latest assistant message of the
 	// whole history, summarised or not: only its interruption is noted.
@@ -99,7 +102,11 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 	if p.persona != "" {
 		persona = &openai.ChatCompletionMessage{Role: RoleUser, Content: p.persona}
 	}
-	current := wireTurn(p.current, false)
+	currentImages := imagesUnseen
+	if p.vision {
+		currentImages = imagesAsParts
+	}
+	current := wireTurn(p.current, currentImages)
 	var reminder *openai.ChatCompletionMessage
 	if p.reminder != "" {
 		reminder = &openai.ChatCompletionMessage{Role: RoleUser, Content: p.reminder}
@@ -132,7 +139,7 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 	keep := len(p.earlier)
 	for keep > 0 {
 		t := p.earlier[keep-1]
-		n := tok.CountMessages(wireTurn(t.Messages, true, keep-1 == lastAssistant)) - 3
+		n := tok.CountMessages(wireTurn(t.Messages, imagesGone, keep-1 == lastAssistant)) - 3
 		if cost(n) > left {
 			break
 		}
@@ -143,7 +150,7 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 
 	msgs := []openai.ChatCompletionMessage{systemMessage(p.system, p.dynamic, sums)}
 	for i, t := range earlier {
-		msgs = append(msgs, wireTurn(t.Messages, true, keep+i == lastAssistant)...)
+		msgs = append(msgs, wireTurn(t.Messages, imagesGone, keep+i == lastAssistant)...)
 	}
 	// The persona rides right above the latest user message, so it moves
 	// down with the conversation instead of fading at the top.
@@ -246,7 +253,8 @@ func lastAssistantIndex(turns []Turn) int {
 // interrupted final reply gets its note when it is the latest reply
 // (noteInterrupt). Calls without results and results without calls are
 // left out, so no request ever holds an orphan.
-func wireTurn(msgs []Message, past bool, noteInterrupt ...bool) []openai.ChatCompletionMessage {
+func wireTurn(msgs []Message, images imageMode, noteInterrupt ...bool) []openai.ChatCompletionMessage {
+	past := images == imagesGone
 	answered := map[string]bool{}
 	called := map[string]bool{}
 	for _, m := range msgs {
@@ -281,8 +289,8 @@ func wireTurn(msgs []Message, past bool, noteInterrupt ...bool) []openai.ChatCom
 		}
 		// A tool result is sent even when empty (a tool may return
 		// nothing): dropping it would orphan its call.
-		if m.Role == RoleTool || m.Content != "" || len(m.ToolCalls) > 0 {
-			out = append(out, m.wire())
+		if m.Role == RoleTool || m.Content != "" || len(m.ToolCalls) > 0 || len(m.Images) > 0 {
+			out = append(out, m.wire(images))
 		}
 		if m.Interrupted && i == len(msgs)-1 && len(noteInterrupt) > 0 && noteInterrupt[0] {
 			note := interruptedNote

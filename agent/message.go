@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -21,11 +23,21 @@ type ToolCall struct {
 	Arguments string `json:"arguments"`
 }
 
+// Image is a picture attached to a user message.
+type Image struct {
+	Source   string `json:"source"`    // camera, screen, clipboard, upload
+	MimeType string `json:"mime_type"` // image/jpeg, image/png, image/webp, image/gif
+	Data     string `json:"data"`      // base64, without the data: prefix
+}
+
 // Message is the agent's rich internal message: what the conversation
 // layer and the stores see. The LLM wire shape is built only at the edge.
 type Message struct {
 	Role    string
 	Content string
+	// Images ride in a user message as content parts, in the turn they
+	// were attached to only (see wire).
+	Images []Image
 	// ToolCalls are set on an assistant message that calls tools; such a
 	// message does not end its turn.
 	ToolCalls []ToolCall
@@ -52,9 +64,32 @@ func (m Message) chars() int {
 	return n
 }
 
+// imageMode says how a message's images reach the model.
+type imageMode int
+
+const (
+	imagesAsParts imageMode = iota // the current turn, a model that sees images
+	imagesGone                     // an earlier turn: a note, so base64 is never resent
+	imagesUnseen                   // a model that cannot see: a note saying so
+)
+
 // wire converts m to go-openai's request shape.
-func (m Message) wire() openai.ChatCompletionMessage {
-	w := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+func (m Message) wire(images imageMode) openai.ChatCompletionMessage {
+	w := openai.ChatCompletionMessage{Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name}
+	switch {
+	case len(m.Images) == 0:
+		w.Content = m.Content
+	case images == imagesAsParts:
+		w.MultiContent = []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: m.Content}}
+		for _, img := range m.Images {
+			w.MultiContent = append(w.MultiContent, openai.ChatMessagePart{
+				Type:     openai.ChatMessagePartTypeImageURL,
+				ImageURL: &openai.ChatMessageImageURL{URL: "data:" + img.MimeType + ";base64," + img.Data, Detail: openai.ImageURLDetailAuto},
+			})
+		}
+	default:
+		w.Content = m.Content + imageNotes(m.Images, images)
+	}
 	for _, c := range m.ToolCalls {
 		w.ToolCalls = append(w.ToolCalls, openai.ToolCall{
 			ID:       c.ID,
@@ -63,6 +98,23 @@ func (m Message) wire() openai.ChatCompletionMessage {
 		})
 	}
 	return w
+}
+
+// imageNotes stands in for images the request does not carry.
+func imageNotes(images []Image, mode imageMode) string {
+	var b strings.Builder
+	for _, img := range images {
+		src := img.Source
+		if src == "" {
+			src = "attached"
+		}
+		if mode == imagesUnseen {
+			fmt.Fprintf(&b, "\n[The user shared a %s image, but you cannot see images. If it matters, say so briefly.]", src)
+		} else {
+			fmt.Fprintf(&b, "\n[The user shared a %s image here; it is no longer available.]", src)
+		}
+	}
+	return b.String()
 }
 
 // Turn is one user message, every tool call and result that followed it,

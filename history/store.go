@@ -59,6 +59,16 @@ type Record struct {
 	Name        string `json:"name,omitempty"`
 	Avatar      string `json:"avatar,omitempty"`
 	Interrupted bool   `json:"interrupted,omitempty"` // AI reply cut off by the user; Content is what they heard
+	// Images the user attached to this message, kept so the history shows
+	// them and the memory knows they were there.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is a picture attached to a message.
+type Image struct {
+	Source   string `json:"source"`
+	MimeType string `json:"mime_type"`
+	Data     string `json:"data"` // base64
 }
 
 // Summary is one entry of a history listing.
