@@ -10,9 +10,10 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/koe .
 
 FROM debian:bookworm-slim
-# espeak-ng is koe's default speech engine; ca-certificates for HTTPS LLMs.
+# espeak-ng and pocketsphinx are koe's default speech engines (out, in);
+# ca-certificates for HTTPS LLMs.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates espeak-ng \
+ && apt-get install -y --no-install-recommends ca-certificates espeak-ng pocketsphinx pocketsphinx-en-us \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /data koe \
  && mkdir -p /data /app && chown koe:koe /data

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"koe/agent"
+	"koe/asr"
 	"koe/config"
 	"koe/conversation"
 	"koe/history"
@@ -68,7 +69,18 @@ func (m *Main) Open() error {
 	transport.MaxIdleConnsPerHost = 64
 	m.llm = &http.Client{Transport: transport}
 
+	// Speech input is shared by all sessions; without it, typing still works.
+	recognizer, asrErr := asr.New(cfg.ASR, m.llm)
+	if asrErr != nil {
+		m.Logger.Error("speech input is off", "err", asrErr)
+	}
+	var transcriber conversation.Transcriber
+	if recognizer != nil {
+		transcriber = recognizer
+	}
 	m.server = server.New(server.Options{
+		ASR:          transcriber,
+		ASRErr:       asrErr,
 		Config:       cfg.Server,
 		Conversation: cfg.Conversation,
 		Store:        store,

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"koe/agent"
+	"koe/asr"
 	"koe/conversation"
 	"koe/server"
 	"koe/tts"
@@ -36,6 +37,8 @@ type Config struct {
 	Server        server.Config          `yaml:"server"`
 	Conversation  conversation.Config    `yaml:"conversation"`
 	Character     conversation.Character `yaml:"character"`
+	// ASR is the speech recogniser shared by all characters.
+	ASR asr.Config `yaml:"asr"`
 
 	// fileName is the base name of the configuration file; the client sees
 	// it as the default character's "file".
@@ -58,6 +61,7 @@ func Default() Config {
 		Server:        server.DefaultConfig(),
 		Conversation:  conversation.DefaultConfig(),
 		Character:     defaultCharacter(),
+		ASR:           asr.DefaultConfig(),
 		fileName:      "conf.yaml",
 	}
 }
@@ -137,7 +141,7 @@ func (c Config) Validate() error {
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return err
 	}
-	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character} {
+	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

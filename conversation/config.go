@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"koe/agent"
+	"koe/asr"
 	"koe/history"
 	"koe/tts"
 )
@@ -29,11 +30,52 @@ type Config struct {
 	// FirstPieceMaxWords, if > 0, also cuts the first piece after this many
 	// words when no mark came yet (0 = off).
 	FirstPieceMaxWords int `yaml:"first_piece_max_words"`
+
+	// MaxImages and MaxImageBytes bound the images of one message.
+	MaxImages     int `yaml:"max_images"`
+	MaxImageBytes int `yaml:"max_image_bytes"`
+	// MaxUtterance bounds one recorded utterance.
+	MaxUtterance time.Duration `yaml:"max_utterance"`
+	// ProactivePrompt is what the AI is told on ai-speak-signal;
+	// {idle_time} is the seconds the user has been quiet.
+	ProactivePrompt string `yaml:"proactive_prompt"`
+	// VAD tunes the server-side voice activity detection of raw-audio-data.
+	VAD VADConfig `yaml:"vad"`
 }
+
+// VADConfig tunes how a continuous microphone stream is cut into
+// utterances.
+type VADConfig struct {
+	StartMillis   int `yaml:"start_ms"`    // speech must last this long to count
+	HangMillis    int `yaml:"hang_ms"`     // silence this long ends an utterance
+	PreRollMillis int `yaml:"pre_roll_ms"` // audio kept from before the detected start
+}
+
+func (v VADConfig) segmenter(maxUtterance time.Duration) asr.SegmenterConfig {
+	return asr.SegmenterConfig{
+		FrameMillis:   20,
+		StartMillis:   v.StartMillis,
+		HangMillis:    v.HangMillis,
+		PreRollMillis: v.PreRollMillis,
+		MaxMillis:     int(maxUtterance.Milliseconds()),
+	}
+}
+
+// DefaultProactivePrompt asks for a short, natural re-engagement.
+const DefaultProactivePrompt = "(The user has been quiet for {idle_time} seconds. Say one short, friendly thing to them on your own, like a friend would; do not mention that they were quiet.)"
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
-	return Config{PlaybackTimeout: 20 * time.Second, SpeechConcurrency: 3, FasterFirstResponse: true}
+	return Config{
+		PlaybackTimeout:     20 * time.Second,
+		SpeechConcurrency:   3,
+		FasterFirstResponse: true,
+		MaxImages:           4,
+		MaxImageBytes:       5 << 20,
+		MaxUtterance:        60 * time.Second,
+		ProactivePrompt:     DefaultProactivePrompt,
+		VAD:                 VADConfig{StartMillis: 100, HangMillis: 600, PreRollMillis: 200},
+	}
 }
 
 // Slots returns the server-wide synthesis limiter these settings ask for.
@@ -55,6 +97,15 @@ func (c Config) Validate() error {
 	}
 	if c.SpeechSlots < 0 {
 		return fmt.Errorf("conversation.speech_slots must not be negative, got %d", c.SpeechSlots)
+	}
+	if c.MaxImages < 0 || c.MaxImageBytes < 1024 {
+		return fmt.Errorf("conversation.max_images must not be negative and max_image_bytes must be at least 1024")
+	}
+	if c.MaxUtterance < time.Second || c.MaxUtterance > 10*time.Minute {
+		return fmt.Errorf("conversation.max_utterance must be between 1s and 10m, got %s", c.MaxUtterance)
+	}
+	if c.VAD.StartMillis < 20 || c.VAD.HangMillis < 100 || c.VAD.PreRollMillis < 0 {
+		return fmt.Errorf("conversation.vad needs start_ms >= 20, hang_ms >= 100 and pre_roll_ms >= 0")
 	}
 	if c.FirstPieceMaxWords < 0 {
 		return fmt.Errorf("conversation.first_piece_max_words must not be negative, got %d", c.FirstPieceMaxWords)

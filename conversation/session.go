@@ -50,7 +50,12 @@ type Deps struct {
 	NewTTS func(tts.Config) (Synthesizer, error)
 	// SpeechSlots bounds syntheses across all sessions; nil = no bound.
 	SpeechSlots *SpeechSlots
-	Logger      *slog.Logger
+	// ASR transcribes recordings (nil: speech input is off, ASRErr says why).
+	ASR    Transcriber
+	ASRErr error
+	// ASRSlots bounds transcriptions across all sessions; nil = no bound.
+	ASRSlots chan struct{}
+	Logger   *slog.Logger
 }
 
 // ErrEmptyInput is returned for a text input with nothing in it.
@@ -86,6 +91,8 @@ type Session struct {
 	historyUID  string
 	historyUsed bool // the current history holds more than its metadata
 	turn        *turn
+	mic         micBuffer
+	raw         *rawStream
 }
 
 // NewSession starts a conversation with char. ctx bounds the session's life.
@@ -130,6 +137,7 @@ func (s *Session) setCharacter(char Character) {
 		LLM:           s.deps.NewLLM(char.LLM),
 		Model:         char.LLM.Model,
 		ContextWindow: char.LLM.ContextWindow,
+		Vision:        char.LLM.Vision,
 		Memory:        char.Memory,
 		SystemPrompt:  system,
 		Persona:       char.Persona,
@@ -152,19 +160,25 @@ func (s *Session) setCharacter(char Character) {
 
 // StartText cancels the running turn, if any, and starts a new one.
 func (s *Session) StartText(text string, images []protocol.Image) error {
-	if strings.TrimSpace(text) == "" {
+	imgs, err := validateImages(images, s.deps.Config)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(text) == "" && len(imgs) == 0 {
 		return ErrEmptyInput
 	}
-	if len(images) > 0 {
-		s.log.Info("images are not supported yet; ignoring them", "count", len(images))
-	}
+	s.start(turnInput{text: text, images: imgs})
+	return nil
+}
+
+// start cancels the running turn, if any, and starts a new one.
+func (s *Session) start(in turnInput) {
 	s.stopTurn(errSuperseded)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := newTurn(s.ctx)
 	s.turn = t
-	go s.runTurn(t, text)
-	return nil
+	go s.runTurn(t, in)
 }
 
 // Interrupt stops the running turn at once. heard is what the user actually
@@ -308,10 +322,14 @@ func (s *Session) stopTurn(cause error) bool {
 func toMemory(records []history.Record) []agent.Message {
 	msgs := make([]agent.Message, 0, len(records))
 	for _, r := range records {
-		switch r.Role {
-		case history.RoleHuman:
-			msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: r.Content})
-		case history.RoleAI:
+		switch {
+		case r.Role == history.RoleHuman || (r.Role == history.RoleSystem && r.Name == proactiveName):
+			m := agent.Message{Role: agent.RoleUser, Content: r.Content}
+			for _, img := range r.Images {
+				m.Images = append(m.Images, agent.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
+			}
+			msgs = append(msgs, m)
+		case r.Role == history.RoleAI:
 			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Content: r.Content, Interrupted: r.Interrupted})
 		}
 	}

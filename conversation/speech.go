@@ -23,6 +23,7 @@ type Synthesizer interface {
 // ends, and wait returns only once it has.
 type speaker struct {
 	s       *Session
+	turn    *turn
 	ctx     context.Context
 	engine  Synthesizer // nil: every piece is sent as text only
 	char    Character
@@ -44,11 +45,12 @@ type slot struct {
 	dur   time.Duration
 }
 
-func newSpeaker(s *Session, ctx context.Context, engine Synthesizer, char Character, concurrency int) *speaker {
+func newSpeaker(s *Session, t *turn, engine Synthesizer, char Character, concurrency int) *speaker {
 	sp := &speaker{
 		s:       s,
+		turn:    t,
 		limit:   s.deps.SpeechSlots,
-		ctx:     ctx,
+		ctx:     t.ctx,
 		engine:  engine,
 		char:    char,
 		emotion: emotionMap(char.ModelInfo),
@@ -122,6 +124,7 @@ func (sp *speaker) sendInOrder() {
 		if err := sp.s.out.Send(sp.ctx, sl.msg); err != nil {
 			return
 		}
+		sp.turn.addSent(sl.msg.DisplayText.Text)
 		sp.spoken += sl.dur
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,23 @@ type turn struct {
 
 	awaitingPlayback atomic.Bool
 	playback         chan struct{}
+
+	sentMu sync.Mutex
+	sent   strings.Builder // display text of the audio pieces sent so far
+}
+
+// addSent records a piece's display text once it is on its way.
+func (t *turn) addSent(text string) {
+	t.sentMu.Lock()
+	defer t.sentMu.Unlock()
+	t.sent.WriteString(text)
+}
+
+// spokenText is what the client has been sent of the reply so far.
+func (t *turn) spokenText() string {
+	t.sentMu.Lock()
+	defer t.sentMu.Unlock()
+	return t.sent.String()
 }
 
 func newTurn(parent context.Context) *turn {
@@ -68,8 +86,18 @@ func (s *Session) waitSaved(snap *turnSnapshot) {
 	snap.saved = nil
 }
 
-func (s *Session) runTurn(t *turn, text string) {
-	snap := s.beginTurn(text)
+// turnInput is what starts a turn.
+type turnInput struct {
+	text   string
+	images []agent.Image
+	// recording, if set, is a 16 kHz WAV to transcribe first.
+	recording []byte
+	// proactive: the AI speaks on its own; text is the instruction to it.
+	proactive bool
+}
+
+func (s *Session) runTurn(t *turn, in turnInput) {
+	var snap turnSnapshot
 	defer func() {
 		s.waitSaved(&snap)
 		s.mu.Lock()
@@ -83,11 +111,19 @@ func (s *Session) runTurn(t *turn, text string) {
 	ctx := t.ctx
 	s.send(ctx, protocol.Control(protocol.ControlChainStart))
 	s.send(ctx, protocol.FullText(protocol.ThinkingText))
+	if in.recording != nil {
+		text, ok := s.transcribe(ctx, in.recording)
+		if !ok {
+			return
+		}
+		in.text = text
+	}
+	snap = s.beginTurn(in)
 	if snap.ttsErr != nil {
 		s.send(ctx, protocol.NewError("speech is off for this character, so replies come as text only: "+snap.ttsErr.Error()))
 	}
 
-	em := s.newEmitter(ctx, snap)
+	em := s.newEmitter(t, snap)
 	err := s.currentAgent().Reply(ctx, em)
 	if ctx.Err() == nil {
 		em.flush()
@@ -146,10 +182,17 @@ func (s *Session) endChain(ctx context.Context) {
 
 // beginTurn adds the user's message to memory and starts storing it,
 // creating the history with it when there is none yet.
-func (s *Session) beginTurn(text string) turnSnapshot {
+func (s *Session) beginTurn(in turnInput) turnSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := history.Record{Role: history.RoleHuman, Content: text, Name: s.char.HumanName}
+	rec := history.Record{Role: history.RoleHuman, Content: in.text, Name: s.char.HumanName}
+	for _, img := range in.images {
+		rec.Images = append(rec.Images, history.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
+	}
+	if in.proactive {
+		// The instruction is kept for the model, hidden from the chat.
+		rec = history.Record{Role: history.RoleSystem, Name: proactiveName, Content: in.text}
+	}
 	conf, uid := s.char.ConfUID, s.historyUID
 	var save func() error
 	if uid == "" {
@@ -160,7 +203,7 @@ func (s *Session) beginTurn(text string) turnSnapshot {
 		save = func() error { return s.deps.Store.Append(conf, uid, rec) }
 	}
 	s.historyUID, s.historyUsed = uid, true
-	s.agent.AddUser(text)
+	s.agent.AddUser(in.text, in.images...)
 	snap := turnSnapshot{char: s.char, uid: uid, tts: s.tts, ttsErr: s.ttsErr, saved: make(chan error, 1)}
 	s.ttsErr = nil
 	go func() { snap.saved <- save() }()
@@ -226,7 +269,8 @@ type turnEmitter struct {
 	pieces   []sentence.Piece // reused between deltas
 }
 
-func (s *Session) newEmitter(ctx context.Context, snap turnSnapshot) *turnEmitter {
+func (s *Session) newEmitter(t *turn, snap turnSnapshot) *turnEmitter {
+	ctx := t.ctx
 	s.mu.Lock()
 	emotions := s.emotions
 	s.mu.Unlock()
@@ -239,7 +283,7 @@ func (s *Session) newEmitter(ctx context.Context, snap turnSnapshot) *turnEmitte
 			FirstPieceMaxWords:  cfg.FirstPieceMaxWords,
 			Emotions:            emotions,
 		}),
-		speaker: newSpeaker(s, ctx, snap.tts, snap.char, cfg.SpeechConcurrency),
+		speaker: newSpeaker(s, t, snap.tts, snap.char, cfg.SpeechConcurrency),
 	}
 }
 

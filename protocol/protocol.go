@@ -77,6 +77,9 @@ const (
 	TypeFetchReminder      = "fetch-reminder"
 	TypeSetReminder        = "set-reminder"
 	TypeFetchContext       = "fetch-context"
+	// TypeRawAudioConfig declares the sample rate of the binary PCM frames
+	// (and of raw-audio-data) that follow; 16000 until then.
+	TypeRawAudioConfig = "raw-audio-config"
 )
 
 // Values of the control message's text.
@@ -107,10 +110,15 @@ type Inbound struct {
 	Images     []Image `json:"images"`
 	HistoryUID string  `json:"history_uid"`
 	File       string  `json:"file"`
+	// Audio is a chunk of float samples in [-1, 1] (mic-audio-data,
+	// raw-audio-data); IdleTime is ai-speak-signal's seconds of silence.
+	Audio    []float64 `json:"audio"`
+	IdleTime float64   `json:"idle_time"`
 	// koe's own fields.
-	Rate     *float64 `json:"rate"`
-	Prompt   *string  `json:"prompt"`
-	Reminder *string  `json:"reminder"`
+	SampleRate int      `json:"sample_rate"` // raw-audio-data, raw-audio-config
+	Rate       *float64 `json:"rate"`
+	Prompt     *string  `json:"prompt"`
+	Reminder   *string  `json:"reminder"`
 }
 
 // Simple is a message that carries nothing but its type.

@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests use: espeak-ng speaks in the TTS tests,
+# pocketsphinx listens in the ASR tests (sox converts test recordings),
 # chromium drives koe's web page in the browser tests.
-packages=(espeak-ng chromium)
+packages=(espeak-ng pocketsphinx pocketsphinx-en-us sox chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -192,7 +192,7 @@ func (c *conn) endReads() {
 // MaxMessageBytes is skipped (read and discarded, never buffered) and
 // reported through tooBig; the hard read limit set on the socket closes the
 // connection for anything over four times that.
-func (c *conn) readPump(handle func([]byte), reject func(string)) error {
+func (c *conn) readPump(handle func([]byte), handleBinary func([]byte), reject func(string)) error {
 	limit := int64(c.cfg.MaxMessageBytes)
 	c.ws.SetReadLimit(4 * limit)
 	deadline := func() error {
@@ -229,8 +229,8 @@ func (c *conn) readPump(handle func([]byte), reject func(string)) error {
 			reject(fmt.Sprintf("message of %d bytes is over the limit of %d bytes (server.max_message_bytes); it was ignored", int64(len(data))+n, limit))
 			continue
 		}
-		if typ != fws.TextMessage {
-			reject("binary messages are not supported on this endpoint; send JSON text messages")
+		if typ == fws.BinaryMessage {
+			handleBinary(data)
 			continue
 		}
 		handle(data)

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,10 @@ type Options struct {
 	Characters   CharacterSource
 	NewLLM       func(agent.Config) agent.LLM
 	NewTTS       func(tts.Config) (conversation.Synthesizer, error)
+	// ASR transcribes recordings; nil turns speech input off (ASRErr
+	// says why, for the client).
+	ASR    conversation.Transcriber
+	ASRErr error
 	// Pages are koe's own embedded web pages, served at / unless
 	// Config.WebClientDir is set.
 	Pages  fs.FS
@@ -58,6 +63,7 @@ type Server struct {
 	app  *fiber.App
 
 	slots    *conversation.SpeechSlots
+	asrSlots chan struct{} // transcriptions at once: CPU-bound like local speech
 	base     context.Context
 	stop     context.CancelFunc
 	conns    sync.WaitGroup
@@ -73,7 +79,7 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	base, stop := context.WithCancel(context.Background())
-	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop, slots: opts.Conversation.Slots(), live: map[string]*session{}}
+	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop, slots: opts.Conversation.Slots(), asrSlots: make(chan struct{}, runtime.NumCPU()), live: map[string]*session{}}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		AppName:               "koe",

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/google/uuid"
 
+	"koe/asr"
 	"koe/conversation"
 	"koe/history"
 	"koe/protocol"
@@ -23,6 +24,7 @@ type session struct {
 	conv      *conversation.Session
 	ctx       context.Context
 	clientUID string
+	rawRate   int // sample rate of binary PCM frames (raw-audio-config)
 }
 
 func (s *Server) handleWS(c *websocket.Conn) {
@@ -49,6 +51,9 @@ func (s *Server) handleWS(c *websocket.Conn) {
 		NewLLM:      s.opts.NewLLM,
 		NewTTS:      s.opts.NewTTS,
 		SpeechSlots: s.slots,
+		ASR:         s.opts.ASR,
+		ASRErr:      s.opts.ASRErr,
+		ASRSlots:    s.asrSlots,
 		Logger:      log,
 	}
 	ss := &session{
@@ -56,6 +61,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 		conn:      cn,
 		ctx:       ctx,
 		clientUID: clientUID,
+		rawRate:   asr.SampleRate,
 		conv:      conversation.NewSession(ctx, deps, s.opts.Characters.Default(), cn),
 	}
 	log.Info("client connected", "ip", c.IP())
@@ -63,7 +69,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	defer s.unregister(ss)
 	ss.greet()
 
-	err := cn.readPump(ss.dispatch, ss.sendError)
+	err := cn.readPump(ss.dispatch, ss.dispatchAudio, ss.sendError)
 	log.Info("client disconnected", "reason", err)
 
 	// Stop the turn before the writer so it can still persist; its frames
@@ -212,17 +218,46 @@ func (ss *session) handle(in protocol.Inbound) error {
 			return err
 		}
 		ss.send(protocol.Context{Type: protocol.TypeContext, ContextReport: rep})
-	case protocol.TypeAudioPlayStart, protocol.TypeMicAudioData, protocol.TypeRawAudioData:
-		// Tolerated: playback notices matter only in groups; audio input
-		// comes with the speech-in work, and one error per utterance (at
-		// mic-audio-end) is enough.
-	case protocol.TypeMicAudioEnd, protocol.TypeAISpeakSignal:
-		return errors.New("speech input and proactive speech are not available in this koe version yet; type your message instead")
+	case protocol.TypeMicAudioData:
+		return conv.AppendMic(in.Audio)
+	case protocol.TypeMicAudioEnd:
+		return conv.EndMic(in.Images)
+	case protocol.TypeRawAudioData:
+		rate := ss.rawRate
+		if in.SampleRate != 0 {
+			rate = in.SampleRate
+		}
+		pcm, err := asr.FloatsToPCM16(in.Audio)
+		if err != nil {
+			return err
+		}
+		return conv.FeedRaw(pcm, rate)
+	case protocol.TypeRawAudioConfig:
+		if in.SampleRate < 8000 || in.SampleRate > 192000 {
+			return fmt.Errorf("sample_rate %d is not between 8000 and 192000", in.SampleRate)
+		}
+		ss.rawRate = in.SampleRate
+	case protocol.TypeAISpeakSignal:
+		return conv.Speak(in.IdleTime, in.Images)
+	case protocol.TypeAudioPlayStart:
+		// Playback notices matter only in group chats.
 	default:
 		ss.conn.log.Info("unknown message type", "type", in.Type)
 		return errors.New("unknown message type; koe ignored it")
 	}
 	return nil
+}
+
+// dispatchAudio takes a binary frame: 16-bit little-endian mono PCM of the
+// continuous microphone stream, at the rate raw-audio-config declared.
+func (ss *session) dispatchAudio(data []byte) {
+	pcm, err := asr.PCM16FromBytes(data)
+	if err == nil {
+		err = ss.conv.FeedRaw(pcm, ss.rawRate)
+	}
+	if err != nil {
+		ss.sendError("binary audio: " + err.Error())
+	}
 }
 
 // promptName maps koe's prompt messages to the stored prompt names.

@@ -1,0 +1,62 @@
+package conversation
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"image"
+	"image/png"
+	"strings"
+	"testing"
+
+	"koe/protocol"
+)
+
+func tinyPNG(t *testing.T) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewRGBA(image.Rect(0, 0, 2, 2))); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+func TestValidateImages(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxImages = 2
+	cfg.MaxImageBytes = 2048
+	pngData := tinyPNG(t)
+
+	got, err := validateImages([]protocol.Image{
+		{Source: "camera", Data: "data:image/png;base64," + pngData, MimeType: "image/png"},
+		{Source: "weird", Data: pngData, MimeType: "image/png"},
+	}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Source != "camera" || got[0].MimeType != "image/png" || got[0].Data != pngData || got[1].Source != "upload" {
+		t.Fatalf("validated = %+v", got)
+	}
+
+	html := base64.StdEncoding.EncodeToString([]byte("<html><script>alert(1)</script></html>"))
+	big := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x89}, 4096))
+	for name, tc := range map[string]struct {
+		images []protocol.Image
+		want   string
+	}{
+		"too many":        {[]protocol.Image{{Data: pngData, MimeType: "image/png"}, {Data: pngData, MimeType: "image/png"}, {Data: pngData, MimeType: "image/png"}}, "at most 2"},
+		"svg":             {[]protocol.Image{{Data: pngData, MimeType: "image/svg+xml"}}, "not supported"},
+		"no type":         {[]protocol.Image{{Data: pngData}}, "not supported"},
+		"bad base64":      {[]protocol.Image{{Data: "!!!not base64", MimeType: "image/png"}}, "not valid base64"},
+		"not base64 URL":  {[]protocol.Image{{Data: "data:image/png," + pngData}}, "not base64"},
+		"type mismatch":   {[]protocol.Image{{Data: "data:image/jpeg;base64," + pngData, MimeType: "image/png"}}, "data URL says"},
+		"lying bytes":     {[]protocol.Image{{Data: html, MimeType: "image/png"}}, "bytes are text/html"},
+		"png called jpeg": {[]protocol.Image{{Data: pngData, MimeType: "image/jpeg"}}, "bytes are image/png"},
+		"too big":         {[]protocol.Image{{Data: big, MimeType: "image/png"}}, "max_image_bytes"},
+	} {
+		_, err := validateImages(tc.images, cfg)
+		if !errors.Is(err, ErrBadImage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want ErrBadImage mentioning %q", name, err, tc.want)
+		}
+	}
+}
