@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // Supported rates for Resampler, in Hz: from telephone audio to studio
@@ -47,17 +48,33 @@ const resampleMaxPhases = 1024
 type Resampler struct {
 	from, to int
 	up, down int // to/from reduced: output phase steps per input sample
-
-	half   int       // taps on each side of the output instant
-	phases int       // rows in coef; == up when exact
-	exact  bool      // one row per output phase, no interpolation
-	coef   []float64 // (phases+1) rows of 2*half taps, each summing to 1
+	*resampleFilter
 
 	buf  []float64 // input samples from absolute index base on
 	base int64
 	in   int64 // input samples seen
 	pos  int64 // integer part of the next output instant, in input samples
 	frac int   // its fractional part, in 1/up of an input sample
+}
+
+// resampleFilter is the polyphase filter for one pair of rates. It is
+// never modified once built, so Resamplers for the same rates share it.
+type resampleFilter struct {
+	half   int       // taps on each side of the output instant
+	phases int       // rows in coef; == up when exact
+	exact  bool      // one row per output phase, no interpolation
+	coef   []float64 // (phases+1) rows of 2*half taps, each summing to 1
+}
+
+// The filters of the last few rate pairs are kept: one connection after
+// another declares the same 48 or 44.1 kHz, and building the 44.1 kHz
+// table takes a millisecond and 180 kB. The bound keeps clients that
+// declare odd rates from filling memory.
+const resampleCacheSize = 16
+
+var resampleCache struct {
+	sync.Mutex
+	filters map[[2]int]*resampleFilter
 }
 
 // NewResampler returns a Resampler from one rate to another, each in
@@ -75,7 +92,33 @@ func NewResampler(from, to int) (*Resampler, error) {
 	}
 	g := resampleGCD(from, to)
 	r.up, r.down = to/g, from/g
+	r.resampleFilter = resampleFilterFor(from, to, r.up)
+	r.reset()
+	return r, nil
+}
 
+func resampleFilterFor(from, to, up int) *resampleFilter {
+	key := [2]int{from, to}
+	resampleCache.Lock()
+	f := resampleCache.filters[key]
+	resampleCache.Unlock()
+	if f != nil {
+		return f
+	}
+	f = newResampleFilter(from, to, up)
+	resampleCache.Lock()
+	defer resampleCache.Unlock()
+	if resampleCache.filters == nil {
+		resampleCache.filters = make(map[[2]int]*resampleFilter)
+	}
+	if len(resampleCache.filters) < resampleCacheSize {
+		resampleCache.filters[key] = f
+	}
+	return f
+}
+
+func newResampleFilter(from, to, up int) *resampleFilter {
+	f := &resampleFilter{}
 	// Everything below is in input samples: c is the cutoff in cycles per
 	// input sample, width the transition band in the same unit.
 	lowNyquist := float64(min(from, to)) / 2
@@ -84,26 +127,26 @@ func NewResampler(from, to int) (*Resampler, error) {
 	// Kaiser's estimates: the length that reaches the stopband attenuation
 	// over that transition, and the window shape that gives it.
 	taps := (resampleStopbandDB-7.95)/(14.36*width) + 1
-	r.half = int(math.Ceil(taps / 2))
+	f.half = int(math.Ceil(taps / 2))
 	beta := 0.1102 * (resampleStopbandDB - 8.7)
 
-	r.phases, r.exact = r.up, true
-	if r.up > resampleMaxPhases {
-		r.phases, r.exact = resampleMaxPhases, false
+	f.phases, f.exact = up, true
+	if up > resampleMaxPhases {
+		f.phases, f.exact = resampleMaxPhases, false
 	}
-	n := 2 * r.half
-	r.coef = make([]float64, (r.phases+1)*n)
+	n := 2 * f.half
+	f.coef = make([]float64, (f.phases+1)*n)
 	i0beta := resampleBesselI0(beta)
-	for p := 0; p <= r.phases; p++ {
+	for p := 0; p <= f.phases; p++ {
 		// Row p is for output instants p/phases of an input sample past
 		// an input sample; its tap k weighs input sample k-half+1 counted
 		// from there, at distance t.
-		off := float64(p) / float64(r.phases)
-		row := r.coef[p*n : (p+1)*n]
+		off := float64(p) / float64(f.phases)
+		row := f.coef[p*n : (p+1)*n]
 		var sum float64
 		for k := range row {
-			t := off - float64(k-r.half+1)
-			x := t / float64(r.half)
+			t := off - float64(k-f.half+1)
+			x := t / float64(f.half)
 			w := resampleBesselI0(beta*math.Sqrt(max(0, 1-x*x))) / i0beta
 			row[k] = 2 * c * resampleSinc(2*c*t) * w
 			sum += row[k]
@@ -114,8 +157,7 @@ func NewResampler(from, to int) (*Resampler, error) {
 			row[k] /= sum
 		}
 	}
-	r.reset()
-	return r, nil
+	return f
 }
 
 // reset starts a new stream: half-1 zeros stand for the silence before the
@@ -168,10 +210,7 @@ func (r *Resampler) emit(out []int16, more func() bool) []int16 {
 		x := r.buf[start : start+n]
 		var acc float64
 		if r.exact {
-			row := r.coef[r.frac*n : (r.frac+1)*n]
-			for k, c := range row {
-				acc += c * x[k]
-			}
+			acc = resampleDot(r.coef[r.frac*n:(r.frac+1)*n], x)
 		} else {
 			// The instant falls between two rows of the table.
 			scaled := int64(r.frac) * int64(r.phases)
@@ -190,6 +229,24 @@ func (r *Resampler) emit(out []int16, more func() bool) []int16 {
 		r.frac %= r.up
 	}
 	return out
+}
+
+// resampleDot is the dot product of c and x[:len(c)], over four
+// independent sums so that the additions do not wait on each other.
+func resampleDot(c, x []float64) float64 {
+	x = x[:len(c)]
+	var a0, a1, a2, a3 float64
+	k := 0
+	for ; k+4 <= len(c); k += 4 {
+		a0 += c[k] * x[k]
+		a1 += c[k+1] * x[k+1]
+		a2 += c[k+2] * x[k+2]
+		a3 += c[k+3] * x[k+3]
+	}
+	for ; k < len(c); k++ {
+		a0 += c[k] * x[k]
+	}
+	return (a0 + a1) + (a2 + a3)
 }
 
 func resampleSinc(x float64) float64 {

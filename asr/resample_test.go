@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -194,6 +195,31 @@ func TestResamplerChunkedEqualsWhole(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Resamplers for the same rates share one filter table; streams running
+// side by side must not disturb each other.
+func TestResamplerConcurrentStreams(t *testing.T) {
+	in := rsSine(44100, 440, 0.3, 0.5)
+	want := rsResample(t, 44100, 16000, in)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			r, err := NewResampler(44100, 16000)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var got []int16
+			for s := 0; s < len(in); s += 100 + g {
+				got = append(got, r.Process(in[s:min(s+100+g, len(in))])...)
+			}
+			if got = append(got, r.Flush()...); !slices.Equal(got, want) {
+				t.Errorf("stream %d differs from a lone one", g)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestResamplerLengths(t *testing.T) {

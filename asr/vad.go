@@ -79,12 +79,11 @@ const (
 
 // NewEnergyDetector returns an adaptive energy and zero-crossing detector.
 // Per frame it measures, through a 100 Hz high-pass filter, the RMS level
-// (dBFS) and the zero-crossing rate; a
-// frame is speech when its level is at least MinDBFS and MarginDB above the
-// tracked noise floor (HissMarginDB more for hiss-like frames). The floor
-// starts at the first frame's level, so a stream should begin before the
-// speaker does (a microphone stream does); if it begins mid-word the
-// onset is found at the next pause.
+// (dBFS) and the zero-crossing rate; a frame is speech when its level is
+// at least MinDBFS and MarginDB above the tracked noise floor (HissMarginDB
+// more for hiss-like frames). The floor starts at the first frame's level,
+// so a stream should begin before the speaker does (a microphone stream
+// does); if it begins mid-word, the onset is found at the next pause.
 func NewEnergyDetector(cfg EnergyConfig) Detector {
 	if cfg.FrameMillis <= 0 {
 		cfg.FrameMillis = energyDefaultFrameMillis

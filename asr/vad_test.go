@@ -38,9 +38,12 @@ func vadBurst(ms int, f0, levelDB float64) []float64 {
 		t := float64(i) / SampleRate
 		f := f0 * (1 + 0.03*math.Sin(2*math.Pi*5*t))
 		phase += 2 * math.Pi * f / SampleRate
-		var v float64
+		// sin(kθ) by the recurrence sin(kθ) = 2cos θ sin((k-1)θ) - sin((k-2)θ).
+		s1, c1 := math.Sincos(phase)
+		v, prev, cur := 0.0, 0.0, s1
 		for k := 1; k <= harmonics; k++ {
-			v += math.Sin(float64(k)*phase) / float64(k)
+			v += cur / float64(k)
+			prev, cur = cur, 2*c1*cur-prev
 		}
 		env := 0.7 + 0.3*math.Cos(2*math.Pi*4*t)
 		if i < fade {
