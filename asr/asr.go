@@ -3,10 +3,11 @@ package asr
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"koe/internal/timeout"
 )
 
 // Engine turns a recorded utterance into text.
@@ -55,10 +56,6 @@ func New(cfg Config, httpClient *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// errTranscriptionTimeout is the cause timeoutEngine gives its deadline, so
-// it can tell its own deadline from one the caller set.
-var errTranscriptionTimeout = errors.New("asr.timeout reached")
-
 // timeoutEngine bounds every transcription, so one stuck utterance (a hung
 // server, a recogniser that never ends) cannot hold a session forever.
 type timeoutEngine struct {
@@ -67,16 +64,7 @@ type timeoutEngine struct {
 }
 
 func (t timeoutEngine) Transcribe(ctx context.Context, wav []byte) (string, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, t.limit, errTranscriptionTimeout)
-	defer cancel()
-	text, err := t.next.Transcribe(ctx, wav)
-	if err != nil && errors.Is(context.Cause(ctx), errTranscriptionTimeout) {
-		// Callers test for the deadline with errors.Is; make sure it is
-		// there even if an engine reported the abort in its own words.
-		if !errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-		}
-		return "", fmt.Errorf("speech recognition took longer than asr.timeout (%s): %w", t.limit, err)
-	}
-	return text, err
+	return timeout.Run(ctx, t.limit, "asr.timeout", "speech recognition", func(ctx context.Context) (string, error) {
+		return t.next.Transcribe(ctx, wav)
+	})
 }

@@ -14,21 +14,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"koe/internal/fakellm"
+	"koe/internal/fakellm/fakellmtest"
 )
-
-func startFake(t *testing.T) *fakellm.Server {
-	t.Helper()
-	s, err := fakellm.Start("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s
-}
 
 func openAIConfig(baseURL string) Config {
 	cfg := DefaultConfig()
@@ -52,7 +39,7 @@ func newOpenAIEngine(t *testing.T, cfg Config) Engine {
 var utterance = pcmWAV([]int16{0, 1000, -1000, 2000, -2000, 0}, 16000, 1)
 
 func TestOpenAITranscribe(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	e := newOpenAIEngine(t, openAIConfig(s.URL()))
 	text, err := e.Transcribe(asrCtx(t), utterance)
 	if err != nil || text != fakellm.DefaultTranscription {
@@ -81,7 +68,7 @@ func TestOpenAITranscribe(t *testing.T) {
 }
 
 func TestOpenAIRequestFields(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	cfg := openAIConfig(s.URL() + "/") // a trailing slash is tolerated
 	cfg.OpenAI.Model, cfg.OpenAI.Language, cfg.OpenAI.Prompt = "large-v3", "de", "Koe, Live2D, Ollama."
 	if _, err := newOpenAIEngine(t, cfg).Transcribe(asrCtx(t), utterance); err != nil {
@@ -117,7 +104,7 @@ func TestOpenAIRequestFields(t *testing.T) {
 }
 
 func TestOpenAIHTTPErrors(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	e := newOpenAIEngine(t, openAIConfig(s.URL()))
 	for _, tc := range []struct {
 		reply fakellm.TranscriptionReply
@@ -182,7 +169,7 @@ func TestOpenAIUnreachable(t *testing.T) {
 
 func TestOpenAICancel(t *testing.T) {
 	for _, reply := range []fakellm.TranscriptionReply{{Hang: true}, {Delay: time.Minute}} {
-		s := startFake(t)
+		s := fakellmtest.Start(t)
 		s.SetTranscription(func(fakellm.TranscriptionRequest) fakellm.TranscriptionReply { return reply })
 		e := newOpenAIEngine(t, openAIConfig(s.URL()))
 		ctx, cancel := context.WithCancel(asrCtx(t))
@@ -191,7 +178,9 @@ func TestOpenAICancel(t *testing.T) {
 			_, err := e.Transcribe(ctx, utterance)
 			errc <- err
 		}()
-		waitActive(t, s)
+		if !s.WaitActive(2 * time.Second) {
+			t.Fatal("the request never reached the server")
+		}
 		time.Sleep(20 * time.Millisecond) // let a hang send its headers
 		cancel()
 		began := time.Now()
@@ -206,12 +195,12 @@ func TestOpenAICancel(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%+v: Transcribe did not return after the cancel", reply)
 		}
-		waitTranscriptionDisconnect(t, s)
+		fakellmtest.WaitDisconnect(t, s)
 	}
 }
 
 func TestOpenAITimeout(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	s.SetTranscription(func(fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
 		return fakellm.TranscriptionReply{Hang: true}
 	})
@@ -226,7 +215,7 @@ func TestOpenAITimeout(t *testing.T) {
 	if d := time.Since(began); d > time.Second {
 		t.Errorf("took %v with a 100ms timeout", d)
 	}
-	waitTranscriptionDisconnect(t, s)
+	fakellmtest.WaitDisconnect(t, s)
 
 	// A deadline the caller set is the caller's, not asr.timeout's.
 	cfg.Timeout = time.Minute
@@ -240,7 +229,7 @@ func TestOpenAITimeout(t *testing.T) {
 }
 
 func TestOpenAIWithoutHTTPClient(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	e, err := New(openAIConfig(s.URL()), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -267,25 +256,3 @@ func TestTranscribeTimeoutWrapsForeignErrors(t *testing.T) {
 type engineFunc func(context.Context, []byte) (string, error)
 
 func (f engineFunc) Transcribe(ctx context.Context, wav []byte) (string, error) { return f(ctx, wav) }
-
-func waitActive(t *testing.T, s *fakellm.Server) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for s.Active() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the request never reached the server")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// waitTranscriptionDisconnect waits for the server to see the client leave:
-// proof that the HTTP request was aborted, not left running.
-func waitTranscriptionDisconnect(t *testing.T, s *fakellm.Server) {
-	t.Helper()
-	select {
-	case <-s.Disconnects():
-	case <-time.After(2 * time.Second):
-		t.Fatal("the server saw no disconnect within 2 s")
-	}
-}

@@ -4,11 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 
-	"github.com/go-audio/audio"
-	"github.com/go-audio/wav"
+	"koe/internal/wavio"
 )
 
 // SampleRate is the rate ASR engines and the VAD take: 16 kHz mono.
@@ -58,79 +56,15 @@ func PCM16FromBytes(b []byte) ([]int16, error) {
 	return out, nil
 }
 
-// wavChunkSamples is how many samples go to the encoder per Write; it bounds
-// go-audio's []int staging buffer (8 bytes for every 2-byte sample).
-const wavChunkSamples = 8192
-
-// wavPCMFormat is the WAVE format tag for integer PCM.
-const wavPCMFormat = 1
-
 // EncodeWAV returns a complete 16-bit mono PCM WAV file of the samples at
 // sampleRate (a positive rate; callers pass SampleRate or a rate they have
 // already validated).
 func EncodeWAV(samples []int16, sampleRate int) []byte {
-	ws := &wavMemFile{buf: make([]byte, 0, 44+2*len(samples))}
-	// wav.NewEncoder preallocates a minute of audio at the rate it is given
-	// on every call (1.9 MB at 16 kHz); building it at 1 Hz and setting the
-	// real rate afterwards avoids that. The header is written from the
-	// SampleRate field, so the file is the same.
-	enc := wav.NewEncoder(ws, 1, 16, 1, wavPCMFormat)
-	enc.SampleRate = sampleRate
-	buf := &audio.IntBuffer{
-		Format:         &audio.Format{NumChannels: 1, SampleRate: sampleRate},
-		SourceBitDepth: 16,
-		Data:           make([]int, min(len(samples), wavChunkSamples)),
-	}
-	// At least one Write even without samples: Write emits the header and
-	// the data chunk, Close only patches their sizes.
-	for start := 0; start == 0 || start < len(samples); start += wavChunkSamples {
-		part := samples[start:min(start+wavChunkSamples, len(samples))]
-		buf.Data = buf.Data[:len(part)]
-		for i, s := range part {
-			buf.Data[i] = int(s)
-		}
-		if err := enc.Write(buf); err != nil {
-			// Only the writer can fail, and wavMemFile never does.
-			panic(fmt.Sprintf("asr: encoding WAV in memory: %v", err))
-		}
-	}
-	if err := enc.Close(); err != nil {
+	b, err := wavio.EncodeMono16(samples, sampleRate)
+	if err != nil {
+		// Only the in-memory writer can fail, past 2 GB: over 18 hours
+		// at 16 kHz, which no utterance comes near.
 		panic(fmt.Sprintf("asr: encoding WAV in memory: %v", err))
 	}
-	return ws.buf
-}
-
-// wavMemFile is the in-memory file go-audio's encoder writes to; it must
-// seek back to patch the RIFF and data sizes once the samples are written.
-type wavMemFile struct {
-	buf []byte
-	pos int
-}
-
-func (m *wavMemFile) Write(p []byte) (int, error) {
-	if end := m.pos + len(p); end > len(m.buf) {
-		m.buf = append(m.buf, make([]byte, end-len(m.buf))...)
-	}
-	copy(m.buf[m.pos:], p)
-	m.pos += len(p)
-	return len(p), nil
-}
-
-func (m *wavMemFile) Seek(offset int64, whence int) (int64, error) {
-	var base int64
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		base = int64(m.pos)
-	case io.SeekEnd:
-		base = int64(len(m.buf))
-	default:
-		return 0, fmt.Errorf("wavMemFile: bad whence %d", whence)
-	}
-	p := base + offset
-	if p < 0 || p > math.MaxInt32 {
-		return 0, fmt.Errorf("wavMemFile: seek to %d is out of range", p)
-	}
-	m.pos = int(p)
-	return p, nil
+	return b
 }

@@ -1,15 +1,11 @@
 package asr
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/go-audio/wav"
 )
 
 func TestFloatsToPCM16RejectsBadSamples(t *testing.T) {
@@ -76,60 +72,5 @@ func TestPCM16FromBytes(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "3 bytes") {
 		t.Errorf("error %q does not say how many bytes came", err)
-	}
-}
-
-func TestEncodeWAV(t *testing.T) {
-	ramp := make([]int16, 20000) // more than one encoder chunk
-	for i := range ramp {
-		ramp[i] = int16(i*7 - 70000/2)
-	}
-	ramp[0], ramp[1] = math.MinInt16, math.MaxInt16
-	for _, tc := range []struct {
-		name    string
-		samples []int16
-		rate    int
-	}{
-		{"empty", nil, SampleRate},
-		{"short", []int16{0, 1, -1, 32767, -32768}, SampleRate},
-		{"long at 22050", ramp, 22050},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := EncodeWAV(tc.samples, tc.rate)
-			if want := 44 + 2*len(tc.samples); len(b) != want {
-				t.Fatalf("%d bytes, want %d (canonical header + data)", len(b), want)
-			}
-			le := binary.LittleEndian
-			if riffSize := le.Uint32(b[4:8]); int(riffSize) != len(b)-8 {
-				t.Errorf("RIFF size %d, want %d", riffSize, len(b)-8)
-			}
-			if string(b[36:40]) != "data" || int(le.Uint32(b[40:44])) != 2*len(tc.samples) {
-				t.Errorf("data chunk header %q %d, want \"data\" %d", b[36:40], le.Uint32(b[40:44]), 2*len(tc.samples))
-			}
-
-			dec := wav.NewDecoder(bytes.NewReader(b))
-			if !dec.IsValidFile() {
-				t.Fatal("go-audio does not take it for a valid WAV")
-			}
-			if dec.SampleRate != uint32(tc.rate) || dec.NumChans != 1 || dec.BitDepth != 16 || dec.WavAudioFormat != 1 {
-				t.Errorf("format %d Hz, %d channels, %d bits, tag %d; want %d Hz mono 16-bit PCM",
-					dec.SampleRate, dec.NumChans, dec.BitDepth, dec.WavAudioFormat, tc.rate)
-			}
-			if len(tc.samples) == 0 {
-				return
-			}
-			buf, err := dec.FullPCMBuffer()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(buf.Data) != len(tc.samples) {
-				t.Fatalf("decoded %d samples, want %d", len(buf.Data), len(tc.samples))
-			}
-			for i, v := range buf.Data {
-				if int16(v) != tc.samples[i] {
-					t.Fatalf("sample %d decodes to %d, want %d", i, v, tc.samples[i])
-				}
-			}
-		})
 	}
 }

@@ -2,7 +2,6 @@ package asr
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,16 +10,16 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"koe/internal/proc"
+	"koe/internal/quote"
+	"koe/internal/wavio"
 )
 
 const (
 	// sphinxRate is the only rate the en-us model (and so koe) feeds
 	// pocketsphinx: it refuses anything else.
 	sphinxRate = 16000
-	// sphinxHeaderSize is the canonical WAV header pocketsphinx_continuous
-	// assumes: it checks a few fixed offsets and reads audio from byte 44
-	// to the end of the file, whatever chunks follow.
-	sphinxHeaderSize = 44
 	// sphinxWaitDelay bounds how long Transcribe waits for the output pipes
 	// after the process ended or was killed; nothing legitimate keeps them
 	// open, so this only matters if something went badly wrong.
@@ -34,6 +33,9 @@ const (
 	// sphinxLogQuote is how much of that log an error message quotes.
 	sphinxLogQuote = 1024
 )
+
+// sphinxFormat is the only format pocketsphinx reads.
+var sphinxFormat = wavio.Format{Tag: wavio.FormatPCM, Channels: 1, Rate: sphinxRate, Bits: 16}
 
 // ErrNotWAV means the input is not a WAV file pocketsphinx can read:
 // 16 kHz, 16-bit, mono integer PCM.
@@ -122,13 +124,12 @@ func (p *pocketsphinx) Transcribe(ctx context.Context, wav []byte) (string, erro
 	defer os.Remove(name)
 
 	args := append(append([]string(nil), p.model...), "-infile", name)
-	cmd := exec.CommandContext(ctx, p.path, args...)
+	// A cancel kills the whole process group, so nothing the binary may
+	// have started outlives the utterance.
+	cmd := proc.Command(ctx, p.path, args...)
 	stdout := &sphinxBuffer{limit: sphinxMaxTranscript}
 	logBuf := &sphinxBuffer{limit: sphinxLogKeep, keepTail: true}
 	cmd.Stdout, cmd.Stderr = stdout, logBuf
-	// Kill the whole process group on cancel, so nothing the binary may
-	// have started outlives the utterance.
-	killGroupOnCancel(cmd)
 	cmd.WaitDelay = sphinxWaitDelay
 
 	began := time.Now()
@@ -149,53 +150,19 @@ func (p *pocketsphinx) Transcribe(ctx context.Context, wav []byte) (string, erro
 }
 
 // sphinxPCM checks that wav is what pocketsphinx needs and returns its
-// samples. It walks the RIFF chunks rather than assuming the canonical
+// samples. It reads the RIFF chunks rather than assuming the canonical
 // layout, because pocketsphinx would read any chunk after the header
-// (LIST metadata, say) as audio.
+// (LIST metadata, say) as audio; writeSphinxInput then gives pocketsphinx
+// the samples alone behind a canonical header.
 func sphinxPCM(wav []byte) ([]byte, error) {
-	le := binary.LittleEndian
-	if len(wav) < 12 || string(wav[0:4]) != "RIFF" || string(wav[8:12]) != "WAVE" {
-		return nil, fmt.Errorf("%w: no RIFF/WAVE header (%d bytes)", ErrNotWAV, len(wav))
+	f, pcm, err := wavio.Parse(wav)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotWAV, err)
 	}
-	haveFmt := false
-	for off := 12; len(wav)-off >= 8; {
-		id, size := string(wav[off:off+4]), uint64(le.Uint32(wav[off+4:off+8]))
-		body := off + 8
-		rest := uint64(len(wav) - body)
-		switch id {
-		case "fmt ":
-			if size < 16 || rest < 16 {
-				return nil, fmt.Errorf("%w: the fmt chunk is truncated", ErrNotWAV)
-			}
-			f := wav[body:]
-			tag, channels := le.Uint16(f[0:]), le.Uint16(f[2:])
-			rate, bits := le.Uint32(f[4:]), le.Uint16(f[14:])
-			if tag == 0xFFFE && size >= 26 && rest >= 26 {
-				tag = le.Uint16(f[24:]) // WAVE_FORMAT_EXTENSIBLE's sub-format
-			}
-			if tag != 1 || channels != 1 || bits != 16 || rate != sphinxRate {
-				return nil, fmt.Errorf("%w: it is %d Hz, %d channel(s), %d-bit, format tag %d", ErrNotWAV, rate, channels, bits, tag)
-			}
-			haveFmt = true
-		case "data":
-			if !haveFmt {
-				return nil, fmt.Errorf("%w: the data chunk comes before any fmt chunk", ErrNotWAV)
-			}
-			// Streaming writers leave a placeholder size (0xFFFFFFFF)
-			// when they cannot seek back: take what is there.
-			n := min(size, rest)
-			return wav[body : body+int(n&^1)], nil
-		}
-		next := uint64(body) + size + size&1
-		if next > uint64(len(wav)) {
-			break
-		}
-		off = int(next)
+	if f != sphinxFormat {
+		return nil, fmt.Errorf("%w: it is %d Hz, %d channel(s), %d-bit, format tag %d", ErrNotWAV, f.Rate, f.Channels, f.Bits, f.Tag)
 	}
-	if !haveFmt {
-		return nil, fmt.Errorf("%w: no fmt chunk", ErrNotWAV)
-	}
-	return nil, fmt.Errorf("%w: no data chunk", ErrNotWAV)
+	return pcm, nil
 }
 
 // writeSphinxInput writes pcm as a canonical WAV to a new temporary file and
@@ -205,21 +172,10 @@ func writeSphinxInput(pcm []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("asr: pocketsphinx needs a temporary file for the audio: %w", err)
 	}
-	var h [sphinxHeaderSize]byte
-	le := binary.LittleEndian
-	copy(h[0:], "RIFF")
-	le.PutUint32(h[4:], uint32(36+len(pcm)))
-	copy(h[8:], "WAVEfmt ")
-	le.PutUint32(h[16:], 16)
-	le.PutUint16(h[20:], 1) // PCM
-	le.PutUint16(h[22:], 1) // mono
-	le.PutUint32(h[24:], sphinxRate)
-	le.PutUint32(h[28:], sphinxRate*2)
-	le.PutUint16(h[32:], 2)
-	le.PutUint16(h[34:], 16)
-	copy(h[36:], "data")
-	le.PutUint32(h[40:], uint32(len(pcm)))
-	_, err = f.Write(h[:])
+	// pocketsphinx_continuous assumes the canonical header: it checks a few
+	// fixed offsets and reads audio from byte 44 to the end of the file,
+	// whatever chunks follow.
+	_, err = f.Write(wavio.AppendHeader(nil, sphinxFormat, len(pcm)))
 	if err == nil {
 		_, err = f.Write(pcm)
 	}
@@ -249,7 +205,7 @@ func sphinxLogErrors(log string) string {
 			out = "…" + out[len(out)-sphinxLogQuote:]
 		}
 	}
-	return shorten(strings.ToValidUTF8(out, ""), sphinxLogQuote)
+	return quote.Shorten(strings.ToValidUTF8(out, ""), sphinxLogQuote)
 }
 
 // sphinxBuffer collects a subprocess's output up to limit bytes. Past the

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"koe/internal/proc/proctest"
 )
 
 // roundTripSentence and its key words: the round trip passes when
@@ -330,40 +332,26 @@ func TestPocketsphinxCancel(t *testing.T) {
 	e := newTestPocketsphinx(t)
 	wav := longSpeech(t)
 	tmp := isolateTemp(t)
-	ctx, cancel := context.WithCancel(asrCtx(t))
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
+	var pid int
+	proctest.Cancel(t, asrCtx(t), func(ctx context.Context) error {
 		_, err := e.Transcribe(ctx, wav)
-		errc <- err
-	}()
-	// Wait until pocketsphinx runs, and a little more so it is busy
-	// decoding rather than still loading, then cancel.
-	pid := waitForChild(t, bin)
-	time.Sleep(300 * time.Millisecond)
-	cancel()
-	began := time.Now()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-		if d := time.Since(began); d > time.Second {
-			t.Errorf("Transcribe returned %v after the cancel", d)
-		} else {
-			t.Logf("returned %v after the cancel", d)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Transcribe did not return after the cancel")
-	}
-	waitGone(t, pid, 500*time.Millisecond)
-	if pids := childrenRunning(bin); len(pids) > 0 {
+		return err
+	}, func() {
+		// Wait until pocketsphinx runs, and a little more so it is busy
+		// decoding rather than still loading.
+		pid = proctest.WaitForChild(t, os.Getpid(), bin)
+		time.Sleep(300 * time.Millisecond)
+	})
+	proctest.WaitGone(t, pid, 500*time.Millisecond)
+	if pids := proctest.Children(os.Getpid(), bin); len(pids) > 0 {
 		t.Errorf("pocketsphinx processes left behind: %v", pids)
 	}
 	checkNoLeftovers(t, tmp)
 
 	// A context that has already ended starts nothing.
-	if _, err := e.Transcribe(ctx, wav); !errors.Is(err, context.Canceled) {
+	ended, cancel := context.WithCancel(asrCtx(t))
+	cancel()
+	if _, err := e.Transcribe(ended, wav); !errors.Is(err, context.Canceled) {
 		t.Errorf("ended context: err = %v", err)
 	}
 }
@@ -374,57 +362,26 @@ func TestPocketsphinxCancel(t *testing.T) {
 // whole group must go.
 func TestPocketsphinxCancelKillsProcessGroup(t *testing.T) {
 	bin := needPocketsphinx(t)
-	wrapper := filepath.Join(t.TempDir(), "pocketsphinx-wrapper")
-	script := "#!/bin/sh\n" + bin + " \"$@\"\necho done >&2\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
 	cfg.Timeout = 0
-	cfg.Pocketsphinx.Binary = wrapper
+	cfg.Pocketsphinx.Binary = proctest.Wrapper(t, bin)
 	e, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wav := longSpeech(t)
-	ctx, cancel := context.WithCancel(asrCtx(t))
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
+	var shell, engine int
+	// Without the group kill, the orphan would hold stdout open and
+	// Transcribe would wait for WaitDelay (2 s).
+	proctest.Cancel(t, asrCtx(t), func(ctx context.Context) error {
 		_, err := e.Transcribe(ctx, wav)
-		errc <- err
-	}()
-	shell := waitForChild(t, "/bin/sh")
-	var engine int
-	deadline := time.Now().Add(5 * time.Second)
-	for engine == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("pocketsphinx never started under the wrapper")
-		}
-		for _, p := range allProcs() {
-			if p.ppid == shell && p.argv0 == bin {
-				engine = p.pid
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	cancel()
-	began := time.Now()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-		// Without the group kill, the orphan would hold stdout open and
-		// Transcribe would wait for WaitDelay (2 s).
-		if d := time.Since(began); d > time.Second {
-			t.Errorf("Transcribe returned %v after the cancel", d)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Transcribe did not return after the cancel")
-	}
-	waitGone(t, shell, 500*time.Millisecond)
-	waitGone(t, engine, 500*time.Millisecond)
+		return err
+	}, func() {
+		shell = proctest.WaitForChild(t, os.Getpid(), "/bin/sh")
+		engine = proctest.WaitForChild(t, shell, bin)
+	})
+	proctest.WaitGone(t, shell, 500*time.Millisecond)
+	proctest.WaitGone(t, engine, 500*time.Millisecond)
 }
 
 func TestPocketsphinxTimeout(t *testing.T) {
@@ -445,9 +402,9 @@ func TestPocketsphinxTimeout(t *testing.T) {
 		t.Errorf("took %v with a 300ms timeout", d)
 	}
 	deadline := time.Now().Add(500 * time.Millisecond)
-	for len(childrenRunning(bin)) > 0 {
+	for len(proctest.Children(os.Getpid(), bin)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("pocketsphinx still running after the timeout: %v", childrenRunning(bin))
+			t.Fatalf("pocketsphinx still running after the timeout: %v", proctest.Children(os.Getpid(), bin))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

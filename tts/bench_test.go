@@ -2,12 +2,14 @@ package tts
 
 import (
 	"testing"
+
+	"koe/internal/wavio"
 )
 
 // espeakSized is what espeak-ng --stdout writes for a sentence of about
 // twelve words: 3 s of 22050 Hz 16-bit mono with placeholder sizes.
 func espeakSized() []byte {
-	return wavBytes(u32(0x7ffff024), fmtChunk(formatPCM, 1, 22050, 16),
+	return wavBytes(u32(0x7ffff024), fmtChunk(wavio.FormatPCM, 1, 22050, 16),
 		chunk{id: "data", body: pcmBytes(sine(3*22050, 22050, 180, 0.6), 16), size: u32(0x7ffff000)})
 }
 
@@ -28,7 +30,7 @@ func BenchmarkNormalizeStereoFloat(b *testing.B) {
 	for i, s := range src {
 		values[i] = float64(s) / 32767
 	}
-	data := wavBytes(nil, fmtChunk(formatFloat, 2, 24000, 32), chunk{id: "data", body: floatBytes(values, 32)})
+	data := wavBytes(nil, fmtChunk(wavio.FormatFloat, 2, 24000, 32), chunk{id: "data", body: floatBytes(values, 32)})
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"koe/internal/fakellm/fakellmtest"
 )
 
 func TestDefaultConfig(t *testing.T) {
@@ -120,7 +122,7 @@ func TestConfigValidValues(t *testing.T) {
 }
 
 func TestNewOpenAIWithoutHTTPClient(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	cfg := openAIConfig(s.URL())
 	e, err := New(cfg, nil)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"koe/internal/proc"
 )
 
 // espeakWaitDelay bounds how long Synthesize waits for espeak-ng's output
@@ -49,7 +51,9 @@ func (e *espeak) Synthesize(ctx context.Context, text string) (Audio, error) {
 	if err := ctx.Err(); err != nil {
 		return Audio{}, fmt.Errorf("tts: espeak-ng: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, e.path, e.args...)
+	// A cancel kills the whole process group, so nothing espeak-ng may
+	// have started outlives the sentence.
+	cmd := proc.Command(ctx, e.path, e.args...)
 	// Invalid UTF-8 would contradict -b 1; replace it rather than let
 	// espeak-ng guess.
 	cmd.Stdin = strings.NewReader(strings.ToValidUTF8(text, "\uFFFD"))
@@ -57,9 +61,6 @@ func (e *espeak) Synthesize(ctx context.Context, text string) (Audio, error) {
 	stdout := &cappedBuffer{buf: make([]byte, 0, 192<<10), limit: maxAudioBytes}
 	stderr := &cappedBuffer{limit: stderrKeep, truncate: true}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// Kill the whole process group on cancel, so nothing espeak-ng may
-	// have started outlives the sentence.
-	killGroupOnCancel(cmd)
 	cmd.WaitDelay = espeakWaitDelay
 
 	err := cmd.Run()

@@ -6,10 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"koe/internal/proc/proctest"
 )
 
 func newTestEspeak(t testing.TB) Engine {
@@ -134,30 +135,16 @@ func longText() string {
 func TestEspeakCancel(t *testing.T) {
 	bin := espeakBinary(t)
 	e := newTestEspeak(t)
-	ctx, cancel := context.WithCancel(testCtx(t))
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
+	var pid int
+	proctest.Cancel(t, testCtx(t), func(ctx context.Context) error {
 		_, err := e.Synthesize(ctx, longText())
-		errc <- err
-	}()
-	// Wait until espeak-ng runs, so the cancel hits a live process.
-	pid := waitForChild(t, bin)
-	cancel()
-	began := time.Now()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-		if d := time.Since(began); d > time.Second {
-			t.Errorf("Synthesize returned %v after the cancel", d)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Synthesize did not return after the cancel")
-	}
-	waitGone(t, pid, 500*time.Millisecond)
-	if pids := childrenRunning(bin); len(pids) > 0 {
+		return err
+	}, func() {
+		// Wait until espeak-ng runs, so the cancel hits a live process.
+		pid = proctest.WaitForChild(t, os.Getpid(), bin)
+	})
+	proctest.WaitGone(t, pid, 500*time.Millisecond)
+	if pids := proctest.Children(os.Getpid(), bin); len(pids) > 0 {
 		t.Errorf("espeak-ng processes left behind: %v", pids)
 	}
 }
@@ -168,57 +155,26 @@ func TestEspeakCancel(t *testing.T) {
 // the output pipe open; the whole group must go.
 func TestEspeakCancelKillsProcessGroup(t *testing.T) {
 	bin := espeakBinary(t)
-	wrapper := filepath.Join(t.TempDir(), "espeak-wrapper")
-	script := "#!/bin/sh\n" + bin + " \"$@\"\necho done >&2\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
-	cfg.Espeak.Binary = wrapper
+	cfg.Espeak.Binary = proctest.Wrapper(t, bin)
 	e, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(testCtx(t))
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
+	var shell, engine int
+	// Without the group kill, the orphan would hold stdout open and
+	// Synthesize would wait for WaitDelay (2 s).
+	proctest.Cancel(t, testCtx(t), func(ctx context.Context) error {
 		_, err := e.Synthesize(ctx, longText())
-		errc <- err
-	}()
-	shell := waitForChild(t, "/bin/sh")
-	// The real engine is the shell's child.
-	var engine int
-	deadline := time.Now().Add(5 * time.Second)
-	for engine == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("espeak-ng never started under the wrapper")
-		}
-		for _, p := range allProcs() {
-			if p.ppid == shell && p.argv0 == bin {
-				engine = p.pid
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	cancel()
-	began := time.Now()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-		// Without the group kill, the orphan would hold stdout open and
-		// Synthesize would wait for WaitDelay (2 s).
-		if d := time.Since(began); d > time.Second {
-			t.Errorf("Synthesize returned %v after the cancel", d)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Synthesize did not return after the cancel")
-	}
+		return err
+	}, func() {
+		shell = proctest.WaitForChild(t, os.Getpid(), "/bin/sh")
+		// The real engine is the shell's child.
+		engine = proctest.WaitForChild(t, shell, bin)
+	})
 	// SIGKILL takes effect at once; an orphan would still be speaking.
-	waitGone(t, shell, 500*time.Millisecond)
-	waitGone(t, engine, 500*time.Millisecond)
+	proctest.WaitGone(t, shell, 500*time.Millisecond)
+	proctest.WaitGone(t, engine, 500*time.Millisecond)
 }
 
 func TestEspeakTimeout(t *testing.T) {
@@ -236,92 +192,5 @@ func TestEspeakTimeout(t *testing.T) {
 	}
 	if d := time.Since(began); d > 2*time.Second {
 		t.Errorf("took %v with a 100ms timeout", d)
-	}
-}
-
-// Process helpers, reading /proc (Linux). They only look at this test
-// process's own children and their process groups.
-
-type procInfo struct {
-	pid, ppid int
-	state     string
-	argv0     string
-}
-
-func readProc(pid int) (procInfo, bool) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procInfo{}, false
-	}
-	// The command name is in parentheses and may contain spaces; the
-	// fields after the last ')' are: state ppid …
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 2 {
-		return procInfo{}, false
-	}
-	p := procInfo{pid: pid, state: fields[0]}
-	p.ppid, _ = strconv.Atoi(fields[1])
-	if cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
-		p.argv0, _, _ = strings.Cut(string(cmdline), "\x00")
-	}
-	return p, true
-}
-
-func allProcs() []procInfo {
-	entries, _ := os.ReadDir("/proc")
-	var out []procInfo
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, ok := readProc(pid); ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// childrenRunning lists this process's live (not zombie) children whose
-// argv[0] is bin.
-func childrenRunning(bin string) []int {
-	var pids []int
-	for _, p := range allProcs() {
-		if p.ppid == os.Getpid() && p.argv0 == bin && p.state != "Z" {
-			pids = append(pids, p.pid)
-		}
-	}
-	return pids
-}
-
-func waitForChild(t *testing.T, bin string) int {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if pids := childrenRunning(bin); len(pids) == 1 {
-			return pids[0]
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	t.Fatalf("no child process %s appeared", bin)
-	return 0
-}
-
-// waitGone waits until pid no longer runs. A zombie counts as gone: it is
-// dead, and its reaping is up to its parent (init, for an orphan).
-func waitGone(t *testing.T, pid int, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		p, ok := readProc(pid)
-		if !ok || p.state == "Z" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("process %d (%s) still running, state %s", pid, p.argv0, p.state)
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

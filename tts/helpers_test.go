@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/go-audio/wav"
+
+	"koe/internal/proc/proctest"
+	"koe/internal/wavio"
 )
 
 // chunk is one RIFF chunk for wavBytes.
@@ -70,7 +71,7 @@ func fmtChunk(tag, channels, rate, bits int) chunk {
 
 // extensibleFmt is a WAVE_FORMAT_EXTENSIBLE fmt chunk for subTag.
 func extensibleFmt(subTag, channels, rate, bits, validBits int) chunk {
-	c := fmtChunk(formatExtensible, channels, rate, bits)
+	c := fmtChunk(wavio.FormatExtensible, channels, rate, bits)
 	ext := make([]byte, 24)
 	le := binary.LittleEndian
 	le.PutUint16(ext[0:], 22)
@@ -199,19 +200,10 @@ func checkWAV(t *testing.T, a Audio) {
 	}
 }
 
-// espeakBinary returns espeak-ng's path. Without it the test is skipped,
-// except on CI (CI=true), where a missing binary must fail loudly rather
-// than silently skip the only tests of the real engine.
+// espeakBinary returns espeak-ng's path, or skips the test without it.
 func espeakBinary(tb testing.TB) string {
 	tb.Helper()
-	path, err := exec.LookPath("espeak-ng")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("espeak-ng is not installed (Debian package espeak-ng), and CI=true: %v", err)
-		}
-		tb.Skipf("espeak-ng is not installed (Debian package espeak-ng): %v", err)
-	}
-	return path
+	return proctest.LookPath(tb, "espeak-ng", "espeak-ng")
 }
 
 func testCtx(t *testing.T) context.Context {

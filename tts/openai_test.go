@@ -13,21 +13,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"koe/internal/fakellm"
+	"koe/internal/fakellm/fakellmtest"
+	"koe/internal/wavio"
 )
-
-func startFake(t *testing.T) *fakellm.Server {
-	t.Helper()
-	s, err := fakellm.Start("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s
-}
 
 func openAIConfig(baseURL string) Config {
 	cfg := DefaultConfig()
@@ -48,7 +36,7 @@ func newOpenAIEngine(t *testing.T, cfg Config) Engine {
 }
 
 func TestOpenAIFormats(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	text := "Hello from the fake speech server."
 	for _, format := range []string{"wav", "pcm"} {
 		cfg := openAIConfig(s.URL())
@@ -69,7 +57,7 @@ func TestOpenAIFormats(t *testing.T) {
 }
 
 func TestOpenAIRequestFields(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	cfg := openAIConfig(s.URL() + "/") // a trailing slash is tolerated
 	cfg.OpenAI.Model, cfg.OpenAI.Voice, cfg.OpenAI.Speed = "kokoro", "af_bella", 1.5
 	text := "-v --help: text stays text."
@@ -103,7 +91,7 @@ func TestOpenAIRequestFields(t *testing.T) {
 }
 
 func TestOpenAIHTTPErrors(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	e := newOpenAIEngine(t, openAIConfig(s.URL()))
 	for _, tc := range []struct {
 		reply fakellm.SpeechReply
@@ -166,7 +154,7 @@ func TestOpenAIUnreachable(t *testing.T) {
 }
 
 func TestOpenAIBadAudio(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	e := newOpenAIEngine(t, openAIConfig(s.URL()))
 	s.SetSpeech(func(fakellm.SpeechRequest) fakellm.SpeechReply {
 		return fakellm.SpeechReply{Body: []byte("ID3\x04 this is an mp3")}
@@ -176,7 +164,7 @@ func TestOpenAIBadAudio(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 	// A server that streams its WAV (placeholder sizes) is fine.
-	streamed := wavBytes(u32(0xffffffff), fmtChunk(formatPCM, 1, 24000, 16), chunk{id: "data", body: pcmBytes(sine(2400, 24000, 200, 0.5), 16), size: u32(0xffffffff)})
+	streamed := wavBytes(u32(0xffffffff), fmtChunk(wavio.FormatPCM, 1, 24000, 16), chunk{id: "data", body: pcmBytes(sine(2400, 24000, 200, 0.5), 16), size: u32(0xffffffff)})
 	s.SetSpeech(func(fakellm.SpeechRequest) fakellm.SpeechReply { return fakellm.SpeechReply{Body: streamed} })
 	a, err := e.Synthesize(testCtx(t), "hello")
 	if err != nil || a.Duration != 100*time.Millisecond {
@@ -185,7 +173,7 @@ func TestOpenAIBadAudio(t *testing.T) {
 }
 
 func TestOpenAIEmptyText(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	if _, err := newOpenAIEngine(t, openAIConfig(s.URL())).Synthesize(testCtx(t), " \n "); err == nil {
 		t.Error("no error for empty text")
 	}
@@ -201,7 +189,7 @@ func TestOpenAICancel(t *testing.T) {
 		"before headers": {Delay: time.Minute},
 		"reading body":   {Hang: true},
 	} {
-		s := startFake(t)
+		s := fakellmtest.Start(t)
 		s.SetSpeech(func(fakellm.SpeechRequest) fakellm.SpeechReply { return reply })
 		e := newOpenAIEngine(t, openAIConfig(s.URL()))
 		ctx, cancel := context.WithCancel(testCtx(t))
@@ -210,7 +198,9 @@ func TestOpenAICancel(t *testing.T) {
 			_, err := e.Synthesize(ctx, "hello")
 			errc <- err
 		}()
-		waitActive(t, s)
+		if !s.WaitActive(2 * time.Second) {
+			t.Fatal("the request never reached the server")
+		}
 		time.Sleep(20 * time.Millisecond) // let a hang send its headers
 		cancel()
 		began := time.Now()
@@ -234,7 +224,7 @@ func TestOpenAICancel(t *testing.T) {
 }
 
 func TestOpenAITimeout(t *testing.T) {
-	s := startFake(t)
+	s := fakellmtest.Start(t)
 	s.SetSpeech(func(fakellm.SpeechRequest) fakellm.SpeechReply { return fakellm.SpeechReply{Hang: true} })
 	cfg := openAIConfig(s.URL())
 	cfg.Timeout = 100 * time.Millisecond
@@ -278,14 +268,3 @@ func TestTimeoutWrapsForeignErrors(t *testing.T) {
 type engineFunc func(context.Context, string) (Audio, error)
 
 func (f engineFunc) Synthesize(ctx context.Context, text string) (Audio, error) { return f(ctx, text) }
-
-func waitActive(t *testing.T, s *fakellm.Server) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for s.Active() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the request never reached the server")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}

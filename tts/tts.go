@@ -11,10 +11,11 @@ package tts
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"koe/internal/timeout"
 )
 
 // Engine turns text into speech. Implementations stop promptly when ctx
@@ -63,10 +64,6 @@ func New(cfg Config, httpClient *http.Client) (Engine, error) {
 	return e, nil
 }
 
-// errSynthesisTimeout is the cause timeoutEngine gives its deadline, so it
-// can tell its own deadline from one the caller set.
-var errSynthesisTimeout = errors.New("tts.timeout reached")
-
 // timeoutEngine bounds every synthesis, so one stuck sentence (a hung
 // server, an engine that never ends) cannot hold up a whole reply.
 type timeoutEngine struct {
@@ -75,16 +72,7 @@ type timeoutEngine struct {
 }
 
 func (t timeoutEngine) Synthesize(ctx context.Context, text string) (Audio, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, t.limit, errSynthesisTimeout)
-	defer cancel()
-	a, err := t.next.Synthesize(ctx, text)
-	if err != nil && errors.Is(context.Cause(ctx), errSynthesisTimeout) {
-		// Callers test for the deadline with errors.Is; make sure it is
-		// there even if an engine reported the abort in its own words.
-		if !errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-		}
-		return Audio{}, fmt.Errorf("speech synthesis took longer than tts.timeout (%s): %w", t.limit, err)
-	}
-	return a, err
+	return timeout.Run(ctx, t.limit, "tts.timeout", "speech synthesis", func(ctx context.Context) (Audio, error) {
+		return t.next.Synthesize(ctx, text)
+	})
 }

@@ -8,13 +8,15 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"koe/internal/wavio"
 )
 
 func TestNormalizeIntegerWidths(t *testing.T) {
 	src := ramp(1001)
 	src[0], src[1] = math.MinInt16, math.MaxInt16
 	for _, bits := range []int{8, 16, 24, 32} {
-		data := wavBytes(nil, fmtChunk(formatPCM, 1, 16000, bits), chunk{id: "data", body: pcmBytes(src, bits)})
+		data := wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 16000, bits), chunk{id: "data", body: pcmBytes(src, bits)})
 		a, err := Normalize(data)
 		if err != nil {
 			t.Fatalf("%d-bit: %v", bits, err)
@@ -44,7 +46,7 @@ func TestNormalizeFloat(t *testing.T) {
 	// Out-of-range and NaN samples clamp instead of wrapping around.
 	values = append(values, 1.5, -7, math.NaN(), math.Inf(1))
 	for _, bits := range []int{32, 64} {
-		a, err := Normalize(wavBytes(nil, fmtChunk(formatFloat, 1, 48000, bits), chunk{id: "data", body: floatBytes(values, bits)}))
+		a, err := Normalize(wavBytes(nil, fmtChunk(wavio.FormatFloat, 1, 48000, bits), chunk{id: "data", body: floatBytes(values, bits)}))
 		if err != nil {
 			t.Fatalf("float%d: %v", bits, err)
 		}
@@ -65,7 +67,7 @@ func TestNormalizeFloat(t *testing.T) {
 func TestNormalizeExtensible(t *testing.T) {
 	src := ramp(300)
 	// 24-bit samples in an extensible fmt chunk, as many DAWs write them.
-	a, err := Normalize(wavBytes(nil, extensibleFmt(formatPCM, 1, 44100, 24, 24), chunk{id: "data", body: pcmBytes(src, 24)}))
+	a, err := Normalize(wavBytes(nil, extensibleFmt(wavio.FormatPCM, 1, 44100, 24, 24), chunk{id: "data", body: pcmBytes(src, 24)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestNormalizeExtensible(t *testing.T) {
 		t.Error("extensible 24-bit PCM changed the samples")
 	}
 	values := []float64{0.5, -0.5, 0.25}
-	a, err = Normalize(wavBytes(nil, extensibleFmt(formatFloat, 1, 44100, 32, 32), chunk{id: "data", body: floatBytes(values, 32)}))
+	a, err = Normalize(wavBytes(nil, extensibleFmt(wavio.FormatFloat, 1, 44100, 32, 32), chunk{id: "data", body: floatBytes(values, 32)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestNormalizeDownmix(t *testing.T) {
 		l := int16(i * 100)
 		stereo = append(stereo, l, int16(-i*50))
 	}
-	a, err := Normalize(wavBytes(nil, fmtChunk(formatPCM, 2, 22050, 16), chunk{id: "data", body: pcmBytes(stereo, 16)}))
+	a, err := Normalize(wavBytes(nil, fmtChunk(wavio.FormatPCM, 2, 22050, 16), chunk{id: "data", body: pcmBytes(stereo, 16)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestNormalizeDownmix(t *testing.T) {
 		}
 	}
 	// Full-scale channels in agreement stay full scale (no overflow).
-	a, err = Normalize(wavBytes(nil, fmtChunk(formatPCM, 2, 8000, 32), chunk{id: "data", body: pcmBytes([]int16{32767, 32767, -32768, -32768}, 32)}))
+	a, err = Normalize(wavBytes(nil, fmtChunk(wavio.FormatPCM, 2, 8000, 32), chunk{id: "data", body: pcmBytes([]int16{32767, 32767, -32768, -32768}, 32)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func TestNormalizeDownmix(t *testing.T) {
 	}
 	// Six channels of float.
 	six := floatBytes([]float64{0.6, 0.6, 0, 0, 0, 0}, 32)
-	a, err = Normalize(wavBytes(nil, fmtChunk(formatFloat, 6, 48000, 32), chunk{id: "data", body: six}))
+	a, err = Normalize(wavBytes(nil, fmtChunk(wavio.FormatFloat, 6, 48000, 32), chunk{id: "data", body: six}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestNormalizePlaceholderSizes(t *testing.T) {
 	// What espeak-ng --stdout writes: it cannot seek back, so both sizes
 	// are near-2^31 placeholders.
 	src := ramp(2205)
-	data := wavBytes(u32(0x7ffff024), fmtChunk(formatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(src, 16), size: u32(0x7ffff000)})
+	data := wavBytes(u32(0x7ffff024), fmtChunk(wavio.FormatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(src, 16), size: u32(0x7ffff000)})
 	a, err := Normalize(data)
 	if err != nil {
 		t.Fatal(err)
@@ -136,12 +138,12 @@ func TestNormalizePlaceholderSizes(t *testing.T) {
 		t.Errorf("%d samples, %v", len(a.Samples), a.Duration)
 	}
 	// Other streaming writers use 0xFFFFFFFF.
-	data = wavBytes(u32(math.MaxUint32), fmtChunk(formatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(src, 16), size: u32(math.MaxUint32)})
+	data = wavBytes(u32(math.MaxUint32), fmtChunk(wavio.FormatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(src, 16), size: u32(math.MaxUint32)})
 	if a, err = Normalize(data); err != nil || !equalInt16(a.Samples, src) {
 		t.Errorf("0xFFFFFFFF sizes: %v, %d samples", err, len(a.Samples))
 	}
 	// RF64 keeps the real sizes in ds64 and placeholders everywhere else.
-	rf64 := wavBytes(u32(math.MaxUint32), chunk{id: "ds64", body: make([]byte, 28)}, fmtChunk(formatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(src, 16), size: u32(math.MaxUint32)})
+	rf64 := wavBytes(u32(math.MaxUint32), chunk{id: "ds64", body: make([]byte, 28)}, fmtChunk(wavio.FormatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(src, 16), size: u32(math.MaxUint32)})
 	copy(rf64, "RF64")
 	if a, err = Normalize(rf64); err != nil || !equalInt16(a.Samples, src) {
 		t.Errorf("RF64: %v, %d samples", err, len(a.Samples))
@@ -154,12 +156,12 @@ func TestNormalizeExtraChunks(t *testing.T) {
 	fact := chunk{id: "fact", body: []byte{100, 0, 0, 0}}
 	odd := chunk{id: "junk", body: []byte{1, 2, 3}} // odd size, padded
 	cases := map[string][]byte{
-		"LIST and fact before data": wavBytes(nil, fmtChunk(formatPCM, 1, 16000, 16), list, fact, odd, chunk{id: "data", body: pcmBytes(src, 16)}),
-		"LIST before fmt":           wavBytes(nil, list, fmtChunk(formatPCM, 1, 16000, 16), chunk{id: "data", body: pcmBytes(src, 16)}),
-		"LIST after data":           wavBytes(nil, fmtChunk(formatPCM, 1, 16000, 16), chunk{id: "data", body: pcmBytes(src, 16)}, list),
-		"fmt after data":            wavBytes(nil, chunk{id: "data", body: pcmBytes(src, 16)}, fmtChunk(formatPCM, 1, 16000, 16)),
-		"missing pad byte":          wavBytes(nil, fmtChunk(formatPCM, 1, 16000, 16), chunk{id: "junk", body: []byte{1, 2, 3}, noPad: true}, chunk{id: "data", body: pcmBytes(src, 16)}),
-		"long fmt chunk":            wavBytes(nil, chunk{id: "fmt ", body: append(fmtChunk(formatPCM, 1, 16000, 16).body, 0, 0)}, chunk{id: "data", body: pcmBytes(src, 16)}),
+		"LIST and fact before data": wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 16000, 16), list, fact, odd, chunk{id: "data", body: pcmBytes(src, 16)}),
+		"LIST before fmt":           wavBytes(nil, list, fmtChunk(wavio.FormatPCM, 1, 16000, 16), chunk{id: "data", body: pcmBytes(src, 16)}),
+		"LIST after data":           wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 16000, 16), chunk{id: "data", body: pcmBytes(src, 16)}, list),
+		"fmt after data":            wavBytes(nil, chunk{id: "data", body: pcmBytes(src, 16)}, fmtChunk(wavio.FormatPCM, 1, 16000, 16)),
+		"missing pad byte":          wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 16000, 16), chunk{id: "junk", body: []byte{1, 2, 3}, noPad: true}, chunk{id: "data", body: pcmBytes(src, 16)}),
+		"long fmt chunk":            wavBytes(nil, chunk{id: "fmt ", body: append(fmtChunk(wavio.FormatPCM, 1, 16000, 16).body, 0, 0)}, chunk{id: "data", body: pcmBytes(src, 16)}),
 	}
 	for name, data := range cases {
 		a, err := Normalize(data)
@@ -176,7 +178,7 @@ func TestNormalizeExtraChunks(t *testing.T) {
 
 func TestNormalizeTruncated(t *testing.T) {
 	src := ramp(100)
-	full := wavBytes(nil, fmtChunk(formatPCM, 1, 16000, 16), chunk{id: "data", body: pcmBytes(src, 16)})
+	full := wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 16000, 16), chunk{id: "data", body: pcmBytes(src, 16)})
 	// Cut mid-sample: the size promises 200 bytes, 151 arrive.
 	a, err := Normalize(full[:44+151])
 	if err != nil {
@@ -187,13 +189,13 @@ func TestNormalizeTruncated(t *testing.T) {
 		t.Errorf("truncated: %d samples, want the 75 whole ones", len(a.Samples))
 	}
 	// Stereo cut mid-frame keeps whole frames only.
-	stereo := wavBytes(nil, fmtChunk(formatPCM, 2, 16000, 24), chunk{id: "data", body: pcmBytes(src, 24)})
+	stereo := wavBytes(nil, fmtChunk(wavio.FormatPCM, 2, 16000, 24), chunk{id: "data", body: pcmBytes(src, 24)})
 	a, err = Normalize(stereo[:44+6*10+4])
 	if err != nil || len(a.Samples) != 10 {
 		t.Errorf("stereo 24-bit cut mid-frame: %v, %d samples, want 10", err, len(a.Samples))
 	}
 	// An odd data size (a correct one) drops the odd byte.
-	odd := wavBytes(nil, fmtChunk(formatPCM, 1, 16000, 16), chunk{id: "data", body: append(pcmBytes(src[:3], 16), 0x7f)})
+	odd := wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 16000, 16), chunk{id: "data", body: append(pcmBytes(src[:3], 16), 0x7f)})
 	a, err = Normalize(odd)
 	if err != nil || !equalInt16(a.Samples, src[:3]) {
 		t.Errorf("odd data size: %v, %v", err, a.Samples)
@@ -202,10 +204,10 @@ func TestNormalizeTruncated(t *testing.T) {
 
 func TestNormalizeEmpty(t *testing.T) {
 	for name, data := range map[string][]byte{
-		"empty data chunk":        wavBytes(nil, fmtChunk(formatPCM, 1, 22050, 16), chunk{id: "data"}),
-		"placeholder, no samples": wavBytes(u32(0x7ffff024), fmtChunk(formatPCM, 1, 22050, 16), chunk{id: "data", size: u32(0x7ffff000)}),
-		"less than a frame":       wavBytes(nil, fmtChunk(formatPCM, 2, 22050, 16), chunk{id: "data", body: []byte{1, 2, 3}}),
-		"float, no samples":       wavBytes(nil, fmtChunk(formatFloat, 1, 22050, 32), chunk{id: "data"}),
+		"empty data chunk":        wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 22050, 16), chunk{id: "data"}),
+		"placeholder, no samples": wavBytes(u32(0x7ffff024), fmtChunk(wavio.FormatPCM, 1, 22050, 16), chunk{id: "data", size: u32(0x7ffff000)}),
+		"less than a frame":       wavBytes(nil, fmtChunk(wavio.FormatPCM, 2, 22050, 16), chunk{id: "data", body: []byte{1, 2, 3}}),
+		"float, no samples":       wavBytes(nil, fmtChunk(wavio.FormatFloat, 1, 22050, 32), chunk{id: "data"}),
 	} {
 		a, err := Normalize(data)
 		if err != nil {
@@ -232,12 +234,12 @@ func TestNormalizeNotWAV(t *testing.T) {
 		"RIFF AVI":        append([]byte("RIFF\x00\x00\x00\x00AVI "), pcm...),
 		"header only":     []byte("RIFF\x04\x00\x00\x00WAVE"),
 		"no fmt":          wavBytes(nil, chunk{id: "data", body: pcm}),
-		"no data":         wavBytes(nil, fmtChunk(formatPCM, 1, 8000, 16)),
+		"no data":         wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 8000, 16)),
 		"fmt too short":   wavBytes(nil, chunk{id: "fmt ", body: make([]byte, 14)}, chunk{id: "data", body: pcm}),
 		"fmt past end":    wavBytes(nil, chunk{id: "fmt ", body: make([]byte, 16), size: u32(4000)}),
-		"zero channels":   wavBytes(nil, fmtChunk(formatPCM, 0, 8000, 16), chunk{id: "data", body: pcm}),
-		"zero rate":       wavBytes(nil, fmtChunk(formatPCM, 1, 0, 16), chunk{id: "data", body: pcm}),
-		"data before fmt": wavBytes(nil, chunk{id: "data", body: pcm, size: u32(0x7ffff000)}, fmtChunk(formatPCM, 1, 8000, 16)),
+		"zero channels":   wavBytes(nil, fmtChunk(wavio.FormatPCM, 0, 8000, 16), chunk{id: "data", body: pcm}),
+		"zero rate":       wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 0, 16), chunk{id: "data", body: pcm}),
+		"data before fmt": wavBytes(nil, chunk{id: "data", body: pcm, size: u32(0x7ffff000)}, fmtChunk(wavio.FormatPCM, 1, 8000, 16)),
 	} {
 		_, err := Normalize(data)
 		if !errors.Is(err, ErrNotWAV) {
@@ -251,9 +253,9 @@ func TestNormalizeUnsupported(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"mp3 in WAV":   wavBytes(nil, fmtChunk(0x55, 1, 8000, 0), chunk{id: "data", body: pcm}),
 		"mu-law":       wavBytes(nil, fmtChunk(0x07, 1, 8000, 8), chunk{id: "data", body: pcm}),
-		"16-bit float": wavBytes(nil, fmtChunk(formatFloat, 1, 8000, 16), chunk{id: "data", body: pcm}),
-		"48-bit PCM":   wavBytes(nil, fmtChunk(formatPCM, 1, 8000, 48), chunk{id: "data", body: pcm}),
-		"huge rate":    wavBytes(nil, fmtChunk(formatPCM, 1, 4_000_000_000, 16), chunk{id: "data", body: pcm}),
+		"16-bit float": wavBytes(nil, fmtChunk(wavio.FormatFloat, 1, 8000, 16), chunk{id: "data", body: pcm}),
+		"48-bit PCM":   wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 8000, 48), chunk{id: "data", body: pcm}),
+		"huge rate":    wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 4_000_000_000, 16), chunk{id: "data", body: pcm}),
 	} {
 		_, err := Normalize(data)
 		if err == nil || errors.Is(err, ErrNotWAV) {
@@ -264,7 +266,7 @@ func TestNormalizeUnsupported(t *testing.T) {
 
 func TestNormalizeRoundTrip(t *testing.T) {
 	src := sine(22050, 22050, 220, 0.8)
-	in := wavBytes(nil, fmtChunk(formatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(src, 16)})
+	in := wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(src, 16)})
 	a, err := Normalize(in)
 	if err != nil {
 		t.Fatal(err)
@@ -308,9 +310,9 @@ func TestFromPCM16LE(t *testing.T) {
 // is a valid canonical WAV.
 func TestNormalizeCorrupted(t *testing.T) {
 	seeds := [][]byte{
-		wavBytes(nil, fmtChunk(formatPCM, 2, 22050, 24), chunk{id: "LIST", body: []byte("INFOxxxx")}, chunk{id: "data", body: pcmBytes(ramp(60), 24)}),
-		wavBytes(nil, extensibleFmt(formatFloat, 1, 48000, 32, 32), chunk{id: "data", body: floatBytes([]float64{0.1, 0.2}, 32)}),
-		wavBytes(u32(0x7ffff024), fmtChunk(formatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(ramp(30), 16), size: u32(0x7ffff000)}),
+		wavBytes(nil, fmtChunk(wavio.FormatPCM, 2, 22050, 24), chunk{id: "LIST", body: []byte("INFOxxxx")}, chunk{id: "data", body: pcmBytes(ramp(60), 24)}),
+		wavBytes(nil, extensibleFmt(wavio.FormatFloat, 1, 48000, 32, 32), chunk{id: "data", body: floatBytes([]float64{0.1, 0.2}, 32)}),
+		wavBytes(u32(0x7ffff024), fmtChunk(wavio.FormatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(ramp(30), 16), size: u32(0x7ffff000)}),
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 3000 {
@@ -339,10 +341,10 @@ func TestNormalizeCorrupted(t *testing.T) {
 }
 
 func FuzzNormalize(f *testing.F) {
-	f.Add(wavBytes(nil, fmtChunk(formatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(ramp(20), 16)}))
-	f.Add(wavBytes(nil, fmtChunk(formatPCM, 3, 8000, 8), chunk{id: "data", body: []byte{1, 2, 3, 4, 5, 6, 7}}))
-	f.Add(wavBytes(nil, extensibleFmt(formatPCM, 2, 96000, 32, 24), chunk{id: "data", body: pcmBytes(ramp(20), 32)}))
-	f.Add(wavBytes(u32(0x7ffff024), fmtChunk(formatFloat, 1, 22050, 64), chunk{id: "data", body: floatBytes([]float64{1, -1, 0.5}, 64), size: u32(0x7ffff000)}))
+	f.Add(wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(ramp(20), 16)}))
+	f.Add(wavBytes(nil, fmtChunk(wavio.FormatPCM, 3, 8000, 8), chunk{id: "data", body: []byte{1, 2, 3, 4, 5, 6, 7}}))
+	f.Add(wavBytes(nil, extensibleFmt(wavio.FormatPCM, 2, 96000, 32, 24), chunk{id: "data", body: pcmBytes(ramp(20), 32)}))
+	f.Add(wavBytes(u32(0x7ffff024), fmtChunk(wavio.FormatFloat, 1, 22050, 64), chunk{id: "data", body: floatBytes([]float64{1, -1, 0.5}, 64), size: u32(0x7ffff000)}))
 	f.Add([]byte("RIFF\xff\xff\xff\xffWAVEfmt \x10\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := Normalize(data)

@@ -188,15 +188,7 @@ func (s *Server) Close() error {
 
 // Requests returns copies of all chat requests received so far, in arrival
 // order. Requests whose body could not be decoded are not recorded.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Request, len(s.requests))
-	for i, r := range s.requests {
-		out[i] = r.clone()
-	}
-	return out
-}
+func (s *Server) Requests() []Request { return recorded(s, &s.requests) }
 
 // SetRecording turns request recording on (the default) or off. The load-test
 // command turns it off because Requests keeps every body and a long run would
@@ -227,6 +219,20 @@ func (s *Server) Active() int {
 	return s.active
 }
 
+// WaitActive waits at most within until a request is being served, and
+// reports whether one is. Tests call it before they cancel a request or
+// close the server, so that it hits a request in flight.
+func (s *Server) WaitActive(within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for s.Active() == 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
 func (r Request) clone() Request {
 	c := r
 	c.Messages = append([]Message(nil), r.Messages...)
@@ -253,12 +259,14 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// begin registers a chat, speech or transcription handler; it fails once Close has started
-// so that handlers.Add never races with handlers.Wait.
-func (s *Server) begin() bool {
+// begin registers a chat, speech or transcription handler. Once Close has
+// started it answers 503 itself and fails, so that handlers.Add never races
+// with handlers.Wait.
+func (s *Server) begin(w http.ResponseWriter) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
+		writeError(w, http.StatusServiceUnavailable, "fakellm: server is shutting down")
 		return false
 	}
 	s.active++
@@ -290,8 +298,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	if !s.begin() {
-		writeError(w, http.StatusServiceUnavailable, "fakellm: server is shutting down")
+	if !s.begin(w) {
 		return
 	}
 	defer s.end()
@@ -307,31 +314,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header = r.Header.Clone()
 
-	s.mu.Lock()
-	if !s.noRecord {
-		s.requests = append(s.requests, req.clone())
-	}
-	s.mu.Unlock()
-
-	reply, err := s.callRespond(req.clone())
+	reply, err := answer(s, &s.requests, &s.respond, "responder", req)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 
 	if reply.Status != 0 && reply.Status != http.StatusOK {
-		status := reply.Status
-		if status < 200 || status > 999 {
-			// net/http panics on codes outside 100..999 and treats 1xx
-			// as informational (the real status would then be 200), so
-			// neither can be honoured as an error status.
-			status = http.StatusInternalServerError
-		}
-		msg := reply.ErrorMessage
-		if msg == "" {
-			msg = http.StatusText(status)
-		}
-		writeError(w, status, msg)
+		writeFailure(w, reply.Status, reply.ErrorMessage)
 		return
 	}
 
@@ -344,19 +334,62 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// callRespond shields the server from a panicking responder: the panic turns
-// into a 500 the test can see, instead of an aborted connection that looks
-// like a network failure.
-func (s *Server) callRespond(req Request) (reply Reply, err error) {
+// recordedRequest is a request type the server records. Recording keeps a
+// copy, and so does every hand-out, so neither a responder nor a test can
+// change what another sees.
+type recordedRequest[R any] interface{ clone() R }
+
+// answer records req (unless recording is off) and asks the endpoint's
+// responder what to reply. The responder is read under mu because the Set
+// methods may change it concurrently; nil means the zero reply, the
+// endpoint's default. A panicking responder becomes an error, named by what,
+// that the handler answers with a 500 the test can see, instead of an
+// aborted connection that looks like a network failure.
+func answer[R recordedRequest[R], A any](s *Server, log *[]R, respond *func(R) A, what string, req R) (reply A, err error) {
+	s.mu.Lock()
+	if !s.noRecord {
+		*log = append(*log, req.clone())
+	}
+	f := *respond
+	s.mu.Unlock()
+	if f == nil {
+		return reply, nil
+	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("fakellm: responder panicked: %v", p)
+			err = fmt.Errorf("fakellm: %s panicked: %v", what, p)
 		}
 	}()
-	return s.respond(req), nil
+	return f(req.clone()), nil
 }
 
-// call is the state of one chat response being written.
+// recorded returns copies of the requests in *log, in arrival order.
+func recorded[R recordedRequest[R]](s *Server, log *[]R) []R {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]R, len(*log))
+	for i, r := range *log {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// writeFailure answers with the error status a reply asked for, and its
+// message or else the status text.
+func writeFailure(w http.ResponseWriter, status int, msg string) {
+	if status < 200 || status > 999 {
+		// net/http panics on codes outside 100..999 and treats 1xx as
+		// informational (the real status would then be 200), so neither
+		// can be honoured as an error status.
+		status = http.StatusInternalServerError
+	}
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	writeError(w, status, msg)
+}
+
+// call is the state of one response being written.
 type call struct {
 	s     *Server
 	w     http.ResponseWriter
@@ -411,6 +444,21 @@ func (c *call) wait(d time.Duration) outcome {
 	case <-c.ctx.Done():
 		return c.gone()
 	}
+}
+
+// hold plays out an audio reply's Hang or Delay and reports whether to go
+// on and answer. Hang sends the headers (with contentType) and blocks until
+// the client or the server goes away.
+func (c *call) hold(hang bool, delay time.Duration, contentType string) bool {
+	if hang {
+		c.w.Header().Set("Content-Type", contentType)
+		c.w.WriteHeader(http.StatusOK)
+		if c.write(nil) == proceed {
+			c.hang()
+		}
+		return false
+	}
+	return c.wait(delay) == proceed
 }
 
 // hang blocks until the client or the server goes away.

@@ -52,6 +52,28 @@ func waitDisconnect(t *testing.T, s *Server) {
 	}
 }
 
+// closeWhileHanging closes s while a request of kind what hangs in it, and
+// checks that Close returns and does not count the shutdown as a client
+// disconnect.
+func closeWhileHanging(t *testing.T, s *Server, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatalf("Close did not return with a hanging %s request", what)
+	}
+	select {
+	case <-s.Disconnects():
+		t.Error("server shutdown reported as client disconnect")
+	default:
+	}
+}
+
 func waitIdle(t *testing.T, s *Server) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)

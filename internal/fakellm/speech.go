@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"koe/internal/wavio"
 )
 
 // The synthetic speech the speech endpoint produces by default: a 220 Hz
@@ -71,15 +73,7 @@ func (s *Server) SetSpeech(respond func(SpeechRequest) SpeechReply) {
 
 // SpeechRequests returns copies of all speech requests received so far, in
 // arrival order. Requests whose body could not be decoded are not recorded.
-func (s *Server) SpeechRequests() []SpeechRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]SpeechRequest, len(s.speechRequests))
-	for i, r := range s.speechRequests {
-		out[i] = r.clone()
-	}
-	return out
-}
+func (s *Server) SpeechRequests() []SpeechRequest { return recorded(s, &s.speechRequests) }
 
 // SpeechDuration is how long the default synthetic speech for input at
 // speed lasts (speed 0 means 1, as for a request that leaves it out).
@@ -103,8 +97,7 @@ func (r SpeechRequest) clone() SpeechRequest {
 }
 
 func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
-	if !s.begin() {
-		writeError(w, http.StatusServiceUnavailable, "fakellm: server is shutting down")
+	if !s.begin(w) {
 		return
 	}
 	defer s.end()
@@ -121,43 +114,18 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	req.Raw = body
 	req.Header = r.Header.Clone()
 
-	s.mu.Lock()
-	if !s.noRecord {
-		s.speechRequests = append(s.speechRequests, req.clone())
-	}
-	respond := s.speechRespond
-	s.mu.Unlock()
-
-	reply, err := callSpeechRespond(respond, req.clone())
+	reply, err := answer(s, &s.speechRequests, &s.speechRespond, "speech responder", req)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 
 	c := &call{s: s, w: w, ctx: r.Context()}
-	if reply.Hang {
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.WriteHeader(http.StatusOK)
-		if c.write(nil) != proceed {
-			return
-		}
-		c.hang()
-		return
-	}
-	if c.wait(reply.Delay) != proceed {
+	if !c.hold(reply.Hang, reply.Delay, "application/octet-stream") {
 		return
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
-		status := reply.Status
-		if status < 200 || status > 999 {
-			// See chat: net/http cannot send these as a final status.
-			status = http.StatusInternalServerError
-		}
-		msg := reply.ErrorMessage
-		if msg == "" {
-			msg = http.StatusText(status)
-		}
-		writeError(w, status, msg)
+		writeFailure(w, reply.Status, reply.ErrorMessage)
 		return
 	}
 
@@ -175,20 +143,6 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	c.write(out)
-}
-
-// callSpeechRespond shields the server from a panicking responder, as
-// callRespond does for chat.
-func callSpeechRespond(respond func(SpeechRequest) SpeechReply, req SpeechRequest) (reply SpeechReply, err error) {
-	if respond == nil {
-		return SpeechReply{}, nil
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("fakellm: speech responder panicked: %v", p)
-		}
-	}()
-	return respond(req), nil
 }
 
 // synthesize produces the default answer, or a message for a 400 when the
@@ -243,19 +197,6 @@ func tone(input string, perRune int) []byte {
 
 // wavFile wraps 16-bit mono samples in a canonical WAV header.
 func wavFile(pcm []byte) []byte {
-	le := binary.LittleEndian
-	out := make([]byte, 0, 44+len(pcm))
-	out = append(out, "RIFF"...)
-	out = le.AppendUint32(out, uint32(36+len(pcm)))
-	out = append(out, "WAVEfmt "...)
-	out = le.AppendUint32(out, 16)
-	out = le.AppendUint16(out, 1) // PCM
-	out = le.AppendUint16(out, 1) // mono
-	out = le.AppendUint32(out, SpeechSampleRate)
-	out = le.AppendUint32(out, SpeechSampleRate*2)
-	out = le.AppendUint16(out, 2)
-	out = le.AppendUint16(out, 16)
-	out = append(out, "data"...)
-	out = le.AppendUint32(out, uint32(len(pcm)))
-	return append(out, pcm...)
+	f := wavio.Format{Tag: wavio.FormatPCM, Channels: 1, Rate: SpeechSampleRate, Bits: 16}
+	return append(wavio.AppendHeader(make([]byte, 0, wavio.HeaderSize+len(pcm)), f, len(pcm)), pcm...)
 }

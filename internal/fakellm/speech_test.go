@@ -245,9 +245,8 @@ func TestSpeechDisconnects(t *testing.T) {
 			}
 			errc <- err
 		}()
-		deadline := time.Now().Add(2 * time.Second)
-		for s.Active() == 0 && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
+		if !s.WaitActive(2 * time.Second) {
+			t.Fatal("the request never reached the server")
 		}
 		time.Sleep(20 * time.Millisecond) // let a hang send its headers
 		cancel()
@@ -272,25 +271,10 @@ func TestCloseWithHangingSpeech(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	deadline := time.Now().Add(2 * time.Second)
-	for s.Active() == 0 && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
+	if !s.WaitActive(2 * time.Second) {
+		t.Fatal("the request never reached the server")
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.Close() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Close did not return with a hanging speech request")
-	}
-	select {
-	case <-s.Disconnects():
-		t.Error("server shutdown reported as client disconnect")
-	default:
-	}
+	closeWhileHanging(t, s, "speech")
 }
 
 func TestSpeechToneLevels(t *testing.T) {

@@ -67,13 +67,7 @@ func (s *Server) SetTranscription(respond func(TranscriptionRequest) Transcripti
 // received so far, in arrival order. Requests whose form could not be
 // decoded are not recorded.
 func (s *Server) TranscriptionRequests() []TranscriptionRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]TranscriptionRequest, len(s.transcriptionRequests))
-	for i, r := range s.transcriptionRequests {
-		out[i] = r.clone()
-	}
-	return out
+	return recorded(s, &s.transcriptionRequests)
 }
 
 func (r TranscriptionRequest) clone() TranscriptionRequest {
@@ -84,8 +78,7 @@ func (r TranscriptionRequest) clone() TranscriptionRequest {
 }
 
 func (s *Server) transcription(w http.ResponseWriter, r *http.Request) {
-	if !s.begin() {
-		writeError(w, http.StatusServiceUnavailable, "fakellm: server is shutting down")
+	if !s.begin(w) {
 		return
 	}
 	defer s.end()
@@ -97,43 +90,18 @@ func (s *Server) transcription(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header = r.Header.Clone()
 
-	s.mu.Lock()
-	if !s.noRecord {
-		s.transcriptionRequests = append(s.transcriptionRequests, req.clone())
-	}
-	respond := s.transcriptionRespond
-	s.mu.Unlock()
-
-	reply, err := callTranscriptionRespond(respond, req.clone())
+	reply, err := answer(s, &s.transcriptionRequests, &s.transcriptionRespond, "transcription responder", req)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 
 	c := &call{s: s, w: w, ctx: r.Context()}
-	if reply.Hang {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		if c.write(nil) != proceed {
-			return
-		}
-		c.hang()
-		return
-	}
-	if c.wait(reply.Delay) != proceed {
+	if !c.hold(reply.Hang, reply.Delay, "application/json") {
 		return
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
-		status := reply.Status
-		if status < 200 || status > 999 {
-			// See chat: net/http cannot send these as a final status.
-			status = http.StatusInternalServerError
-		}
-		msg := reply.ErrorMessage
-		if msg == "" {
-			msg = http.StatusText(status)
-		}
-		writeError(w, status, msg)
+		writeFailure(w, reply.Status, reply.ErrorMessage)
 		return
 	}
 
@@ -241,18 +209,4 @@ func formErrorStatus(err error) int {
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusBadRequest
-}
-
-// callTranscriptionRespond shields the server from a panicking responder,
-// as callRespond does for chat.
-func callTranscriptionRespond(respond func(TranscriptionRequest) TranscriptionReply, req TranscriptionRequest) (reply TranscriptionReply, err error) {
-	if respond == nil {
-		return TranscriptionReply{}, nil
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("fakellm: transcription responder panicked: %v", p)
-		}
-	}()
-	return respond(req), nil
 }

@@ -211,9 +211,8 @@ func TestTranscriptionDisconnects(t *testing.T) {
 			_, err := c.CreateTranscription(ctx, transcriptionReq(""))
 			errc <- err
 		}()
-		deadline := time.Now().Add(2 * time.Second)
-		for s.Active() == 0 && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
+		if !s.WaitActive(2 * time.Second) {
+			t.Fatal("the request never reached the server")
 		}
 		time.Sleep(20 * time.Millisecond) // let a hang send its headers
 		cancel()
@@ -235,23 +234,8 @@ func TestCloseWithHangingTranscription(t *testing.T) {
 	cfg.BaseURL = s.URL()
 	c := openai.NewClientWithConfig(cfg)
 	go func() { _, _ = c.CreateTranscription(context.Background(), transcriptionReq("")) }()
-	deadline := time.Now().Add(2 * time.Second)
-	for s.Active() == 0 && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
+	if !s.WaitActive(2 * time.Second) {
+		t.Fatal("the request never reached the server")
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.Close() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Close did not return with a hanging transcription request")
-	}
-	select {
-	case <-s.Disconnects():
-		t.Error("server shutdown reported as client disconnect")
-	default:
-	}
+	closeWhileHanging(t, s, "transcription")
 }

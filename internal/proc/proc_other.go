@@ -1,6 +1,6 @@
 //go:build !unix
 
-package tts
+package proc
 
 import "os/exec"
 

@@ -1,6 +1,6 @@
 //go:build unix
 
-package tts
+package proc
 
 import (
 	"errors"
@@ -9,10 +9,8 @@ import (
 	"syscall"
 )
 
-// killGroupOnCancel starts cmd in a process group of its own and makes a
-// cancel kill that whole group. Killing only the direct child would leave
-// anything it forked (a wrapper script's real engine, say) running and
-// holding the output pipe open.
+// killGroupOnCancel puts cmd in a process group of its own (Setpgid) and
+// makes a cancel kill the group; see Command for why.
 func killGroupOnCancel(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {

@@ -1,9 +1,0 @@
-//go:build !unix
-
-package asr
-
-import "os/exec"
-
-// killGroupOnCancel keeps exec.CommandContext's default on systems without
-// Unix process groups: a cancel kills the direct child.
-func killGroupOnCancel(*exec.Cmd) {}

@@ -1,0 +1,112 @@
+// Package openaicompat holds what koe's speech engines share in talking to
+// OpenAI-compatible HTTP servers (/v1/audio/speech for tts,
+// /v1/audio/transcriptions for asr): building the client, and turning its
+// failures into errors a person can act on.
+package openaicompat
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"koe/internal/quote"
+)
+
+// NewClient returns a go-openai client for the server at baseURL (ending
+// in /v1; a trailing slash is tolerated, as people paste URLs with one).
+// httpClient is shared with the rest of koe (its connection pool); nil
+// means go-openai's default.
+func NewClient(baseURL, apiKey string, httpClient *http.Client) *openai.Client {
+	oc := openai.DefaultConfig(apiKey)
+	oc.BaseURL = strings.TrimRight(baseURL, "/")
+	if httpClient != nil {
+		oc.HTTPClient = httpClient
+	}
+	return openai.NewClientWithConfig(oc)
+}
+
+// Endpoint is one configured server, described for error messages.
+type Endpoint struct {
+	Prefix   string // "asr": starts every message, like the package's other errors
+	Server   string // "transcription": messages speak of "the transcription server"
+	Settings string // "asr.openai": where api_key, model and base_url are set
+	BaseURL  string
+	Model    string
+	// Check names the settings, with their values, to look at when the
+	// server refuses a request for a reason no other advice covers (a 4xx
+	// other than 401, 403, 404, 413 and 429).
+	Check string
+	// Payload and TooLarge, when set, explain HTTP 413: what the server
+	// found too large ("the recording") and what to do about it. Without
+	// them a 413 is advised on like any other refusal.
+	Payload, TooLarge string
+}
+
+// Aborted is the error for a request the caller's context ended: it names
+// the server and wraps the context's error for errors.Is.
+func (e Endpoint) Aborted(ctxErr error) error {
+	return fmt.Errorf("%s: %s request to %s: %w", e.Prefix, e.Server, e.BaseURL, ctxErr)
+}
+
+// Describe turns a failed request into an error a person can act on: which
+// server, what it said, what to set. go-openai's error stays wrapped for
+// errors.As.
+func (e Endpoint) Describe(err error) error {
+	status, detail := 0, ""
+	var apiErr *openai.APIError
+	var reqErr *openai.RequestError
+	switch {
+	case errors.As(err, &apiErr):
+		status, detail = apiErr.HTTPStatusCode, apiErr.Message
+	case errors.As(err, &reqErr):
+		// Not an OpenAI-style error body: often a proxy's HTML page, so
+		// quote only its start.
+		status, detail = reqErr.HTTPStatusCode, quote.Shorten(strings.TrimSpace(string(reqErr.Body)), 200)
+	}
+	if detail != "" {
+		detail = ": " + detail
+	}
+	server := "the " + e.Server + " server at " + e.BaseURL
+	var msg string
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		msg = fmt.Sprintf("%s rejected the API key (HTTP %d%s). Set %s.api_key", server, status, detail, e.Settings)
+	case status == http.StatusNotFound:
+		msg = fmt.Sprintf("%s does not know model %q or the endpoint (HTTP 404%s). Set %s.model to a model it serves, and check that %s.base_url ends in /v1", server, e.Model, detail, e.Settings, e.Settings)
+	case status == http.StatusRequestEntityTooLarge && e.TooLarge != "":
+		msg = fmt.Sprintf("%s refused %s as too large (HTTP 413%s). %s", server, e.Payload, detail, e.TooLarge)
+	case status == http.StatusTooManyRequests:
+		msg = fmt.Sprintf("%s is rate limiting koe (HTTP 429%s). Wait a moment, or raise your quota", server, detail)
+	case status >= 500:
+		msg = fmt.Sprintf("%s failed (HTTP %d%s). Check its logs", server, status, detail)
+	case status >= 400:
+		msg = fmt.Sprintf("%s refused the request (HTTP %d%s). Check %s", server, status, detail, e.Check)
+	case isUnreachable(err):
+		msg = fmt.Sprintf("cannot reach %s (%v). Start it, or set %s.base_url", server, err, e.Settings)
+	default:
+		msg = fmt.Sprintf("the %s request to %s failed (%v)", e.Server, e.BaseURL, err)
+	}
+	return &describedError{msg: e.Prefix + ": " + msg, err: err}
+}
+
+func isUnreachable(err error) bool {
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	return errors.As(err, &opErr) || errors.As(err, &dnsErr)
+}
+
+// describedError carries a message written for people while keeping the
+// underlying error for errors.Is/As. It is a type rather than fmt.Errorf's
+// "%w" because go-openai's own message repeats the status and may hold a
+// whole HTML error page; the message here quotes only what helps.
+type describedError struct {
+	msg string
+	err error
+}
+
+func (e *describedError) Error() string { return e.msg }
+func (e *describedError) Unwrap() error { return e.err }
