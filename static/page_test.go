@@ -204,12 +204,13 @@ func TestChatPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var layout struct{ ScrollWidth, Width, NewRight, MuteRight float64 }
+	var layout struct{ ScrollWidth, Width, NewRight, MicRight, MuteRight float64 }
 	p.eval(`({ScrollWidth: document.documentElement.scrollWidth, Width: innerWidth,
 		NewRight: document.getElementById("new").getBoundingClientRect().right,
+		MicRight: document.getElementById("mic").getBoundingClientRect().right,
 		MuteRight: document.getElementById("mute").getBoundingClientRect().right})`, &layout)
 	p.screenshot("narrow.png")
-	if layout.ScrollWidth > layout.Width || layout.NewRight > layout.Width || layout.MuteRight > layout.Width {
+	if layout.ScrollWidth > layout.Width || layout.NewRight > layout.Width || layout.MicRight > layout.MuteRight || layout.MuteRight > layout.Width {
 		t.Fatalf("the page overflows a 360px screen: %+v", layout)
 	}
 }
@@ -484,10 +485,12 @@ const bubblesJS = `[...document.querySelectorAll("#log .msg")].map((b) => ({
 // performance.now() times, and for a frame sent, which received frame's
 // handling sent it), and passes received frames through koeTamper if set.
 // koeWire.deliver(data) hands the page a frame as if the server had sent
-// it; koeWire.lastAudio is the last audio frame received.
+// it; koeWire.lastAudio is the last audio frame received. Binary frames
+// sent are counted in koeWire.binary (wireBinary), not listed.
 const wireJS = `(() => {
 	const Native = window.WebSocket;
-	const wire = window.koeWire = {in: [], out: [], lastAudio: null, deliver: null};
+	const wire = window.koeWire = {in: [], out: [], lastAudio: null, deliver: null,
+		binary: {Frames: 0, Bytes: 0, Min: 0, Max: 0, Odd: 0, First: 0, Last: 0}};
 	let handling = "";
 	window.koeTamper = null;
 	window.WebSocket = class extends Native {
@@ -510,8 +513,17 @@ const wireJS = `(() => {
 			super.onmessage = f && handle;
 		}
 		send(data) {
+			if (typeof data !== "string") {
+				const b = wire.binary, n = data.byteLength, now = performance.now();
+				b.Min = b.Frames ? Math.min(b.Min, n) : n;
+				b.Max = Math.max(b.Max, n);
+				b.Frames++; b.Bytes += n; b.Odd += n % 2;
+				b.First = b.First || now; b.Last = now;
+				return super.send(data);
+			}
 			const m = JSON.parse(data);
-			wire.out.push({Type: m.type, Text: m.text || "", T: performance.now(), During: handling});
+			wire.out.push({Type: m.type, Text: m.text || "", T: performance.now(), During: handling,
+				SampleRate: m.sample_rate, Binary: wire.binary.Frames});
 			return super.send(data);
 		}
 	};
@@ -533,6 +545,16 @@ type wireOut struct {
 	Type, Text string
 	T          float64
 	During     string // the type of the frame whose handling sent it
+	SampleRate int    // of raw-audio-config
+	Binary     int    // binary frames sent before it
+}
+
+// wireBinary counts the binary frames the page sent (koeWire.binary).
+type wireBinary struct {
+	Frames, Bytes int
+	Min, Max      int     // the smallest and largest frame, in bytes
+	Odd           int     // frames of an odd number of bytes
+	First, Last   float64 // when the first and last were sent
 }
 
 // playEntry is one piece the page tried to play (koeDebug.played).

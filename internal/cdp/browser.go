@@ -71,6 +71,15 @@ type Options struct {
 	// Media still plays, in real time and with all its events, so a test
 	// of a speaking page need not be heard on a machine with speakers.
 	MuteAudio bool
+	// FakeMicrophone, if set, is a WAV file the browser uses as its only
+	// microphone, and pages get it without a permission prompt. Each
+	// getUserMedia capture plays the file once from its start, in real
+	// time, and then silence (Chromium's --use-fake-device-for-media-stream,
+	// --use-fake-ui-for-media-stream and
+	// --use-file-for-fake-audio-capture=FILE%noloop). The path must not
+	// contain '%', which separates Chromium's options there; 16-bit PCM
+	// WAV files work best.
+	FakeMicrophone string
 	// Args are extra command-line flags, added after the defaults.
 	Args []string
 	// Log, if set, receives the browser's stdout and stderr. Either way
@@ -132,26 +141,11 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		b.removeTemp()
 		return nil, fmt.Errorf("cdp: remove stale %s: %w", portFile, err)
 	}
-	w, h := opts.Width, opts.Height
-	if w <= 0 || h <= 0 {
-		w, h = 1024, 768
+	args, err := launchArgs(opts, dir)
+	if err != nil {
+		b.removeTemp()
+		return nil, err
 	}
-	args := []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--no-default-browser-check",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--remote-debugging-port=0", "--user-data-dir=" + dir,
-		fmt.Sprintf("--window-size=%d,%d", w, h),
-	}
-	if opts.AutoplayPolicy != "" {
-		args = append(args, "--autoplay-policy="+opts.AutoplayPolicy)
-	}
-	if opts.MuteAudio {
-		args = append(args, "--mute-audio")
-	}
-	args = append(args, opts.Args...)
-	args = append(args, "about:blank")
-
 	b.cmd = exec.Command(path, args...)
 	// Chromium keeps crash reports and caches under the XDG directories,
 	// by default in the user's home; keep them in the profile instead.
@@ -186,6 +180,45 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 	}
 	b.base = "http://127.0.0.1:" + strconv.Itoa(port)
 	return b, nil
+}
+
+// launchArgs is the browser's command line (without the binary) for opts,
+// with its profile in dir.
+func launchArgs(opts Options, dir string) ([]string, error) {
+	w, h := opts.Width, opts.Height
+	if w <= 0 || h <= 0 {
+		w, h = 1024, 768
+	}
+	args := []string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--no-default-browser-check",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--remote-debugging-port=0", "--user-data-dir=" + dir,
+		fmt.Sprintf("--window-size=%d,%d", w, h),
+	}
+	if opts.AutoplayPolicy != "" {
+		args = append(args, "--autoplay-policy="+opts.AutoplayPolicy)
+	}
+	if opts.MuteAudio {
+		args = append(args, "--mute-audio")
+	}
+	if mic := opts.FakeMicrophone; mic != "" {
+		if strings.Contains(mic, "%") {
+			return nil, fmt.Errorf("cdp: FakeMicrophone %q: Chromium cannot take a path with %%", mic)
+		}
+		abs, err := filepath.Abs(mic)
+		if err != nil {
+			return nil, fmt.Errorf("cdp: FakeMicrophone: %w", err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			// Chromium would quietly fall back to a beeping fake device.
+			return nil, fmt.Errorf("cdp: FakeMicrophone: %w", err)
+		}
+		args = append(args, "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+			"--use-file-for-fake-audio-capture="+abs+"%noloop")
+	}
+	args = append(args, opts.Args...)
+	return append(args, "about:blank"), nil
 }
 
 // waitForPort polls the file in which the browser announces the port it

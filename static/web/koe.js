@@ -1,6 +1,7 @@
 // koe's chat page: the Open-LLM-VTuber protocol plus koe's token stream.
 // Replies stream in as text (token frames) and are spoken as they come
-// (audio frames, one per sentence, played in order).
+// (audio frames, one per sentence, played in order). With the microphone
+// on, the page streams it to koe, which hears when the user speaks.
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -177,9 +178,12 @@
     decode: "Some speech could not be played.",
   };
   function warn(kind) {
-    if (debug.notices.includes(kind)) return;
+    if (!debug.notices.includes(kind)) tell(kind, warnings[kind]);
+  }
+  // tell shows a notice, every time.
+  function tell(kind, message) {
     debug.notices.push(kind);
-    notice.textContent = warnings[kind];
+    notice.textContent = message;
     notice.hidden = false;
   }
 
@@ -210,24 +214,199 @@
   showMute();
 
   // stopReply stops the reply at once: playback, queue, and whatever of it
-  // is still on the wire. With interrupt, the server is told what the user
+  // is still on the wire. With interrupt, the bubble keeps what the user
   // got of it: with sound on, the pieces heard (those played and the one
-  // playing); muted, the text shown. The bubble keeps just that, as the
-  // history will.
-  function stopReply(interrupt) {
+  // playing); muted, the text shown. With signal (the default), the server
+  // is told that, so the history keeps just that too.
+  function stopReply(interrupt, signal = interrupt) {
     if (interrupt && inTurn) {
       const got = soundOff ? replyText : voice.heard;
-      send({ type: "interrupt-signal", text: got });
+      if (signal) send({ type: "interrupt-signal", text: got });
       if (reply) {
         if (got !== replyText) { replyText = got; reply.lastChild.textContent = got; }
         reply.classList.add("interrupted");
       }
     }
     ignoring = true; // before idle: no playback-complete for a stopped reply
+    dropPending();
     voice.queue = [];
     stopPlayer("stopped");
     idle();
     setTurn(false); reply = null;
+  }
+
+  // ---- Microphone ----------------------------------------------------------
+  //
+  // With the mic on, the page streams it to koe: 16-bit PCM in binary
+  // frames at the AudioContext's rate, declared first with
+  // raw-audio-config. koe's voice detection cuts the stream into
+  // utterances: at the end of one it sends mic-audio-end, then the
+  // transcript (user-input-transcription), then the answer. Speech during a
+  // reply makes koe stop the reply itself (control: interrupt). The mic
+  // keeps streaming while a reply plays, so that the user can talk over it;
+  // the browser's echo cancellation keeps the reply out of the microphone.
+
+  const micBtn = $("mic");
+  const mic = {
+    on: false,     // the user turned it on, and it has not failed since
+    paused: false, // koe said stop-mic (and has not said start-mic since)
+    gen: 0,        // counts starts and stops: a start that was overtaken gives up
+    ctx: null, stream: null, src: null, node: null, rate: 0,
+    sentOn: null,  // the WebSocket that raw-audio-config was sent on
+    pending: null, // the human bubble of an utterance being transcribed
+  };
+  // For tests: the mic's state ("off", "starting", "on", "paused"), the
+  // AudioContext's rate, the chunks and bytes sent, chunks dropped because
+  // the connection was backed up, the loudest level seen (0..1) and the
+  // name of the last error.
+  debug.mic = { state: "off", rate: 0, chunks: 0, bytes: 0, dropped: 0, peak: 0, error: "" };
+  // Chunks are dropped rather than queued without bound when the
+  // connection cannot keep up (over 10 s of 48 kHz audio waiting).
+  const micBacklog = 1 << 20;
+
+  function showMic(state) {
+    debug.mic.state = state;
+    micBtn.dataset.state = state;
+    micBtn.setAttribute("aria-pressed", String(state !== "off"));
+    micBtn.setAttribute("aria-label", state === "off" ? "Turn the microphone on" : "Turn the microphone off");
+    micBtn.title = {
+      off: "Microphone off: click to talk to koe",
+      starting: "Starting the microphone…",
+      on: "Listening: click to turn the microphone off",
+      paused: "koe paused the microphone: click to turn it off",
+    }[state];
+    if (state !== "on") micBtn.style.setProperty("--level", "0");
+  }
+
+  async function micOn() {
+    const gen = ++mic.gen;
+    mic.on = true;
+    showMic("starting");
+    const md = navigator.mediaDevices;
+    if (!md || !md.getUserMedia || !window.AudioWorkletNode) {
+      micFailed(window.isSecureContext ? "This browser cannot stream the microphone."
+        : "The microphone needs a secure page: open koe on https or on localhost.");
+      return;
+    }
+    // Created during the click, so that the browser lets it run; the
+    // worklet loads while the browser opens the microphone.
+    let ctx;
+    try { ctx = mic.ctx = new AudioContext(); } catch (err) { micFailed(err); return; }
+    const [media, mod] = await Promise.allSettled([
+      md.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true, channelCount: 1 } }),
+      ctx.audioWorklet.addModule("mic-worklet.js"),
+    ]);
+    const stream = media.status === "fulfilled" ? media.value : null;
+    if (gen !== mic.gen) { stopTracks(stream); return; } // turned off meanwhile
+    if (!stream) { micFailed(media.reason); return; }
+    mic.stream = stream;
+    if (mod.status === "rejected") { micFailed(mod.reason); return; }
+    try {
+      mic.src = ctx.createMediaStreamSource(stream);
+      // No outputs: the node is a sink, which the browser runs without
+      // connecting it to the speakers.
+      mic.node = new AudioWorkletNode(ctx, "koe-mic",
+        { numberOfInputs: 1, numberOfOutputs: 0, channelCount: 1, channelCountMode: "explicit" });
+    } catch (err) { micFailed(err); return; }
+    mic.node.port.onmessage = (ev) => micChunk(ev.data);
+    mic.src.connect(mic.node);
+    stream.getAudioTracks().forEach((tr) => tr.addEventListener("ended", () => {
+      if (gen === mic.gen) micFailed("The microphone stopped: it was unplugged or taken away.");
+    }));
+    ctx.resume().catch(() => {});
+    mic.rate = debug.mic.rate = ctx.sampleRate;
+    showMic(mic.paused ? "paused" : "on");
+  }
+
+  function micOff() {
+    mic.gen++;
+    mic.on = mic.paused = false;
+    if (mic.node) { mic.node.port.onmessage = null; mic.node.disconnect(); }
+    if (mic.src) mic.src.disconnect();
+    stopTracks(mic.stream);
+    if (mic.ctx) mic.ctx.close().catch(() => {});
+    mic.ctx = mic.stream = mic.src = mic.node = mic.sentOn = null;
+    showMic("off");
+  }
+
+  function stopTracks(stream) {
+    if (stream) stream.getTracks().forEach((tr) => tr.stop());
+  }
+
+  // micFailed turns the mic off and says why.
+  function micFailed(err) {
+    micOff();
+    debug.mic.error = typeof err === "string" ? err : (err && err.name) || String(err);
+    tell("mic", micProblem(err));
+  }
+  function micProblem(err) {
+    if (typeof err === "string") return err;
+    switch (err && err.name) {
+      case "NotAllowedError": case "SecurityError":
+        return "The microphone is blocked: allow it for this page in the browser's settings.";
+      case "NotFoundError": case "OverconstrainedError":
+        return "No microphone was found.";
+      case "NotReadableError": case "AbortError":
+        return "The microphone could not be opened: another program may be using it.";
+    }
+    return "The microphone could not be started: " + ((err && (err.message || err.name)) || err);
+  }
+
+  // micChunk sends a chunk of PCM from the worklet, declaring the rate
+  // first on each connection.
+  function micChunk(d) {
+    const x = d.level > 0 ? Math.min(1, Math.max(0, (20 * Math.log10(d.level) + 60) / 50)) : 0;
+    debug.mic.peak = Math.max(debug.mic.peak, x);
+    if (mic.paused || !ws || ws.readyState !== WebSocket.OPEN) { micBtn.style.setProperty("--level", "0"); return; }
+    micBtn.style.setProperty("--level", x.toFixed(2));
+    if (mic.sentOn !== ws) {
+      send({ type: "raw-audio-config", sample_rate: mic.rate });
+      mic.sentOn = ws;
+    }
+    if (ws.bufferedAmount > micBacklog) { debug.mic.dropped++; return; }
+    ws.send(d.pcm);
+    debug.mic.chunks++;
+    debug.mic.bytes += d.pcm.byteLength;
+  }
+
+  // pauseMic follows koe's start-mic and stop-mic. They only pause and
+  // resume a mic the user turned on: koe says start-mic on every connect,
+  // and browsers open a microphone only on the user's click.
+  function pauseMic(pause) {
+    if (!mic.on) return;
+    mic.paused = pause;
+    if (debug.mic.state !== "starting") showMic(pause ? "paused" : "on");
+  }
+
+  micBtn.addEventListener("click", () => { if (mic.on) micOff(); else micOn(); });
+  showMic("off");
+
+  // The user's utterance: a bubble waits for its transcript from
+  // mic-audio-end on, and goes if there is none (nothing was recognised,
+  // or the turn was stopped first).
+  function heardUtterance() {
+    dropPending();
+    mic.pending = bubble("human pending", "…");
+  }
+  function transcribed(t) {
+    if (!t) { dropPending(); return; }
+    if (!mic.pending) { bubble("human", t); return; }
+    mic.pending.lastChild.textContent = t;
+    mic.pending.classList.remove("pending");
+    mic.pending = null;
+    log.scrollTop = log.scrollHeight;
+  }
+  function dropPending() {
+    if (mic.pending) mic.pending.remove();
+    mic.pending = null;
+  }
+
+  // bargedIn: koe stopped the reply because the user spoke over it. The
+  // page stops it as Stop does, but tells koe nothing: koe has ended the
+  // turn already. (koe's history then keeps all the speech it had sent of
+  // the reply, which can be more than was heard.)
+  function bargedIn() {
+    stopReply(true, false);
   }
 
   // ---- Connection ----------------------------------------------------------
@@ -240,7 +419,7 @@
       ["fetch-configs", "fetch-history-list", "create-new-history"].forEach((type) => send({ type }));
     };
     ws.onclose = () => {
-      setStatus("disconnected, retrying…", "bad"); resetVoice(); setTurn(false);
+      setStatus("disconnected, retrying…", "bad"); resetVoice(); dropPending(); setTurn(false);
       setTimeout(connect, retry); retry = Math.min(retry * 2, 8000);
     };
     ws.onmessage = (ev) => handle(JSON.parse(ev.data));
@@ -250,7 +429,13 @@
     switch (m.type) {
       case "control":
         if (m.text === "conversation-chain-start") { resetVoice(); setTurn(true); reply = null; replyText = ""; ignoring = false; }
-        if (m.text === "conversation-chain-end") { setTurn(false); reply = null; send({ type: "fetch-history-list" }); }
+        if (m.text === "conversation-chain-end") { dropPending(); setTurn(false); reply = null; send({ type: "fetch-history-list" }); }
+        if (m.text === "interrupt") bargedIn();
+        if (m.text === "mic-audio-end") heardUtterance();
+        if (m.text === "start-mic" || m.text === "stop-mic") pauseMic(m.text === "stop-mic");
+        break;
+      case "user-input-transcription":
+        transcribed(ignoring ? "" : m.text);
         break;
       case "token":
         if (ignoring) break;
@@ -294,6 +479,7 @@
     if (!t) return;
     // The new input cancels the running reply; tell the server what was heard.
     if (inTurn || voice.current) stopReply(true);
+    dropPending(); // the typed message supersedes an utterance being transcribed
     bubble("human", t);
     send({ type: "text-input", text: t, images: [] });
     text.value = "";
