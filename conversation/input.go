@@ -120,6 +120,18 @@ type rawStream struct {
 	rate      int
 	resampler *asr.Resampler
 	segmenter *asr.Segmenter
+	// last is the latest utterance, kept while its turn is still being
+	// transcribed; carry is what a resumed utterance continues.
+	last, carry []int16
+}
+
+// ResetRaw ends the continuous stream (the client turned its microphone
+// off or changed its format): a half-heard utterance is dropped, not
+// joined to whatever comes next.
+func (s *Session) ResetRaw() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raw = nil
 }
 
 // FeedRaw takes a chunk of the continuous microphone stream at rate Hz.
@@ -153,18 +165,40 @@ func (s *Session) FeedRaw(samples []int16, rate int) error {
 	for _, ev := range rs.segmenter.Feed(samples) {
 		switch ev.Kind {
 		case asr.SpeechStart:
-			s.bargeIn()
+			s.speechStarted(rs)
 		case asr.SpeechEnd:
+			audio := append(rs.carry, ev.Audio...)
+			if max := int(s.deps.Config.MaxUtterance.Seconds() * asr.SampleRate); len(audio) > max {
+				audio = audio[len(audio)-max:]
+			}
+			rs.carry, rs.last = nil, audio
 			s.send(s.ctx, protocol.Control(protocol.ControlMicAudioEnd))
-			s.start(turnInput{recording: asr.EncodeWAV(ev.Audio, asr.SampleRate)})
+			s.start(turnInput{recording: asr.EncodeWAV(audio, asr.SampleRate)})
 		}
 	}
 	return nil
 }
 
+// speechStarted handles the user starting to talk. If the previous
+// utterance is still being transcribed, they only paused: that turn is
+// dropped and the utterances are heard again as one. If a reply is under
+// way, they are talking over it: barge-in.
+func (s *Session) speechStarted(rs *rawStream) {
+	s.mu.Lock()
+	t := s.turn
+	s.mu.Unlock()
+	if t != nil && !t.replying.Load() && rs.last != nil {
+		s.stopTurn(errSuperseded)
+		rs.carry, rs.last = rs.last, nil
+		return
+	}
+	rs.last = nil
+	s.bargeIn()
+}
+
 // bargeIn stops a reply the user starts talking over: the client is told
-// to stop playing, and memory keeps what had been sent of the reply (the
-// server cannot know exactly what was heard).
+// to stop playing, and memory keeps what was probably heard (see
+// heardText; the client does not report it here).
 func (s *Session) bargeIn() {
 	s.mu.Lock()
 	t := s.turn
@@ -173,5 +207,5 @@ func (s *Session) bargeIn() {
 		return
 	}
 	s.send(s.ctx, protocol.Control(protocol.ControlInterrupt))
-	s.stopTurn(interruptCause{heard: t.spokenText()})
+	s.stopTurn(interruptCause{heard: t.heardText()})
 }

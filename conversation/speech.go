@@ -124,7 +124,7 @@ func (sp *speaker) sendInOrder() {
 		if err := sp.s.out.Send(sp.ctx, sl.msg); err != nil {
 			return
 		}
-		sp.turn.addSent(sl.msg.DisplayText.Text)
+		sp.turn.addSent(sl.msg.DisplayText.Text, sl.dur)
 		sp.spoken += sl.dur
 	}
 }

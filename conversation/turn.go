@@ -23,22 +23,48 @@ type turn struct {
 	awaitingPlayback atomic.Bool
 	playback         chan struct{}
 
-	sentMu sync.Mutex
-	sent   strings.Builder // display text of the audio pieces sent so far
+	// replying is set once the turn has its input (a recording is
+	// transcribed): from then on, speech over it is a barge-in.
+	replying atomic.Bool
+
+	sentMu    sync.Mutex
+	sent      []sentPiece // the audio pieces sent so far, in order
+	firstSent time.Time
 }
 
-// addSent records a piece's display text once it is on its way.
-func (t *turn) addSent(text string) {
-	t.sentMu.Lock()
-	defer t.sentMu.Unlock()
-	t.sent.WriteString(text)
+type sentPiece struct {
+	text string
+	dur  time.Duration
 }
 
-// spokenText is what the client has been sent of the reply so far.
-func (t *turn) spokenText() string {
+// addSent records a piece once it is on its way to the client.
+func (t *turn) addSent(text string, dur time.Duration) {
 	t.sentMu.Lock()
 	defer t.sentMu.Unlock()
-	return t.sent.String()
+	if len(t.sent) == 0 {
+		t.firstSent = time.Now()
+	}
+	t.sent = append(t.sent, sentPiece{text, dur})
+}
+
+// heardText estimates what the user has heard of the reply when the
+// server itself stops it (barge-in): pieces are sent well ahead of
+// playback, so it counts the pieces that have started playing, assuming
+// playback began when the first one was sent.
+func (t *turn) heardText() string {
+	t.sentMu.Lock()
+	defer t.sentMu.Unlock()
+	elapsed := time.Since(t.firstSent)
+	var b strings.Builder
+	var start time.Duration
+	for _, p := range t.sent {
+		if start > elapsed {
+			break
+		}
+		b.WriteString(p.text)
+		start += p.dur
+	}
+	return b.String()
 }
 
 func newTurn(parent context.Context) *turn {
@@ -118,6 +144,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		}
 		in.text = text
 	}
+	t.replying.Store(true)
 	snap = s.beginTurn(in)
 	if snap.ttsErr != nil {
 		s.send(ctx, protocol.NewError("speech is off for this character, so replies come as text only: "+snap.ttsErr.Error()))

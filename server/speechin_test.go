@@ -249,3 +249,97 @@ func TestBargeIn(t *testing.T) {
 		t.Fatalf("no mic-audio-end after the utterance: %v", types(frames))
 	}
 }
+
+// silenceF is d of 16 kHz digital silence as floats.
+func silenceF(d time.Duration) []float64 { return make([]float64, int(d.Seconds()*16000)) }
+
+// A pause mid-sentence: the second part starts while the first is still
+// being transcribed. koe hears both as one utterance and answers once.
+func TestPauseJoinsUtterances(t *testing.T) {
+	llm := startLLM(t, fakellm.Echo(0))
+	var calls int
+	llm.SetTranscription(func(r fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
+		calls++
+		if calls == 1 {
+			return fakellm.TranscriptionReply{Hang: true} // still transcribing when speech resumes
+		}
+		return fakellm.TranscriptionReply{Text: "hello there how are you"}
+	})
+	cfg := withFakeASR(testConfig(t, t.TempDir(), llm.URL()), llm)
+	cfg.Character.TTS.Engine = "none"
+	m := startKoe(t, cfg)
+	c := dialGreeted(t, m.Addr())
+
+	for _, part := range [][]float64{silenceF(300 * time.Millisecond), tone(600*time.Millisecond, 0.5), silenceF(time.Second)} {
+		c.send(msg{"type": "raw-audio-data", "audio": part})
+	}
+	c.until(isControl("mic-audio-end"))
+	for _, part := range [][]float64{tone(600*time.Millisecond, 0.5), silenceF(time.Second)} {
+		c.send(msg{"type": "raw-audio-data", "audio": part})
+	}
+	frames := c.until(isType("user-input-transcription"))
+	if got := frames[len(frames)-1].str("text"); got != "hello there how are you" {
+		t.Fatalf("transcription = %q", got)
+	}
+	for _, f := range frames {
+		if isControl("interrupt")(f) {
+			t.Fatalf("a pause was taken for a barge-in: %v", types(frames))
+		}
+	}
+	c.until(isType("backend-synth-complete"))
+	c.send(msg{"type": "frontend-playback-complete"})
+	c.until(isControl("conversation-chain-end"))
+	tr := llm.TranscriptionRequests()
+	if len(tr) != 2 || tr[1].AudioBytes <= tr[0].AudioBytes {
+		t.Fatalf("transcriptions %d, sizes %v: the second must hold both parts", len(tr), tr)
+	}
+	if n := len(chatRequests(llm)); n != 1 {
+		t.Fatalf("%d LLM calls, want one answer for the whole sentence", n)
+	}
+}
+
+// After a barge-in, memory keeps what was probably heard: the pieces whose
+// playback had started, not everything sent ahead.
+func TestBargeInKeepsWhatWasHeard(t *testing.T) {
+	var sentences []string
+	for i := 0; i < 30; i++ {
+		sentences = append(sentences, "Sentence number "+string(rune('a'+i%26))+" is here.")
+	}
+	full := strings.Join(sentences, " ")
+	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(full)}, fakellm.Reply{Tokens: fakellm.Words("Yes?")}))
+	cfg := withFakeASR(withFakeSpeech(testConfig(t, t.TempDir(), llm.URL()), llm), llm)
+	cfg.Conversation.FasterFirstResponse = false
+	m := startKoe(t, cfg)
+	c := dialGreeted(t, m.Addr())
+	c.send(msg{"type": "text-input", "text": "read me everything", "images": []any{}})
+	c.until(isType("backend-synth-complete")) // all of it sent; each piece plays ~1.2 s
+	for _, part := range [][]float64{silenceF(200 * time.Millisecond), tone(500*time.Millisecond, 0.5), silenceF(time.Second)} {
+		c.send(msg{"type": "raw-audio-data", "audio": part})
+	}
+	c.until(isControl("interrupt"))
+	c.until(isControl("conversation-chain-end"))
+	uid := c.request(msg{"type": "fetch-history-list"}, "history-list")["histories"].([]any)[0].(map[string]any)["uid"].(string)
+	records := c.request(msg{"type": "fetch-and-set-history", "history_uid": uid}, "history-data")["messages"].([]any)
+	stopped := records[1].(map[string]any)
+	heard, _ := stopped["content"].(string)
+	if stopped["interrupted"] != true || heard == "" || !strings.HasPrefix(full, heard) || len(heard) > len(full)/3 {
+		t.Fatalf("stored %q (interrupted %v); want a short start of the reply", heard, stopped["interrupted"])
+	}
+}
+
+// raw-audio-config ends the stream: half an utterance is not joined to
+// what comes after (a mic turned off and on again).
+func TestRawAudioConfigResetsTheStream(t *testing.T) {
+	llm := startLLM(t, fakellm.Echo(0))
+	cfg := withFakeASR(testConfig(t, t.TempDir(), llm.URL()), llm)
+	m := startKoe(t, cfg)
+	c := dialGreeted(t, m.Addr())
+	c.send(msg{"type": "raw-audio-data", "audio": append(silenceF(300*time.Millisecond), tone(500*time.Millisecond, 0.5)...)})
+	c.send(msg{"type": "raw-audio-config", "sample_rate": 16000})
+	c.send(msg{"type": "raw-audio-data", "audio": silenceF(2 * time.Second)})
+	c.alive()
+	c.quiet(300 * time.Millisecond)
+	if n := len(llm.TranscriptionRequests()); n != 0 {
+		t.Fatalf("%d transcriptions of a stream that was reset mid-word", n)
+	}
+}

@@ -237,6 +237,7 @@ func (ss *session) handle(in protocol.Inbound) error {
 			return fmt.Errorf("sample_rate %d is not between 8000 and 192000", in.SampleRate)
 		}
 		ss.rawRate = in.SampleRate
+		conv.ResetRaw()
 	case protocol.TypeAISpeakSignal:
 		return conv.Speak(in.IdleTime, in.Images)
 	case protocol.TypeAudioPlayStart:
