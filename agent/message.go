@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -76,6 +77,11 @@ const (
 // wire converts m to go-openai's request shape.
 func (m Message) wire(images imageMode) openai.ChatCompletionMessage {
 	w := openai.ChatCompletionMessage{Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name}
+	if m.Role == RoleAssistant {
+		// A reasoning model's earlier thinking is shown to users and kept
+		// in history, but sending it back only spends the context.
+		m.Content = stripThink(m.Content)
+	}
 	switch {
 	case len(m.Images) == 0:
 		w.Content = m.Content
@@ -98,6 +104,17 @@ func (m Message) wire(images imageMode) openai.ChatCompletionMessage {
 		})
 	}
 	return w
+}
+
+// thinkBlock matches <think>…</think>, and an unclosed one at the end
+// (a reply interrupted while thinking).
+var thinkBlock = regexp.MustCompile(`(?is)<think>.*?(</think>|$)`)
+
+func stripThink(s string) string {
+	if !strings.Contains(strings.ToLower(s), "<think>") {
+		return s
+	}
+	return strings.TrimSpace(thinkBlock.ReplaceAllString(s, ""))
 }
 
 // imageNotes stands in for images the request does not carry.
