@@ -69,8 +69,9 @@ type Server struct {
 	conns    sync.WaitGroup
 	sessions atomic.Int64
 
-	mu   sync.Mutex
-	live map[string]*session // by client_uid, for the REST API
+	mu      sync.Mutex
+	live    map[string]*session // by client_uid, for the REST API
+	closing bool                // Shutdown has begun: no new sessions
 }
 
 // New builds the server and its routes.
@@ -205,6 +206,9 @@ func (s *Server) Sessions() int { return int(s.sessions.Load()) }
 func (s *Server) Shutdown(ctx context.Context) error {
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- s.app.ShutdownWithContext(ctx) }()
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	s.stop()
 	connsDone := make(chan struct{})
 	go func() { s.conns.Wait(); close(connsDone) }()

@@ -28,7 +28,15 @@ type session struct {
 }
 
 func (s *Server) handleWS(c *websocket.Conn) {
+	// Registered under the lock that Shutdown takes before it waits: a
+	// WaitGroup must not grow once Wait has begun.
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
 	s.conns.Add(1)
+	s.mu.Unlock()
 	defer s.conns.Done()
 	s.sessions.Add(1)
 	defer s.sessions.Add(-1)
