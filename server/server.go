@@ -198,8 +198,6 @@ func (s *Server) Serve(ln net.Listener) error {
 	return nil
 }
 
-// Sessions returns the number of open WebSocket sessions.
-func (s *Server) Sessions() int { return int(s.sessions.Load()) }
 
 // Shutdown stops accepting connections, stops every running turn (each
 // persists what it has) and closes every WebSocket with "going away".
