@@ -198,7 +198,6 @@ func (s *Server) Serve(ln net.Listener) error {
 	return nil
 }
 
-
 // Shutdown stops accepting connections, stops every running turn (each
 // persists what it has) and closes every WebSocket with "going away".
 func (s *Server) Shutdown(ctx context.Context) error {
