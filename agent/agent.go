@@ -64,7 +64,7 @@ type Options struct {
 	Store SummaryStore
 	// OnSummary is called after a summary was added (from the summariser's
 	// goroutine), e.g. to tell the client.
-	OnSummary func()
+	OnSummary func(MemoryState)
 	Now       func() time.Time
 	Logger    *slog.Logger
 }

@@ -274,7 +274,7 @@ func TestSlidingSummaries(t *testing.T) {
 	m.setSummarize(g.respond)
 	opts := memoryOptions(clientFor(m.Server), agent.DefaultMemoryConfig())
 	summarised := make(chan struct{}, 16)
-	opts.OnSummary = func() { summarised <- struct{}{} }
+	opts.OnSummary = func(agent.MemoryState) { summarised <- struct{}{} }
 	a := agent.New(opts)
 	t.Cleanup(a.Close)
 	a.SetThread(agent.Thread{ConfUID: "c", HistoryUID: "h1"})

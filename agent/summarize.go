@@ -108,7 +108,7 @@ func (a *Agent) summarize(job summaryJob) {
 		}
 		a.mu.Unlock()
 		if added && a.opts.OnSummary != nil {
-			a.opts.OnSummary()
+			a.opts.OnSummary(a.State())
 		}
 	}()
 	original := 0

@@ -37,6 +37,7 @@ type Main struct {
 	Getenv func(string) string
 
 	store  *history.Store
+	hub    *conversation.Hub
 	server *server.Server
 	ln     net.Listener
 	served chan error
@@ -78,17 +79,22 @@ func (m *Main) Open() error {
 	if recognizer != nil {
 		transcriber = recognizer
 	}
-	m.server = server.New(server.Options{
-		ASR:          transcriber,
-		ASRErr:       asrErr,
-		Config:       cfg.Server,
-		Conversation: cfg.Conversation,
-		Store:        store,
-		Characters:   config.NewCharacters(cfg, m.Getenv),
-		NewLLM:       func(c agent.Config) agent.LLM { return agent.NewClient(c, m.llm) },
+	m.hub = conversation.NewHub(conversation.Deps{
+		Config:     cfg.Conversation,
+		Store:      store,
+		Characters: config.NewCharacters(cfg, m.Getenv),
+		NewLLM:     func(c agent.Config) agent.LLM { return agent.NewClient(c, m.llm) },
 		NewTTS: func(c tts.Config) (conversation.Synthesizer, error) {
 			return tts.New(c, m.llm)
 		},
+		ASR:         transcriber,
+		ASRErr:      asrErr,
+		Backgrounds: func() []string { return server.BackgroundFiles(cfg.Server.BackgroundsDir) },
+		Logger:      m.Logger,
+	})
+	m.server = server.New(server.Options{
+		Config: cfg.Server,
+		Hub:    m.hub,
 		Pages:  static.Pages(),
 		Logger: m.Logger,
 	})
@@ -112,8 +118,8 @@ func (m *Main) Open() error {
 // Addr is the address koe listens on.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
 
-// Done is closed (after delivering Serve's error) if the server stops on
-// its own.
+// Done delivers Serve's error if the server stops on its own (it never
+// does before Close is called unless listening fails).
 func (m *Main) Done() <-chan error { return m.served }
 
 // Close shuts down gracefully within the configured timeout: no new
@@ -127,6 +133,9 @@ func (m *Main) Close() error {
 	defer cancel()
 	start := time.Now()
 	err := m.server.Shutdown(ctx)
+	// Closed sessions may still be storing a summary; the database stays
+	// open until they have.
+	m.hub.Close()
 	m.llm.CloseIdleConnections()
 	if cerr := m.store.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close database: %w", cerr))

@@ -2,7 +2,6 @@ package conversation
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 
 	"koe/agent"
@@ -21,7 +20,7 @@ type Config struct {
 	// SpeechConcurrency bounds the syntheses one turn runs at once.
 	SpeechConcurrency int `yaml:"speech_concurrency"`
 	// SpeechSlots bounds the syntheses running at once across all
-	// sessions; 0 means twice the number of CPU cores, right for a local
+	// sessions; 0 means twice the cores koe may use (GOMAXPROCS), right for a local
 	// engine. Raise it for a remote engine that scales.
 	SpeechSlots int `yaml:"speech_slots"`
 	// FasterFirstResponse speaks the first piece of a reply as soon as it
@@ -30,6 +29,15 @@ type Config struct {
 	// FirstPieceMaxWords, if > 0, also cuts the first piece after this many
 	// words when no mark came yet (0 = off).
 	FirstPieceMaxWords int `yaml:"first_piece_max_words"`
+
+	// MaxPieceChars cuts a piece that reaches this many characters without
+	// a sentence end (at the last space before it), so an LLM that never
+	// ends a sentence still gets spoken and cannot grow a piece forever.
+	MaxPieceChars int `yaml:"max_piece_chars"`
+	// HistoryMessages is how many of a history's newest messages
+	// history-data carries; older ones are paged with fetch-history-page.
+	// It also bounds a page.
+	HistoryMessages int `yaml:"history_messages"`
 
 	// MaxImages and MaxImageBytes bound the images of one message.
 	MaxImages     int `yaml:"max_images"`
@@ -70,21 +78,14 @@ func DefaultConfig() Config {
 		PlaybackTimeout:     20 * time.Second,
 		SpeechConcurrency:   3,
 		FasterFirstResponse: true,
+		MaxPieceChars:       400,
+		HistoryMessages:     200,
 		MaxImages:           4,
 		MaxImageBytes:       5 << 20,
 		MaxUtterance:        60 * time.Second,
 		ProactivePrompt:     DefaultProactivePrompt,
 		VAD:                 VADConfig{StartMillis: 100, HangMillis: 600, PreRollMillis: 200},
 	}
-}
-
-// Slots returns the server-wide synthesis limiter these settings ask for.
-func (c Config) Slots() *SpeechSlots {
-	n := c.SpeechSlots
-	if n == 0 {
-		n = 2 * runtime.NumCPU()
-	}
-	return NewSpeechSlots(n)
 }
 
 // Validate reports settings that can never work.
@@ -106,6 +107,12 @@ func (c Config) Validate() error {
 	}
 	if c.VAD.StartMillis < 20 || c.VAD.HangMillis < 100 || c.VAD.PreRollMillis < 0 {
 		return fmt.Errorf("conversation.vad needs start_ms >= 20, hang_ms >= 100 and pre_roll_ms >= 0")
+	}
+	if c.MaxPieceChars != 0 && c.MaxPieceChars < 40 {
+		return fmt.Errorf("conversation.max_piece_chars must be 0 (off) or at least 40, got %d", c.MaxPieceChars)
+	}
+	if c.HistoryMessages < 1 || c.HistoryMessages > 10000 {
+		return fmt.Errorf("conversation.history_messages must be between 1 and 10000, got %d", c.HistoryMessages)
 	}
 	if c.FirstPieceMaxWords < 0 {
 		return fmt.Errorf("conversation.first_piece_max_words must not be negative, got %d", c.FirstPieceMaxWords)

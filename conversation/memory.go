@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"errors"
 	"fmt"
 
 	"koe/agent"
@@ -9,78 +8,93 @@ import (
 	"koe/protocol"
 )
 
-// prompt reads a saved prompt of a character ("" when none or unreadable).
-func (s *Session) prompt(confUID, name string) string {
-	text, _, err := s.deps.Store.Prompt(confUID, name)
-	if err != nil {
-		s.log.Warn("could not read a saved prompt; using the default", "prompt", name, "err", err)
-		return ""
-	}
-	return text
-}
-
 // MemoryState is the memory as the user sees it.
 func (s *Session) MemoryState() protocol.MemoryState {
-	return protocol.MemoryState{Type: protocol.TypeMemoryState, MemoryState: s.currentAgent().State()}
-}
-
-// sendMemoryState tells the client about the memory: after every turn,
-// every new summary and every history switch.
-func (s *Session) sendMemoryState() {
-	s.send(s.ctx, s.MemoryState())
+	c, _ := s.current()
+	return memoryStateMessage(c.agent.State())
 }
 
 // SetCompressionRate changes the rate of this session's next summaries.
-func (s *Session) SetCompressionRate(rate float64) error {
-	return s.currentAgent().SetCompressionRate(rate)
+func (s *Session) SetCompressionRate(rate float64) (protocol.MemoryState, error) {
+	c, _ := s.current()
+	if err := c.agent.SetCompressionRate(rate); err != nil {
+		return protocol.MemoryState{}, refused(err)
+	}
+	return memoryStateMessage(c.agent.State()), nil
+}
+
+// Notify sends one of koe's events (memory-state after a change made over
+// REST, say) to the client if it asked for koe's events.
+func (s *Session) Notify(msg any) {
+	if s.koeEvents {
+		s.reply(msg)
+	}
 }
 
 // LastContext is the exact context of the session's latest LLM call.
-func (s *Session) LastContext() (*agent.ContextReport, error) {
-	rep := s.currentAgent().LastContext()
+func (s *Session) LastContext() (protocol.Context, error) {
+	c, _ := s.current()
+	rep := c.agent.LastContext()
 	if rep == nil {
-		return nil, errors.New("there has been no LLM call in this session yet")
+		return protocol.Context{}, &clientError{kind: KindNotFound, msg: "there has been no LLM call in this session yet"}
 	}
-	return rep, nil
+	return contextMessage(rep), nil
 }
 
-// Prompt names users can edit.
-var editablePrompts = map[string]bool{history.PromptSystem: true, history.PromptReminder: true}
+// Prompt names users can edit, and the message type of each.
+var editablePrompts = map[string]string{
+	history.PromptSystem:   protocol.TypeSystemPrompt,
+	history.PromptReminder: protocol.TypeReminder,
+}
 
-// PromptText returns the character's prompt name and whether it is the
-// default (not saved by the user).
-func (s *Session) PromptText(name string) (string, bool, error) {
-	if !editablePrompts[name] {
-		return "", false, fmt.Errorf("unknown prompt %q", name)
+// Prompt returns a character's editable prompt as the client sees it: the
+// saved text, or the packaged default (Default set) when none is saved.
+// Both transports answer with this, so they show the same text.
+func (h *Hub) Prompt(confUID, name string) (protocol.Prompt, error) {
+	typ, ok := editablePrompts[name]
+	if !ok {
+		return protocol.Prompt{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("there is no prompt %q: prompts are named system or reminder", name)}
 	}
-	text, ok, err := s.deps.Store.Prompt(s.Character().ConfUID, name)
+	if !h.deps.Characters.Has(confUID) {
+		return protocol.Prompt{}, &clientError{kind: KindNotFound, msg: "no character has that conf_uid"}
+	}
+	text, saved, err := h.deps.Store.Prompt(confUID, name)
 	if err != nil {
-		return "", false, err
+		return protocol.Prompt{}, fmt.Errorf("read prompt: %w", err)
 	}
-	if !ok && name == history.PromptSystem {
-		return agent.DefaultSystemPrompt, true, nil
+	if !saved && name == history.PromptSystem {
+		text = agent.DefaultSystemPrompt
 	}
-	return text, !ok, nil
+	return protocol.Prompt{Type: typ, Text: text, Default: !saved}, nil
 }
 
-// SetPromptText saves the character's prompt name ("" restores the
-// default) and applies it from the next LLM call on.
-func (s *Session) SetPromptText(name, text string) error {
-	if !editablePrompts[name] {
-		return fmt.Errorf("unknown prompt %q", name)
+// SetPrompt saves a character's prompt ("" restores the default) and
+// applies it to every open session of that character from its next LLM
+// call on. It returns the prompt as Prompt does.
+func (h *Hub) SetPrompt(confUID, name, text string) (protocol.Prompt, error) {
+	if _, err := h.Prompt(confUID, name); err != nil {
+		return protocol.Prompt{}, err
 	}
-	if err := s.deps.Store.SetPrompt(s.Character().ConfUID, name, text); err != nil {
-		return err
+	if err := h.deps.Store.SetPrompt(confUID, name, text); err != nil {
+		return protocol.Prompt{}, fmt.Errorf("save prompt: %w", err)
 	}
-	s.ApplyPrompts()
-	return nil
+	system, reminder := h.savedPrompt(confUID, history.PromptSystem), h.savedPrompt(confUID, history.PromptReminder)
+	for _, s := range h.openSessions() {
+		if c, _ := s.current(); c.char.ConfUID == confUID {
+			c.agent.SetSystemPrompt(system)
+			c.agent.SetReminder(reminder)
+		}
+	}
+	return h.Prompt(confUID, name)
 }
 
-// ApplyPrompts reloads the character's saved prompts into the agent, e.g.
-// after another session or the REST API changed them.
-func (s *Session) ApplyPrompts() {
-	conf := s.Character().ConfUID
-	a := s.currentAgent()
-	a.SetSystemPrompt(s.prompt(conf, history.PromptSystem))
-	a.SetReminder(s.prompt(conf, history.PromptReminder))
+// savedPrompt reads a prompt the user saved ("" when none or unreadable:
+// the agent then uses its default).
+func (h *Hub) savedPrompt(confUID, name string) string {
+	text, _, err := h.deps.Store.Prompt(confUID, name)
+	if err != nil {
+		h.log.Warn("could not read a saved prompt; using the default", "conf_uid", confUID, "prompt", name, "err", err)
+		return ""
+	}
+	return text
 }

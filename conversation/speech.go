@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"koe/conversation/sentence"
+	"koe/internal/quote"
 	"koe/protocol"
 	"koe/tts"
 )
@@ -29,7 +30,7 @@ type speaker struct {
 	char    Character
 	emotion map[string]any // keyword → expression, from the model's emotionMap
 	sem     chan struct{}  // this turn's own bound
-	limit   *SpeechSlots   // the server-wide bound; nil = none
+	limit   *Slots         // the server-wide bound
 	count   int            // pieces added so far
 
 	slots  chan *slot
@@ -45,15 +46,15 @@ type slot struct {
 	dur   time.Duration
 }
 
-func newSpeaker(s *Session, t *turn, engine Synthesizer, char Character, concurrency int) *speaker {
+func newSpeaker(s *Session, t *turn, c cast, concurrency int) *speaker {
 	sp := &speaker{
 		s:       s,
 		turn:    t,
-		limit:   s.deps.SpeechSlots,
+		limit:   s.hub.speech,
 		ctx:     t.ctx,
-		engine:  engine,
-		char:    char,
-		emotion: emotionMap(char.ModelInfo),
+		engine:  c.tts,
+		char:    c.char,
+		emotion: emotionMap(c.char.ModelInfo),
 		sem:     make(chan struct{}, max(concurrency, 1)),
 		// Room for a long reply's pieces; if the sender falls this far
 		// behind, add blocks and the LLM stream waits for speech to catch up.
@@ -90,18 +91,16 @@ func (sp *speaker) synthesize(sl *slot, text string, first bool) {
 	case <-sp.ctx.Done():
 		return
 	}
-	if sp.limit != nil {
-		if sp.limit.acquire(sp.ctx, first) != nil {
-			return
-		}
-		defer sp.limit.release()
+	if sp.limit.acquire(sp.ctx, first) != nil {
+		return
 	}
+	defer sp.limit.release()
 	start := time.Now()
 	audio, err := sp.engine.Synthesize(sp.ctx, text)
 	if err != nil {
 		if sp.ctx.Err() == nil {
 			// A failed piece stays in the reply as text; the turn goes on.
-			sp.s.log.Warn("speech synthesis failed; sending the piece as text", "text", truncate(text, 60), "err", err)
+			sp.s.log.Warn("speech synthesis failed; sending the piece as text", "text", quote.Shorten(text, 60), "err", err)
 		}
 		return
 	}
@@ -186,12 +185,4 @@ func emotionKeywords(modelInfo map[string]any) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"koe/agent"
@@ -13,104 +11,6 @@ import (
 	"koe/history"
 	"koe/protocol"
 )
-
-// turn is one user input and everything koe sends in answer to it.
-type turn struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-
-	awaitingPlayback atomic.Bool
-	playback         chan struct{}
-
-	// replying is set once the turn has its input (a recording is
-	// transcribed): from then on, speech over it is a barge-in.
-	replying atomic.Bool
-
-	sentMu    sync.Mutex
-	sent      []sentPiece // the audio pieces sent so far, in order
-	firstSent time.Time
-}
-
-type sentPiece struct {
-	text string
-	dur  time.Duration
-}
-
-// addSent records a piece once it is on its way to the client.
-func (t *turn) addSent(text string, dur time.Duration) {
-	t.sentMu.Lock()
-	defer t.sentMu.Unlock()
-	if len(t.sent) == 0 {
-		t.firstSent = time.Now()
-	}
-	t.sent = append(t.sent, sentPiece{text, dur})
-}
-
-// heardText estimates what the user has heard of the reply when the
-// server itself stops it (barge-in): pieces are sent well ahead of
-// playback, so it counts the pieces that have started playing, assuming
-// playback began when the first one was sent.
-func (t *turn) heardText() string {
-	t.sentMu.Lock()
-	defer t.sentMu.Unlock()
-	elapsed := time.Since(t.firstSent)
-	var b strings.Builder
-	var start time.Duration
-	for _, p := range t.sent {
-		if start > elapsed {
-			break
-		}
-		b.WriteString(p.text)
-		start += p.dur
-	}
-	return b.String()
-}
-
-func newTurn(parent context.Context) *turn {
-	ctx, cancel := context.WithCancelCause(parent)
-	return &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), playback: make(chan struct{}, 1)}
-}
-
-// playbackComplete counts only once backend-synth-complete is out: a late
-// frame from the previous turn must not end this one early.
-func (t *turn) playbackComplete() {
-	if !t.awaitingPlayback.Load() {
-		return
-	}
-	select {
-	case t.playback <- struct{}{}:
-	default:
-	}
-}
-
-// turnSnapshot is what a turn needs of the session, read once at its start
-// so that the turn never races with history or character switches (those
-// stop the turn first).
-type turnSnapshot struct {
-	char   Character
-	uid    string
-	tts    Synthesizer
-	ttsErr error // reported once per session, at its first turn
-	// saved delivers the result of storing the human message. The write
-	// runs alongside the LLM request instead of before it: a disk sync is
-	// not worth delaying the first words for.
-	saved chan error
-}
-
-// waitSaved waits for the human message to be stored and reports a failure
-// to the client once. The turn calls it before storing the reply (records
-// keep their order) and before it ends (the write has an owner).
-func (s *Session) waitSaved(snap *turnSnapshot) {
-	if snap.saved == nil {
-		return
-	}
-	if err := <-snap.saved; err != nil {
-		s.log.Error("could not save the user's message", "history_uid", snap.uid, "err", err)
-		s.send(s.ctx, protocol.NewError("koe could not save your message to the history: "+err.Error()))
-	}
-	snap.saved = nil
-}
 
 // turnInput is what starts a turn.
 type turnInput struct {
@@ -122,18 +22,59 @@ type turnInput struct {
 	proactive bool
 }
 
+// proactiveName marks a stored proactive instruction.
+const proactiveName = "proactive"
+
+// StartText cancels the running turn, if any, and starts a new one.
+func (s *Session) StartText(text string, images []protocol.Image) error {
+	imgs, err := validateImages(images, s.deps.Config)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(text) == "" && len(imgs) == 0 {
+		return invalid("empty input: type something first")
+	}
+	s.start(turnInput{text: text, images: imgs})
+	return nil
+}
+
+func (s *Session) start(in turnInput) {
+	s.turns.start(s.ctx, func(t *turn) { s.runTurn(t, in) })
+}
+
+// Interrupt stops the running turn at once. heard is what the user actually
+// heard of the reply; memory and history keep only that.
+func (s *Session) Interrupt(heard string) {
+	if !s.turns.stop(interruptCause{heard: heard}) {
+		s.log.Debug("interrupt with no running turn")
+	}
+}
+
+// PlaybackComplete records that the client played the whole turn. Clients
+// send it several times per turn; only the first one counts.
+func (s *Session) PlaybackComplete() {
+	if t := s.turns.running(); t != nil {
+		t.playbackComplete()
+	}
+}
+
+// turnState is what a turn works with, taken once at its start so that it
+// never races with history or character switches (those stop the turn
+// first).
+type turnState struct {
+	cast   cast
+	conf   string
+	uid    string
+	ttsErr error // reported once per session, at its first turn
+	// saved delivers the result of storing the human message. The write
+	// runs alongside the LLM request instead of before it: a disk sync is
+	// not worth delaying the first words for.
+	saved chan error
+}
+
 func (s *Session) runTurn(t *turn, in turnInput) {
-	var snap turnSnapshot
-	defer func() {
-		s.waitSaved(&snap)
-		s.mu.Lock()
-		if s.turn == t {
-			s.turn = nil
-		}
-		s.mu.Unlock()
-		t.cancel(nil)
-		close(t.done)
-	}()
+	var st turnState
+	defer s.waitSaved(&st)
 	ctx := t.ctx
 	s.send(ctx, protocol.Control(protocol.ControlChainStart))
 	s.send(ctx, protocol.FullText(protocol.ThinkingText))
@@ -145,27 +86,28 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		in.text = text
 	}
 	t.replying.Store(true)
-	snap = s.beginTurn(in)
-	if snap.ttsErr != nil {
-		s.send(ctx, protocol.NewError("speech is off for this character, so replies come as text only: "+snap.ttsErr.Error()))
+	st = s.beginTurn(in)
+	if st.ttsErr != nil {
+		s.send(ctx, protocol.NewError("speech is off for this character, so replies come as text only: "+st.ttsErr.Error()))
 	}
 
-	em := s.newEmitter(t, snap)
-	err := s.currentAgent().Reply(ctx, em)
+	em := s.newEmitter(t, st.cast)
+	err := st.cast.agent.Reply(ctx, em)
 	if ctx.Err() == nil {
 		em.flush()
 	}
 	spoken := em.speaker.finish()
 	if ctx.Err() != nil {
-		s.finishCancelled(t, &snap, em.reply.String(), false)
+		s.finishCancelled(t, &st, em.reply.String(), false)
 		return
 	}
 	if err != nil {
-		s.log.Warn("LLM call failed", "conf_uid", snap.char.ConfUID, "err", err)
+		s.logFailure("LLM call failed", err, "conf_uid", st.conf)
+		// What was said before the failure is kept, marked as cut short.
 		if partial := em.reply.String(); partial != "" {
-			s.persistReply(&snap, partial, false)
+			s.persistReply(&st, partial, true)
 		}
-		s.failTurn(ctx, err.Error())
+		s.failTurn(ctx, Explain(err).Message)
 		return
 	}
 	reply := em.reply.String()
@@ -173,8 +115,8 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	// SendWait returns. The frame follows every audio message in the
 	// queue, so it is written only after the last of them.
 	t.awaitingPlayback.Store(true)
-	if err := s.out.SendWait(ctx, simple(protocol.TypeBackendSynthComplete)); err != nil {
-		s.finishCancelled(t, &snap, reply, true)
+	if err := s.out.SendWait(ctx, protocol.Simple{Type: protocol.TypeBackendSynthComplete}); err != nil {
+		s.finishCancelled(t, &st, reply, true)
 		return
 	}
 
@@ -187,13 +129,13 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	case <-timer.C:
 		s.log.Debug("no frontend-playback-complete; ending the turn anyway", "waited", wait)
 	case <-ctx.Done():
-		s.finishCancelled(t, &snap, reply, true)
+		s.finishCancelled(t, &st, reply, true)
 		return
 	}
 	// Stored before chain-end so that a client asking for the history right
 	// after the turn already finds the reply.
-	s.persistReply(&snap, reply, false)
-	s.sendMemoryState()
+	s.persistReply(&st, reply, false)
+	s.Notify(memoryStateMessage(st.cast.agent.State()))
 	s.endChain(ctx)
 }
 
@@ -201,122 +143,146 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 // turn's context ends when runTurn returns, and frames still queued then
 // would be dropped.
 func (s *Session) endChain(ctx context.Context) {
-	s.send(ctx, simple(protocol.TypeForceNewMessage))
+	s.send(ctx, protocol.Simple{Type: protocol.TypeForceNewMessage})
 	if err := s.out.SendWait(ctx, protocol.Control(protocol.ControlChainEnd)); err != nil {
 		s.log.Debug("chain-end not sent", "err", err)
 	}
 }
 
-// beginTurn adds the user's message to memory and starts storing it,
-// creating the history with it when there is none yet.
-func (s *Session) beginTurn(in turnInput) turnSnapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec := history.Record{Role: history.RoleHuman, Content: in.text, Name: s.char.HumanName}
-	for _, img := range in.images {
-		rec.Images = append(rec.Images, history.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
-	}
-	if in.proactive {
-		// The instruction is kept for the model, hidden from the chat.
-		rec = history.Record{Role: history.RoleSystem, Name: proactiveName, Content: in.text}
-	}
-	conf, uid := s.char.ConfUID, s.historyUID
-	var save func() error
-	if uid == "" {
-		uid = history.NewUID(time.Now())
-		save = func() error { return s.deps.Store.CreateWith(conf, uid, rec) }
-		s.agent.SetThread(agent.Thread{ConfUID: conf, HistoryUID: uid})
-	} else {
-		save = func() error { return s.deps.Store.Append(conf, uid, rec) }
-	}
-	s.historyUID, s.historyUsed = uid, true
-	s.agent.AddUser(in.text, in.images...)
-	snap := turnSnapshot{char: s.char, uid: uid, tts: s.tts, ttsErr: s.ttsErr, saved: make(chan error, 1)}
-	s.ttsErr = nil
-	go func() { snap.saved <- save() }()
-	return snap
-}
-
-func (s *Session) currentAgent() *agent.Agent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.agent
-}
-
-// failTurn reports err and closes the chain so the client returns to idle
-// and the session stays usable.
+// failTurn reports message and closes the chain so the client returns to
+// idle and the session stays usable.
 func (s *Session) failTurn(ctx context.Context, message string) {
 	s.send(ctx, protocol.NewError(message))
 	s.endChain(ctx)
 }
 
+// beginTurn adds the user's message to memory and starts storing it,
+// creating the history with it when there is none yet.
+func (s *Session) beginTurn(in turnInput) turnState {
+	rec := history.Record{Role: history.RoleHuman, Content: in.text}
+	for _, img := range in.images {
+		rec.Images = append(rec.Images, history.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
+	}
+	s.mu.Lock()
+	c := s.cast
+	fresh := s.place.uid == ""
+	if fresh {
+		s.place.uid = history.NewUID(time.Now())
+	}
+	s.place.used = true
+	uid := s.place.uid
+	// The engine's failure is told once per cast, at its first turn.
+	s.cast.ttsErr = nil
+	s.mu.Unlock()
+
+	rec.Name = c.char.HumanName
+	if in.proactive {
+		// The instruction is kept for the model, hidden from the chat.
+		rec = history.Record{Role: history.RoleSystem, Name: proactiveName, Content: in.text}
+	}
+	conf := c.char.ConfUID
+	save := func() error { return s.deps.Store.Append(conf, uid, rec) }
+	if fresh {
+		save = func() error { return s.deps.Store.CreateWith(conf, uid, rec) }
+		c.agent.SetThread(agent.Thread{ConfUID: conf, HistoryUID: uid})
+	}
+	c.agent.AddUser(in.text, in.images...)
+	st := turnState{cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1)}
+	go func() { st.saved <- save() }()
+	return st
+}
+
+// waitSaved waits for the human message to be stored and reports a failure
+// to the client once. The turn calls it before storing the reply (records
+// keep their order) and before it ends (the write has an owner).
+func (s *Session) waitSaved(st *turnState) {
+	if st.saved == nil {
+		return
+	}
+	if err := <-st.saved; err != nil {
+		s.log.Error("could not save the user's message", "history_uid", st.uid, "err", err)
+		s.send(s.ctx, protocol.NewError("koe could not save your message to the history; the reason is in its log"))
+	}
+	st.saved = nil
+}
+
 // finishCancelled persists what a stopped turn leaves behind: the heard part
 // after an interrupt, otherwise what was generated (complete or cut short).
-func (s *Session) finishCancelled(t *turn, snap *turnSnapshot, generated string, complete bool) {
+func (s *Session) finishCancelled(t *turn, st *turnState, generated string, complete bool) {
 	var ic interruptCause
 	if errors.As(context.Cause(t.ctx), &ic) {
 		if ic.heard != "" || generated != "" {
-			s.persistReply(snap, ic.heard, true)
+			s.persistReply(st, ic.heard, true)
 		}
 		return
 	}
 	if generated != "" {
-		s.persistReply(snap, generated, !complete)
+		s.persistReply(st, generated, !complete)
 	}
 }
 
 // persistReply writes the AI message to history and memory. It runs on the
 // session's context, not the turn's: a stopped turn still saves its reply.
-func (s *Session) persistReply(snap *turnSnapshot, text string, interrupted bool) {
-	s.waitSaved(snap)
-	rec := history.Record{Role: history.RoleAI, Content: text, Name: snap.char.Name, Avatar: snap.char.Avatar, Interrupted: interrupted}
-	if err := s.deps.Store.Append(snap.char.ConfUID, snap.uid, rec); err != nil {
-		s.log.Error("could not save the reply", "history_uid", snap.uid, "err", err)
-		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history: "+err.Error()))
+// A complete reply with no text is not stored: there is nothing to show.
+func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
+	s.waitSaved(st)
+	if text == "" && !interrupted {
+		return
 	}
-	s.currentAgent().AddAssistant(text, interrupted)
+	ch := st.cast.char
+	rec := history.Record{Role: history.RoleAI, Content: text, Name: ch.Name, Avatar: ch.Avatar, Interrupted: interrupted}
+	if err := s.deps.Store.Append(st.conf, st.uid, rec); err != nil {
+		s.log.Error("could not save the reply", "history_uid", st.uid, "err", err)
+		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history; the reason is in its log"))
+	}
+	st.cast.agent.AddAssistant(text, interrupted)
 }
 
-func (s *Session) send(ctx context.Context, msg any) {
-	if err := s.out.Send(ctx, msg); err != nil && ctx.Err() == nil {
-		s.log.Debug("message not queued", "err", err)
+// logFailure logs a failure the client is told about: at warn level with
+// its details when it is a dependency's (the client heard the cause), at
+// error level when it is koe's own.
+func (s *Session) logFailure(what string, err error, attrs ...any) {
+	attrs = append(attrs, "err", err)
+	if IsInternal(err) {
+		s.log.Error(what, attrs...)
+		return
 	}
+	s.log.Warn(what, attrs...)
 }
-
-func simple(typ string) protocol.Simple { return protocol.Simple{Type: typ} }
 
 // turnEmitter receives the LLM stream: it forwards each delta as a token
-// message and hands each finished piece to the speaker.
+// message (to clients that asked for them) and hands each finished piece
+// to the speaker.
 type turnEmitter struct {
 	s        *Session
 	ctx      context.Context
+	tokens   bool
 	reply    strings.Builder
 	splitter *sentence.Splitter
 	speaker  *speaker
 	pieces   []sentence.Piece // reused between deltas
 }
 
-func (s *Session) newEmitter(t *turn, snap turnSnapshot) *turnEmitter {
-	ctx := t.ctx
-	s.mu.Lock()
-	emotions := s.emotions
-	s.mu.Unlock()
+func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
 	cfg := s.deps.Config
 	return &turnEmitter{
-		s:   s,
-		ctx: ctx,
+		s:      s,
+		ctx:    t.ctx,
+		tokens: s.koeEvents,
 		splitter: sentence.New(sentence.Options{
 			FasterFirstResponse: cfg.FasterFirstResponse,
 			FirstPieceMaxWords:  cfg.FirstPieceMaxWords,
-			Emotions:            emotions,
+			Emotions:            c.emotions,
 		}),
-		speaker: newSpeaker(s, t, snap.tts, snap.char, cfg.SpeechConcurrency),
+		speaker: newSpeaker(s, t, c, cfg.SpeechConcurrency),
 	}
 }
 
 func (e *turnEmitter) Token(delta string) {
 	e.reply.WriteString(delta)
-	e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: delta})
+	if e.tokens {
+		e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: delta})
+	}
 	e.pieces = e.splitter.Push(e.pieces[:0], delta)
 	for _, p := range e.pieces {
 		e.speaker.add(p)

@@ -62,6 +62,7 @@ type Record struct {
 	// Images the user attached to this message, kept so the history shows
 	// them and the memory knows they were there.
 	Images []Image `json:"images,omitempty"`
+	Seq    uint64  `json:"-"`
 }
 
 // Image is a picture attached to a message.
@@ -69,6 +70,7 @@ type Image struct {
 	Source   string `json:"source"`
 	MimeType string `json:"mime_type"`
 	Data     string `json:"data"` // base64
+	Ref      string `json:"-"`
 }
 
 // Summary is one entry of a history listing.

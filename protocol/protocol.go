@@ -3,14 +3,13 @@
 // OLV web client expects them, plus koe's own additions.
 //
 // It is a package of its own because the server, the conversation layer, the
-// tests and the load tool all speak it; it depends on nothing but history's
-// record shape, which is part of the wire format.
+// tests and the load tool all speak it. It owns the wire shape of every
+// message and imports nothing of koe: the domain types (history records,
+// memory state, context reports) carry no JSON tags of the wire, and the
+// conversation layer converts them.
 package protocol
 
-import (
-	"koe/agent"
-	"koe/history"
-)
+import "time"
 
 // Client → server message types.
 const (
@@ -66,7 +65,13 @@ const (
 	TypeSystemPrompt = "system-prompt"
 	TypeReminder     = "reminder"
 	TypeContext      = "context"
+	TypeHistoryPage  = "history-page"
 )
+
+// Subprotocol is what koe's own clients offer when they open /client-ws to
+// receive koe's events (token, memory-state) besides the OLV set. Stock OLV
+// clients do not offer it and get only the messages they know.
+const Subprotocol = "koe.v1"
 
 // koe's own client → server messages.
 const (
@@ -77,6 +82,9 @@ const (
 	TypeFetchReminder      = "fetch-reminder"
 	TypeSetReminder        = "set-reminder"
 	TypeFetchContext       = "fetch-context"
+	// TypeFetchHistoryPage asks for older messages of a history than
+	// history-data carried (see HistoryPage).
+	TypeFetchHistoryPage = "fetch-history-page"
 	// TypeRawAudioConfig declares the sample rate of the binary PCM frames
 	// (and of raw-audio-data) that follow; 16000 until then.
 	TypeRawAudioConfig = "raw-audio-config"
@@ -115,10 +123,14 @@ type Inbound struct {
 	Audio    []float64 `json:"audio"`
 	IdleTime float64   `json:"idle_time"`
 	// koe's own fields.
-	SampleRate int      `json:"sample_rate"` // raw-audio-data, raw-audio-config
+	SampleRate int      `json:"sample_rate"` // raw-audio-config
 	Rate       *float64 `json:"rate"`
 	Prompt     *string  `json:"prompt"`
 	Reminder   *string  `json:"reminder"`
+	// Before and Limit page through a history (fetch-history-page): the
+	// messages older than the message with id Before (0 = the newest).
+	Before uint64 `json:"before"`
+	Limit  int    `json:"limit"`
 }
 
 // Simple is a message that carries nothing but its type.
@@ -193,16 +205,56 @@ type GroupOperationResult struct {
 	Message string `json:"message"`
 }
 
-// HistoryList answers fetch-history-list.
-type HistoryList struct {
-	Type      string            `json:"type"`
-	Histories []history.Summary `json:"histories"`
+// HistoryRecord is one message of a history, in the OLV record format plus
+// koe's fields: ID orders and pages messages, and images are references to
+// fetch over HTTP, never inline bytes.
+type HistoryRecord struct {
+	ID          uint64         `json:"id,omitempty"`
+	Role        string         `json:"role"`
+	Timestamp   string         `json:"timestamp"`
+	Content     string         `json:"content"`
+	Name        string         `json:"name,omitempty"`
+	Avatar      string         `json:"avatar,omitempty"`
+	Interrupted bool           `json:"interrupted,omitempty"`
+	Images      []HistoryImage `json:"images,omitempty"`
 }
 
-// HistoryData answers fetch-and-set-history.
+// HistoryImage is an image attached to a history message: URL serves its
+// bytes (with the same authentication as the rest of koe).
+type HistoryImage struct {
+	Source   string `json:"source"`
+	MimeType string `json:"mime_type"`
+	URL      string `json:"url"`
+}
+
+// HistoryEntry is one history of a listing.
+type HistoryEntry struct {
+	UID           string        `json:"uid"`
+	LatestMessage HistoryRecord `json:"latest_message"`
+	Timestamp     string        `json:"timestamp"`
+}
+
+// HistoryList answers fetch-history-list.
+type HistoryList struct {
+	Type      string         `json:"type"`
+	Histories []HistoryEntry `json:"histories"`
+}
+
+// HistoryData answers fetch-and-set-history: the newest messages of the
+// history (conversation.history_messages of them); More says that older
+// ones exist (fetch them with fetch-history-page).
 type HistoryData struct {
-	Type     string           `json:"type"`
-	Messages []history.Record `json:"messages"`
+	Type     string          `json:"type"`
+	Messages []HistoryRecord `json:"messages"`
+	More     bool            `json:"more"`
+}
+
+// HistoryPage answers fetch-history-page: messages oldest first.
+type HistoryPage struct {
+	Type       string          `json:"type"`
+	HistoryUID string          `json:"history_uid"`
+	Messages   []HistoryRecord `json:"messages"`
+	More       bool            `json:"more"`
 }
 
 // NewHistoryCreated answers create-new-history.
@@ -250,8 +302,35 @@ type Error struct {
 
 // MemoryState shows the memory: its summaries, totals and settings.
 type MemoryState struct {
-	Type string `json:"type"`
-	agent.MemoryState
+	Type            string          `json:"type"`
+	HistoryUID      string          `json:"history_uid"`
+	Policy          string          `json:"policy"`
+	CompressionRate float64         `json:"compression_rate"`
+	Turns           int             `json:"turns"`
+	Summaries       []SummaryRecord `json:"summaries"`
+	Pending         int             `json:"pending"`
+	Totals          MemoryTotals    `json:"totals"`
+}
+
+// SummaryRecord is one summary of consecutive turns.
+type SummaryRecord struct {
+	ThreadID        string  `json:"thread_id"`
+	Turns           []int   `json:"turns"`
+	TurnLength      int     `json:"turn_length"`
+	OriginalChars   int     `json:"original_chars"`
+	SummaryChars    int     `json:"summary_chars"`
+	CompressionRate float64 `json:"compression_rate"`
+	Summary         string  `json:"summary"`
+	CreatedAt       string  `json:"created_at"`
+}
+
+// MemoryTotals add up the summaries.
+type MemoryTotals struct {
+	Summaries     int     `json:"summaries"`
+	TurnsCovered  int     `json:"turns_covered"`
+	OriginalChars int     `json:"original_chars"`
+	SummaryChars  int     `json:"summary_chars"`
+	Saving        float64 `json:"saving"` // 1 - summary/original
 }
 
 // Prompt carries a character's editable prompt (system-prompt, reminder).
@@ -263,8 +342,42 @@ type Prompt struct {
 
 // Context is the exact context of the latest LLM call, for debugging.
 type Context struct {
-	Type string `json:"type"`
-	*agent.ContextReport
+	Type             string           `json:"type"`
+	Time             time.Time        `json:"time"`
+	Model            string           `json:"model"`
+	Messages         []ContextMessage `json:"messages"`
+	ToolTokens       int              `json:"tool_tokens"`
+	EstimatedTokens  int              `json:"estimated_tokens"`
+	Budget           int              `json:"budget"`
+	ContextWindow    int              `json:"context_window"`
+	Calibration      float64          `json:"calibration"`
+	Summaries        int              `json:"summaries"`
+	RawTurns         int              `json:"raw_turns"`
+	DroppedTurns     int              `json:"dropped_turns"`
+	DroppedSummaries int              `json:"dropped_summaries"`
+	Usage            *Usage           `json:"usage,omitempty"`
+}
+
+// ContextMessage is one message of a Context, with its token count.
+type ContextMessage struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Tokens     int        `json:"tokens"`
+}
+
+// ToolCall is a function call an assistant message asked for.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Usage is what the LLM server reported for a request.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
 }
 
 // NewError builds an error frame.

@@ -2,42 +2,37 @@ package server
 
 import (
 	"errors"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
-	"koe/history"
-	"koe/protocol"
+	"koe/conversation"
+	"koe/internal/quote"
 )
 
-// The REST API mirrors koe's memory messages for tools and scripts:
+// The REST API mirrors koe's memory and history messages for tools and
+// scripts:
 //
-//	GET  /api/sessions                          open sessions
-//	GET  /api/sessions/:client_uid/memory       memory-state
-//	PUT  /api/sessions/:client_uid/compression-rate  {"rate": 0.2}
-//	GET  /api/sessions/:client_uid/context      the exact context of the latest LLM call
-//	GET  /api/characters/:conf_uid/prompts/:name     name = system | reminder
-//	PUT  /api/characters/:conf_uid/prompts/:name     {"text": "..."} ("" = default)
-//
-// Writes need a JSON body, which browsers never send cross-origin without
-// a CORS preflight that koe does not answer, so other web pages cannot
-// change a user's prompts.
+//	GET  /api/sessions                                   open sessions
+//	GET  /api/sessions/:client_uid/memory                memory-state
+//	PUT  /api/sessions/:client_uid/compression-rate      {"rate": 0.2}
+//	GET  /api/sessions/:client_uid/context               the latest LLM call's exact context
+//	GET  /api/characters/:conf_uid/prompts/:name         name = system | reminder
+//	PUT  /api/characters/:conf_uid/prompts/:name         {"text": "..."} ("" = default)
+//	GET  /api/histories/:conf_uid/:history_uid/messages  ?before=ID&limit=N
+//	GET  /api/histories/:conf_uid/:history_uid/images/:ref
 func (s *Server) apiRoutes() {
+	hub := s.opts.Hub
 	api := s.app.Group("/api")
 	api.Get("/sessions", func(c *fiber.Ctx) error {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		out := []fiber.Map{}
-		for uid, ss := range s.live {
-			ch := ss.conv.Character()
-			out = append(out, fiber.Map{"client_uid": uid, "conf_uid": ch.ConfUID, "conf_name": ch.ConfName, "history_uid": ss.conv.HistoryUID()})
-		}
-		return c.JSON(out)
+		return c.JSON(hub.Sessions())
 	})
-	api.Get("/sessions/:client_uid/memory", s.withSession(func(c *fiber.Ctx, ss *session) error {
-		return c.JSON(ss.conv.MemoryState())
+	api.Get("/sessions/:client_uid/memory", s.withSession(func(c *fiber.Ctx, sess *conversation.Session) error {
+		return c.JSON(sess.MemoryState())
 	}))
-	api.Put("/sessions/:client_uid/compression-rate", s.withSession(func(c *fiber.Ctx, ss *session) error {
+	api.Put("/sessions/:client_uid/compression-rate", s.withSession(func(c *fiber.Ctx, sess *conversation.Session) error {
 		var body struct {
 			Rate *float64 `json:"rate"`
 		}
@@ -47,44 +42,28 @@ func (s *Server) apiRoutes() {
 		if body.Rate == nil {
 			return fiber.NewError(fiber.StatusBadRequest, `"rate" is missing`)
 		}
-		if err := ss.conv.SetCompressionRate(*body.Rate); err != nil {
-			return fiber.NewError(fiber.StatusBadRequest, err.Error())
-		}
-		state := ss.conv.MemoryState()
-		ss.send(state)
-		return c.JSON(state)
-	}))
-	api.Get("/sessions/:client_uid/context", s.withSession(func(c *fiber.Ctx, ss *session) error {
-		rep, err := ss.conv.LastContext()
+		st, err := sess.SetCompressionRate(*body.Rate)
 		if err != nil {
-			return fiber.NewError(fiber.StatusNotFound, err.Error())
+			return err
 		}
-		return c.JSON(protocol.Context{Type: protocol.TypeContext, ContextReport: rep})
+		sess.Notify(st)
+		return c.JSON(st)
 	}))
-	api.Get("/characters/:conf_uid/prompts/:name", s.prompt)
-	api.Put("/characters/:conf_uid/prompts/:name", s.prompt)
-}
-
-func (s *Server) withSession(h func(*fiber.Ctx, *session) error) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		s.mu.Lock()
-		ss := s.live[c.Params("client_uid")]
-		s.mu.Unlock()
-		if ss == nil {
-			return fiber.NewError(fiber.StatusNotFound, "no open session with that client_uid (GET /api/sessions lists them)")
+	api.Get("/sessions/:client_uid/context", s.withSession(func(c *fiber.Ctx, sess *conversation.Session) error {
+		rep, err := sess.LastContext()
+		if err != nil {
+			return err
 		}
-		return h(c, ss)
-	}
-}
-
-// prompt reads or writes a character's saved prompt.
-func (s *Server) prompt(c *fiber.Ctx) error {
-	conf, name := c.Params("conf_uid"), c.Params("name")
-	if name != history.PromptSystem && name != history.PromptReminder {
-		return fiber.NewError(fiber.StatusNotFound, "prompts are named system or reminder")
-	}
-	store := s.opts.Store
-	if c.Method() == fiber.MethodPut {
+		return c.JSON(rep)
+	}))
+	api.Get("/characters/:conf_uid/prompts/:name", func(c *fiber.Ctx) error {
+		p, err := hub.Prompt(c.Params("conf_uid"), c.Params("name"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(promptBody(c, p.Text, p.Default))
+	})
+	api.Put("/characters/:conf_uid/prompts/:name", func(c *fiber.Ctx) error {
 		var body struct {
 			Text *string `json:"text"`
 		}
@@ -94,16 +73,50 @@ func (s *Server) prompt(c *fiber.Ctx) error {
 		if body.Text == nil {
 			return fiber.NewError(fiber.StatusBadRequest, `"text" is missing ("" restores the default)`)
 		}
-		if err := store.SetPrompt(conf, name, *body.Text); err != nil {
-			return storeError(err)
+		p, err := hub.SetPrompt(c.Params("conf_uid"), c.Params("name"), *body.Text)
+		if err != nil {
+			return err
 		}
-		s.applyPrompts(conf)
+		return c.JSON(promptBody(c, p.Text, p.Default))
+	})
+	api.Get("/histories/:conf_uid/:history_uid/messages", func(c *fiber.Ctx) error {
+		before, err := strconv.ParseUint(c.Query("before", "0"), 10, 64)
+		if err != nil {
+			return fiber.NewError(fiber.StatusBadRequest, "before must be a message id (a whole number)")
+		}
+		limit, err := strconv.Atoi(c.Query("limit", "0"))
+		if err != nil {
+			return fiber.NewError(fiber.StatusBadRequest, "limit must be a whole number")
+		}
+		page, err := hub.HistoryPage(c.Params("conf_uid"), c.Params("history_uid"), before, limit)
+		if err != nil {
+			return err
+		}
+		return c.JSON(page)
+	})
+	api.Get("/histories/:conf_uid/:history_uid/images/:ref", func(c *fiber.Ctx) error {
+		mime, data, err := hub.Image(c.Params("conf_uid"), c.Params("history_uid"), c.Params("ref"))
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderContentType, mime)
+		c.Set(fiber.HeaderCacheControl, "private, max-age=86400, immutable")
+		return c.Send(data)
+	})
+}
+
+func promptBody(c *fiber.Ctx, text string, isDefault bool) fiber.Map {
+	return fiber.Map{"conf_uid": c.Params("conf_uid"), "name": c.Params("name"), "text": text, "default": isDefault}
+}
+
+func (s *Server) withSession(h func(*fiber.Ctx, *conversation.Session) error) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		sess := s.opts.Hub.Session(c.Params("client_uid"))
+		if sess == nil {
+			return fiber.NewError(fiber.StatusNotFound, "no open session with that client_uid (GET /api/sessions lists them)")
+		}
+		return h(c, sess)
 	}
-	text, ok, err := store.Prompt(conf, name)
-	if err != nil {
-		return storeError(err)
-	}
-	return c.JSON(fiber.Map{"conf_uid": conf, "name": name, "text": text, "default": !ok})
 }
 
 func decodeJSON(c *fiber.Ctx, v any) error {
@@ -111,45 +124,30 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 		return fiber.NewError(fiber.StatusUnsupportedMediaType, "send a JSON body (Content-Type: application/json)")
 	}
 	if err := c.BodyParser(v); err != nil {
-		return fiber.NewError(fiber.StatusBadRequest, "invalid JSON: "+err.Error())
+		return fiber.NewError(fiber.StatusBadRequest, "invalid JSON body")
 	}
 	return nil
 }
 
-func storeError(err error) error {
-	switch {
-	case errors.Is(err, history.ErrInvalidID), errors.Is(err, history.ErrInvalidRecord):
-		return fiber.NewError(fiber.StatusBadRequest, err.Error())
-	case errors.Is(err, history.ErrNotFound):
-		return fiber.NewError(fiber.StatusNotFound, err.Error())
-	}
-	return err
+// problemStatus is the HTTP status of each kind of failure.
+var problemStatus = map[conversation.Kind]int{
+	conversation.KindInternal:    http.StatusInternalServerError,
+	conversation.KindInvalid:     http.StatusBadRequest,
+	conversation.KindNotFound:    http.StatusNotFound,
+	conversation.KindUnavailable: http.StatusBadGateway,
 }
 
-func (s *Server) register(ss *session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.live[ss.clientUID] = ss
-}
-
-func (s *Server) unregister(ss *session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.live, ss.clientUID)
-}
-
-// applyPrompts makes every open session of a character use its saved
-// prompts from their next LLM call on.
-func (s *Server) applyPrompts(confUID string) {
-	s.mu.Lock()
-	var sessions []*session
-	for _, ss := range s.live {
-		sessions = append(sessions, ss)
+// httpError answers every failed request: fiber's own errors (routing,
+// body checks) as they are, everything else through the one mapping the
+// WebSocket side uses too, with internal details logged, not sent.
+func (s *Server) httpError(c *fiber.Ctx, err error) error {
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return c.Status(fe.Code).JSON(fiber.Map{"error": fe.Message})
 	}
-	s.mu.Unlock()
-	for _, ss := range sessions {
-		if ss.conv.Character().ConfUID == confUID {
-			ss.conv.ApplyPrompts()
-		}
+	p := conversation.Explain(err)
+	if p.Kind == conversation.KindInternal {
+		s.log.Error("http request failed", "method", c.Method(), "path", quote.Shorten(c.Path(), 200), "err", err)
 	}
+	return c.Status(problemStatus[p.Kind]).JSON(fiber.Map{"error": p.Message})
 }

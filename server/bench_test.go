@@ -55,15 +55,16 @@ func startBenchServer(b *testing.B, llmURL string, engine conversation.Synthesiz
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := server.New(server.Options{
-		Config:       cfg.Server,
-		Conversation: cfg.Conversation,
-		Store:        store,
-		Characters:   config.NewCharacters(cfg, nil),
-		NewLLM:       func(c agent.Config) agent.LLM { return agent.NewClient(c, nil) },
-		NewTTS:       func(tts.Config) (conversation.Synthesizer, error) { return engine, nil },
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hub := conversation.NewHub(conversation.Deps{
+		Config:     cfg.Conversation,
+		Store:      store,
+		Characters: config.NewCharacters(cfg, nil),
+		NewLLM:     func(c agent.Config) agent.LLM { return agent.NewClient(c, nil) },
+		NewTTS:     func(tts.Config) (conversation.Synthesizer, error) { return engine, nil },
+		Logger:     logger,
 	})
+	srv := server.New(server.Options{Config: cfg.Server, Hub: hub, Logger: logger})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -73,6 +74,7 @@ func startBenchServer(b *testing.B, llmURL string, engine conversation.Synthesiz
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
+		hub.Close()
 		_ = store.Close()
 	})
 	return ln.Addr().String()

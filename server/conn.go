@@ -13,6 +13,16 @@ import (
 	fws "github.com/fasthttp/websocket"
 )
 
+// Close codes koe sends (RFC 6455 section 7.4.1). The WebSocket library
+// itself sends 1009 for a message over the hard read limit (four times
+// server.max_message_bytes).
+const (
+	closeNormal     = fws.CloseNormalClosure   // 1000: the client left, or koe ended the session
+	closeGoingAway  = fws.CloseGoingAway       // 1001: koe is shutting down
+	closePolicy     = fws.ClosePolicyViolation // 1008: the client stopped reading its messages
+	closeBrokenConn = fws.CloseAbnormalClosure // 1006, never sent: the socket broke
+)
+
 var (
 	errConnClosed = errors.New("connection closed")
 	errSlowClient = errors.New("client is not reading fast enough; send queue full")
@@ -113,7 +123,7 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error) error {
 		return errConnClosed
 	case <-t.C:
 		c.log.Warn("disconnecting a client that stopped reading", "queued", len(c.queue), "waited", c.cfg.WriteTimeout)
-		c.close(fws.ClosePolicyViolation, "send queue full")
+		c.close(closePolicy, "send queue full")
 		// The writer is most likely blocked on the client's full socket:
 		// fail that write now rather than after another write timeout.
 		// (net.Conn deadlines are safe to set from any goroutine.)
@@ -132,8 +142,9 @@ func (c *conn) close(code int, text string) {
 }
 
 // writePump is the only goroutine that writes to the socket. It returns
-// after close (or a write error) and then ends the read loop too.
-func (c *conn) writePump(ctx context.Context) {
+// after close (or a write error) and then ends the read loop too. shutdown
+// closes when the whole server stops: the client is told "going away".
+func (c *conn) writePump(shutdown <-chan struct{}) {
 	ping := time.NewTicker(c.cfg.PingInterval)
 	defer ping.Stop()
 	defer c.endReads()
@@ -149,16 +160,16 @@ func (c *conn) writePump(ctx context.Context) {
 			f.finish(err)
 			if err != nil {
 				c.log.Debug("write failed", "err", err)
-				c.close(fws.CloseAbnormalClosure, "")
+				c.close(closeBrokenConn, "")
 				return
 			}
 		case <-ping.C:
 			if err := c.ws.WriteControl(fws.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
-				c.close(fws.CloseAbnormalClosure, "")
+				c.close(closeBrokenConn, "")
 				return
 			}
-		case <-ctx.Done():
-			c.close(fws.CloseGoingAway, "server shutting down")
+		case <-shutdown:
+			c.close(closeGoingAway, "server shutting down")
 			c.goodbye()
 			return
 		case <-c.closed:
@@ -169,7 +180,7 @@ func (c *conn) writePump(ctx context.Context) {
 }
 
 func (c *conn) goodbye() {
-	if c.closeCode == fws.CloseAbnormalClosure {
+	if c.closeCode == closeBrokenConn {
 		return // the socket is broken; there is nobody to tell
 	}
 	msg := fws.FormatCloseMessage(c.closeCode, c.closeText)

@@ -48,9 +48,33 @@ type frameOrErr struct {
 	err  error
 }
 
+// dial connects as a stock OLV client does: no subprotocol, so koe sends
+// only the OLV message set.
 func dial(t *testing.T, addr string, header http.Header) *client {
 	t.Helper()
-	ws, resp, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws", header)
+	return dialWith(t, websocket.DefaultDialer, addr, header)
+}
+
+// dialKoe connects as koe's own clients do, asking for koe's events
+// (token, memory-state) with the koe.v1 subprotocol, and consumes the
+// connect sequence.
+func dialKoe(t *testing.T, addr string) *client {
+	t.Helper()
+	d := *websocket.DefaultDialer
+	d.Subprotocols = []string{"koe.v1"}
+	c := dialWith(t, &d, addr, nil)
+	if got := c.ws.Subprotocol(); got != "koe.v1" {
+		t.Fatalf("subprotocol = %q, want koe.v1", got)
+	}
+	for i := 0; i < 5; i++ {
+		c.next()
+	}
+	return c
+}
+
+func dialWith(t *testing.T, d *websocket.Dialer, addr string, header http.Header) *client {
+	t.Helper()
+	ws, resp, err := d.Dial("ws://"+addr+"/client-ws", header)
 	if err != nil {
 		status := 0
 		if resp != nil {

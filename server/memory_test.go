@@ -52,7 +52,7 @@ func TestMemoryStateAndSummariesOverWebSocket(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), llm.URL())
 	cfg.Character.TTS.Engine = "none"
 	m := startKoe(t, cfg)
-	c := dialGreeted(t, m.Addr())
+	c := dialKoe(t, m.Addr())
 
 	for i, text := range []string{"my cat is called Miso", "I live in Lisbon", "I like jazz"} {
 		states := memoryStates(c.turn(text))
@@ -101,7 +101,7 @@ func TestSummariesSurviveRestart(t *testing.T) {
 	cfg := testConfig(t, dir, llm.URL())
 	cfg.Character.TTS.Engine = "none"
 	first := startKoe(t, cfg)
-	c := dialGreeted(t, first.Addr())
+	c := dialKoe(t, first.Addr())
 	for _, text := range []string{"one", "two", "three"} {
 		c.turn(text)
 	}
@@ -113,7 +113,7 @@ func TestSummariesSurviveRestart(t *testing.T) {
 	summaryCalls := len(llm.Requests()) - len(chatRequests(llm))
 
 	second := startKoe(t, cfg)
-	c = dialGreeted(t, second.Addr())
+	c = dialKoe(t, second.Addr())
 	c.send(msg{"type": "fetch-and-set-history", "history_uid": uid})
 	if got := c.next(); got.typ() != "history-data" {
 		t.Fatalf("got %v", got)
@@ -137,8 +137,8 @@ func TestPromptsOverWebSocketAndREST(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), llm.URL())
 	cfg.Character.TTS.Engine = "none"
 	m := startKoe(t, cfg)
-	c := dialGreeted(t, m.Addr())
-	other := dialGreeted(t, m.Addr())
+	c := dialKoe(t, m.Addr())
+	other := dialKoe(t, m.Addr())
 
 	got := c.request(msg{"type": "fetch-system-prompt"}, "system-prompt")
 	if got["default"] != true || !strings.Contains(got["text"].(string), "voice conversation") {
@@ -182,8 +182,15 @@ func TestPromptsOverWebSocketAndREST(t *testing.T) {
 	if status, _ := httpDo(t, "GET", base+"secret", "", ""); status != http.StatusNotFound {
 		t.Fatalf("unknown prompt = %d", status)
 	}
-	if status, _ := httpDo(t, "GET", "http://"+m.Addr()+"/api/characters/..%2Fx/prompts/system", "", ""); status != http.StatusBadRequest {
-		t.Fatalf("bad conf uid = %d", status)
+	// Unknown characters are 404, for reading and writing: nothing is
+	// saved under a conf_uid no character has.
+	for _, conf := range []string{"..%2Fx", "nobody"} {
+		if status, _ := httpDo(t, "GET", "http://"+m.Addr()+"/api/characters/"+conf+"/prompts/system", "", ""); status != http.StatusNotFound {
+			t.Fatalf("GET unknown conf uid %q = %d", conf, status)
+		}
+		if status, _ := httpDo(t, "PUT", "http://"+m.Addr()+"/api/characters/"+conf+"/prompts/system", "application/json", `{"text":"x"}`); status != http.StatusNotFound {
+			t.Fatalf("PUT unknown conf uid %q = %d", conf, status)
+		}
 	}
 }
 
@@ -192,13 +199,8 @@ func TestSessionsREST(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), llm.URL())
 	cfg.Character.TTS.Engine = "none"
 	m := startKoe(t, cfg)
-	c := dial(t, m.Addr(), nil)
-	var uid string
-	for i := 0; i < 5; i++ {
-		if f := c.next(); f.typ() == "set-model-and-conf" {
-			uid = f.str("client_uid")
-		}
-	}
+	c := dialKoe(t, m.Addr())
+	uid := c.request(msg{"type": "request-init-config"}, "set-model-and-conf").str("client_uid")
 	base := "http://" + m.Addr() + "/api/sessions"
 	if status, _ := httpDo(t, "GET", base+"/"+uid+"/context", "", ""); status != http.StatusNotFound {
 		t.Fatalf("context before any call = %d", status)

@@ -5,7 +5,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,31 +22,16 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/cors"
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
 
-	"koe/agent"
 	"koe/conversation"
 	"koe/protocol"
-	"koe/tts"
 )
-
-// CharacterSource lists and loads the selectable characters.
-type CharacterSource interface {
-	Default() conversation.Character
-	List() ([]protocol.ConfigFile, error)
-	Load(file string) (conversation.Character, error)
-}
 
 // Options are everything a Server is built from.
 type Options struct {
-	Config       Config
-	Conversation conversation.Config
-	Store        conversation.HistoryStore
-	Characters   CharacterSource
-	NewLLM       func(agent.Config) agent.LLM
-	NewTTS       func(tts.Config) (conversation.Synthesizer, error)
-	// ASR transcribes recordings; nil turns speech input off (ASRErr
-	// says why, for the client).
-	ASR    conversation.Transcriber
-	ASRErr error
+	Config Config
+	// Hub opens a conversation for every WebSocket client and serves the
+	// REST API; app builds it with everything conversations need.
+	Hub *conversation.Hub
 	// Pages are koe's own embedded web pages, served at / unless
 	// Config.WebClientDir is set.
 	Pages  fs.FS
@@ -62,16 +45,13 @@ type Server struct {
 	log  *slog.Logger
 	app  *fiber.App
 
-	slots    *conversation.SpeechSlots
-	asrSlots chan struct{} // transcriptions at once: CPU-bound like local speech
-	base     context.Context
+	base     context.Context // ends at shutdown: every writer says goodbye
 	stop     context.CancelFunc
 	conns    sync.WaitGroup
 	sessions atomic.Int64
 
 	mu      sync.Mutex
-	live    map[string]*session // by client_uid, for the REST API
-	closing bool                // Shutdown has begun: no new sessions
+	closing bool // Shutdown has begun: no new sessions
 }
 
 // New builds the server and its routes.
@@ -80,7 +60,7 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	base, stop := context.WithCancel(context.Background())
-	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop, slots: opts.Conversation.Slots(), asrSlots: make(chan struct{}, runtime.NumCPU()), live: map[string]*session{}}
+	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		AppName:               "koe",
@@ -99,6 +79,7 @@ func (s *Server) routes() {
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize:  8 << 10,
 		WriteBufferSize: 16 << 10,
+		Subprotocols:    []string{protocol.Subprotocol},
 	}))
 
 	open := cors.New()
@@ -140,17 +121,6 @@ func imagesOnly(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	}
 	return c.Next()
-}
-
-func (s *Server) httpError(c *fiber.Ctx, err error) error {
-	code, msg := fiber.StatusInternalServerError, http.StatusText(fiber.StatusInternalServerError)
-	var fe *fiber.Error
-	if errors.As(err, &fe) {
-		code, msg = fe.Code, fe.Message
-	} else {
-		s.log.Error("http handler failed", "path", c.Path(), "err", err)
-	}
-	return c.Status(code).JSON(fiber.Map{"error": msg})
 }
 
 // checkUpgrade accepts only WebSocket upgrades from allowed origins, so a

@@ -413,7 +413,9 @@
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
-    ws = new WebSocket(proto + location.host + "/client-ws");
+    // koe.v1 asks for koe's own events (token deltas, memory-state) on
+    // top of the Open-LLM-VTuber message set.
+    ws = new WebSocket(proto + location.host + "/client-ws", ["koe.v1"]);
     ws.onopen = () => {
       retry = 500; setStatus("connected", "ok");
       ["fetch-configs", "fetch-history-list", "create-new-history"].forEach((type) => send({ type }));

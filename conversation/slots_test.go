@@ -9,7 +9,7 @@ import (
 )
 
 // waitQueued waits until n waiters are queued.
-func waitQueued(t *testing.T, l *SpeechSlots, n int) {
+func waitQueued(t *testing.T, l *Slots, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -26,8 +26,8 @@ func waitQueued(t *testing.T, l *SpeechSlots, n int) {
 	}
 }
 
-func TestSpeechSlotsServeFirstPiecesFirst(t *testing.T) {
-	l := NewSpeechSlots(1)
+func TestSlotsServeFirstPiecesFirst(t *testing.T) {
+	l := NewSlots(1)
 	ctx := context.Background()
 	if err := l.acquire(ctx, false); err != nil {
 		t.Fatal(err)
@@ -71,8 +71,8 @@ func TestSpeechSlotsServeFirstPiecesFirst(t *testing.T) {
 	}
 }
 
-func TestSpeechSlotsCancelledWaiterLeavesNoTrace(t *testing.T) {
-	l := NewSpeechSlots(1)
+func TestSlotsCancelledWaiterLeavesNoTrace(t *testing.T) {
+	l := NewSlots(1)
 	if err := l.acquire(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +93,8 @@ func TestSpeechSlotsCancelledWaiterLeavesNoTrace(t *testing.T) {
 
 // A newcomer never overtakes a queued first piece, even with a slot free
 // for a moment between a release and the waiter's wake-up.
-func TestSpeechSlotsNoOvertaking(t *testing.T) {
-	l := NewSpeechSlots(1)
+func TestSlotsNoOvertaking(t *testing.T) {
+	l := NewSlots(1)
 	ctx := context.Background()
 	_ = l.acquire(ctx, false)
 	got := make(chan struct{})

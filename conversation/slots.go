@@ -5,25 +5,26 @@ import (
 	"sync"
 )
 
-// SpeechSlots bounds the syntheses running at once across all sessions.
-// Local engines are CPU-bound: hundreds of espeak-ng processes sharing two
+// Slots bounds CPU-heavy work running at once across all sessions: speech
+// synthesis and speech recognition each have their own. Local engines are
+// CPU-bound: hundreds of espeak-ng or pocketsphinx processes sharing two
 // cores all finish late, while the same work queued finishes early on
-// average. Waiters are served first-piece-first, then in arrival order,
-// because a turn's first piece decides when its user hears anything.
-type SpeechSlots struct {
+// average. Waiters marked urgent (a turn's first piece: it decides when its
+// user hears anything) are served first, then everyone in arrival order.
+type Slots struct {
 	mu    sync.Mutex
 	free  int
-	first []chan struct{} // waiting first pieces, oldest first
-	later []chan struct{} // waiting other pieces, oldest first
+	first []chan struct{} // urgent waiters, oldest first
+	later []chan struct{} // other waiters, oldest first
 }
 
-// NewSpeechSlots allows n syntheses at once (at least one).
-func NewSpeechSlots(n int) *SpeechSlots {
-	return &SpeechSlots{free: max(n, 1)}
+// NewSlots allows n holders at once (at least one).
+func NewSlots(n int) *Slots {
+	return &Slots{free: max(n, 1)}
 }
 
-// acquire waits for a slot; first marks a turn's first piece.
-func (l *SpeechSlots) acquire(ctx context.Context, first bool) error {
+// acquire waits for a slot; first marks an urgent waiter.
+func (l *Slots) acquire(ctx context.Context, first bool) error {
 	l.mu.Lock()
 	if l.free > 0 && len(l.first) == 0 && (first || len(l.later) == 0) {
 		l.free--
@@ -54,13 +55,13 @@ func (l *SpeechSlots) acquire(ctx context.Context, first bool) error {
 }
 
 // release returns a slot, handing it to the next waiter if any.
-func (l *SpeechSlots) release() {
+func (l *Slots) release() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.releaseLocked()
 }
 
-func (l *SpeechSlots) releaseLocked() {
+func (l *Slots) releaseLocked() {
 	for _, q := range []*[]chan struct{}{&l.first, &l.later} {
 		if len(*q) > 0 {
 			ch := (*q)[0]
@@ -73,7 +74,7 @@ func (l *SpeechSlots) releaseLocked() {
 }
 
 // remove drops a waiter that gave up; false means it was already granted.
-func (l *SpeechSlots) remove(ch chan struct{}) bool {
+func (l *Slots) remove(ch chan struct{}) bool {
 	for _, q := range []*[]chan struct{}{&l.first, &l.later} {
 		for i, c := range *q {
 			if c == ch {

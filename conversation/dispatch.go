@@ -1,0 +1,141 @@
+package conversation
+
+import (
+	"fmt"
+
+	"koe/history"
+	"koe/internal/quote"
+	"koe/protocol"
+)
+
+// Dispatch handles one client message; the connection's read loop calls
+// it. It returns quickly: turns run in their own goroutine, and stopping
+// one waits only for it to wind down. A returned error is for the client
+// (see Explain); answers go out through the session's Sender.
+func (s *Session) Dispatch(in protocol.Inbound) error {
+	switch in.Type {
+	case protocol.TypeTextInput:
+		return s.StartText(in.Text, in.Images)
+	case protocol.TypeInterruptSignal:
+		s.Interrupt(in.Text)
+	case protocol.TypeFrontendPlaybackComplete:
+		s.PlaybackComplete()
+	case protocol.TypeHeartbeat:
+		s.reply(protocol.Simple{Type: protocol.TypeHeartbeatAck})
+	case protocol.TypeFetchHistoryList:
+		list, err := s.HistoryList()
+		if err != nil {
+			return err
+		}
+		s.reply(list)
+	case protocol.TypeFetchAndSetHistory:
+		data, err := s.SetHistory(in.HistoryUID)
+		if err != nil {
+			return err
+		}
+		s.reply(data)
+		s.Notify(s.MemoryState())
+	case protocol.TypeFetchHistoryPage:
+		page, err := s.HistoryPage(in.HistoryUID, in.Before, in.Limit)
+		if err != nil {
+			return err
+		}
+		s.reply(page)
+	case protocol.TypeCreateNewHistory:
+		uid, err := s.NewHistory()
+		if err != nil {
+			return err
+		}
+		s.reply(protocol.NewHistoryCreated{Type: protocol.TypeNewHistoryCreated, HistoryUID: uid})
+	case protocol.TypeDeleteHistory:
+		ok, err := s.DeleteHistory(in.HistoryUID)
+		if err != nil {
+			return err
+		}
+		s.reply(protocol.HistoryDeleted{Type: protocol.TypeHistoryDeleted, Success: ok, HistoryUID: in.HistoryUID})
+	case protocol.TypeFetchConfigs:
+		list, err := s.deps.Characters.List()
+		if err != nil {
+			return fmt.Errorf("list characters: %w", err)
+		}
+		s.reply(protocol.ConfigFiles{Type: protocol.TypeConfigFiles, Configs: list})
+	case protocol.TypeSwitchConfig:
+		ch, err := s.SwitchCharacter(in.File)
+		if err != nil {
+			return err
+		}
+		s.reply(s.modelAndConf())
+		s.reply(protocol.ConfigSwitched{Type: protocol.TypeConfigSwitched, Message: "Switched to config: " + ch.ConfName})
+	case protocol.TypeFetchBackgrounds:
+		s.reply(protocol.BackgroundFiles{Type: protocol.TypeBackgroundFiles, Files: s.backgrounds()})
+	case protocol.TypeRequestInitConfig:
+		s.reply(s.modelAndConf())
+	case protocol.TypeRequestGroupInfo:
+		s.reply(protocol.GroupUpdate{Type: protocol.TypeGroupUpdate, Members: []string{}})
+	case protocol.TypeAddClientToGroup, protocol.TypeRemoveClientFromGroup:
+		s.reply(protocol.GroupOperationResult{Type: protocol.TypeGroupOperationResult, Message: "group chat is not supported by this koe server yet"})
+	case protocol.TypeFetchMemoryState:
+		s.reply(s.MemoryState())
+	case protocol.TypeSetCompressionRate:
+		if in.Rate == nil {
+			return invalid(`"rate" is missing`)
+		}
+		st, err := s.SetCompressionRate(*in.Rate)
+		if err != nil {
+			return err
+		}
+		s.reply(st)
+	case protocol.TypeFetchSystemPrompt, protocol.TypeFetchReminder:
+		p, err := s.hub.Prompt(s.Character().ConfUID, promptName(in.Type))
+		if err != nil {
+			return err
+		}
+		s.reply(p)
+	case protocol.TypeSetSystemPrompt, protocol.TypeSetReminder:
+		text := in.Prompt
+		if in.Type == protocol.TypeSetReminder {
+			text = in.Reminder
+		}
+		if text == nil {
+			return invalid(`the new text is missing ("prompt" or "reminder"; "" restores the default)`)
+		}
+		p, err := s.hub.SetPrompt(s.Character().ConfUID, promptName(in.Type), *text)
+		if err != nil {
+			return err
+		}
+		s.reply(p)
+	case protocol.TypeFetchContext:
+		ctx, err := s.LastContext()
+		if err != nil {
+			return err
+		}
+		s.reply(ctx)
+	case protocol.TypeMicAudioData:
+		return s.AppendMic(in.Audio)
+	case protocol.TypeMicAudioEnd:
+		return s.EndMic(in.Images)
+	case protocol.TypeRawAudioData:
+		if in.SampleRate != 0 && in.SampleRate != s.voice.rate {
+			return invalid("raw-audio-data says sample_rate %d but the stream is %d Hz: declare the rate with raw-audio-config", in.SampleRate, s.voice.rate)
+		}
+		return s.FeedRawFloats(in.Audio)
+	case protocol.TypeRawAudioConfig:
+		return s.ConfigureRaw(in.SampleRate)
+	case protocol.TypeAISpeakSignal:
+		return s.Speak(in.IdleTime, in.Images)
+	case protocol.TypeAudioPlayStart:
+		// Playback notices matter only in group chats.
+	default:
+		return invalid("unknown message type %q; koe ignored it", quote.Shorten(in.Type, 40))
+	}
+	return nil
+}
+
+// promptName maps koe's prompt messages to the stored prompt names.
+func promptName(typ string) string {
+	switch typ {
+	case protocol.TypeFetchReminder, protocol.TypeSetReminder:
+		return history.PromptReminder
+	}
+	return history.PromptSystem
+}

@@ -1,0 +1,150 @@
+package conversation
+
+import (
+	"errors"
+	"fmt"
+
+	"koe/agent"
+	"koe/history"
+	"koe/protocol"
+)
+
+// HistoryList lists the character's non-empty histories, newest first.
+func (s *Session) HistoryList() (protocol.HistoryList, error) {
+	conf := s.Character().ConfUID
+	list, err := s.deps.Store.List(conf)
+	if err != nil {
+		return protocol.HistoryList{}, fmt.Errorf("list histories: %w", err)
+	}
+	return historyListMessage(conf, list), nil
+}
+
+// SetHistory switches to history uid, rebuilds memory from it and returns
+// its newest messages. A bad or unknown id changes nothing.
+func (s *Session) SetHistory(uid string) (protocol.HistoryData, error) {
+	conf := s.Character().ConfUID
+	if _, err := s.deps.Store.Messages(conf, uid); err != nil {
+		return protocol.HistoryData{}, fmt.Errorf("load history: %w", err)
+	}
+	// Read again once the running turn has stopped: it may just have
+	// stored its reply in this very history.
+	s.turns.stop(errHistoryChanged)
+	records, err := s.deps.Store.Messages(conf, uid)
+	if err != nil {
+		return protocol.HistoryData{}, fmt.Errorf("load history: %w", err)
+	}
+	summaries, err := s.deps.Store.Summaries(conf, uid)
+	if err != nil {
+		s.log.Warn("could not load the history's summaries; they will be made again", "history_uid", uid, "err", err)
+		summaries = nil
+	}
+	s.mu.Lock()
+	c, prev := s.cast, s.place
+	s.place = place{uid: uid, used: true}
+	s.mu.Unlock()
+	if prev.uid != uid {
+		s.dropIfUnused(conf, prev)
+	}
+	c.agent.Load(agent.Thread{ConfUID: conf, HistoryUID: uid}, toMemory(records), summaries)
+	return historyDataMessage(conf, uid, records, s.deps.Config.HistoryMessages), nil
+}
+
+// NewHistory starts a fresh, empty history.
+func (s *Session) NewHistory() (string, error) {
+	s.turns.stop(errHistoryChanged)
+	c, _ := s.current()
+	conf := c.char.ConfUID
+	uid, err := s.deps.Store.Create(conf)
+	if err != nil {
+		return "", fmt.Errorf("create history: %w", err)
+	}
+	s.mu.Lock()
+	prev := s.place
+	s.place = place{uid: uid}
+	s.mu.Unlock()
+	s.dropIfUnused(conf, prev)
+	c.agent.Load(agent.Thread{ConfUID: conf, HistoryUID: uid}, nil, nil)
+	return uid, nil
+}
+
+// DeleteHistory deletes history uid; deleting the current one empties
+// memory. It reports whether the history existed.
+func (s *Session) DeleteHistory(uid string) (bool, error) {
+	c, p := s.current()
+	conf := c.char.ConfUID
+	current := uid == p.uid
+	if current {
+		s.turns.stop(errHistoryChanged)
+	}
+	if err := s.deps.Store.Delete(conf, uid); err != nil {
+		if errors.Is(err, history.ErrNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("delete history: %w", err)
+	}
+	if current {
+		s.mu.Lock()
+		if s.place.uid == uid {
+			s.place = place{}
+		}
+		s.mu.Unlock()
+		c.agent.Load(agent.Thread{ConfUID: conf}, nil, nil)
+	}
+	return true, nil
+}
+
+// dropIfUnused deletes a history nothing was ever said in: the OLV client
+// creates one on every connect, and without this the database would fill
+// with empty histories.
+func (s *Session) dropIfUnused(conf string, p place) {
+	if p.uid == "" || p.used {
+		return
+	}
+	if err := s.deps.Store.Delete(conf, p.uid); err != nil && !errors.Is(err, history.ErrNotFound) {
+		s.log.Warn("could not delete unused history", "history_uid", p.uid, "err", err)
+	}
+}
+
+// toMemory rebuilds the agent's messages from stored records.
+func toMemory(records []history.Record) []agent.Message {
+	msgs := make([]agent.Message, 0, len(records))
+	for _, r := range records {
+		switch {
+		case r.Role == history.RoleHuman || (r.Role == history.RoleSystem && r.Name == proactiveName):
+			m := agent.Message{Role: agent.RoleUser, Content: r.Content}
+			for _, img := range r.Images {
+				m.Images = append(m.Images, agent.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
+			}
+			msgs = append(msgs, m)
+		case r.Role == history.RoleAI:
+			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Content: r.Content, Interrupted: r.Interrupted})
+		}
+	}
+	return msgs
+}
+
+// HistoryPage returns messages of one of the session's character's
+// histories older than message before (0: the newest), oldest first.
+func (s *Session) HistoryPage(uid string, before uint64, limit int) (protocol.HistoryPage, error) {
+	return s.hub.HistoryPage(s.Character().ConfUID, uid, before, limit)
+}
+
+// HistoryPage returns up to limit (at most conversation.history_messages)
+// messages of a history older than message before (0: the newest), oldest
+// first, and whether older ones exist.
+func (h *Hub) HistoryPage(conf, uid string, before uint64, limit int) (protocol.HistoryPage, error) {
+	records, more, err := h.deps.Store.Page(conf, uid, before, pageLimit(limit, h.deps.Config.HistoryMessages))
+	if err != nil {
+		return protocol.HistoryPage{}, fmt.Errorf("read history page: %w", err)
+	}
+	return protocol.HistoryPage{Type: protocol.TypeHistoryPage, HistoryUID: uid, Messages: visibleRecords(conf, uid, records), More: more}, nil
+}
+
+// Image returns an image of a history by the reference its message holds.
+func (h *Hub) Image(conf, uid, ref string) (mime string, data []byte, err error) {
+	mime, data, err = h.deps.Store.Image(conf, uid, ref)
+	if err != nil {
+		return "", nil, fmt.Errorf("read image: %w", err)
+	}
+	return mime, data, nil
+}

@@ -1,0 +1,212 @@
+package conversation
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"sort"
+	"sync"
+
+	"koe/agent"
+	"koe/history"
+	"koe/protocol"
+	"koe/tts"
+)
+
+// HistoryStore is the persistence conversations need.
+type HistoryStore interface {
+	Create(confUID string) (string, error)
+	CreateWith(confUID, historyUID string, records ...history.Record) error
+	Append(confUID, historyUID string, r history.Record) error
+	Messages(confUID, historyUID string) ([]history.Record, error)
+	List(confUID string) ([]history.Summary, error)
+	Delete(confUID, historyUID string) error
+	AddSummary(confUID, historyUID string, r history.SummaryRecord) error
+	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
+	SetPrompt(confUID, name, text string) error
+	Prompt(confUID, name string) (string, bool, error)
+	// Page reads limit records older than sequence before (0: the end),
+	// oldest first, without image bytes; more says older ones exist.
+	Page(confUID, historyUID string, before uint64, limit int) (records []history.Record, more bool, err error)
+	// Image reads one image of a history by its reference.
+	Image(confUID, historyUID, ref string) (mime string, data []byte, err error)
+}
+
+// CharacterSource lists and loads the selectable characters.
+type CharacterSource interface {
+	Default() Character
+	List() ([]protocol.ConfigFile, error)
+	Load(file string) (Character, error)
+	// Has reports whether a configured character has this conf_uid.
+	Has(confUID string) bool
+}
+
+// Sender delivers messages to one client, in the order they were sent.
+type Sender interface {
+	// Send queues msg. If ctx ends before the writer reaches msg, msg is
+	// dropped unsent: that is how a cancelled turn goes silent at once.
+	Send(ctx context.Context, msg any) error
+	// SendWait queues msg and returns once it has been written.
+	SendWait(ctx context.Context, msg any) error
+}
+
+// Deps are what every session of a server shares. app builds them once.
+type Deps struct {
+	Config     Config
+	Store      HistoryStore
+	Characters CharacterSource
+	// NewLLM builds the LLM client for a character's settings.
+	NewLLM func(agent.Config) agent.LLM
+	// NewTTS builds the speech engine for a character's settings.
+	NewTTS func(tts.Config) (Synthesizer, error)
+	// ASR transcribes recordings (nil: speech input is off, ASRErr says why).
+	ASR    Transcriber
+	ASRErr error
+	// Backgrounds lists the background images clients may choose from
+	// (fetch-backgrounds); nil means none.
+	Backgrounds func() []string
+	Logger      *slog.Logger
+}
+
+// Hub is the conversation side of a server: it opens sessions, knows the
+// open ones, and serves what needs no session (characters' prompts,
+// histories by id). Its methods are safe for concurrent use.
+type Hub struct {
+	deps Deps
+	log  *slog.Logger
+	// speech and asr bound CPU-heavy work across every session.
+	speech, asr *Slots
+
+	// retiring tracks agents being closed in the background (their
+	// summaries may still be storing); Close waits for them.
+	retiring sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*Session // by client_uid
+	closed   bool
+}
+
+// NewHub builds the hub. Work bounds are sized from GOMAXPROCS: the cores
+// koe may use, which is what local speech engines compete for.
+func NewHub(deps Deps) *Hub {
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	procs := runtime.GOMAXPROCS(0)
+	speech := deps.Config.SpeechSlots
+	if speech == 0 {
+		speech = 2 * procs
+	}
+	return &Hub{
+		deps:     deps,
+		log:      deps.Logger,
+		speech:   NewSlots(speech),
+		asr:      NewSlots(procs),
+		sessions: map[string]*Session{},
+	}
+}
+
+// SessionOptions describe one client connection.
+type SessionOptions struct {
+	// ClientUID identifies the connection (unique per connection).
+	ClientUID string
+	// KoeEvents: the client asked for koe's own events (token deltas,
+	// memory-state after every turn) besides the OLV message set.
+	KoeEvents bool
+	Logger    *slog.Logger
+}
+
+// Open starts a session for one client with the default character. ctx
+// bounds its life; Close ends it. It returns nil once the hub is closing.
+func (h *Hub) Open(ctx context.Context, out Sender, opts SessionOptions) *Session {
+	s := newSession(ctx, h, out, opts)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	h.sessions[opts.ClientUID] = s
+	return s
+}
+
+// Session returns the open session of a client, or nil.
+func (h *Hub) Session(clientUID string) *Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[clientUID]
+}
+
+// SessionInfo describes an open session.
+type SessionInfo struct {
+	ClientUID  string `json:"client_uid"`
+	ConfUID    string `json:"conf_uid"`
+	ConfName   string `json:"conf_name"`
+	HistoryUID string `json:"history_uid"`
+}
+
+// Sessions describes the open sessions, ordered by client_uid.
+func (h *Hub) Sessions() []SessionInfo {
+	out := []SessionInfo{}
+	for _, s := range h.openSessions() {
+		out = append(out, s.Info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ClientUID < out[j].ClientUID })
+	return out
+}
+
+// openSessions is a snapshot: callers work on it without the hub's lock.
+func (h *Hub) openSessions() []*Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*Session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (h *Hub) forget(s *Session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[s.clientUID] == s {
+		delete(h.sessions, s.clientUID)
+	}
+}
+
+func (s *Session) backgrounds() []string {
+	if s.deps.Backgrounds == nil {
+		return []string{}
+	}
+	return s.deps.Backgrounds()
+}
+
+// retire closes an agent in the background: closing waits for a summary
+// that may be storing, and nobody should wait for that (a character
+// switch, a disconnect). Close waits for every retiring agent.
+func (h *Hub) retire(a *agent.Agent) {
+	// Add only while Close has not begun waiting, as WaitGroup requires.
+	h.mu.Lock()
+	closed := h.closed
+	if !closed {
+		h.retiring.Add(1)
+	}
+	h.mu.Unlock()
+	if closed {
+		a.Close()
+		return
+	}
+	go func() {
+		defer h.retiring.Done()
+		a.Close()
+	}()
+}
+
+// Close refuses new sessions and waits for the background work of closed
+// ones (summaries being stored). Call it after every session has closed
+// and before the store closes.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.retiring.Wait()
+}

@@ -1,0 +1,238 @@
+package conversation_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"koe/agent"
+	"koe/conversation"
+	"koe/history"
+	"koe/internal/fakellm"
+	"koe/internal/koetest"
+	"koe/internal/mock"
+	"koe/protocol"
+)
+
+// hangGuard bounds every wait in these tests: reached, it means a hang,
+// never slowness (the waits are for events, not for time).
+const hangGuard = 30 * time.Second
+
+// rig is one session on a hub with a real bbolt store (wrapped so tests
+// can intercept it), a fake LLM over HTTP and a recording Sender.
+type rig struct {
+	t     *testing.T
+	llm   *fakellm.Server
+	real  *history.Store
+	store *mock.Store
+	chars *mock.Characters
+	hub   *conversation.Hub
+	out   *mock.Sender
+	sess  *conversation.Session
+	ctx   context.Context
+}
+
+type rigOption func(*conversation.Deps)
+
+func withASR(t conversation.Transcriber) rigOption {
+	return func(d *conversation.Deps) { d.ASR = t }
+}
+
+func withConfig(f func(*conversation.Config)) rigOption {
+	return func(d *conversation.Deps) { f(&d.Config) }
+}
+
+func character(confUID, llmURL string) conversation.Character {
+	return conversation.Character{
+		ConfName:  confUID,
+		ConfUID:   confUID,
+		Name:      "Koe",
+		HumanName: "Human",
+		Persona:   "You are Koe.",
+		LLM:       agent.Config{BaseURL: llmURL, Model: fakellm.ModelID, IdleTimeout: hangGuard, ContextWindow: 8192},
+		Memory:    agent.DefaultMemoryConfig(),
+	}
+}
+
+func newRig(t *testing.T, respond func(fakellm.Request) fakellm.Reply, opts ...rigOption) *rig {
+	t.Helper()
+	llm := koetest.StartLLM(t, respond)
+	real, err := history.Open(filepath.Join(t.TempDir(), "koe.db"), history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, llm: llm, real: real, store: &mock.Store{HistoryStore: real}}
+	r.chars = &mock.Characters{
+		DefaultChar: character("c1", llm.URL()),
+		Files:       map[string]conversation.Character{"other.yaml": character("c2", llm.URL())},
+	}
+	deps := conversation.Deps{
+		Config:     conversation.DefaultConfig(),
+		Store:      r.store,
+		Characters: r.chars,
+		NewLLM:     func(c agent.Config) agent.LLM { return agent.NewClient(c, nil) },
+		Logger:     koetest.Logger(t),
+	}
+	deps.Config.PlaybackTimeout = hangGuard
+	for _, o := range opts {
+		o(&deps)
+	}
+	r.hub = conversation.NewHub(deps)
+	r.out = mock.NewSender(1 << 14)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.ctx = ctx
+	r.sess = r.hub.Open(ctx, r.out, conversation.SessionOptions{ClientUID: "client-1", KoeEvents: true, Logger: deps.Logger})
+	t.Cleanup(func() {
+		r.sess.Close()
+		cancel()
+		r.hub.Close()
+		if err := real.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+// next returns the next frame the session sent.
+func (r *rig) next() mock.Frame {
+	r.t.Helper()
+	select {
+	case f := <-r.out.Frames:
+		return f
+	case <-time.After(hangGuard):
+		r.t.Fatalf("no frame within %s; sent so far: %v", hangGuard, frameTypes(r.out.All()))
+		return mock.Frame{}
+	}
+}
+
+// until reads frames up to and including the first that matches.
+func (r *rig) until(typ, text string) []mock.Frame {
+	r.t.Helper()
+	var got []mock.Frame
+	for {
+		f := r.next()
+		got = append(got, f)
+		if f.Type == typ && (text == "" || f.Text == text) {
+			return got
+		}
+	}
+}
+
+// dispatch sends a client message and fails the test on an error.
+func (r *rig) dispatch(in protocol.Inbound) {
+	r.t.Helper()
+	if err := r.sess.Dispatch(in); err != nil {
+		r.t.Fatalf("%s: %v", in.Type, err)
+	}
+}
+
+// turn plays a whole typed turn as the OLV client does.
+func (r *rig) turn(text string) []mock.Frame {
+	r.t.Helper()
+	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: text})
+	got := r.until(protocol.TypeBackendSynthComplete, "")
+	r.sess.PlaybackComplete()
+	got = append(got, r.until(protocol.TypeControl, protocol.ControlChainEnd)...)
+	for _, f := range got {
+		if f.Type == protocol.TypeError {
+			r.t.Fatalf("turn %q: error frame %s", text, f.JSON)
+		}
+	}
+	return got
+}
+
+// records reads the current history of the session from the real store.
+func (r *rig) records() []history.Record {
+	r.t.Helper()
+	info := r.sess.Info()
+	recs, err := r.real.Messages(info.ConfUID, info.HistoryUID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return recs
+}
+
+func frameTypes(fs []mock.Frame) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Type
+		if f.Type == protocol.TypeControl {
+			out[i] += ":" + f.Text
+		}
+	}
+	return out
+}
+
+// aiRecords lists the stored AI replies as "text" or "text [interrupted]".
+func aiRecords(recs []history.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if r.Role == history.RoleAI {
+			s := r.Content
+			if r.Interrupted {
+				s += " [interrupted]"
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// gate holds a fake LLM stream after its first chunk until the client goes
+// away (a turn is stopped) or the test ends.
+type gate struct {
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate(t *testing.T) *gate {
+	g := &gate{release: make(chan struct{})}
+	t.Cleanup(g.open)
+	return g
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// reply streams tokens, holding before the second one.
+func (g *gate) reply(tokens ...string) fakellm.Reply {
+	return fakellm.Reply{Tokens: tokens, BeforeChunk: func(i int) {
+		if i == 1 {
+			<-g.release
+		}
+	}}
+}
+
+// olvSession is a second session on the rig's hub, for a client that did
+// not ask for koe's events.
+type olvSession struct {
+	sess *conversation.Session
+	out  *mock.Sender
+}
+
+func newOLVSession(r *rig) *olvSession {
+	o := &olvSession{out: mock.NewSender(1 << 12)}
+	o.sess = r.hub.Open(r.ctx, o.out, conversation.SessionOptions{ClientUID: "olv-client"})
+	r.t.Cleanup(o.sess.Close)
+	return o
+}
+
+func (o *olvSession) next(t *testing.T) mock.Frame {
+	t.Helper()
+	select {
+	case f := <-o.out.Frames:
+		return f
+	case <-time.After(hangGuard):
+		t.Fatalf("no frame within %s", hangGuard)
+		return mock.Frame{}
+	}
+}
+
+func mustUnmarshal(t *testing.T, data []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatal(err)
+	}
+}

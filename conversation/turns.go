@@ -1,0 +1,131 @@
+package conversation
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// turns is a session's turn state machine: at most one turn runs. Starting
+// a turn first stops the one before, and stopping waits until the stopped
+// turn has stored what it had, so records keep their order.
+type turns struct {
+	mu  sync.Mutex
+	cur *turn
+}
+
+// start stops the running turn, if any, and runs run in a new turn under
+// parent. run owns the turn's goroutine; when it returns the turn is over.
+func (ts *turns) start(parent context.Context, run func(*turn)) *turn {
+	ts.stop(errSuperseded)
+	t := newTurn(parent)
+	ts.mu.Lock()
+	ts.cur = t
+	ts.mu.Unlock()
+	go func() {
+		defer ts.finish(t)
+		run(t)
+	}()
+	return t
+}
+
+// running returns the running turn, or nil.
+func (ts *turns) running() *turn {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.cur
+}
+
+// stop cancels the running turn with cause and waits until it has finished
+// (and stored its records). It reports whether a turn was running.
+func (ts *turns) stop(cause error) bool {
+	t := ts.running()
+	if t == nil {
+		return false
+	}
+	t.cancel(cause)
+	<-t.done
+	return true
+}
+
+func (ts *turns) finish(t *turn) {
+	ts.mu.Lock()
+	if ts.cur == t {
+		ts.cur = nil
+	}
+	ts.mu.Unlock()
+	t.cancel(nil)
+	close(t.done)
+}
+
+// turn is one user input and everything koe sends in answer to it.
+type turn struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	awaitingPlayback atomic.Bool
+	playback         chan struct{}
+
+	// replying is set once the turn has its input (a recording is
+	// transcribed): from then on, speech over it is a barge-in.
+	replying atomic.Bool
+
+	sentMu    sync.Mutex
+	sent      []sentPiece // the audio pieces sent so far, in order
+	firstSent time.Time
+}
+
+type sentPiece struct {
+	text string
+	dur  time.Duration
+}
+
+func newTurn(parent context.Context) *turn {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), playback: make(chan struct{}, 1)}
+}
+
+// playbackComplete counts only once backend-synth-complete is out: a late
+// frame from the previous turn must not end this one early.
+func (t *turn) playbackComplete() {
+	if !t.awaitingPlayback.Load() {
+		return
+	}
+	select {
+	case t.playback <- struct{}{}:
+	default:
+	}
+}
+
+// addSent records a piece once it is on its way to the client.
+func (t *turn) addSent(text string, dur time.Duration) {
+	t.sentMu.Lock()
+	defer t.sentMu.Unlock()
+	if len(t.sent) == 0 {
+		t.firstSent = time.Now()
+	}
+	t.sent = append(t.sent, sentPiece{text, dur})
+}
+
+// heardText estimates what the user has heard of the reply when the
+// server itself stops it (barge-in): pieces are sent well ahead of
+// playback, so it counts the pieces that have started playing, assuming
+// playback began when the first one was sent.
+func (t *turn) heardText() string {
+	t.sentMu.Lock()
+	defer t.sentMu.Unlock()
+	elapsed := time.Since(t.firstSent)
+	var b strings.Builder
+	var start time.Duration
+	for _, p := range t.sent {
+		if start > elapsed {
+			break
+		}
+		b.WriteString(p.text)
+		start += p.dur
+	}
+	return b.String()
+}

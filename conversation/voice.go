@@ -1,0 +1,223 @@
+package conversation
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"koe/asr"
+	"koe/protocol"
+)
+
+// Transcriber is the speech recogniser as a session uses it.
+type Transcriber interface {
+	Transcribe(ctx context.Context, wav []byte) (string, error)
+}
+
+// defaultRawRate is the rate of the continuous stream until the client
+// declares another with raw-audio-config.
+const defaultRawRate = asr.SampleRate
+
+// voice is a session's microphone input: the utterance being recorded
+// (mic-audio-data chunks) and the continuous stream with server-side voice
+// detection (raw-audio-data, binary PCM frames). Only the connection's
+// read loop touches it, so it has no lock; what it decides (start a turn,
+// barge in) goes through the turn state machine.
+type voice struct {
+	mic  []int16 // the utterance so far, 16 kHz
+	rate int     // the continuous stream's rate, from raw-audio-config only
+	raw  *rawStream
+}
+
+// rawStream is the continuous stream resampled to 16 kHz and cut into
+// utterances.
+type rawStream struct {
+	resampler *asr.Resampler // nil at 16 kHz
+	segmenter *asr.Segmenter
+	// last is the latest utterance, kept while its turn is still being
+	// transcribed; carry is what a resumed utterance continues.
+	last, carry []int16
+}
+
+// AppendMic adds a mic-audio-data chunk (float samples, 16 kHz mono). Bad
+// samples refuse the chunk; an utterance over the configured length is
+// dropped whole, with an error, rather than cut at a random point.
+func (s *Session) AppendMic(samples []float64) error {
+	pcm, err := asr.FloatsToPCM16(samples)
+	if err != nil {
+		return refused(err)
+	}
+	max := s.deps.Config.MaxUtterance.Seconds() * asr.SampleRate
+	if float64(len(s.voice.mic)+len(pcm)) > max {
+		s.voice.mic = nil
+		return invalid("the recording is longer than %s (conversation.max_utterance); it was dropped", s.deps.Config.MaxUtterance)
+	}
+	s.voice.mic = append(s.voice.mic, pcm...)
+	return nil
+}
+
+// EndMic ends the utterance collected by AppendMic: it is transcribed and
+// answered in a new turn.
+func (s *Session) EndMic(images []protocol.Image) error {
+	imgs, err := validateImages(images, s.deps.Config)
+	if err != nil {
+		return err
+	}
+	samples := s.voice.mic
+	s.voice.mic = nil
+	if len(samples) == 0 {
+		return invalid("mic-audio-end without any mic-audio-data before it")
+	}
+	s.start(turnInput{recording: asr.EncodeWAV(samples, asr.SampleRate), images: imgs})
+	return nil
+}
+
+// Speak asks the AI to speak on its own (ai-speak-signal).
+func (s *Session) Speak(idleSeconds float64, images []protocol.Image) error {
+	imgs, err := validateImages(images, s.deps.Config)
+	if err != nil {
+		return err
+	}
+	prompt := strings.ReplaceAll(s.deps.Config.ProactivePrompt, "{idle_time}", strconv.FormatFloat(idleSeconds, 'f', 0, 64))
+	s.start(turnInput{text: prompt, images: imgs, proactive: true})
+	return nil
+}
+
+// ConfigureRaw declares the rate of the continuous stream (raw-audio-config)
+// and ends the stream so far: the client turned its microphone off and on
+// or changed its format, and a half-heard word must not be joined to what
+// follows.
+func (s *Session) ConfigureRaw(rate int) error {
+	if err := checkRate(rate); err != nil {
+		return err
+	}
+	s.voice.rate = rate
+	s.voice.raw = nil
+	return nil
+}
+
+// FeedRawFloats takes a raw-audio-data chunk: float samples at the rate
+// raw-audio-config declared.
+func (s *Session) FeedRawFloats(samples []float64) error {
+	pcm, err := asr.FloatsToPCM16(samples)
+	if err != nil {
+		return refused(err)
+	}
+	return s.feedRaw(pcm)
+}
+
+// FeedPCM takes a binary frame: 16-bit little-endian mono PCM at the rate
+// raw-audio-config declared.
+func (s *Session) FeedPCM(data []byte) error {
+	pcm, err := asr.PCM16FromBytes(data)
+	if err != nil {
+		return refused(err)
+	}
+	return s.feedRaw(pcm)
+}
+
+// feedRaw runs the continuous stream's voice detection. Speech starting
+// while a reply is under way interrupts it (barge-in); speech ending starts
+// a turn with the utterance.
+func (s *Session) feedRaw(samples []int16) error {
+	rs := s.voice.raw
+	if rs == nil {
+		var res *asr.Resampler
+		if s.voice.rate != asr.SampleRate {
+			r, err := asr.NewResampler(s.voice.rate, asr.SampleRate)
+			if err != nil {
+				return refused(err)
+			}
+			res = r
+		}
+		rs = &rawStream{
+			resampler: res,
+			segmenter: asr.NewSegmenter(asr.NewEnergyDetector(asr.EnergyConfig{}), s.deps.Config.VAD.segmenter(s.deps.Config.MaxUtterance)),
+		}
+		s.voice.raw = rs
+	}
+	if rs.resampler != nil {
+		samples = rs.resampler.Process(samples)
+	}
+	for _, ev := range rs.segmenter.Feed(samples) {
+		switch ev.Kind {
+		case asr.SpeechStart:
+			s.speechStarted(rs)
+		case asr.SpeechEnd:
+			audio := append(rs.carry, ev.Audio...)
+			if max := int(s.deps.Config.MaxUtterance.Seconds() * asr.SampleRate); len(audio) > max {
+				audio = audio[len(audio)-max:]
+			}
+			rs.carry, rs.last = nil, audio
+			s.reply(protocol.Control(protocol.ControlMicAudioEnd))
+			s.start(turnInput{recording: asr.EncodeWAV(audio, asr.SampleRate)})
+		}
+	}
+	return nil
+}
+
+// speechStarted handles the user starting to talk. If the previous
+// utterance is still being transcribed, they only paused: that turn is
+// dropped and the utterances are heard again as one. If a reply is under
+// way, they are talking over it: barge-in.
+func (s *Session) speechStarted(rs *rawStream) {
+	t := s.turns.running()
+	if t != nil && !t.replying.Load() && rs.last != nil {
+		s.turns.stop(errSuperseded)
+		rs.carry, rs.last = rs.last, nil
+		return
+	}
+	rs.last = nil
+	if t == nil {
+		return
+	}
+	// Barge-in: the client is told to stop playing, and memory keeps what
+	// was probably heard (see heardText; the client does not report it).
+	s.reply(protocol.Control(protocol.ControlInterrupt))
+	s.turns.stop(interruptCause{heard: t.heardText()})
+}
+
+// transcribe turns the turn's recording into text and tells the client.
+// It reports false when the turn should not go on: stopped, failed, or
+// nothing was said (the client is then told it can listen again).
+func (s *Session) transcribe(ctx context.Context, wav []byte) (string, bool) {
+	engine := s.deps.ASR
+	if engine == nil {
+		msg := "speech input is off: type your message instead"
+		if err := s.deps.ASRErr; err != nil {
+			msg = "speech input is off (" + err.Error() + "): type your message instead"
+		}
+		s.failTurn(ctx, msg)
+		return "", false
+	}
+	if s.hub.asr.acquire(ctx, false) != nil {
+		return "", false
+	}
+	text, err := engine.Transcribe(ctx, wav)
+	s.hub.asr.release()
+	if ctx.Err() != nil {
+		return "", false
+	}
+	if err != nil {
+		s.log.Warn("transcription failed", "err", err)
+		s.failTurn(ctx, "koe could not understand the recording: "+err.Error())
+		return "", false
+	}
+	text = strings.TrimSpace(text)
+	s.send(ctx, protocol.Text{Type: protocol.TypeUserInputTranscription, Text: text})
+	if text == "" {
+		// Nothing was said: end the chain so the client listens again.
+		s.send(ctx, protocol.FullText(""))
+		s.endChain(ctx)
+		return "", false
+	}
+	return text, true
+}
+
+// checkRate refuses a stream rate koe does not resample from.
+func checkRate(rate int) error {
+	if _, err := asr.NewResampler(rate, asr.SampleRate); err != nil {
+		return invalid("sample_rate %d: %v", rate, err)
+	}
+	return nil
+}
