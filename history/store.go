@@ -27,6 +27,8 @@ var (
 	// ErrInvalidRecord means a summary or prompt failed validation; nothing
 	// was written.
 	ErrInvalidRecord = errors.New("invalid record")
+	// ErrInvalidPage means a Page request asked for no records.
+	ErrInvalidPage = errors.New("invalid page request")
 )
 
 // Roles of a Record, as used by Open-LLM-VTuber.
@@ -53,6 +55,10 @@ var (
 // Record is one entry of a history, serialised exactly as Open-LLM-VTuber
 // stores it.
 type Record struct {
+	// Seq is the record's sequence number in its history, set by reads and
+	// ignored by writes. It grows with every record, so it orders records
+	// and is the cursor for Page.
+	Seq         uint64 `json:"-"`
 	Role        string `json:"role"`
 	Timestamp   string `json:"timestamp"` // local time, to the second, no zone
 	Content     string `json:"content"`   // empty for metadata
@@ -404,21 +410,31 @@ func putRecord(msgs *bolt.Bucket, val []byte) error {
 	if err != nil {
 		return fmt.Errorf("next sequence: %w", err)
 	}
-	var key [8]byte
-	binary.BigEndian.PutUint64(key[:], seq)
+	key := seqKey(seq)
 	if err := msgs.Put(key[:], val); err != nil {
 		return fmt.Errorf("put record: %w", err)
 	}
 	return nil
 }
 
+func seqKey(seq uint64) [8]byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k
+}
+
+// decodeRecord reads the record stored under key k, a sequence number.
 func decodeRecord(k, v []byte) (Record, error) {
 	var r Record
 	if v == nil {
 		return r, fmt.Errorf("record %x: unexpected nested bucket", k)
 	}
+	if len(k) != 8 {
+		return r, fmt.Errorf("record %x: key is not a sequence number", k)
+	}
 	if err := json.Unmarshal(v, &r); err != nil {
 		return r, fmt.Errorf("decode record %x: %w", k, err)
 	}
+	r.Seq = binary.BigEndian.Uint64(k)
 	return r, nil
 }
