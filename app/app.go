@@ -107,7 +107,8 @@ func (m *Main) Open() error {
 	}
 	m.ln = ln
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.server.Serve(ln) }()
+	srv := m.server // Close may clear m.server while Serve starts
+	go func() { m.served <- srv.Serve(ln) }()
 	m.Logger.Info("koe is listening",
 		"ws", "ws://"+ln.Addr().String()+"/client-ws",
 		"llm", cfg.Character.LLM.BaseURL, "model", cfg.Character.LLM.Model,

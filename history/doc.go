@@ -13,6 +13,8 @@
 //	    <history uid>           one bucket per conversation
 //	      "messages"            8-byte big-endian sequence -> JSON Record
 //	      "summaries"           8-byte big-endian first turn -> JSON SummaryRecord
+//	      "images"              8-byte big-endian record sequence, 4-byte big-endian
+//	                            image index -> the image's raw bytes
 //	"prompts"                   root bucket
 //	  <conf uid>                one bucket per character configuration
 //	    <prompt name>           -> prompt text as is (not JSON)
@@ -24,6 +26,15 @@
 // simply lack it, and Delete removes it with the history. Keying summaries
 // by their first turn lists them in turn order and makes re-summarising the
 // same range an overwrite.
+//
+// Image bytes are kept out of the records so that reading a history (to
+// show it, to list it, to rebuild an agent's memory) costs the size of its
+// text, not of its pictures: a record keeps each image's source, type and
+// size, and reads hand out a ref ("<sequence>-<index>") that Store.Image
+// resolves. Histories written before this hold the pictures as base64
+// inside their records; they are read in place, never rewritten, and
+// Image serves their pictures from the record. "images" is created by the
+// first record with images.
 //
 // Open creates missing root buckets, which is how databases written before
 // "prompts" existed are upgraded. A prompt bucket is removed when its last

@@ -495,10 +495,10 @@ func TestOpenUpgradesOldLayout(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := putRecord(msgs, []byte(`{"role":"metadata","timestamp":"2024-01-02T03:04:05","content":""}`)); err != nil {
+		if err := putRawRecord(msgs, []byte(`{"role":"metadata","timestamp":"2024-01-02T03:04:05","content":""}`)); err != nil {
 			return err
 		}
-		return putRecord(msgs, []byte(`{"role":"human","timestamp":"2024-01-02T03:04:06","content":"old"}`))
+		return putRawRecord(msgs, []byte(`{"role":"human","timestamp":"2024-01-02T03:04:06","content":"old"}`))
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
 package history
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -24,9 +22,11 @@ var (
 	ErrInvalidID = errors.New("invalid id")
 	// ErrLocked means another process holds the database file lock.
 	ErrLocked = errors.New("database is locked by another process")
-	// ErrInvalidRecord means a summary or prompt failed validation; nothing
-	// was written.
+	// ErrInvalidRecord means a record, summary or prompt failed validation;
+	// nothing was written.
 	ErrInvalidRecord = errors.New("invalid record")
+	// ErrInvalidPage means a Page request asked for no records.
+	ErrInvalidPage = errors.New("invalid page request")
 )
 
 // Roles of a Record, as used by Open-LLM-VTuber.
@@ -47,12 +47,17 @@ var (
 	bucketHistories = []byte("histories")
 	bucketMessages  = []byte("messages")
 	bucketSummaries = []byte("summaries")
+	bucketImages    = []byte("images")
 	bucketPrompts   = []byte("prompts")
 )
 
-// Record is one entry of a history, serialised exactly as Open-LLM-VTuber
-// stores it.
+// Record is one entry of a history. Everything but image bytes is stored
+// exactly as Open-LLM-VTuber stores it; the JSON tags here are for clients.
 type Record struct {
+	// Seq is the record's sequence number in its history, set by reads and
+	// ignored by writes. It grows with every record, so it orders records
+	// and is the cursor for Page.
+	Seq         uint64 `json:"-"`
 	Role        string `json:"role"`
 	Timestamp   string `json:"timestamp"` // local time, to the second, no zone
 	Content     string `json:"content"`   // empty for metadata
@@ -62,15 +67,22 @@ type Record struct {
 	// Images the user attached to this message, kept so the history shows
 	// them and the memory knows they were there.
 	Images []Image `json:"images,omitempty"`
-	Seq    uint64  `json:"-"`
 }
 
-// Image is a picture attached to a message.
+// Image is a picture attached to a message. Writes give Data; reads give
+// Ref and Size instead, and the bytes are fetched with Store.Image, so
+// reading a history never loads its pictures.
 type Image struct {
 	Source   string `json:"source"`
 	MimeType string `json:"mime_type"`
-	Data     string `json:"data"` // base64
-	Ref      string `json:"-"`
+	// Data is the picture as standard base64 (a data: URL is accepted too).
+	// Required when writing; always empty in what reads return.
+	Data string `json:"data,omitempty"`
+	// Size is the picture's length in bytes, set by reads.
+	Size int `json:"size,omitempty"`
+	// Ref names the picture within its history for Store.Image, set by
+	// reads and ignored by writes.
+	Ref string `json:"ref,omitempty"`
 }
 
 // Summary is one entry of a history listing.
@@ -171,16 +183,16 @@ func (s *Store) createWith(confUID, uid string, now time.Time, records []Record)
 	if err := checkIDs(confID(confUID), historyID(uid)); err != nil {
 		return err
 	}
-	values := make([][]byte, 0, len(records)+1)
+	pending := make([]pendingRecord, 0, len(records)+1)
 	for _, r := range append([]Record{{Role: RoleMetadata, Timestamp: now.Format(timestampLayout)}}, records...) {
 		if r.Timestamp == "" {
 			r.Timestamp = now.Format(timestampLayout)
 		}
-		v, err := json.Marshal(r)
+		p, err := encodeRecord(r)
 		if err != nil {
-			return fmt.Errorf("encode record: %w", err)
+			return fmt.Errorf("create history %q for conf %q: %w", uid, confUID, err)
 		}
-		values = append(values, v)
+		pending = append(pending, p)
 	}
 	// Batch because sessions tend to start in bursts (e.g. after a restart,
 	// every client reconnects); the function only touches tx, so bbolt may
@@ -194,12 +206,11 @@ func (s *Store) createWith(confUID, uid string, now time.Time, records []Record)
 		if err != nil {
 			return fmt.Errorf("history bucket: %w", err)
 		}
-		msgs, err := h.CreateBucket(bucketMessages)
-		if err != nil {
+		if _, err := h.CreateBucket(bucketMessages); err != nil {
 			return fmt.Errorf("messages bucket: %w", err)
 		}
-		for _, v := range values {
-			if err := putRecord(msgs, v); err != nil {
+		for _, p := range pending {
+			if err := putRecord(h, p); err != nil {
 				return err
 			}
 		}
@@ -221,9 +232,9 @@ func (s *Store) Append(confUID, historyUID string, r Record) error {
 	if r.Timestamp == "" {
 		r.Timestamp = s.timestamp()
 	}
-	val, err := json.Marshal(r)
+	p, err := encodeRecord(r)
 	if err != nil {
-		return fmt.Errorf("encode record: %w", err)
+		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	// Batch coalesces appends from many sessions into one commit and fsync.
 	// A missing history is reported through a flag rather than an error
@@ -233,12 +244,12 @@ func (s *Store) Append(confUID, historyUID string, r Record) error {
 	var missing bool
 	err = s.db.Batch(func(tx *bolt.Tx) error {
 		missing = false
-		msgs := messagesBucket(tx, confUID, historyUID)
-		if msgs == nil {
+		h := historyBucket(tx, confUID, historyUID)
+		if h == nil {
 			missing = true
 			return nil
 		}
-		return putRecord(msgs, val)
+		return putRecord(h, p)
 	})
 	if err != nil {
 		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
@@ -250,6 +261,8 @@ func (s *Store) Append(confUID, historyUID string, r Record) error {
 }
 
 // Messages returns every record of a history in order, metadata included.
+// Images come with refs, not bytes (see Image), so the cost is that of the
+// text. Page reads a part of a long history.
 func (s *Store) Messages(confUID, historyUID string) ([]Record, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
@@ -338,7 +351,7 @@ func latestMessage(msgs *bolt.Bucket) (Record, bool, error) {
 	return Record{}, false, nil
 }
 
-// Delete removes a history with all its records and summaries.
+// Delete removes a history with all its records, images and summaries.
 func (s *Store) Delete(confUID, historyUID string) error {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return err
@@ -399,28 +412,4 @@ func messagesBucket(tx *bolt.Tx, confUID, historyUID string) *bolt.Bucket {
 		return nil
 	}
 	return h.Bucket(bucketMessages)
-}
-
-func putRecord(msgs *bolt.Bucket, val []byte) error {
-	seq, err := msgs.NextSequence()
-	if err != nil {
-		return fmt.Errorf("next sequence: %w", err)
-	}
-	var key [8]byte
-	binary.BigEndian.PutUint64(key[:], seq)
-	if err := msgs.Put(key[:], val); err != nil {
-		return fmt.Errorf("put record: %w", err)
-	}
-	return nil
-}
-
-func decodeRecord(k, v []byte) (Record, error) {
-	var r Record
-	if v == nil {
-		return r, fmt.Errorf("record %x: unexpected nested bucket", k)
-	}
-	if err := json.Unmarshal(v, &r); err != nil {
-		return r, fmt.Errorf("decode record %x: %w", k, err)
-	}
-	return r, nil
 }

@@ -97,10 +97,10 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("Messages: %v", err)
 	}
 	want := []Record{
-		{Role: RoleMetadata, Timestamp: "2025-03-04T05:06:07"},
-		{Role: RoleHuman, Timestamp: "2025-03-04T05:06:08", Content: "hello", Name: "Human"},
-		{Role: RoleAI, Timestamp: "2025-03-04T05:06:09", Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true},
-		{Role: RoleSystem, Timestamp: "2030-01-01T00:00:00", Content: "note"},
+		{Seq: 1, Role: RoleMetadata, Timestamp: "2025-03-04T05:06:07"},
+		{Seq: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:06:08", Content: "hello", Name: "Human"},
+		{Seq: 3, Role: RoleAI, Timestamp: "2025-03-04T05:06:09", Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true},
+		{Seq: 4, Role: RoleSystem, Timestamp: "2030-01-01T00:00:00", Content: "note"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Messages:\n got %+v\nwant %+v", got, want)
@@ -167,9 +167,9 @@ func TestListOrdering(t *testing.T) {
 		hiMsg, loMsg = "h4", "h2 first"
 	}
 	want := []Summary{
-		{UID: h1, Timestamp: "2025-03-04T05:06:15", LatestMessage: Record{Role: RoleAI, Timestamp: "2025-03-04T05:06:15", Content: "h1 reply", Name: "Mao"}},
-		{UID: hi, Timestamp: "2025-03-04T05:06:13", LatestMessage: Record{Role: RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: hiMsg}},
-		{UID: lo, Timestamp: "2025-03-04T05:06:13", LatestMessage: Record{Role: RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: loMsg}},
+		{UID: h1, Timestamp: "2025-03-04T05:06:15", LatestMessage: Record{Seq: 3, Role: RoleAI, Timestamp: "2025-03-04T05:06:15", Content: "h1 reply", Name: "Mao"}},
+		{UID: hi, Timestamp: "2025-03-04T05:06:13", LatestMessage: Record{Seq: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: hiMsg}},
+		{UID: lo, Timestamp: "2025-03-04T05:06:13", LatestMessage: Record{Seq: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: loMsg}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("List:\n got %+v\nwant %+v", got, want)
@@ -544,7 +544,7 @@ func TestCorruptRecord(t *testing.T) {
 	s, _ := openTest(t, Options{})
 	h := mustCreate(t, s, "c")
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		return putRecord(messagesBucket(tx, "c", h), []byte("{not json"))
+		return putRawRecord(messagesBucket(tx, "c", h), []byte("{not json"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -595,4 +595,16 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		}
 	})
+}
+
+// putRawRecord appends v as is under the next sequence number, the way
+// every version of koe has keyed records; tests use it to plant records in
+// older formats or damaged ones.
+func putRawRecord(msgs *bolt.Bucket, v []byte) error {
+	seq, err := msgs.NextSequence()
+	if err != nil {
+		return err
+	}
+	k := seqKey(seq)
+	return msgs.Put(k[:], v)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"image"
 	"image/png"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -50,9 +52,27 @@ func TestImagesReachAVisionModelOnce(t *testing.T) {
 	}
 	uid := c.request(msg{"type": "fetch-history-list"}, "history-list")["histories"].([]any)[0].(map[string]any)["uid"].(string)
 	records := c.request(msg{"type": "fetch-and-set-history", "history_uid": uid}, "history-data")["messages"].([]any)
+	// The history frame carries a reference, never the bytes; the
+	// reference serves the image.
 	images, _ := records[0].(map[string]any)["images"].([]any)
-	if len(images) != 1 || images[0].(map[string]any)["data"] != img {
+	if len(images) != 1 || images[0].(map[string]any)["data"] != nil || images[0].(map[string]any)["mime_type"] != "image/png" {
 		t.Fatalf("history record = %v", records[0])
+	}
+	url, _ := images[0].(map[string]any)["url"].(string)
+	resp, err := http.Get("http://" + m.Addr() + url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" || base64.StdEncoding.EncodeToString(body) != img {
+		t.Fatalf("GET %s = %d %s, %d bytes", url, resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
+	base := "http://" + m.Addr() + "/api/histories/koe_default/" + uid + "/images/"
+	for ref, want := range map[string]int{"99-0": http.StatusNotFound, "garbage": http.StatusBadRequest} {
+		if status, _ := httpDo(t, "GET", base+ref, "", ""); status != want {
+			t.Errorf("image %q = %d, want %d", ref, status, want)
+		}
 	}
 }
 

@@ -1,0 +1,221 @@
+package history
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// storedRecord is a Record as it sits in the messages bucket. It is kept
+// apart from Record so that the exported type can carry read-side fields
+// (Seq, image refs) and change its JSON for the wire without touching the
+// stored format, which must stay Open-LLM-VTuber's.
+type storedRecord struct {
+	Role        string        `json:"role"`
+	Timestamp   string        `json:"timestamp"`
+	Content     string        `json:"content"`
+	Name        string        `json:"name,omitempty"`
+	Avatar      string        `json:"avatar,omitempty"`
+	Interrupted bool          `json:"interrupted,omitempty"`
+	Images      []storedImage `json:"images,omitempty"`
+}
+
+// storedImage describes an image of a stored record. Records written since
+// images moved to their own bucket carry Size; older ones carry the
+// picture itself as base64 in Data, which is never rewritten.
+type storedImage struct {
+	Source   string       `json:"source"`
+	MimeType string       `json:"mime_type"`
+	Size     int          `json:"size,omitempty"`
+	Data     *inlineImage `json:"data,omitempty"`
+}
+
+// inlineImage stands for the base64 data of an image stored inline by older
+// versions. Decoding a record only measures it: reading a history must not
+// copy megabytes of pictures nobody asked for.
+type inlineImage struct {
+	size int
+}
+
+// UnmarshalJSON records the decoded size of a base64 JSON string, or takes
+// a number as that size already measured (see measureInlineImages). It
+// works on the raw token, which encoding/json hands over without copying.
+func (d *inlineImage) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '"' {
+		n, err := strconv.Atoi(string(b))
+		if err != nil || n < 0 {
+			return fmt.Errorf("image data is neither a string nor a size")
+		}
+		d.size = n
+		return nil
+	}
+	size, ok := inlineSize(b)
+	if !ok {
+		return fmt.Errorf("image data is not a valid string")
+	}
+	d.size = size
+	return nil
+}
+
+// inlineSize is the decoded size of the base64 (or data: URL) in the JSON
+// string literal lit, quotes included.
+func inlineSize(lit []byte) (int, bool) {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return 0, false
+	}
+	payload := lit[1 : len(lit)-1]
+	if bytes.IndexByte(payload, '\\') >= 0 {
+		// Escapes (e.g. "\/" from some encoders) change the length, so only
+		// then pay for a real unquote.
+		var s string
+		if err := json.Unmarshal(lit, &s); err != nil {
+			return 0, false
+		}
+		payload = []byte(s)
+	}
+	return base64Size(stripDataURL(payload)), true
+}
+
+// stripDataURL returns the payload of a "data:<type>;base64,<payload>" URL,
+// or b itself if it is not one.
+func stripDataURL(b []byte) []byte {
+	if !bytes.HasPrefix(b, []byte("data:")) {
+		return b
+	}
+	if _, payload, ok := bytes.Cut(b, []byte(",")); ok {
+		return payload
+	}
+	return b
+}
+
+// base64Size is the number of bytes b decodes to, counted without decoding.
+func base64Size(b []byte) int {
+	n := len(b)
+	for i := 0; i < 2 && n > 0 && b[n-1] == '='; i++ {
+		n--
+	}
+	return n * 3 / 4
+}
+
+// pendingRecord is a record ready to be written: its JSON and the decoded
+// bytes of its images, in order. Encoding happens before the transaction,
+// so a bad image stores nothing and bbolt can rerun a batch cheaply.
+type pendingRecord struct {
+	json   []byte
+	images [][]byte
+}
+
+// encodeRecord turns r into what is stored. Images must carry their data
+// (standard base64, optionally as a data: URL); it is decoded once here and
+// kept as raw bytes, and the record keeps only each image's description.
+func encodeRecord(r Record) (pendingRecord, error) {
+	sr := storedRecord{
+		Role: r.Role, Timestamp: r.Timestamp, Content: r.Content,
+		Name: r.Name, Avatar: r.Avatar, Interrupted: r.Interrupted,
+	}
+	var p pendingRecord
+	for i, img := range r.Images {
+		raw, err := decodeImageData(img.Data)
+		if err != nil {
+			return pendingRecord{}, fmt.Errorf("image %d: %w: %w", i+1, err, ErrInvalidRecord)
+		}
+		p.images = append(p.images, raw)
+		sr.Images = append(sr.Images, storedImage{Source: img.Source, MimeType: img.MimeType, Size: len(raw)})
+	}
+	v, err := json.Marshal(sr)
+	if err != nil {
+		return pendingRecord{}, fmt.Errorf("encode record: %w", err)
+	}
+	p.json = v
+	return p, nil
+}
+
+func decodeImageData(data string) ([]byte, error) {
+	if rest, ok := strings.CutPrefix(data, "data:"); ok {
+		header, payload, found := strings.Cut(rest, ",")
+		if !found || !strings.HasSuffix(header, ";base64") {
+			return nil, fmt.Errorf("data URL is not base64")
+		}
+		data = payload
+	}
+	if data == "" {
+		// An image without bytes could never be served; refusing it here
+		// beats a history that shows a picture it cannot load.
+		return nil, fmt.Errorf("no data")
+	}
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return nil, fmt.Errorf("data is not base64: %w", err)
+	}
+	return raw, nil
+}
+
+// decodeRecord reads a stored record under key k. Images come back with a
+// ref and size but never their bytes, whichever format they were stored in.
+func decodeRecord(k, v []byte) (Record, error) {
+	if v == nil {
+		return Record{}, fmt.Errorf("record %x: unexpected nested bucket", k)
+	}
+	if len(k) != 8 {
+		return Record{}, fmt.Errorf("record %x: key is not a sequence number", k)
+	}
+	var sr storedRecord
+	if err := json.Unmarshal(measureInlineImages(v), &sr); err != nil {
+		return Record{}, fmt.Errorf("decode record %x: %w", k, err)
+	}
+	seq := binary.BigEndian.Uint64(k)
+	r := Record{
+		Seq:  seq,
+		Role: sr.Role, Timestamp: sr.Timestamp, Content: sr.Content,
+		Name: sr.Name, Avatar: sr.Avatar, Interrupted: sr.Interrupted,
+	}
+	for i, si := range sr.Images {
+		size := si.Size
+		if si.Data != nil {
+			size = si.Data.size
+		}
+		r.Images = append(r.Images, Image{Source: si.Source, MimeType: si.MimeType, Size: size, Ref: imageRef(seq, i)})
+	}
+	return r, nil
+}
+
+func seqKey(seq uint64) [8]byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k
+}
+
+// putRecord appends p to history h under the next sequence number, its
+// images beside it. The images bucket is created by the first record that
+// has images, so histories without any, and older ones, simply lack it.
+func putRecord(h *bolt.Bucket, p pendingRecord) error {
+	msgs := h.Bucket(bucketMessages)
+	seq, err := msgs.NextSequence()
+	if err != nil {
+		return fmt.Errorf("next sequence: %w", err)
+	}
+	key := seqKey(seq)
+	if err := msgs.Put(key[:], p.json); err != nil {
+		return fmt.Errorf("put record: %w", err)
+	}
+	if len(p.images) == 0 {
+		return nil
+	}
+	imgs, err := h.CreateBucketIfNotExists(bucketImages)
+	if err != nil {
+		return fmt.Errorf("images bucket: %w", err)
+	}
+	for i, raw := range p.images {
+		k := imageKey(seq, uint32(i))
+		if err := imgs.Put(k[:], raw); err != nil {
+			return fmt.Errorf("put image %d of record %d: %w", i, seq, err)
+		}
+	}
+	return nil
+}
