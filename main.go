@@ -21,11 +21,22 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stderr, os.Getenv)
 	stop()
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
+	var usage usageError
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &usage):
+		os.Exit(2) // the flag package has printed the problem and the usage
+	default:
 		slog.Error("koe failed", "err", err)
 		os.Exit(1)
 	}
 }
+
+// usageError is a command line the flag package refused.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
 
 // run is koe from the command line to its shutdown, which ctx starts.
 func run(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
@@ -69,7 +80,10 @@ func loadConfig(args []string, stderr io.Writer, getenv func(string) string) (co
 	port := flags.Int("port", 0, "port to listen on (default from config: 12393)")
 	dataDir := flags.String("data", "", "data directory holding koe.db (default from config: data)")
 	if err := flags.Parse(args); err != nil {
-		return config.Config{}, err
+		if errors.Is(err, flag.ErrHelp) {
+			return config.Config{}, err
+		}
+		return config.Config{}, usageError{err}
 	}
 	if flags.NArg() > 0 {
 		return config.Config{}, fmt.Errorf("unexpected argument %q (settings go in the configuration file)", flags.Arg(0))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -73,10 +74,16 @@ func TestFlagsAreValidated(t *testing.T) {
 	}
 }
 
-func TestUnexpectedArgument(t *testing.T) {
+func TestBadCommandLine(t *testing.T) {
 	path := writeConf(t, "")
 	if _, err := loadConfig([]string{"-config", path, "extra"}, &bytes.Buffer{}, noEnv); err == nil {
 		t.Error("an extra argument was accepted")
+	}
+	var out bytes.Buffer
+	_, err := loadConfig([]string{"-bogus"}, &out, noEnv)
+	var usage usageError
+	if !errors.As(err, &usage) || !strings.Contains(out.String(), "-bogus") {
+		t.Errorf("-bogus: error %v, output %q; want a usage error with the problem printed", err, out.String())
 	}
 }
 
