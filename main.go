@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -16,48 +18,49 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr, os.Getenv)
+	stop()
+	var usage usageError
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &usage):
+		os.Exit(2) // the flag package has printed the problem and the usage
+	default:
 		slog.Error("koe failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	configPath := flag.String("config", "conf.yaml", "YAML configuration file (missing = documented defaults)")
-	host := flag.String("host", "", "address to listen on (default from config: 127.0.0.1)")
-	port := flag.Int("port", 0, "port to listen on (default from config: 12393)")
-	dataDir := flag.String("data", "", "data directory holding koe.db (default from config: data)")
-	flag.Parse()
+// usageError is a command line the flag package refused.
+type usageError struct{ err error }
 
-	explicit := map[string]bool{}
-	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
 
-	cfg, err := config.Load(*configPath, explicit["config"], os.Getenv)
-	if err != nil {
-		return err
-	}
-	if explicit["host"] {
-		cfg.Server.Host = *host
-	}
-	if explicit["port"] {
-		cfg.Server.Port = *port
-	}
-	if explicit["data"] {
-		cfg.DataDir = *dataDir
-	}
-	level, err := config.ParseLogLevel(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+// run is koe from the command line to its shutdown, which ctx starts.
+func run(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) error {
+	// One log format from the first line on: reading the configuration
+	// logs too, so the handler goes in at info before it, and takes the
+	// configured level once the file is read.
+	level := new(slog.LevelVar)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 
-	m := &app.Main{Config: cfg, Logger: logger}
+	cfg, err := loadConfig(args, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	configured, err := config.ParseLogLevel(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	level.Set(configured)
+
+	m := &app.Main{Config: cfg, Logger: logger, Getenv: getenv}
 	if err := m.Open(); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
@@ -66,4 +69,39 @@ func run() error {
 		return fmt.Errorf("server stopped: %w", err)
 	}
 	return m.Close()
+}
+
+// loadConfig reads the flags and the configuration they name.
+func loadConfig(args []string, stderr io.Writer, getenv func(string) string) (config.Config, error) {
+	flags := flag.NewFlagSet("koe", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	configPath := flags.String("config", "conf.yaml", "YAML configuration file (missing = documented defaults)")
+	host := flags.String("host", "", "address to listen on (default from config: 127.0.0.1)")
+	port := flags.Int("port", 0, "port to listen on (default from config: 12393)")
+	dataDir := flags.String("data", "", "data directory holding koe.db (default from config: data)")
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return config.Config{}, err
+		}
+		return config.Config{}, usageError{err}
+	}
+	if flags.NArg() > 0 {
+		return config.Config{}, fmt.Errorf("unexpected argument %q (settings go in the configuration file)", flags.Arg(0))
+	}
+	explicit := map[string]bool{}
+	flags.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+
+	// Flags are applied before validation, so it judges the values koe
+	// will run with (and a flag can stand in for a bad value in the file).
+	return config.Load(*configPath, explicit["config"], getenv, func(cfg *config.Config) {
+		if explicit["host"] {
+			cfg.Server.Host = *host
+		}
+		if explicit["port"] {
+			cfg.Server.Port = *port
+		}
+		if explicit["data"] {
+			cfg.DataDir = *dataDir
+		}
+	})
 }

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -16,42 +20,181 @@ import (
 )
 
 // Characters lists and loads the selectable characters: the configuration
-// file's own character plus every YAML file in CharactersDir.
+// file's own character plus every YAML file in CharactersDir. Files may be
+// added, edited or removed while koe runs; every call sees the directory as
+// it is then. A parsed file is kept until its size or modification time
+// changes, so listing and Has cost a directory read and a stat per file,
+// not a parse.
 type Characters struct {
 	cfg    Config
 	getenv func(string) string
+
+	mu    sync.Mutex
+	cache map[string]characterFile // by file name
+}
+
+// characterFile is one parsed file and the stat it was parsed after.
+type characterFile struct {
+	size int64
+	mod  time.Time
+	ch   conversation.Character
+	err  error
 }
 
 // NewCharacters serves the characters of cfg.
 func NewCharacters(cfg Config, getenv func(string) string) *Characters {
-	return &Characters{cfg: cfg, getenv: getenv}
+	return &Characters{cfg: cfg, getenv: getenv, cache: map[string]characterFile{}}
 }
 
 // Default is the configuration file's own character.
 func (c *Characters) Default() conversation.Character { return c.cfg.Character }
 
 // List returns the default character first, then the files by name. A file
-// that does not parse is listed under its file name and logged, so one
-// broken file does not hide the others.
+// that does not load is listed under its file name (and logged when it is
+// read), so one broken file does not hide the others.
 func (c *Characters) List() ([]protocol.ConfigFile, error) {
 	out := []protocol.ConfigFile{{Filename: c.cfg.fileName, Name: c.cfg.Character.ConfName}}
-	names, err := c.files()
+	files, err := c.scan()
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range names {
-		ch, err := c.Load(name)
-		label := ch.ConfName
-		if err != nil {
-			label = name
+	for _, f := range files {
+		label := f.name
+		if f.err == nil {
+			label = f.ch.ConfName
 		}
-		out = append(out, protocol.ConfigFile{Filename: name, Name: label})
+		out = append(out, protocol.ConfigFile{Filename: f.name, Name: label})
 	}
 	return out, nil
 }
 
-func (c *Characters) files() ([]string, error) {
-	entries, err := os.ReadDir(c.cfg.CharactersDir)
+// Has reports whether confUID belongs to a character a client can pick:
+// the default one or a character file that loads. A file added while koe
+// runs counts from the next call on.
+func (c *Characters) Has(confUID string) bool {
+	if confUID == c.cfg.Character.ConfUID {
+		return true
+	}
+	files, err := c.scan()
+	if err != nil {
+		slog.Warn("cannot list the characters", "err", err)
+		return false
+	}
+	for _, f := range files {
+		if f.err == nil && f.ch.ConfUID == confUID {
+			return true
+		}
+	}
+	return false
+}
+
+// Load returns the character of file: the default for the configuration
+// file's own name, otherwise characters/<file> deep-merged over the default
+// character (as configured, defaults included). file comes from a client,
+// so it must be a plain YAML file name. The file is always read afresh: a
+// user who just saved it gets what is on disk.
+func (c *Characters) Load(file string) (conversation.Character, error) {
+	if file == c.cfg.fileName {
+		return c.cfg.Character, nil
+	}
+	if !isCharacterFileName(file) {
+		return conversation.Character{}, fmt.Errorf("%q is not a character file name", file)
+	}
+	info, err := os.Stat(filepath.Join(c.cfg.CharactersDir, file))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return conversation.Character{}, fmt.Errorf("no character file %q in %s", file, c.cfg.CharactersDir)
+		}
+		return conversation.Character{}, fmt.Errorf("read character: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return conversation.Character{}, fmt.Errorf("character %s is not a regular file", file)
+	}
+	f := c.read(file, info)
+	return f.ch, f.err
+}
+
+// namedFile is a character file as scan found it.
+type namedFile struct {
+	name string
+	characterFile
+}
+
+// scan returns every character file by name, parsing only the files that
+// changed since they were last read.
+func (c *Characters) scan() ([]namedFile, error) {
+	names, err := characterFileNames(c.cfg.CharactersDir)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]namedFile, 0, len(names))
+	present := make(map[string]bool, len(names))
+	for _, name := range names {
+		info, err := os.Stat(filepath.Join(c.cfg.CharactersDir, name))
+		if err != nil || !info.Mode().IsRegular() {
+			continue // gone since the listing, or a directory named x.yaml
+		}
+		present[name] = true
+		c.mu.Lock()
+		f, ok := c.cache[name]
+		c.mu.Unlock()
+		if !ok || f.size != info.Size() || !f.mod.Equal(info.ModTime()) {
+			f = c.read(name, info)
+		}
+		files = append(files, namedFile{name: name, characterFile: f})
+	}
+	c.mu.Lock()
+	for name := range c.cache {
+		if !present[name] {
+			delete(c.cache, name)
+		}
+	}
+	c.mu.Unlock()
+	return files, nil
+}
+
+// read parses file and caches it under info, the stat taken before the
+// read: if the file changes in between, the next scan sees a newer stat and
+// reads it again, so the cache is never stale for good.
+func (c *Characters) read(file string, info fs.FileInfo) characterFile {
+	ch, err := readCharacter(c.cfg, c.getenv, file)
+	if err != nil {
+		slog.Warn("character file does not load; clients cannot pick it", "err", err)
+	}
+	f := characterFile{size: info.Size(), mod: info.ModTime(), ch: ch, err: err}
+	c.mu.Lock()
+	c.cache[file] = f
+	c.mu.Unlock()
+	return f
+}
+
+// checkCharacterFiles loads every character file of cfg and returns the
+// first error, for Load to refuse a configuration with a broken character.
+func checkCharacterFiles(cfg Config, getenv func(string) string) error {
+	names, err := characterFileNames(cfg.CharactersDir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		path := filepath.Join(cfg.CharactersDir, name)
+		info, err := os.Stat(path)
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		if name == cfg.fileName {
+			return fmt.Errorf("%s: a character file cannot have the configuration file's name (clients pick the default character by it); rename it", path)
+		}
+		if _, err := readCharacter(cfg, getenv, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// characterFileNames lists the YAML files of dir by name; a missing
+// directory has none.
+func characterFileNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -60,7 +203,7 @@ func (c *Characters) files() ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && isYAML(e.Name()) && !strings.HasPrefix(e.Name(), ".") {
+		if isCharacterFileName(e.Name()) && !e.IsDir() {
 			names = append(names, e.Name())
 		}
 	}
@@ -68,83 +211,64 @@ func (c *Characters) files() ([]string, error) {
 	return names, nil
 }
 
-func isYAML(name string) bool {
+func isCharacterFileName(name string) bool {
 	ext := strings.ToLower(filepath.Ext(name))
-	return ext == ".yaml" || ext == ".yml"
+	return name != "" && name == filepath.Base(name) && !strings.HasPrefix(name, ".") &&
+		(ext == ".yaml" || ext == ".yml")
 }
 
-// Load returns the character of file: the default for the configuration
-// file's own name, otherwise characters/<file> deep-merged over the default
-// character (as configured, defaults included). file
-// comes from a client, so it must be a plain YAML file name.
-func (c *Characters) Load(file string) (conversation.Character, error) {
-	if file == c.cfg.fileName {
-		return c.cfg.Character, nil
-	}
-	if file == "" || file != filepath.Base(file) || strings.HasPrefix(file, ".") || !isYAML(file) {
-		return conversation.Character{}, fmt.Errorf("%q is not a character file name", file)
-	}
-	data, err := os.ReadFile(filepath.Join(c.cfg.CharactersDir, file))
+var characterType = reflect.TypeOf(conversation.Character{})
+
+// readCharacter loads characters_dir/file over cfg's own character. Errors
+// name the file as found on disk and its own lines.
+func readCharacter(cfg Config, getenv func(string) string, file string) (conversation.Character, error) {
+	path := filepath.Join(cfg.CharactersDir, file)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return conversation.Character{}, fmt.Errorf("no character file %q in %s", file, c.cfg.CharactersDir)
+			return conversation.Character{}, fmt.Errorf("no character file %q in %s", file, cfg.CharactersDir)
 		}
 		return conversation.Character{}, fmt.Errorf("read character: %w", err)
 	}
-	var overlay map[string]any
-	if err := yaml.Unmarshal(data, &overlay); err != nil {
-		return conversation.Character{}, fmt.Errorf("character %s: %w", file, err)
-	}
-	base, err := asMap(c.cfg.Character)
+	root, err := parseDocument(path, data)
 	if err != nil {
-		return conversation.Character{}, fmt.Errorf("character %s: %w", file, err)
+		return conversation.Character{}, err
 	}
-	if _, ok := overlay["model_info"]; ok {
-		delete(base, "model_info") // replaced, not merged: see Load
+	if err := checkNode(path, root, characterType, ""); err != nil {
+		return conversation.Character{}, err
 	}
-	merged, err := yaml.Marshal(DeepMerge(base, overlay))
+	// Decoding the file straight over a copy of the default character
+	// is the deep merge: sections merge key by key, lists and scalars
+	// replace, and every line number stays the file's own.
+	ch, err := copyCharacter(cfg.Character)
 	if err != nil {
-		return conversation.Character{}, fmt.Errorf("character %s: %w", file, err)
+		return conversation.Character{}, fmt.Errorf("%s: %w", path, err)
 	}
-	var ch conversation.Character
-	if err := decodeStrict(merged, &ch); err != nil {
-		return conversation.Character{}, fmt.Errorf("character %s: %w", file, err)
+	if root != nil {
+		if hasKey(root, "model_info") {
+			ch.ModelInfo = nil // replaced, not merged: see Load
+		}
+		if err := root.Decode(&ch); err != nil {
+			return conversation.Character{}, fmt.Errorf("%s: %w", path, err)
+		}
 	}
-	ch = finishCharacter(ch, c.getenv)
+	ch = finishCharacter(ch, getenv)
 	if err := ch.Validate(); err != nil {
-		return conversation.Character{}, fmt.Errorf("character %s: %w", file, err)
+		return conversation.Character{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return ch, nil
 }
 
-// asMap turns a settings struct into the generic shape overlays merge into.
-func asMap(v any) (map[string]any, error) {
-	data, err := yaml.Marshal(v)
+// copyCharacter returns a copy of ch that shares no map or pointer with it,
+// so decoding into the copy never changes the default character.
+func copyCharacter(ch conversation.Character) (conversation.Character, error) {
+	data, err := yaml.Marshal(ch)
 	if err != nil {
-		return nil, err
+		return conversation.Character{}, fmt.Errorf("copy the default character: %w", err)
 	}
-	var m map[string]any
-	if err := yaml.Unmarshal(data, &m); err != nil {
-		return nil, err
+	var out conversation.Character
+	if err := yaml.Unmarshal(data, &out); err != nil {
+		return conversation.Character{}, fmt.Errorf("copy the default character: %w", err)
 	}
-	return m, nil
-}
-
-// DeepMerge returns base with overlay merged in: maps merge key by key,
-// anything else in overlay replaces the base value. Neither input changes.
-func DeepMerge(base, overlay map[string]any) map[string]any {
-	out := make(map[string]any, len(base)+len(overlay))
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range overlay {
-		bm, bok := out[k].(map[string]any)
-		om, ook := v.(map[string]any)
-		if bok && ook {
-			out[k] = DeepMerge(bm, om)
-		} else {
-			out[k] = v
-		}
-	}
-	return out
+	return out, nil
 }

@@ -49,12 +49,13 @@ func TestCharactersList(t *testing.T) {
 	c, chars := setup(t, baseConf, map[string]string{
 		"zed.yaml":     "conf_name: Zed\nconf_uid: zed\n",
 		"alice.yml":    "conf_name: Alice\nconf_uid: alice\n",
-		"broken.yaml":  "conf_name: [unclosed\n",
-		"typo.yaml":    "conf_nmae: Typo\n",
-		"bad-uid.yaml": "conf_name: BadUID\nconf_uid: ../x\n",
 		"notes.txt":    "conf_name: Notes\n",
 		".hidden.yaml": "conf_name: Hidden\nconf_uid: hidden\n",
 	}, nil)
+	// Broken after start (start-up refuses them): still listed.
+	writeFile(t, chars, "broken.yaml", "conf_name: [unclosed\n")
+	writeFile(t, chars, "typo.yaml", "conf_nmae: Typo\n")
+	writeFile(t, chars, "bad-uid.yaml", "conf_name: BadUID\nconf_uid: ../x\n")
 	// A directory with a YAML name is not a character.
 	if err := os.Mkdir(filepath.Join(chars, "dir.yaml"), 0o755); err != nil {
 		t.Fatal(err)
@@ -202,12 +203,11 @@ func TestCharactersLoadModelInfo(t *testing.T) {
 }
 
 func TestCharactersLoadRejects(t *testing.T) {
-	c, _ := setup(t, baseConf, map[string]string{
-		"typo.yaml":    "conf_nmae: T\n",
-		"bad-uid.yaml": "conf_uid: ../x\n",
-		"bad-url.yaml": "conf_uid: u\nllm:\n  base_url: nope\n",
-		".hidden.yaml": "conf_uid: h\n",
-	}, nil)
+	c, chars := setup(t, baseConf, map[string]string{".hidden.yaml": "conf_uid: h\n"}, nil)
+	// Broken after start (start-up refuses them).
+	writeFile(t, chars, "typo.yaml", "conf_nmae: T\n")
+	writeFile(t, chars, "bad-uid.yaml", "conf_uid: ../x\n")
+	writeFile(t, chars, "bad-url.yaml", "conf_uid: u\nllm:\n  base_url: nope\n")
 	for _, tc := range []struct{ file, want string }{
 		{"../x.yaml", "not a character file name"},
 		{"a/b.yaml", "not a character file name"},
@@ -230,84 +230,4 @@ func TestCharactersLoadRejects(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestDeepMerge(t *testing.T) {
-	base := map[string]any{
-		"name": "base",
-		"list": []any{1, 2, 3},
-		"llm": map[string]any{
-			"base_url": "http://b/v1",
-			"model":    "m1",
-			"extra":    map[string]any{"a": 1, "b": 2},
-		},
-		"only_base": true,
-	}
-	overlay := map[string]any{
-		"name": "over",
-		"list": []any{9},
-		"llm": map[string]any{
-			"model": "m2",
-			"extra": map[string]any{"b": 20, "c": 30},
-		},
-		"only_overlay": "x",
-	}
-	baseCopy := deepCopy(base)
-	overlayCopy := deepCopy(overlay)
-
-	got := config.DeepMerge(base, overlay)
-	want := map[string]any{
-		"name": "over",
-		"list": []any{9},
-		"llm": map[string]any{
-			"base_url": "http://b/v1",
-			"model":    "m2",
-			"extra":    map[string]any{"a": 1, "b": 20, "c": 30},
-		},
-		"only_base":    true,
-		"only_overlay": "x",
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("DeepMerge =\n %v\nwant\n %v", got, want)
-	}
-	if !reflect.DeepEqual(base, baseCopy) {
-		t.Errorf("base mutated: %v", base)
-	}
-	if !reflect.DeepEqual(overlay, overlayCopy) {
-		t.Errorf("overlay mutated: %v", overlay)
-	}
-}
-
-func TestDeepMergeTypeChanges(t *testing.T) {
-	// A scalar over a map and a map over a scalar both replace.
-	got := config.DeepMerge(
-		map[string]any{"a": map[string]any{"x": 1}, "b": 1},
-		map[string]any{"a": "flat", "b": map[string]any{"y": 2}},
-	)
-	want := map[string]any{"a": "flat", "b": map[string]any{"y": 2}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("DeepMerge = %v, want %v", got, want)
-	}
-	// nil inputs are empty maps.
-	if got := config.DeepMerge(nil, map[string]any{"a": 1}); !reflect.DeepEqual(got, map[string]any{"a": 1}) {
-		t.Errorf("DeepMerge(nil, a) = %v", got)
-	}
-	if got := config.DeepMerge(map[string]any{"a": 1}, nil); !reflect.DeepEqual(got, map[string]any{"a": 1}) {
-		t.Errorf("DeepMerge(a, nil) = %v", got)
-	}
-}
-
-func deepCopy(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		switch v := v.(type) {
-		case map[string]any:
-			out[k] = deepCopy(v)
-		case []any:
-			out[k] = append([]any(nil), v...)
-		default:
-			out[k] = v
-		}
-	}
-	return out
 }

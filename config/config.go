@@ -7,16 +7,13 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 
 	"koe/agent"
 	"koe/asr"
@@ -106,10 +103,16 @@ func defaultModelInfo() map[string]any {
 	}
 }
 
+// An Override changes the configuration after the file and the environment
+// are applied and before anything is validated; main's command-line flags
+// are overrides, so validation sees the values koe will run with.
+type Override func(*Config)
+
 // Load reads path. A missing file means the defaults, unless required (the
 // user named the file explicitly). getenv supplies the overrides; pass
-// os.Getenv.
-func Load(path string, required bool, getenv func(string) string) (Config, error) {
+// os.Getenv. Every file in CharactersDir is checked too, so a broken
+// character stops koe at start rather than when a client picks it.
+func Load(path string, required bool, getenv func(string) string, overrides ...Override) (Config, error) {
 	cfg := Default()
 	cfg.fileName = baseName(path)
 	data, err := os.ReadFile(path)
@@ -119,16 +122,31 @@ func Load(path string, required bool, getenv func(string) string) (Config, error
 	case err != nil:
 		return Config{}, fmt.Errorf("read config: %w", err)
 	default:
+		root, err := parseDocument(path, data)
+		if err != nil {
+			return Config{}, err
+		}
+		if err := checkNode(path, root, reflect.TypeOf(cfg), ""); err != nil {
+			return Config{}, err
+		}
 		// A configured model_info replaces the default one; merging the
 		// two would mix another model's emotion map into the user's.
 		cfg.Character.ModelInfo = nil
-		if err := decodeStrict(data, &cfg); err != nil {
-			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		if root != nil {
+			if err := root.Decode(&cfg); err != nil {
+				return Config{}, fmt.Errorf("config %s: %w", path, err)
+			}
 		}
 	}
 	cfg.Character = finishCharacter(cfg.Character, getenv)
+	for _, override := range overrides {
+		override(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := checkCharacterFiles(cfg, getenv); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
 }
@@ -176,17 +194,6 @@ func finishCharacter(ch conversation.Character, getenv func(string) string) conv
 		ch.LLM.Model = v
 	}
 	return ch
-}
-
-// decodeStrict decodes YAML over the values already in out and rejects
-// unknown keys, so a typo is an error instead of a silently ignored setting.
-func decodeStrict(data []byte, out any) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
 }
 
 func baseName(path string) string {
