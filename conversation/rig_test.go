@@ -3,6 +3,7 @@ package conversation_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -24,7 +25,7 @@ const hangGuard = 30 * time.Second
 // rig is one session on a hub with a real bbolt store (wrapped so tests
 // can intercept it), a fake LLM over HTTP and a recording Sender.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	llm   *fakellm.Server
 	real  *history.Store
 	store *mock.Store
@@ -37,12 +38,9 @@ type rig struct {
 
 type rigOption func(*conversation.Deps)
 
-func withASR(t conversation.Transcriber) rigOption {
-	return func(d *conversation.Deps) { d.ASR = t }
-}
-
-func withConfig(f func(*conversation.Config)) rigOption {
-	return func(d *conversation.Deps) { f(&d.Config) }
+// quiet discards the logs (a fuzz target may not log through its F).
+func quiet() rigOption {
+	return func(d *conversation.Deps) { d.Logger = slog.New(slog.DiscardHandler) }
 }
 
 func character(confUID, llmURL string) conversation.Character {
@@ -57,7 +55,7 @@ func character(confUID, llmURL string) conversation.Character {
 	}
 }
 
-func newRig(t *testing.T, respond func(fakellm.Request) fakellm.Reply, opts ...rigOption) *rig {
+func newRig(t testing.TB, respond func(fakellm.Request) fakellm.Reply, opts ...rigOption) *rig {
 	t.Helper()
 	llm := koetest.StartLLM(t, respond)
 	real, err := history.Open(filepath.Join(t.TempDir(), "koe.db"), history.Options{})
@@ -188,7 +186,7 @@ type gate struct {
 	once    sync.Once
 }
 
-func newGate(t *testing.T) *gate {
+func newGate(t testing.TB) *gate {
 	g := &gate{release: make(chan struct{})}
 	t.Cleanup(g.open)
 	return g

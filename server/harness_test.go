@@ -7,9 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -258,12 +261,14 @@ func (c *client) record(dir string, data []byte) {
 // normalise replaces per-run values (ids, times) so traces compare.
 func normalise(lines []string) []string {
 	ids := map[string]string{}
-	idKeys := map[string]bool{"client_uid": true, "history_uid": true, "uid": true}
+	idKeys := map[string]bool{"client_uid": true, "history_uid": true, "uid": true, "thread_id": true}
 	var walk func(v any) any
 	walk = func(v any) any {
 		switch x := v.(type) {
 		case map[string]any:
-			for k, val := range x {
+			// Sorted, so that ids are numbered in the same order every run.
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				val := x[k]
 				s, isStr := val.(string)
 				switch {
 				case idKeys[k] && isStr && s != "":
@@ -271,8 +276,21 @@ func normalise(lines []string) []string {
 						ids[s] = fmt.Sprintf("<id-%d>", len(ids)+1)
 					}
 					x[k] = ids[s]
-				case k == "timestamp" && isStr:
+				case (k == "timestamp" || k == "created_at") && isStr:
 					x[k] = "<time>"
+				case k == "url" && isStr:
+					// Image URLs hold history ids.
+					for id, name := range ids {
+						s = strings.ReplaceAll(s, id, name)
+					}
+					x[k] = s
+				case k == "audio" && !isStr && val != nil:
+					// Microphone samples sent in: their count is enough.
+					n := 0
+					if arr, ok := val.([]any); ok {
+						n = len(arr)
+					}
+					x[k] = fmt.Sprintf("<%d samples>", n)
 				case k == "audio" && isStr:
 					// Keep traces readable: a WAV is its size and a hash.
 					wav, err := base64.StdEncoding.DecodeString(s)
@@ -281,6 +299,14 @@ func normalise(lines []string) []string {
 				default:
 					x[k] = walk(val)
 				}
+			}
+			// A listing of histories active in the same second is
+			// ordered by random ids: compare it sorted (the e2e tests
+			// check the order itself).
+			if list, ok := x["histories"].([]any); ok {
+				sort.Slice(list, func(i, j int) bool {
+					return fmt.Sprint(list[i].(map[string]any)["uid"]) < fmt.Sprint(list[j].(map[string]any)["uid"])
+				})
 			}
 			return x
 		case []any:
