@@ -145,8 +145,10 @@ func (s *Session) setCharacter(char Character) {
 		CharacterName: char.Name,
 		HumanName:     char.HumanName,
 		Store:         s.deps.Store,
-		OnSummary:     s.sendMemoryState,
-		Logger:        s.log,
+		OnSummary: func(st agent.MemoryState) {
+			s.send(s.ctx, protocol.MemoryState{Type: protocol.TypeMemoryState, MemoryState: st})
+		},
+		Logger: s.log,
 	})
 	s.tts, s.ttsErr = nil, nil
 	if s.deps.NewTTS != nil {

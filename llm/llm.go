@@ -1,124 +1,108 @@
-package agent
+// Package llm talks to OpenAI-compatible chat servers (Ollama, llama.cpp,
+// vLLM, OpenAI…) for the agent: it is the one place where an
+// agent.Request becomes go-openai's wire types and where whatever the
+// server or the network did becomes an *agent.LLMError a person can act on.
+package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"time"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"koe/agent"
 )
 
-// Client streams chat completions from one OpenAI-compatible server.
+// Client streams chat completions from one OpenAI-compatible server. It
+// implements agent.LLM and is safe for concurrent use.
 type Client struct {
-	cfg Config
+	cfg agent.Config
 	api *openai.Client
+	// tok counts streamed replies against the reply limit.
+	tok *agent.Tokenizer
 }
 
-// NewClient builds a client; httpClient may be shared by many sessions so
-// that they share one connection pool.
-func NewClient(cfg Config, httpClient *http.Client) *Client {
+var _ agent.LLM = (*Client)(nil)
+
+// New builds a client; httpClient may be shared by many sessions so that
+// they share one connection pool (nil: go-openai's default client).
+func New(cfg agent.Config, httpClient *http.Client) *Client {
 	oc := openai.DefaultConfig(cfg.APIKey)
-	oc.BaseURL = cfg.BaseURL
+	// People paste base URLs with a trailing slash; the paths go-openai
+	// appends start with one.
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if httpClient != nil {
 		oc.HTTPClient = httpClient
 	}
-	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc)}
-}
-
-// Config returns the settings the client was built with.
-func (c *Client) Config() Config { return c.cfg }
-
-var errIdle = errors.New("llm idle timeout")
-
-// Stream sends msgs and calls onDelta for every content delta, in order,
-// until the reply ends, and returns the usage the server reported (nil if
-// it reported none). Cancelling ctx aborts the HTTP request at once, so
-// the LLM server sees its connection closed and stops generating.
-func (c *Client) Stream(ctx context.Context, msgs []openai.ChatCompletionMessage, onDelta func(string)) (*Usage, error) {
-	req := c.request(msgs)
-	req.Stream = true
-	if c.cfg.StreamUsage {
-		req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-	}
-	var usage *Usage
-	err := c.stream(ctx, req, func(resp openai.ChatCompletionStreamResponse) {
-		if resp.Usage != nil {
-			usage = &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
-		}
-		for _, ch := range resp.Choices {
-			if ch.Index == 0 && ch.Delta.Content != "" {
-				onDelta(ch.Delta.Content)
-			}
-		}
-	})
-	return usage, err
+	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), tok: agent.NewTokenizer(cfg.Model)}
 }
 
 // Complete returns a whole (non-streamed) answer; summaries use it.
-func (c *Client) Complete(ctx context.Context, msgs []openai.ChatCompletionMessage) (string, *Usage, error) {
-	resp, err := c.api.CreateChatCompletion(ctx, c.request(msgs))
+func (c *Client) Complete(ctx context.Context, req agent.Request) (string, *agent.Usage, error) {
+	resp, err := c.api.CreateChatCompletion(ctx, c.chatRequest(req))
 	if err != nil {
-		return "", nil, c.classify(err, KindUnreachable)
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &syntax) || errors.As(err, &typ) {
+			// A 200 answer that is not a chat completion: a web page, or
+			// another API at that URL.
+			return "", nil, c.noText(resp.Header(), false, "")
+		}
+		return "", nil, c.classify(err, agent.KindUnreachable)
 	}
-	usage := &Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+	usage := &agent.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 	if len(resp.Choices) == 0 {
-		return "", usage, &LLMError{Kind: KindBadRequest, BaseURL: c.cfg.BaseURL, Model: c.cfg.Model, Detail: "the answer had no choices"}
+		return "", usage, c.llmError(agent.KindBadRequest, "the answer had no choices")
 	}
 	return resp.Choices[0].Message.Content, usage, nil
 }
 
-func (c *Client) request(msgs []openai.ChatCompletionMessage) openai.ChatCompletionRequest {
-	req := openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: msgs, MaxTokens: c.cfg.MaxTokens}
-	if c.cfg.Temperature != nil {
-		req.Temperature = *c.cfg.Temperature
+// chatRequest is req in go-openai's shape, with the configured model,
+// temperature and reply limit.
+func (c *Client) chatRequest(req agent.Request) openai.ChatCompletionRequest {
+	r := openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: make([]openai.ChatCompletionMessage, len(req.Messages))}
+	for i, m := range req.Messages {
+		r.Messages[i] = wireMessage(m)
 	}
-	return req
+	for _, t := range req.Tools {
+		r.Tools = append(r.Tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: t.Parameters,
+		}})
+	}
+	if c.cfg.Temperature != nil {
+		r.Temperature = *c.cfg.Temperature
+	}
+	//lint:ignore SA1019 max_tokens is the field Ollama, llama.cpp and vLLM read; OpenAI's newer max_completion_tokens is not known to all of them.
+	r.MaxTokens = c.cfg.ReplyTokenLimit()
+	return r
 }
 
-// stream runs a streaming request and hands every chunk to onChunk.
-func (c *Client) stream(ctx context.Context, req openai.ChatCompletionRequest, onChunk func(openai.ChatCompletionStreamResponse)) error {
-	parent := ctx
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	var idle *time.Timer
-	if c.cfg.IdleTimeout > 0 {
-		idle = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errIdle) })
-		defer idle.Stop()
+// wireMessage converts one message. Parts become a content array; a
+// message without parts keeps its plain string content.
+func wireMessage(m agent.WireMessage) openai.ChatCompletionMessage {
+	w := openai.ChatCompletionMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+	if len(m.Parts) == 0 {
+		w.Content = m.Content
 	}
-	timedOut := func(err error) error {
-		if errors.Is(context.Cause(ctx), errIdle) {
-			return &LLMError{Kind: KindTimeout, BaseURL: c.cfg.BaseURL, Model: c.cfg.Model, Err: err}
+	for _, p := range m.Parts {
+		if p.ImageURL == "" {
+			w.MultiContent = append(w.MultiContent, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: p.Text})
+			continue
 		}
-		return nil
+		w.MultiContent = append(w.MultiContent, openai.ChatMessagePart{
+			Type:     openai.ChatMessagePartTypeImageURL,
+			ImageURL: &openai.ChatMessageImageURL{URL: p.ImageURL, Detail: openai.ImageURLDetail(p.Detail)},
+		})
 	}
-
-	stream, err := c.api.CreateChatCompletionStream(ctx, req)
-	if err != nil {
-		if te := timedOut(err); te != nil {
-			return te
-		}
-		return c.classify(err, KindUnreachable)
+	for _, tc := range m.ToolCalls {
+		w.ToolCalls = append(w.ToolCalls, openai.ToolCall{
+			ID:       tc.ID,
+			Type:     openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+		})
 	}
-	defer stream.Close()
-	for {
-		resp, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			if te := timedOut(err); te != nil {
-				return te
-			}
-			if err := parent.Err(); err != nil {
-				return err
-			}
-			return c.classify(err, KindBrokenStream)
-		}
-		if idle != nil {
-			idle.Reset(c.cfg.IdleTimeout)
-		}
-		onChunk(resp)
-	}
+	return w
 }
