@@ -974,8 +974,10 @@ func isCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
 }
 
-// Echo replies "You said: <last user message content>." as Words, with the
-// given per-token interval.
+// Echo replies "You said: <the user's words>." as Words, with the given
+// per-token interval. The words are the last paragraph of the last user
+// message: koe puts what it adds to a user message (its persona, a note)
+// above the user's words, a blank line apart.
 func Echo(interval time.Duration) func(Request) Reply {
 	return func(req Request) Reply {
 		last := ""
@@ -984,6 +986,9 @@ func Echo(interval time.Duration) func(Request) Reply {
 				last = req.Messages[i].Content
 				break
 			}
+		}
+		if i := strings.LastIndex(last, "\n\n"); i >= 0 {
+			last = last[i+2:]
 		}
 		return Reply{Tokens: Words("You said: " + last + "."), Interval: interval}
 	}

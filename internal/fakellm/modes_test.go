@@ -159,3 +159,18 @@ func TestEndless(t *testing.T) {
 	waitDisconnect(t, s)
 	waitIdle(t, s)
 }
+
+// Echo answers the user's words: the last paragraph of the last user
+// message, below whatever koe put above them.
+func TestEchoUserWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"hello":                           "You said: hello.",
+		"You are Koe.\nBe kind.\n\nhello": "You said: hello.",
+		"note\n\npersona\n\nhow are you?": "You said: how are you?.",
+	} {
+		req := Request{Messages: []Message{{Role: "system", Content: "s"}, {Role: "user", Content: in}, {Role: "assistant", Content: "a"}}}
+		if got := strings.Join(Echo(0)(req).Tokens, ""); got != want {
+			t.Errorf("Echo of %q = %q, want %q", in, got, want)
+		}
+	}
+}
