@@ -262,10 +262,11 @@ func TestStreamIdleTimeout(t *testing.T) {
 }
 
 // The idle timeout bounds the gap between chunks, not the whole reply: a
-// slow but steady stream must finish even if it takes longer overall.
+// slow but steady stream must finish even if it takes longer overall (here
+// at least 3 s, each gap at least 0.6 s, against a 2 s timeout).
 func TestStreamIdleTimeoutResetsPerChunk(t *testing.T) {
-	tokens := []string{"a", "b", "c", "d", "e", "f"}
-	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens, Interval: 100 * time.Millisecond}))
+	tokens := []string{"a", "b", "c", "d", "e"}
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens, Interval: 600 * time.Millisecond}))
 	c := clientFor(s, func(c *agent.Config) { c.IdleTimeout = 2 * time.Second })
 	got, err := collect(testCtx(t), c, userMsgs("hi"))
 	if err != nil {
