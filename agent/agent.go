@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"koe/history"
 )
 
@@ -23,10 +21,15 @@ type Emitter interface {
 }
 
 // LLM is the model as the agent uses it: streamed replies, and plain
-// completions for summaries.
+// completions for summaries. Package llm implements it for every
+// OpenAI-compatible server. Failures are *LLMError, except a cancelled
+// ctx, which comes back as ctx's error.
 type LLM interface {
-	Stream(ctx context.Context, msgs []openai.ChatCompletionMessage, onDelta func(string)) (*Usage, error)
-	Complete(ctx context.Context, msgs []openai.ChatCompletionMessage) (string, *Usage, error)
+	// Stream calls onDelta with each piece of the reply's text, in order,
+	// and returns the usage the server reported (nil if none).
+	Stream(ctx context.Context, req Request, onDelta func(string)) (*Usage, error)
+	// Complete returns the whole reply at once.
+	Complete(ctx context.Context, req Request) (string, *Usage, error)
 }
 
 // SummaryStore keeps summaries with their history.
@@ -55,15 +58,17 @@ type Options struct {
 	SystemPrompt string
 	// Persona is the character's own prompt.
 	Persona string
-	// Reminder, if set, is appended as the final user message.
+	// Reminder, if set, is the last user text of every request.
 	Reminder string
 	// CharacterName and HumanName are used in the default system prompt
 	// and in summaries.
 	CharacterName, HumanName string
 	// Store persists summaries (nil: kept in memory only).
 	Store SummaryStore
-	// OnSummary is called after a summary was added (from the summariser's
-	// goroutine), e.g. to tell the client.
+	// OnSummary is given the memory as users see it after a summary was
+	// added, e.g. to tell the client. It is called from a goroutine of the
+	// agent's, one call at a time, in order, with no lock of the agent's
+	// held; a slow receiver delays later notices, never a turn.
 	OnSummary func(MemoryState)
 	Now       func() time.Time
 	Logger    *slog.Logger
@@ -82,10 +87,14 @@ type Agent struct {
 	pol  policy
 	log  *slog.Logger
 
-	// Background summaries run under bg and are waited for by Close.
+	// Background summaries and the summary notifier run under bg and are
+	// waited for by Close.
 	bg     context.Context
 	stopBg context.CancelFunc
 	wg     sync.WaitGroup
+	// summarised wakes the notifier (capacity 1: notices that pile up
+	// while the receiver is busy become one, carrying the latest state).
+	summarised chan struct{}
 
 	mu          sync.Mutex
 	thread      Thread
@@ -117,20 +126,43 @@ func New(opts Options) *Agent {
 		opts.Memory = DefaultMemoryConfig()
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &Agent{
-		opts:     opts,
-		pol:      opts.Memory.policy(),
-		log:      opts.Logger,
-		bg:       bg,
-		stopBg:   stop,
-		pending:  map[pendingKey]int{},
-		rate:     opts.Memory.CompressionRate,
-		system:   opts.SystemPrompt,
-		reminder: opts.Reminder,
+	a := &Agent{
+		opts:       opts,
+		pol:        opts.Memory.policy(),
+		log:        opts.Logger,
+		bg:         bg,
+		stopBg:     stop,
+		summarised: make(chan struct{}, 1),
+		pending:    map[pendingKey]int{},
+		rate:       opts.Memory.CompressionRate,
+		system:     opts.SystemPrompt,
+		reminder:   opts.Reminder,
+	}
+	if opts.OnSummary != nil {
+		a.wg.Add(1)
+		go a.notifySummaries()
+	}
+	return a
+}
+
+// notifySummaries hands OnSummary the state after each new summary. The
+// state is read when the notice is delivered, with the lock released
+// before the call, so the receiver gets the latest memory and may call
+// into the agent without deadlocking.
+func (a *Agent) notifySummaries() {
+	defer a.wg.Done()
+	for {
+		select {
+		case <-a.bg.Done():
+			return
+		case <-a.summarised:
+			a.opts.OnSummary(a.State())
+		}
 	}
 }
 
-// Close stops background summaries and waits for them.
+// Close stops background summaries and summary notices, and waits for
+// them (and for an OnSummary call under way).
 func (a *Agent) Close() {
 	a.stopBg()
 	a.wg.Wait()
@@ -176,13 +208,6 @@ func (a *Agent) AddAssistant(text string, interrupted bool) {
 	a.scheduleLocked()
 }
 
-// AddMessages appends tool calls and results of the current turn.
-func (a *Agent) AddMessages(msgs ...Message) {
-	for _, m := range msgs {
-		a.add(m)
-	}
-}
-
 func (a *Agent) add(m Message) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -192,20 +217,20 @@ func (a *Agent) add(m Message) {
 // Reply streams the assistant's answer to the current memory. The caller
 // records the reply with AddAssistant once it knows what the user heard.
 func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
-	msgs, rep, err := a.buildContext(nil)
+	req, rep, err := a.buildContext(nil)
 	if err != nil {
 		return err
 	}
-	usage, err := a.opts.LLM.Stream(ctx, msgs, emit.Token)
+	usage, err := a.opts.LLM.Stream(ctx, req, emit.Token)
 	a.recordUsage(rep, usage)
 	return err
 }
 
 // buildContext assembles the next request and remembers its report.
-func (a *Agent) buildContext(tools []openai.Tool) ([]openai.ChatCompletionMessage, *ContextReport, error) {
+func (a *Agent) buildContext(tools []ToolSpec) (Request, *ContextReport, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	turns := SplitTurns(a.msgs)
+	turns := splitTurns(a.msgs)
 	var current []Message
 	if n := len(turns); n > 0 && !turns[n-1].Complete() {
 		current = turns[n-1].Messages
@@ -216,7 +241,7 @@ func (a *Agent) buildContext(tools []openai.Tool) ([]openai.ChatCompletionMessag
 		sums = sums[len(sums)-max:]
 	}
 	covered := a.coveredLocked()
-	var earlier []Turn
+	var earlier []turn
 	for _, t := range turns {
 		// Turns under a summary are never sent raw; turns under a summary
 		// that fell out of the window are forgotten.
@@ -232,7 +257,7 @@ func (a *Agent) buildContext(tools []openai.Tool) ([]openai.ChatCompletionMessag
 	if a.opts.Memory.PersonaAsSystem && persona != "" {
 		system, persona = persona, ""
 	}
-	msgs, rep, err := build(a.opts.Tokenizer, contextParts{
+	req, rep, err := build(a.opts.Tokenizer, contextParts{
 		system:      system,
 		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + ".",
 		summaries:   sums,
@@ -247,12 +272,12 @@ func (a *Agent) buildContext(tools []openai.Tool) ([]openai.ChatCompletionMessag
 		vision:      a.opts.Vision,
 	})
 	if err != nil {
-		return nil, nil, err
+		return Request{}, nil, err
 	}
 	rep.Time = a.opts.Now()
 	rep.Model = a.opts.Model
 	a.last = &rep
-	return msgs, &rep, nil
+	return req, &rep, nil
 }
 
 // recordUsage keeps the provider's count next to koe's and calibrates
@@ -301,7 +326,7 @@ func (a *Agent) LastContext() *ContextReport {
 
 // SetCompressionRate changes the rate for summaries started from now on.
 func (a *Agent) SetCompressionRate(r float64) error {
-	if err := ValidCompressionRate(r); err != nil {
+	if err := validCompressionRate(r); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -317,7 +342,8 @@ func (a *Agent) SetSystemPrompt(text string) {
 	a.system = text
 }
 
-// SetReminder sets the final user message of every request ("" = none).
+// SetReminder sets the reminder, the last user text of every request
+// ("" = none).
 func (a *Agent) SetReminder(text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -326,22 +352,22 @@ func (a *Agent) SetReminder(text string) {
 
 // MemoryState is what users see of the memory: the summaries and totals.
 type MemoryState struct {
-	ThreadID        string                  `json:"history_uid"`
-	Policy          string                  `json:"policy"`
-	CompressionRate float64                 `json:"compression_rate"`
-	Turns           int                     `json:"turns"`
-	Summaries       []history.SummaryRecord `json:"summaries"`
-	Pending         int                     `json:"pending"`
-	Totals          MemoryTotals            `json:"totals"`
+	ThreadID        string // the history's uid
+	Policy          string
+	CompressionRate float64
+	Turns           int
+	Summaries       []history.SummaryRecord
+	Pending         int // summaries being computed
+	Totals          MemoryTotals
 }
 
 // MemoryTotals add up the summaries.
 type MemoryTotals struct {
-	Summaries     int     `json:"summaries"`
-	TurnsCovered  int     `json:"turns_covered"`
-	OriginalChars int     `json:"original_chars"`
-	SummaryChars  int     `json:"summary_chars"`
-	Saving        float64 `json:"saving"` // 1 - summary/original
+	Summaries     int
+	TurnsCovered  int
+	OriginalChars int
+	SummaryChars  int
+	Saving        float64 // 1 - summary/original
 }
 
 // State returns the memory as users see it.
@@ -352,7 +378,7 @@ func (a *Agent) State() MemoryState {
 		ThreadID:        a.thread.HistoryUID,
 		Policy:          a.opts.Memory.Policy,
 		CompressionRate: a.rate,
-		Turns:           len(SplitTurns(a.msgs)),
+		Turns:           len(splitTurns(a.msgs)),
 		Summaries:       append([]history.SummaryRecord{}, a.summaries...),
 		Pending:         a.pendingCountLocked(),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,12 +102,19 @@ func msg(role, content string) fakellm.Message {
 	return fakellm.Message{Role: role, Content: content}
 }
 
-// notes returns the indexes of interruption notes in msgs: system messages
-// other than the leading system prompt.
+// user is one user message of a request: strict chat templates want no
+// two in a row, so what koe puts above or below the user's words (the
+// persona, an interruption note, the reminder, the words of a turn that
+// got no reply) shares the message, a blank line apart.
+func user(texts ...string) fakellm.Message {
+	return msg("user", strings.Join(texts, "\n\n"))
+}
+
+// notes returns the indexes of the messages holding an interruption note.
 func notes(msgs []fakellm.Message) []int {
 	var out []int
 	for i, m := range msgs {
-		if m.Role == agent.RoleSystem && i > 0 {
+		if strings.Contains(m.Content, agent.InterruptedNote) || strings.Contains(m.Content, agent.InterruptedEmptyNote) {
 			out = append(out, i)
 		}
 	}
@@ -121,8 +129,8 @@ func TestReplyStreamsToEmitter(t *testing.T) {
 	if got != text {
 		t.Errorf("emitted %q, want %q", got, text)
 	}
-	// The persona is a user message right above the latest user message.
-	want := []fakellm.Message{msg("system", wantSystem), msg("user", persona), msg("user", "who are you?")}
+	// The persona is right above the latest user message, in it.
+	want := []fakellm.Message{msg("system", wantSystem), user(persona, "who are you?")}
 	if !reflect.DeepEqual(req.Messages, want) {
 		t.Errorf("messages = %+v, want %+v", req.Messages, want)
 	}
@@ -148,8 +156,7 @@ func TestContextPersonaAndOrder(t *testing.T) {
 		msg("assistant", "reply one"),
 		msg("user", "two"),
 		msg("assistant", "reply two"),
-		msg("user", persona),
-		msg("user", "three"),
+		user(persona, "three"),
 	}
 	if !reflect.DeepEqual(req.Messages, want) {
 		t.Errorf("messages =\n %+v\nwant\n %+v", req.Messages, want)
@@ -172,45 +179,74 @@ func TestContextInterruptedReply(t *testing.T) {
 	a.AddAssistant("Once upon a", true)
 	a.AddUser("stop, something else")
 	_, req := reply(t, a, s)
-	m := req.Messages
-	if len(m) != 6 {
-		t.Fatalf("messages = %+v, want system, user, assistant, note, persona, user", m)
+	// The note comes right after the interrupted reply, at the top of the
+	// user's next message; the heard part is sent as heard, with no
+	// ellipsis or marker appended.
+	want := []fakellm.Message{
+		msg("system", wantSystem),
+		msg("user", "tell me a story"),
+		msg("assistant", "Once upon a"),
+		user(agent.InterruptedNote, persona, "stop, something else"),
 	}
-	if m[0] != msg("system", wantSystem) || m[1] != msg("user", "tell me a story") ||
-		m[2] != msg("assistant", "Once upon a") || m[4] != msg("user", persona) || m[5] != msg("user", "stop, something else") {
-		t.Errorf("messages = %+v", m)
+	if !reflect.DeepEqual(req.Messages, want) {
+		t.Errorf("messages =\n %+v\nwant\n %+v", req.Messages, want)
 	}
-	if m[3].Role != "system" || !strings.Contains(m[3].Content, "interrupted") {
-		t.Errorf("message after the interrupted reply = %+v, want an interruption note", m[3])
-	}
-	if got := notes(m); !reflect.DeepEqual(got, []int{3}) {
-		t.Errorf("notes at %v, want exactly one at 3", got)
-	}
-	// The heard part is sent as heard: no ellipsis or marker appended.
-	if m[2].Content != "Once upon a" {
-		t.Errorf("interrupted content = %q", m[2].Content)
+	if !strings.Contains(agent.InterruptedNote, "interrupted") {
+		t.Errorf("the note %q does not say the reply was interrupted", agent.InterruptedNote)
 	}
 }
 
+// An interrupted reply that was empty is not sent; its note follows the
+// user message it answered, and both share the next user message.
 func TestContextInterruptedBeforeAnythingWasHeard(t *testing.T) {
 	a, s := newAgent(t, persona, fakellm.Reply{Tokens: []string{"ok"}})
 	a.AddUser("hello")
 	a.AddAssistant("", true)
 	a.AddUser("hello?")
 	_, req := reply(t, a, s)
-	m := req.Messages
-	if len(m) != 5 {
-		t.Fatalf("messages = %+v, want system, user, note, persona, user", m)
+	want := []fakellm.Message{
+		msg("system", wantSystem),
+		user("hello", agent.InterruptedEmptyNote, persona, "hello?"),
 	}
-	if m[0] != msg("system", wantSystem) || m[1] != msg("user", "hello") || m[3] != msg("user", persona) || m[4] != msg("user", "hello?") {
-		t.Errorf("messages = %+v", m)
+	if !reflect.DeepEqual(req.Messages, want) {
+		t.Errorf("messages =\n %+v\nwant\n %+v", req.Messages, want)
 	}
-	if m[2].Role != "system" || !strings.Contains(m[2].Content, "interrupted") {
-		t.Errorf("m[2] = %+v, want the interruption note", m[2])
+	if !strings.Contains(agent.InterruptedEmptyNote, "interrupted") {
+		t.Errorf("the note %q does not say the reply was interrupted", agent.InterruptedEmptyNote)
 	}
-	for _, x := range m {
-		if x.Role == "assistant" {
-			t.Errorf("empty interrupted reply sent as an assistant message: %+v", x)
+}
+
+// A turn whose reply failed leaves its user message without an answer:
+// it joins the next one, and the conversation goes on.
+func TestContextFailedTurn(t *testing.T) {
+	a, s := newAgent(t, persona, fakellm.Reply{Status: 500}, fakellm.Reply{Tokens: []string{"ok"}})
+	a.SetReminder("Answer in one sentence.")
+	a.AddUser("one")
+	a.AddAssistant("reply one", false)
+	a.AddUser("two")
+	var em tokens
+	if err := a.Reply(testCtx(t), &em); llmError(t, err).Kind != agent.KindServer {
+		t.Fatalf("Reply = %v, want the server's failure", err)
+	}
+	a.AddUser("two, again")
+	_, req := reply(t, a, s)
+	want := []fakellm.Message{
+		msg("system", wantSystem),
+		msg("user", "one"),
+		msg("assistant", "reply one"),
+		user("two", persona, "two, again", "Answer in one sentence."),
+	}
+	if !reflect.DeepEqual(req.Messages, want) {
+		t.Errorf("messages =\n %+v\nwant\n %+v", req.Messages, want)
+	}
+	// The report shows the request as sent.
+	rep := a.LastContext()
+	if len(rep.Messages) != len(want) {
+		t.Fatalf("the report lists %d messages, %d were sent", len(rep.Messages), len(want))
+	}
+	for i, m := range rep.Messages {
+		if m.Role != want[i].Role || m.Content != want[i].Content {
+			t.Errorf("report message %d = %s %q, sent %s %q", i, m.Role, m.Content, want[i].Role, want[i].Content)
 		}
 	}
 }
@@ -230,38 +266,52 @@ func TestContextInterruptRunThenNormalReply(t *testing.T) {
 
 	a.AddUser("u2")
 	_, req = reply(t, a, s)
-	checkOneNoteAfter(t, req.Messages, msg("assistant", "First answ"))
+	checkRequest(t, req, []fakellm.Message{
+		msg("system", wantSystem),
+		msg("user", "u1"),
+		msg("assistant", "First answ"),
+		user(agent.InterruptedNote, persona, "u2"),
+	})
 	a.AddAssistant("Second", true)
 
 	a.AddUser("u3")
 	_, req = reply(t, a, s)
-	checkOneNoteAfter(t, req.Messages, msg("assistant", "Second"))
+	checkRequest(t, req, []fakellm.Message{
+		msg("system", wantSystem),
+		msg("user", "u1"),
+		msg("assistant", "First answ"),
+		msg("user", "u2"),
+		msg("assistant", "Second"),
+		user(agent.InterruptedNote, persona, "u3"),
+	})
 	a.AddAssistant("", true)
 
 	a.AddUser("u4")
 	_, req = reply(t, a, s)
 	// The empty reply is not sent; its note follows the user message it
 	// answered.
-	checkOneNoteAfter(t, req.Messages, msg("user", "u3"))
-	a.AddAssistant("A full answer.", false)
-
-	a.AddUser("u5")
-	_, req = reply(t, a, s)
-	want := []fakellm.Message{
+	checkRequest(t, req, []fakellm.Message{
 		msg("system", wantSystem),
 		msg("user", "u1"),
 		msg("assistant", "First answ"),
 		msg("user", "u2"),
 		msg("assistant", "Second"),
-		msg("user", "u3"),
-		msg("user", "u4"),
+		user("u3", agent.InterruptedEmptyNote, persona, "u4"),
+	})
+	a.AddAssistant("A full answer.", false)
+
+	a.AddUser("u5")
+	_, req = reply(t, a, s)
+	checkRequest(t, req, []fakellm.Message{
+		msg("system", wantSystem),
+		msg("user", "u1"),
+		msg("assistant", "First answ"),
+		msg("user", "u2"),
+		msg("assistant", "Second"),
+		user("u3", "u4"),
 		msg("assistant", "A full answer."),
-		msg("user", persona),
-		msg("user", "u5"),
-	}
-	if !reflect.DeepEqual(req.Messages, want) {
-		t.Errorf("messages after a normal reply =\n %+v\nwant (no notes)\n %+v", req.Messages, want)
-	}
+		user(persona, "u5"),
+	})
 	for _, r := range s.Requests() {
 		for _, m := range r.Messages {
 			if strings.Contains(m.Content, "...") || strings.Contains(m.Content, "…") {
@@ -271,23 +321,15 @@ func TestContextInterruptRunThenNormalReply(t *testing.T) {
 	}
 }
 
-// checkOneNoteAfter checks that msgs hold exactly one interruption note,
-// right after prev and right before the persona and the final user message.
-func checkOneNoteAfter(t *testing.T, msgs []fakellm.Message, prev fakellm.Message) {
+// checkRequest compares a request with the messages it should hold, and
+// checks it holds at most one note.
+func checkRequest(t *testing.T, req fakellm.Request, want []fakellm.Message) {
 	t.Helper()
-	n := notes(msgs)
-	if len(n) != 1 {
-		t.Fatalf("notes at %v, want exactly one: %+v", n, msgs)
+	if !reflect.DeepEqual(req.Messages, want) {
+		t.Errorf("messages =\n %+v\nwant\n %+v", req.Messages, want)
 	}
-	i := n[0]
-	if !strings.Contains(msgs[i].Content, "interrupted") {
-		t.Errorf("note %q does not say the reply was interrupted", msgs[i].Content)
-	}
-	if msgs[i-1] != prev {
-		t.Errorf("note follows %+v, want %+v", msgs[i-1], prev)
-	}
-	if i != len(msgs)-3 || msgs[len(msgs)-2] != msg("user", persona) || msgs[len(msgs)-1].Role != "user" {
-		t.Errorf("note at %d of %d, want right before the persona and the last user message: %+v", i, len(msgs), msgs)
+	if n := notes(req.Messages); len(n) > 1 {
+		t.Errorf("notes in messages %v, want one at most", n)
 	}
 }
 
@@ -331,8 +373,7 @@ func TestLoadReplacesMemory(t *testing.T) {
 		msg("system", wantSystem+"\n\nSummaries of the earlier conversation, oldest first:\n[Turn 1] Ann asked; Testa said."),
 		msg("user", "old question"),
 		msg("assistant", "old answer"),
-		msg("user", persona),
-		msg("user", "new question"),
+		user(persona, "new question"),
 	}
 	if !reflect.DeepEqual(req.Messages, want) {
 		t.Errorf("messages =\n %+v\nwant\n %+v", req.Messages, want)
@@ -381,7 +422,7 @@ func TestAgentsDoNotShareMemory(t *testing.T) {
 	if err := a2.Reply(testCtx(t), &em); err != nil {
 		t.Fatal(err)
 	}
-	want := []fakellm.Message{msg("system", wantSystem), msg("user", persona), msg("user", "a2 speaking")}
+	want := []fakellm.Message{msg("system", wantSystem), user(persona, "a2 speaking")}
 	if got := s.Requests()[0].Messages; !reflect.DeepEqual(got, want) {
 		t.Errorf("a2 request = %+v, want %+v", got, want)
 	}
@@ -413,8 +454,8 @@ func TestContextPersonaAsSystem(t *testing.T) {
 	}
 }
 
-// A user-edited system prompt (names filled in) and a reminder as the
-// final user message; "" restores the default and removes the reminder.
+// A user-edited system prompt (names filled in) and a reminder, the last
+// text of the request; "" restores the default and removes the reminder.
 func TestContextSystemPromptAndReminder(t *testing.T) {
 	a, s := newAgent(t, persona, fakellm.Reply{Tokens: []string{"ok"}})
 	a.SetSystemPrompt("You are {character}. {human} is listening.")
@@ -423,9 +464,7 @@ func TestContextSystemPromptAndReminder(t *testing.T) {
 	_, req := reply(t, a, s)
 	want := []fakellm.Message{
 		msg("system", "You are Testa. Ann is listening.\n\nCurrent date and time: Friday, 14 March 2025, 15:09 UTC."),
-		msg("user", persona),
-		msg("user", "hi"),
-		msg("user", "Remember: answer in one sentence."),
+		user(persona, "hi", "Remember: answer in one sentence."),
 	}
 	if !reflect.DeepEqual(req.Messages, want) {
 		t.Errorf("messages =\n %+v\nwant\n %+v", req.Messages, want)
@@ -433,7 +472,7 @@ func TestContextSystemPromptAndReminder(t *testing.T) {
 	a.SetSystemPrompt("")
 	a.SetReminder("")
 	_, req = reply(t, a, s)
-	want = []fakellm.Message{msg("system", wantSystem), msg("user", persona), msg("user", "hi")}
+	want = []fakellm.Message{msg("system", wantSystem), user(persona, "hi")}
 	if !reflect.DeepEqual(req.Messages, want) {
 		t.Errorf("after reset, messages =\n %+v\nwant\n %+v", req.Messages, want)
 	}
@@ -454,4 +493,151 @@ func TestReplyPassesErrorsThrough(t *testing.T) {
 	if err := a.Reply(ctx, &em); !errors.Is(err, context.Canceled) {
 		t.Errorf("Reply with a cancelled ctx = %v, want context.Canceled", err)
 	}
+}
+
+// A model that sees images gets them as parts of the user message, with
+// the persona in its first text part and the reminder after the images;
+// an earlier turn's image is a note.
+func TestContextImagesWithPersonaAndReminder(t *testing.T) {
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"A cat."}}))
+	opts := testOptions(clientFor(s), persona)
+	opts.Vision = true
+	opts.Reminder = "Answer in one sentence."
+	a := agent.New(opts)
+	t.Cleanup(a.Close)
+	a.AddUser("what is this?", agent.Image{Source: "camera", MimeType: "image/png", Data: "iVBORw0KGgo="})
+	_, req := reply(t, a, s)
+	got := sentMessages(t, req.Raw)
+	want := []agent.WireMessage{
+		{Role: agent.RoleSystem, Content: wantSystem},
+		{Role: agent.RoleUser, Parts: []agent.ContentPart{
+			{Text: persona + "\n\nwhat is this?"},
+			{ImageURL: "data:image/png;base64,iVBORw0KGgo=", Detail: agent.ImageDetailAuto},
+			{Text: "Answer in one sentence."},
+		}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the LLM received\n %+v\nwant\n %+v", got, want)
+	}
+	if rep := a.LastContext(); rep.Messages[1].Content != persona+"\n\nwhat is this?\n\nAnswer in one sentence." {
+		t.Errorf("the report shows %q", rep.Messages[1].Content)
+	}
+
+	a.AddAssistant("A cat.", false)
+	a.AddUser("and now?")
+	_, req = reply(t, a, s)
+	wantMsgs := []fakellm.Message{
+		msg("system", wantSystem),
+		msg("user", "what is this?\n[The user shared a camera image here; it is no longer available.]"),
+		msg("assistant", "A cat."),
+		user(persona, "and now?", "Answer in one sentence."),
+	}
+	if !reflect.DeepEqual(req.Messages, wantMsgs) {
+		t.Errorf("next turn: the LLM received\n %+v\nwant\n %+v", req.Messages, wantMsgs)
+	}
+}
+
+// In a tool cycle the reminder stays the last message, after the results.
+func TestContextReminderAfterToolResults(t *testing.T) {
+	a, s := newAgent(t, persona, fakellm.Reply{Tokens: []string{"ok"}})
+	a.SetReminder("Cite your sources.")
+	a.AddUser("weather in Kyoto?")
+	a.Append(weatherCycle(1, 0, "Kyoto")...)
+	_, req := reply(t, a, s)
+	got := received(t, req, persona, "Cite your sources.")
+	want := []wmsg{
+		{Role: "system", Content: wantSystem},
+		{Role: "user", Content: persona + "\n\nweather in Kyoto?"},
+		{Role: "assistant", Calls: `call_1_0_0 get_weather {"city":"Kyoto"}`},
+		{Role: "tool", ToolCallID: "call_1_0_0", Content: `{"city":"Kyoto","forecast":"rain, 12°C","turn":1}`},
+		{Role: "user", Content: "Cite your sources."},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the LLM received\n %v\nwant\n %v", got, want)
+	}
+}
+
+// blockingStore holds every summary it stores until released.
+type blockingStore struct {
+	*history.Store
+	stored  chan struct{}
+	release chan struct{}
+}
+
+func (s *blockingStore) AddSummary(confUID, historyUID string, r history.SummaryRecord) error {
+	select {
+	case s.stored <- struct{}{}:
+		<-s.release
+	case <-s.release:
+	}
+	return s.Store.AddSummary(confUID, historyUID, r)
+}
+
+// OnSummary gets the new memory as a value, and neither it nor the store
+// runs under a lock of the agent's: while either is held up, the agent
+// goes on answering and its receiver may call into it.
+func TestSummaryCallbacksHoldNoLock(t *testing.T) {
+	m := startMemLLM(t, instantSummary)
+	store := &blockingStore{Store: openStore(t), stored: make(chan struct{}), release: make(chan struct{})}
+	thread := newThread(t, store.Store)
+	told, release := make(chan agent.MemoryState), make(chan struct{})
+	var a *agent.Agent
+	opts := memoryOptions(clientFor(m.Server), agent.DefaultMemoryConfig())
+	opts.Store = store
+	opts.OnSummary = func(st agent.MemoryState) {
+		// The receiver calls back into the agent, as a session does.
+		if got := a.State(); !reflect.DeepEqual(got, st) {
+			t.Errorf("OnSummary got %+v, the memory is %+v", st, got)
+		}
+		select {
+		case told <- st:
+			<-release
+		case <-release:
+		}
+	}
+	a = agent.New(opts)
+	t.Cleanup(a.Close)
+	// Cleanups run last-in first-out: a failed test lets go of the
+	// receiver before Close waits for it.
+	var once, storeOnce sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	letStoreGo := func() { storeOnce.Do(func() { close(store.release) }) }
+	t.Cleanup(letGo)
+	t.Cleanup(letStoreGo)
+	a.SetThread(thread)
+	for n := 1; n <= 3; n++ {
+		turn(t, a, m.Server, n)
+	}
+
+	// The store holds the summary: the agent answers meanwhile.
+	select {
+	case <-store.stored:
+	case <-time.After(guard):
+		t.Fatal("the summary was never stored")
+	}
+	if p := a.State().Pending; p != 1 {
+		t.Errorf("%d summaries pending while the store works, want 1", p)
+	}
+	turn(t, a, m.Server, 4)
+	letStoreGo()
+
+	// OnSummary holds the notice: the agent answers meanwhile.
+	var st agent.MemoryState
+	select {
+	case st = <-told:
+	case <-time.After(guard):
+		t.Fatal("OnSummary was not called")
+	}
+	if st.Totals.Summaries != 1 || st.Pending != 0 || st.ThreadID != thread.HistoryUID || !slices.Equal(st.Summaries[0].Turns, []int{1, 2, 3}) {
+		t.Errorf("OnSummary got %+v, want the summary of turns 1-3", st)
+	}
+	req := turn(t, a, m.Server, 5)
+	if !strings.Contains(req.Messages[0].Content, "[Turns 1-3]") {
+		t.Errorf("turn 5 does not use the summary: %q", req.Messages[0].Content)
+	}
+	a.SetReminder("Be brief.")
+	if rep := a.LastContext(); rep == nil || rep.Summaries != 1 {
+		t.Errorf("LastContext = %+v, want the request with the summary", rep)
+	}
+	letGo()
 }

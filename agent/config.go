@@ -15,7 +15,15 @@ type Config struct {
 	APIKey      string   `yaml:"api_key"`
 	Model       string   `yaml:"model"`
 	Temperature *float32 `yaml:"temperature"`
-	MaxTokens   int      `yaml:"max_tokens"`
+	// MaxReplyTokens bounds one reply (0: DefaultMaxReplyTokens). It is
+	// sent as max_tokens, and koe also counts the streamed reply itself and
+	// stops it past the limit: a model that never emits its stop token
+	// would otherwise stream until the client leaves.
+	MaxReplyTokens int `yaml:"max_reply_tokens"`
+	// MaxTokens is the older name of MaxReplyTokens, still read so that
+	// existing config files keep working; max_reply_tokens wins when both
+	// are set.
+	MaxTokens int `yaml:"max_tokens"`
 	// IdleTimeout bounds the wait for the first token and between two
 	// streamed chunks, so a hung LLM server ends the turn with an error
 	// instead of leaving the client "Thinking..." forever.
@@ -30,6 +38,25 @@ type Config struct {
 	// Vision: the model accepts images (llava, qwen2.5-vl, gpt-4o…).
 	// When false, images are not sent; the model is told one was shared.
 	Vision bool `yaml:"vision"`
+}
+
+// Reply length bounds: the default of llm.max_reply_tokens, and the least
+// it may be (a reply must hold at least a short sentence).
+const (
+	DefaultMaxReplyTokens = 4096
+	MinReplyTokens        = 16
+)
+
+// ReplyTokenLimit is the most tokens one reply may have: max_reply_tokens,
+// else the older max_tokens, else DefaultMaxReplyTokens.
+func (c Config) ReplyTokenLimit() int {
+	switch {
+	case c.MaxReplyTokens != 0:
+		return c.MaxReplyTokens
+	case c.MaxTokens != 0:
+		return c.MaxTokens
+	}
+	return DefaultMaxReplyTokens
 }
 
 // DefaultConfig points at a local Ollama, the most common set-up.
@@ -57,6 +84,13 @@ func (c Config) Validate() error {
 	}
 	if c.IdleTimeout < 0 {
 		return fmt.Errorf("llm.idle_timeout %s is negative", c.IdleTimeout)
+	}
+	if n := c.ReplyTokenLimit(); n < MinReplyTokens {
+		key := "llm.max_reply_tokens"
+		if c.MaxReplyTokens == 0 {
+			key = "llm.max_tokens"
+		}
+		return fmt.Errorf("%s %d is too small: a reply needs at least %d tokens (default %d)", key, n, MinReplyTokens, DefaultMaxReplyTokens)
 	}
 	return nil
 }

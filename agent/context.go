@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"koe/history"
 )
 
@@ -30,35 +28,35 @@ var ErrContextTooLarge = errors.New("the message does not fit the model's contex
 // ContextReport describes one LLM request: what koe sent and what it cost.
 // It is what users inspect to see exactly what the model got.
 type ContextReport struct {
-	Time             time.Time       `json:"time"`
-	Model            string          `json:"model"`
-	Messages         []ReportMessage `json:"messages"`
-	ToolTokens       int             `json:"tool_tokens"`
-	EstimatedTokens  int             `json:"estimated_tokens"` // koe's count of the whole request
-	Budget           int             `json:"budget"`           // input tokens allowed (window less the margin)
-	ContextWindow    int             `json:"context_window"`
-	Calibration      float64         `json:"calibration"` // provider-reported / koe-estimated, applied to the budget
-	Summaries        int             `json:"summaries"`   // summaries included
-	RawTurns         int             `json:"raw_turns"`   // earlier turns included verbatim
-	DroppedTurns     int             `json:"dropped_turns"`
-	DroppedSummaries int             `json:"dropped_summaries"`
+	Time             time.Time
+	Model            string
+	Messages         []ReportMessage // as sent, after joining for alternating roles
+	ToolTokens       int
+	EstimatedTokens  int // koe's count of the whole request
+	Budget           int // input tokens allowed (window less the margin)
+	ContextWindow    int
+	Calibration      float64 // provider-reported / koe-estimated, applied to the budget
+	Summaries        int     // summaries included
+	RawTurns         int     // earlier turns included verbatim
+	DroppedTurns     int
+	DroppedSummaries int
 	// Usage is what the provider reported for this request, if it did.
-	Usage *Usage `json:"usage,omitempty"`
+	Usage *Usage
 }
 
 // ReportMessage is one message of a ContextReport.
 type ReportMessage struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	Tokens     int        `json:"tokens"`
+	Role       string
+	Content    string // the text; images are counted in Tokens only
+	ToolCalls  []ToolCall
+	ToolCallID string
+	Tokens     int
 }
 
 // Usage is what a provider reported for one request.
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     int
+	CompletionTokens int
 }
 
 // contextParts are the pieces of one request, in the order they are sent.
@@ -66,11 +64,11 @@ type contextParts struct {
 	system    string                  // the system prompt (or the persona replacing it)
 	dynamic   string                  // per-request parts: date and time, tools
 	summaries []history.SummaryRecord // oldest first, already limited by the policy
-	earlier   []Turn                  // complete turns not summarised, oldest first
+	earlier   []turn                  // complete turns not summarised, oldest first
 	persona   string                  // the custom prompt above the latest user message ("" = none)
 	current   []Message               // the current turn: its user message and tool cycle
-	reminder  string                  // the final user message ("" = none)
-	tools     []openai.Tool
+	reminder  string                  // the last user text ("" = none)
+	tools     []ToolSpec
 
 	window      int
 	calibration float64
@@ -85,8 +83,10 @@ type contextParts struct {
 
 // build assembles the request within the budget: it drops the oldest
 // earlier turns (whole turns) first, then the oldest summaries, and never
-// the system prompt, persona, reminder or current turn.
-func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, ContextReport, error) {
+// the system prompt, persona, reminder or current turn. The request's
+// roles alternate (see alternate), and the report counts exactly what is
+// sent.
+func build(tok *Tokenizer, p contextParts) (Request, ContextReport, error) {
 	cal := p.calibration
 	if cal <= 0 {
 		cal = 1
@@ -98,28 +98,27 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 	// text every minute, while its large parts (the prompt, each summary)
 	// repeat and hit the tokenizer's cache.
 	head := systemTokens(tok, p.system, p.dynamic)
-	var persona *openai.ChatCompletionMessage
-	if p.persona != "" {
-		persona = &openai.ChatCompletionMessage{Role: RoleUser, Content: p.persona}
-	}
 	currentImages := imagesUnseen
 	if p.vision {
 		currentImages = imagesAsParts
 	}
-	current := wireTurn(p.current, currentImages)
-	var reminder *openai.ChatCompletionMessage
+	// What is never cut, in the order sent: the persona right above the
+	// latest user message, so it moves down with the conversation instead
+	// of fading at the top; the current turn; the reminder last. alternate
+	// joins the persona, the user's message and (unless tool results come
+	// between) the reminder into one user message.
+	var tail []WireMessage
+	if p.persona != "" {
+		tail = append(tail, WireMessage{Role: RoleUser, Content: p.persona})
+	}
+	tail = append(tail, wireTurn(p.current, currentImages)...)
 	if p.reminder != "" {
-		reminder = &openai.ChatCompletionMessage{Role: RoleUser, Content: p.reminder}
+		tail = append(tail, WireMessage{Role: RoleUser, Content: p.reminder})
 	}
-	fixed := head + tok.CountMessages(current) + tok.CountTools(p.tools)
-	if persona != nil {
-		fixed += tok.CountMessage(*persona)
-	}
-	if reminder != nil {
-		fixed += tok.CountMessage(*reminder)
-	}
+	toolTokens := tok.CountTools(p.tools)
+	fixed := head + tok.CountMessages(alternate(tail)) + toolTokens
 	if cost(fixed) > budget {
-		return nil, ContextReport{}, fmt.Errorf("%w (%d tokens needed, %d available of a %d-token window)", ErrContextTooLarge, cost(fixed), budget, p.window)
+		return Request{}, ContextReport{}, fmt.Errorf("%w (%d tokens needed, %d available of a %d-token window)", ErrContextTooLarge, cost(fixed), budget, p.window)
 	}
 	left := budget - cost(fixed)
 
@@ -131,7 +130,10 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 	}
 	left -= cost(summaryTokens(tok, sums))
 
-	// Then earlier turns, newest first, as one contiguous suffix.
+	// Then earlier turns, newest first, as one contiguous suffix. A turn
+	// is charged its messages counted apart; joined to a neighbour, a
+	// message costs less than that (one message overhead instead of two),
+	// so the request built below fits whenever these charges do.
 	lastAssistant := lastAssistantIndex(p.earlier)
 	if lastAssistant >= 0 && p.earlier[lastAssistant].Index != p.lastReply {
 		lastAssistant = -1 // the latest reply is under a summary
@@ -139,57 +141,58 @@ func build(tok *Tokenizer, p contextParts) ([]openai.ChatCompletionMessage, Cont
 	keep := len(p.earlier)
 	for keep > 0 {
 		t := p.earlier[keep-1]
-		n := tok.CountMessages(wireTurn(t.Messages, imagesGone, keep-1 == lastAssistant)) - 3
+		n := tok.CountMessages(wireTurn(t.Messages, imagesGone, keep-1 == lastAssistant)) - tokensReplyPrime
 		if cost(n) > left {
 			break
 		}
 		left -= cost(n)
 		keep--
 	}
-	earlier := p.earlier[keep:]
 
-	msgs := []openai.ChatCompletionMessage{systemMessage(p.system, p.dynamic, sums)}
-	for i, t := range earlier {
-		msgs = append(msgs, wireTurn(t.Messages, imagesGone, keep+i == lastAssistant)...)
-	}
-	// The persona rides right above the latest user message, so it moves
-	// down with the conversation instead of fading at the top.
-	if persona != nil {
-		msgs = append(msgs, *persona)
-	}
-	msgs = append(msgs, current...)
-	if reminder != nil {
-		msgs = append(msgs, *reminder)
-	}
-
-	rep := ContextReport{
-		ToolTokens:       tok.CountTools(p.tools),
-		Budget:           budget,
-		ContextWindow:    p.window,
-		Calibration:      cal,
-		Summaries:        len(sums),
-		RawTurns:         len(earlier),
-		DroppedTurns:     keep,
-		DroppedSummaries: len(p.summaries) - len(sums),
-	}
-	rep.EstimatedTokens = 3 + rep.ToolTokens // reply priming
-	for i, m := range msgs {
-		n := head + summaryTokens(tok, sums)
-		if i > 0 {
-			n = tok.CountMessage(m)
+	system := systemMessage(p.system, p.dynamic, sums)
+	systemCost := head + summaryTokens(tok, sums)
+	for {
+		var body []WireMessage
+		for i, t := range p.earlier[keep:] {
+			body = append(body, wireTurn(t.Messages, imagesGone, keep+i == lastAssistant)...)
 		}
-		rep.EstimatedTokens += n
-		rep.Messages = append(rep.Messages, ReportMessage{
-			Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID,
-			ToolCalls: fromWireCalls(m.ToolCalls), Tokens: n,
-		})
+		msgs := append([]WireMessage{system}, alternate(append(body, tail...))...)
+		rep := ContextReport{
+			ToolTokens:       toolTokens,
+			Budget:           budget,
+			ContextWindow:    p.window,
+			Calibration:      cal,
+			Summaries:        len(sums),
+			RawTurns:         len(p.earlier) - keep,
+			DroppedTurns:     keep,
+			DroppedSummaries: len(p.summaries) - len(sums),
+			EstimatedTokens:  tokensReplyPrime + toolTokens,
+		}
+		for i, m := range msgs {
+			n := systemCost
+			if i > 0 {
+				n = tok.CountMessage(m)
+			}
+			rep.EstimatedTokens += n
+			rep.Messages = append(rep.Messages, ReportMessage{
+				Role: m.Role, Content: m.Text(), ToolCallID: m.ToolCallID,
+				ToolCalls: m.ToolCalls, Tokens: n,
+			})
+		}
+		// Joining should only ever save tokens; should some text count
+		// more joined than apart, one more old turn goes rather than the
+		// request overflowing. Without earlier turns the request is the
+		// fixed parts and summaries, which fit.
+		if cost(rep.EstimatedTokens) <= budget || keep == len(p.earlier) {
+			return Request{Messages: msgs, Tools: p.tools}, rep, nil
+		}
+		keep++
 	}
-	return msgs, rep, nil
 }
 
 // systemMessage is the system prompt with its per-request parts and the
 // summaries, each labelled with the turns it covers.
-func systemMessage(system, dynamic string, sums []history.SummaryRecord) openai.ChatCompletionMessage {
+func systemMessage(system, dynamic string, sums []history.SummaryRecord) WireMessage {
 	var b strings.Builder
 	b.WriteString(system)
 	if dynamic != "" {
@@ -203,13 +206,13 @@ func systemMessage(system, dynamic string, sums []history.SummaryRecord) openai.
 			b.WriteString(summaryLine(s))
 		}
 	}
-	return openai.ChatCompletionMessage{Role: RoleSystem, Content: b.String()}
+	return WireMessage{Role: RoleSystem, Content: b.String()}
 }
 
 // systemTokens is what the system message costs without its summaries
 // (summaryTokens adds those): its two parts plus the message overhead.
 func systemTokens(tok *Tokenizer, system, dynamic string) int {
-	n := tok.CountMessage(openai.ChatCompletionMessage{Role: RoleSystem, Content: system})
+	n := tok.CountMessage(WireMessage{Role: RoleSystem, Content: system})
 	if dynamic != "" {
 		n += tok.Count("\n\n" + dynamic)
 	}
@@ -237,7 +240,7 @@ func summaryTokens(tok *Tokenizer, sums []history.SummaryRecord) int {
 
 // lastAssistantIndex is the index of the earlier turn holding the latest
 // assistant message (where an interruption note may go), or -1.
-func lastAssistantIndex(turns []Turn) int {
+func lastAssistantIndex(turns []turn) int {
 	for i := len(turns) - 1; i >= 0; i-- {
 		for _, m := range turns[i].Messages {
 			if m.Role == RoleAssistant {
@@ -252,8 +255,10 @@ func lastAssistantIndex(turns []Turn) int {
 // tool results are replaced by a fixed text (their calls stay), and an
 // interrupted final reply gets its note when it is the latest reply
 // (noteInterrupt). Calls without results and results without calls are
-// left out, so no request ever holds an orphan.
-func wireTurn(msgs []Message, images imageMode, noteInterrupt ...bool) []openai.ChatCompletionMessage {
+// left out, so no request ever holds an orphan. The user message is always
+// kept, even empty: every turn then starts on the user's side, which is
+// what keeps the roles alternating.
+func wireTurn(msgs []Message, images imageMode, noteInterrupt ...bool) []WireMessage {
 	past := images == imagesGone
 	answered := map[string]bool{}
 	called := map[string]bool{}
@@ -265,7 +270,7 @@ func wireTurn(msgs []Message, images imageMode, noteInterrupt ...bool) []openai.
 			called[c.ID] = true
 		}
 	}
-	out := make([]openai.ChatCompletionMessage, 0, len(msgs)+1)
+	out := make([]WireMessage, 0, len(msgs)+1)
 	for i, m := range msgs {
 		switch {
 		case m.Role == RoleTool:
@@ -289,7 +294,7 @@ func wireTurn(msgs []Message, images imageMode, noteInterrupt ...bool) []openai.
 		}
 		// A tool result is sent even when empty (a tool may return
 		// nothing): dropping it would orphan its call.
-		if m.Role == RoleTool || m.Content != "" || len(m.ToolCalls) > 0 || len(m.Images) > 0 {
+		if m.Role == RoleUser || m.Role == RoleTool || m.Content != "" || len(m.ToolCalls) > 0 || len(m.Images) > 0 {
 			out = append(out, m.wire(images))
 		}
 		if m.Interrupted && i == len(msgs)-1 && len(noteInterrupt) > 0 && noteInterrupt[0] {
@@ -297,16 +302,11 @@ func wireTurn(msgs []Message, images imageMode, noteInterrupt ...bool) []openai.
 			if m.Content == "" {
 				note = interruptedEmptyNote
 			}
-			out = append(out, openai.ChatCompletionMessage{Role: RoleSystem, Content: note})
+			// Said in the user's turn: a system message in the middle of
+			// the conversation is refused by strict chat templates.
+			// alternate carries it into the user message that follows.
+			out = append(out, WireMessage{Role: RoleUser, Content: note})
 		}
-	}
-	return out
-}
-
-func fromWireCalls(calls []openai.ToolCall) []ToolCall {
-	var out []ToolCall
-	for _, c := range calls {
-		out = append(out, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 	}
 	return out
 }

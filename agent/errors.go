@@ -1,14 +1,6 @@
 package agent
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
-
-	openai "github.com/sashabaranov/go-openai"
-)
+import "fmt"
 
 // ErrorKind says what went wrong with the LLM, so callers can react (and
 // tests can check) with errors.As instead of matching text.
@@ -24,16 +16,25 @@ const (
 	KindBadRequest
 	KindBrokenStream
 	KindTimeout
+	// KindReplyTooLong: the reply ran past llm.max_reply_tokens and koe
+	// stopped it (a model that never stops would otherwise stream until
+	// the client leaves). What was streamed before stays streamed.
+	KindReplyTooLong
+	// KindEmptyReply: the server answered but sent no text, e.g. it is not
+	// an OpenAI-compatible /v1 endpoint (an HTML page, plain text) or its
+	// stream held nothing but [DONE].
+	KindEmptyReply
 )
 
 // LLMError is an LLM failure with a message a person can act on: which URL,
-// which model, what to set.
+// which model, what to set. Package llm builds them; callers test them with
+// errors.As without knowing the client.
 type LLMError struct {
 	Kind    ErrorKind
 	BaseURL string
 	Model   string
-	Status  int
-	Detail  string
+	Status  int    // HTTP status, when the server sent one
+	Detail  string // what the server said, or what koe saw
 	Err     error
 }
 
@@ -61,57 +62,10 @@ func (e *LLMError) Error() string {
 		return fmt.Sprintf("the reply stream from the LLM server at %s broke off%s. Try again", e.BaseURL, detail)
 	case KindTimeout:
 		return fmt.Sprintf("the LLM server at %s sent nothing for too long%s. It may be overloaded or still loading model %q; raise llm.idle_timeout if it is just slow", e.BaseURL, detail, e.Model)
+	case KindReplyTooLong:
+		return fmt.Sprintf("the reply from the LLM server at %s ran past llm.max_reply_tokens (%s), so koe stopped it there. Raise llm.max_reply_tokens if replies are meant to be this long; a model that never stops may need another chat template", e.BaseURL, e.Detail)
+	case KindEmptyReply:
+		return fmt.Sprintf("the LLM server at %s answered but sent no text%s", e.BaseURL, detail)
 	}
 	return fmt.Sprintf("LLM error at %s%s", e.BaseURL, detail)
-}
-
-// classify turns whatever go-openai or net/http returned into an LLMError.
-// Context cancellation is passed through untouched: it is not a failure.
-func (c *Client) classify(err error, kindIfUnknown ErrorKind) error {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	e := &LLMError{BaseURL: c.cfg.BaseURL, Model: c.cfg.Model, Err: err}
-	var apiErr *openai.APIError
-	var reqErr *openai.RequestError
-	var netErr net.Error
-	switch {
-	case errors.As(err, &apiErr):
-		e.Status, e.Detail = apiErr.HTTPStatusCode, apiErr.Message
-	case errors.As(err, &reqErr):
-		e.Status = reqErr.HTTPStatusCode
-		e.Detail = truncate(string(reqErr.Body), 200)
-	case errors.As(err, &netErr) && netErr.Timeout():
-		e.Kind, e.Detail = KindTimeout, err.Error()
-		return e
-	}
-	switch {
-	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
-		e.Kind = KindUnauthorized
-	case e.Status == http.StatusNotFound:
-		e.Kind = KindNotFound
-	case e.Status == http.StatusTooManyRequests:
-		e.Kind = KindRateLimited
-	case e.Status >= 500:
-		e.Kind = KindServer
-	case e.Status >= 400:
-		e.Kind = KindBadRequest
-	default:
-		var opErr *net.OpError
-		var dnsErr *net.DNSError
-		if errors.As(err, &opErr) || errors.As(err, &dnsErr) {
-			e.Kind = KindUnreachable
-		} else {
-			e.Kind = kindIfUnknown
-		}
-		e.Detail = err.Error()
-	}
-	return e
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -15,8 +14,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	openai "github.com/sashabaranov/go-openai"
 
 	"koe/agent"
 	"koe/history"
@@ -233,7 +230,7 @@ func chatWant(n int, raw []int, lines ...string) []fakellm.Message {
 	for _, k := range raw {
 		want = append(want, msg("user", userText(k)), msg("assistant", replyText(k)))
 	}
-	return append(want, msg("user", persona), msg("user", userText(n)))
+	return append(want, user(persona, userText(n)))
 }
 
 func span(first, last int) []int {
@@ -273,8 +270,8 @@ func TestSlidingSummaries(t *testing.T) {
 	g := newGate(m.done)
 	m.setSummarize(g.respond)
 	opts := memoryOptions(clientFor(m.Server), agent.DefaultMemoryConfig())
-	summarised := make(chan struct{}, 16)
-	opts.OnSummary = func(agent.MemoryState) { summarised <- struct{}{} }
+	summarised := make(chan agent.MemoryState, 16)
+	opts.OnSummary = func(st agent.MemoryState) { summarised <- st }
 	a := agent.New(opts)
 	t.Cleanup(a.Close)
 	a.SetThread(agent.Thread{ConfUID: "c", HistoryUID: "h1"})
@@ -351,14 +348,19 @@ func TestSlidingSummaries(t *testing.T) {
 		}
 		text := resume(sreq)
 		h.reply(t, fakellm.Reply{Tokens: fakellm.Words(text)})
+		var told agent.MemoryState
 		select {
-		case <-summarised:
+		case told = <-summarised:
 		case <-time.After(guard):
 			t.Fatal("OnSummary was not called")
 		}
 		waitIdle(t, a)
 
 		st = a.State()
+		// OnSummary was given the memory with the new summary in it.
+		if !reflect.DeepEqual(told, st) {
+			t.Errorf("OnSummary got\n %+v\nthe memory is\n %+v", told, st)
+		}
 		if len(st.Summaries) != n/3 {
 			t.Fatalf("after turn %d: %d summaries, want %d", n, len(st.Summaries), n/3)
 		}
@@ -408,26 +410,23 @@ func (w wmsg) String() string {
 // checks the rules every request follows.
 func received(t *testing.T, r fakellm.Request, persona, reminder string) []wmsg {
 	t.Helper()
-	var body openai.ChatCompletionRequest
-	if err := json.Unmarshal(r.Raw, &body); err != nil {
-		t.Fatalf("request body: %v", err)
-	}
-	for _, p := range agent.ValidateRequest(body.Messages, persona, reminder, false) {
+	msgs := sentMessages(t, r.Raw)
+	for _, p := range validateRequest(msgs, persona, reminder, false) {
 		t.Errorf("invalid request: %s", p)
 	}
-	out := make([]wmsg, len(body.Messages))
-	for i, m := range body.Messages {
+	out := make([]wmsg, len(msgs))
+	for i, m := range msgs {
 		out[i] = wireOf(m)
 	}
 	return out
 }
 
-func wireOf(m openai.ChatCompletionMessage) wmsg {
+func wireOf(m agent.WireMessage) wmsg {
 	var calls []string
 	for _, c := range m.ToolCalls {
-		calls = append(calls, c.ID+" "+c.Function.Name+" "+c.Function.Arguments)
+		calls = append(calls, c.ID+" "+c.Name+" "+c.Arguments)
 	}
-	return wmsg{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Calls: strings.Join(calls, "; ")}
+	return wmsg{Role: m.Role, Content: m.Text(), ToolCallID: m.ToolCallID, Calls: strings.Join(calls, "; ")}
 }
 
 // toolTurn is one scripted turn: its user message, tool cycles (each an
@@ -455,7 +454,7 @@ func (tt toolTurn) wire(past bool, cycles int, final bool) []wmsg {
 	out := []wmsg{{Role: "user", Content: userText(tt.n)}}
 	for _, cy := range tt.cycles[:cycles] {
 		for _, m := range cy {
-			w := wireOf(openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID})
+			w := wireOf(agent.WireMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID})
 			for _, c := range m.ToolCalls {
 				if w.Calls != "" {
 					w.Calls += "; "
@@ -549,8 +548,10 @@ func TestToolTurnsCountedTurnByTurn(t *testing.T) {
 			for k := covered + 1; k < n; k++ {
 				want = append(want, script[k].wire(true, len(script[k].cycles), true)...)
 			}
-			want = append(want, wmsg{Role: "user", Content: persona})
-			want = append(want, tt.wire(false, cycle, false)...)
+			// The persona joins the current user message, right above it.
+			current := tt.wire(false, cycle, false)
+			current[0].Content = persona + "\n\n" + current[0].Content
+			want = append(want, current...)
 			if got := received(t, req, persona, ""); !reflect.DeepEqual(got, want) {
 				t.Errorf("turn %d, cycle %d: the LLM received\n %v\nwant\n %v", n, cycle+1, got, want)
 			}
@@ -562,7 +563,7 @@ func TestToolTurnsCountedTurnByTurn(t *testing.T) {
 				break
 			}
 			// The model called tools; koe ran them.
-			a.AddMessages(tt.cycles[cycle]...)
+			a.Append(tt.cycles[cycle]...)
 			checkTurns(n, 1+len(slices.Concat(tt.cycles[:cycle+1]...)), false)
 		}
 		a.AddAssistant(replyText(n), false)
@@ -661,7 +662,7 @@ func TestWindowPolicyBoundaries(t *testing.T) {
 		// Turn 1 has five messages: user, two calls, two results, reply.
 		a.AddUser(userText(1))
 		reply(t, a, m.Server)
-		a.AddMessages(weatherCycle(1, 0, "Kyoto", "Osaka")...)
+		a.Append(weatherCycle(1, 0, "Kyoto", "Osaka")...)
 		reply(t, a, m.Server)
 		a.AddAssistant(replyText(1), false)
 		turn(t, a, m.Server, 2)
@@ -1056,11 +1057,11 @@ func plainHistory(n int, user, reply func(int) string) []agent.Message {
 	return msgs
 }
 
-// toWire turns received messages back into go-openai's shape for counting.
-func toWire(msgs []fakellm.Message) []openai.ChatCompletionMessage {
-	out := make([]openai.ChatCompletionMessage, len(msgs))
+// toWire turns received messages back into the agent's shape for counting.
+func toWire(msgs []fakellm.Message) []agent.WireMessage {
+	out := make([]agent.WireMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+		out[i] = agent.WireMessage{Role: m.Role, Content: m.Content}
 	}
 	return out
 }
@@ -1089,7 +1090,7 @@ func TestTokenBudgetDropsOldestTurns(t *testing.T) {
 			rep.Budget, rep.ContextWindow, kept, rep.DroppedTurns, budget)
 	}
 	want := chatWant(21, span(21-kept, 20))
-	want = append(want, msg("user", reminder))
+	want[len(want)-1] = user(persona, userText(21), reminder)
 	if !reflect.DeepEqual(req.Messages, want) {
 		t.Errorf("the LLM received\n %+v\nwant the newest %d turns\n %+v", req.Messages, kept, want)
 	}
@@ -1102,8 +1103,8 @@ func TestTokenBudgetDropsOldestTurns(t *testing.T) {
 		t.Errorf("report estimates %d tokens, the request counts %d, budget %d", rep.EstimatedTokens, sent, budget)
 	}
 	next := 21 - kept - 1
-	nextCost := tok.CountMessage(openai.ChatCompletionMessage{Role: "user", Content: userText(next)}) +
-		tok.CountMessage(openai.ChatCompletionMessage{Role: "assistant", Content: replyText(next)})
+	nextCost := tok.CountMessage(agent.WireMessage{Role: "user", Content: userText(next)}) +
+		tok.CountMessage(agent.WireMessage{Role: "assistant", Content: replyText(next)})
 	if sent+nextCost <= budget {
 		t.Errorf("turn %d (%d tokens) was dropped although %d + %d fits %d", next, nextCost, sent, nextCost, budget)
 	}
@@ -1125,7 +1126,7 @@ func TestTokenBudgetDropsOldestTurns(t *testing.T) {
 		t.Errorf("with a long system prompt: %d raw turns (before %d), %d tokens; the prompt intact: %v",
 			rep.RawTurns, kept, rep.EstimatedTokens, strings.HasPrefix(req.Messages[0].Content, long))
 	}
-	if got := req.Messages[len(req.Messages)-3:]; !reflect.DeepEqual(got, []fakellm.Message{msg("user", persona), msg("user", userText(21)), msg("user", reminder)}) {
+	if got := req.Messages[len(req.Messages)-1]; got != user(persona, userText(21), reminder) {
 		t.Errorf("the request ends with %+v, want persona, current message, reminder", got)
 	}
 	a.SetSystemPrompt("")

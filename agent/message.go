@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // Roles of memory messages.
@@ -19,16 +17,16 @@ const (
 
 // ToolCall is one function call the assistant asked for.
 type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	ID        string
+	Name      string
+	Arguments string // JSON, as the model wrote it
 }
 
 // Image is a picture attached to a user message.
 type Image struct {
-	Source   string `json:"source"`    // camera, screen, clipboard, upload
-	MimeType string `json:"mime_type"` // image/jpeg, image/png, image/webp, image/gif
-	Data     string `json:"data"`      // base64, without the data: prefix
+	Source   string // camera, screen, clipboard, upload
+	MimeType string // image/jpeg, image/png, image/webp, image/gif
+	Data     string // base64, without the data: prefix
 }
 
 // Message is the agent's rich internal message: what the conversation
@@ -74,9 +72,9 @@ const (
 	imagesUnseen                   // a model that cannot see: a note saying so
 )
 
-// wire converts m to go-openai's request shape.
-func (m Message) wire(images imageMode) openai.ChatCompletionMessage {
-	w := openai.ChatCompletionMessage{Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name}
+// wire converts m to the shape the LLM edge sends.
+func (m Message) wire(images imageMode) WireMessage {
+	w := WireMessage{Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name}
 	if m.Role == RoleAssistant {
 		// A reasoning model's earlier thinking is shown to users and kept
 		// in history, but sending it back only spends the context.
@@ -86,23 +84,25 @@ func (m Message) wire(images imageMode) openai.ChatCompletionMessage {
 	case len(m.Images) == 0:
 		w.Content = m.Content
 	case images == imagesAsParts:
-		w.MultiContent = []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: m.Content}}
+		// An image restored from a history has no bytes in memory (the
+		// store keeps them apart): it gets the note of an earlier turn.
+		var gone []Image
+		w.Parts = []ContentPart{{Text: m.Content}}
 		for _, img := range m.Images {
-			w.MultiContent = append(w.MultiContent, openai.ChatMessagePart{
-				Type:     openai.ChatMessagePartTypeImageURL,
-				ImageURL: &openai.ChatMessageImageURL{URL: "data:" + img.MimeType + ";base64," + img.Data, Detail: openai.ImageURLDetailAuto},
+			if img.Data == "" {
+				gone = append(gone, img)
+				continue
+			}
+			w.Parts = append(w.Parts, ContentPart{
+				ImageURL: "data:" + img.MimeType + ";base64," + img.Data,
+				Detail:   ImageDetailAuto,
 			})
 		}
+		w.Parts[0].Text += imageNotes(gone, imagesGone)
 	default:
 		w.Content = m.Content + imageNotes(m.Images, images)
 	}
-	for _, c := range m.ToolCalls {
-		w.ToolCalls = append(w.ToolCalls, openai.ToolCall{
-			ID:       c.ID,
-			Type:     openai.ToolTypeFunction,
-			Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments},
-		})
-	}
+	w.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
 	return w
 }
 
@@ -134,20 +134,20 @@ func imageNotes(images []Image, mode imageMode) string {
 	return b.String()
 }
 
-// Turn is one user message, every tool call and result that followed it,
+// turn is one user message, every tool call and result that followed it,
 // and the final assistant message (an assistant message without tool calls).
-type Turn struct {
+type turn struct {
 	Index    int // 1-based position of the turn in its history
 	Messages []Message
 }
 
 // Complete reports whether the turn has its final assistant message.
-func (t Turn) Complete() bool {
+func (t turn) Complete() bool {
 	return len(t.Messages) > 0 && t.Messages[len(t.Messages)-1].endsTurn()
 }
 
 // Chars is the turn's size for compression statistics.
-func (t Turn) Chars() int {
+func (t turn) Chars() int {
 	n := 0
 	for _, m := range t.Messages {
 		n += m.chars()
@@ -155,14 +155,14 @@ func (t Turn) Chars() int {
 	return n
 }
 
-// SplitTurns groups messages into turns: each user message starts one.
+// splitTurns groups messages into turns: each user message starts one.
 // Anything before the first user message (there should be nothing) is
 // dropped, since it cannot be placed in a turn.
-func SplitTurns(msgs []Message) []Turn {
-	var turns []Turn
+func splitTurns(msgs []Message) []turn {
+	var turns []turn
 	for _, m := range msgs {
 		if m.Role == RoleUser {
-			turns = append(turns, Turn{Index: len(turns) + 1})
+			turns = append(turns, turn{Index: len(turns) + 1})
 		}
 		if len(turns) == 0 || m.Role == RoleSystem {
 			continue

@@ -61,11 +61,11 @@ func (c MemoryConfig) Validate() error {
 	if c.MaxSummaries < 0 {
 		return fmt.Errorf("memory.max_summaries must not be negative, got %d", c.MaxSummaries)
 	}
-	return ValidCompressionRate(c.CompressionRate)
+	return validCompressionRate(c.CompressionRate)
 }
 
-// ValidCompressionRate checks a rate against its bounds.
-func ValidCompressionRate(r float64) error {
+// validCompressionRate checks a rate against its bounds.
+func validCompressionRate(r float64) error {
 	if r < MinCompressionRate || r > MaxCompressionRate {
 		return fmt.Errorf("compression rate %.2f is outside [%.1f, %.1f]", r, MinCompressionRate, MaxCompressionRate)
 	}
@@ -95,7 +95,7 @@ func (c MemoryConfig) policy() policy {
 // due returns the oldest raw turns that should be summarised now, or nil.
 // raw holds the complete turns neither summarised nor being summarised,
 // oldest first, and ends at a turn boundary.
-func (p policy) due(raw []Turn) []Turn {
+func (p policy) due(raw []turn) []turn {
 	if p.triggerTurns > 0 && len(raw) >= p.triggerTurns {
 		return raw[:p.triggerTurns]
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"koe/history"
 )
 
@@ -24,8 +22,8 @@ func (a *Agent) scheduleLocked() {
 		return
 	}
 	covered := a.coveredLocked()
-	var raw []Turn
-	turns := SplitTurns(a.msgs)
+	var raw []turn
+	turns := splitTurns(a.msgs)
 	for i, t := range turns {
 		// Only the last turn can be the one being answered; an earlier
 		// turn without a reply (its LLM call failed) is over all the same.
@@ -89,7 +87,7 @@ func (a *Agent) pendingCountLocked() int {
 
 type summaryJob struct {
 	thread Thread
-	turns  []Turn
+	turns  []turn
 	rate   float64
 }
 
@@ -107,8 +105,11 @@ func (a *Agent) summarize(job summaryJob) {
 			a.scheduleLocked()
 		}
 		a.mu.Unlock()
-		if added && a.opts.OnSummary != nil {
-			a.opts.OnSummary(a.State())
+		if added {
+			select {
+			case a.summarised <- struct{}{}:
+			default: // a notice is due already; it will carry this summary
+			}
 		}
 	}()
 	original := 0
@@ -164,7 +165,7 @@ func (a *Agent) summarize(job summaryJob) {
 }
 
 // summaryRequest asks for a summary of about target characters.
-func (a *Agent) summaryRequest(turns []Turn, target int) []openai.ChatCompletionMessage {
+func (a *Agent) summaryRequest(turns []turn, target int) Request {
 	human, character := a.opts.HumanName, a.opts.CharacterName
 	if human == "" {
 		human = "User"
@@ -200,10 +201,10 @@ func (a *Agent) summaryRequest(turns []Turn, target int) []openai.ChatCompletion
 	instructions := fmt.Sprintf(`Summarise the conversation below between %s and %s in at most %d characters, in the language they speak.
 Keep names, facts, numbers, preferences, decisions, promises and open questions; drop greetings and filler.
 Write it as plain prose in the third person. Reply with the summary only.`, human, character, target)
-	return []openai.ChatCompletionMessage{
+	return Request{Messages: []WireMessage{
 		{Role: RoleSystem, Content: instructions},
 		{Role: RoleUser, Content: b.String()},
-	}
+	}}
 }
 
 func sortSummaries(s []history.SummaryRecord) {
@@ -214,6 +215,6 @@ func sortSummaries(s []history.SummaryRecord) {
 	}
 }
 
-func turnRange(turns []Turn) string {
+func turnRange(turns []turn) string {
 	return fmt.Sprintf("%d-%d", turns[0].Index, turns[len(turns)-1].Index)
 }

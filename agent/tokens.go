@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -11,7 +12,6 @@ import (
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // Encoding names. Every model tiktoken does not know (llama3, qwen2.5:7b,
@@ -72,8 +72,7 @@ const (
 // It is safe for concurrent use and cheap to create: the encodings behind it
 // are built once per process and shared.
 type Tokenizer struct {
-	model string
-	enc   *tokenEncoding
+	enc *tokenEncoding
 }
 
 // tokenEncoding is one built tiktoken vocabulary, shared by every Tokenizer using it.
@@ -130,15 +129,12 @@ func NewTokenizer(model string) *Tokenizer {
 		// count approximately instead.
 		enc = &tokenEncoding{name: approxEncoding}
 	}
-	return &Tokenizer{model: model, enc: enc}
+	return &Tokenizer{enc: enc}
 }
 
 // approxEncoding names the byte-length estimate used if no vocabulary could
 // be built.
 const approxEncoding = "approx"
-
-// Model returns the model name the tokenizer was created for.
-func (t *Tokenizer) Model() string { return t.model }
 
 // Encoding returns the name of the encoding in use, e.g. "o200k_base".
 func (t *Tokenizer) Encoding() string { return t.enc.name }
@@ -246,43 +242,42 @@ func isPieceBoundary(prev, next rune) bool {
 }
 
 // CountMessage returns the tokens one chat message costs in a request: its
-// content (text parts, plus a fixed estimate per image), role, name, tool
-// calls and tool_call_id, plus the chat format's per-message overhead.
-func (t *Tokenizer) CountMessage(m openai.ChatCompletionMessage) int {
-	n := tokensPerMessage + t.Count(m.Role) + t.Count(m.Content)
+// content (text, or its parts with a fixed estimate per image), role, name,
+// tool calls and tool_call_id, plus the chat format's per-message overhead.
+func (t *Tokenizer) CountMessage(m WireMessage) int {
+	n := tokensPerMessage + t.Count(m.Role)
+	if len(m.Parts) == 0 {
+		n += t.Count(m.Content)
+	}
+	for _, p := range m.Parts {
+		n += t.countPart(p)
+	}
 	if m.Name != "" {
 		n += tokensPerName + t.Count(m.Name)
 	}
-	for _, p := range m.MultiContent {
-		n += t.countPart(p)
-	}
-	n += t.Count(m.Refusal) + t.Count(m.ReasoningContent)
-	if m.FunctionCall != nil {
-		n += tokensPerToolCall + t.Count(m.FunctionCall.Name) + t.Count(m.FunctionCall.Arguments)
-	}
 	for _, tc := range m.ToolCalls {
-		n += tokensPerToolCall + t.Count(tc.ID) + t.Count(string(tc.Type)) +
-			t.Count(tc.Function.Name) + t.Count(tc.Function.Arguments)
+		// Each call goes out typed "function".
+		n += tokensPerToolCall + t.Count(tc.ID) + t.Count("function") +
+			t.Count(tc.Name) + t.Count(tc.Arguments)
 	}
 	n += t.Count(m.ToolCallID)
 	return n
 }
 
-func (t *Tokenizer) countPart(p openai.ChatMessagePart) int {
+func (t *Tokenizer) countPart(p ContentPart) int {
 	switch {
-	case p.Type == openai.ChatMessagePartTypeImageURL || p.ImageURL != nil:
-		if p.ImageURL != nil && p.ImageURL.Detail == openai.ImageURLDetailLow {
-			return tokensImageLow
-		}
-		return tokensImageHigh
-	default:
+	case p.ImageURL == "":
 		return t.Count(p.Text)
+	case p.Detail == ImageDetailLow:
+		return tokensImageLow
+	default:
+		return tokensImageHigh
 	}
 }
 
 // CountMessages returns what msgs cost in a request: the sum of CountMessage
 // plus the 3 tokens that prime the reply.
-func (t *Tokenizer) CountMessages(msgs []openai.ChatCompletionMessage) int {
+func (t *Tokenizer) CountMessages(msgs []WireMessage) int {
 	n := tokensReplyPrime
 	for _, m := range msgs {
 		n += t.CountMessage(m)
@@ -294,41 +289,25 @@ func (t *Tokenizer) CountMessages(msgs []openai.ChatCompletionMessage) int {
 // description and the compact JSON of its parameters schema, plus
 // tokensPerTool; plus tokensToolsHeader once if there is any tool. See the
 // constants for how the estimate was chosen.
-func (t *Tokenizer) CountTools(tools []openai.Tool) int {
+func (t *Tokenizer) CountTools(tools []ToolSpec) int {
 	if len(tools) == 0 {
 		return 0
 	}
 	n := tokensToolsHeader
 	for _, tool := range tools {
-		n += tokensPerTool
-		if f := tool.Function; f != nil {
-			n += t.Count(f.Name) + t.Count(f.Description) + t.Count(toolSchemaText(f.Parameters))
-		}
-		if len(tool.Parameters) > 0 { // Responses-API inline properties
-			n += t.Count(toolSchemaText(tool.Parameters))
-		}
+		n += tokensPerTool + t.Count(tool.Name) + t.Count(tool.Description) + t.Count(compactJSON(tool.Parameters))
 	}
 	return n
 }
 
-// toolSchemaText is the compact JSON of a parameters schema, whatever form the
-// caller gave it in (a struct, a map, json.RawMessage, raw bytes or a string).
-func toolSchemaText(v any) string {
-	switch s := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return s
-	case []byte:
-		return string(s)
-	case json.RawMessage:
-		return string(s)
+// compactJSON is schema without insignificant white space (as it is
+// counted whichever way it was written), or as given if it is not JSON.
+func compactJSON(schema json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, schema); err != nil {
+		return string(schema)
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return b.String()
 }
 
 // encodingNameForModel maps a model to its encoding with tiktoken's tables:

@@ -20,6 +20,7 @@ import (
 	"koe/config"
 	"koe/conversation"
 	"koe/history"
+	"koe/llm"
 	"koe/server"
 	"koe/static"
 	"koe/tts"
@@ -83,7 +84,7 @@ func (m *Main) Open() error {
 		Config:     cfg.Conversation,
 		Store:      store,
 		Characters: config.NewCharacters(cfg, m.Getenv),
-		NewLLM:     func(c agent.Config) agent.LLM { return agent.NewClient(c, m.llm) },
+		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, m.llm) },
 		NewTTS: func(c tts.Config) (conversation.Synthesizer, error) {
 			return tts.New(c, m.llm)
 		},

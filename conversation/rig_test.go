@@ -15,6 +15,7 @@ import (
 	"koe/internal/fakellm"
 	"koe/internal/koetest"
 	"koe/internal/mock"
+	"koe/llm"
 	"koe/protocol"
 )
 
@@ -57,21 +58,21 @@ func character(confUID, llmURL string) conversation.Character {
 
 func newRig(t testing.TB, respond func(fakellm.Request) fakellm.Reply, opts ...rigOption) *rig {
 	t.Helper()
-	llm := koetest.StartLLM(t, respond)
+	fake := koetest.StartLLM(t, respond)
 	real, err := history.Open(filepath.Join(t.TempDir(), "koe.db"), history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, llm: llm, real: real, store: &mock.Store{HistoryStore: real}}
+	r := &rig{t: t, llm: fake, real: real, store: &mock.Store{HistoryStore: real}}
 	r.chars = &mock.Characters{
-		DefaultChar: character("c1", llm.URL()),
-		Files:       map[string]conversation.Character{"other.yaml": character("c2", llm.URL())},
+		DefaultChar: character("c1", fake.URL()),
+		Files:       map[string]conversation.Character{"other.yaml": character("c2", fake.URL())},
 	}
 	deps := conversation.Deps{
 		Config:     conversation.DefaultConfig(),
 		Store:      r.store,
 		Characters: r.chars,
-		NewLLM:     func(c agent.Config) agent.LLM { return agent.NewClient(c, nil) },
+		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, nil) },
 		Logger:     koetest.Logger(t),
 	}
 	deps.Config.PlaybackTimeout = hangGuard

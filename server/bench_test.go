@@ -22,6 +22,7 @@ import (
 	"koe/conversation"
 	"koe/history"
 	"koe/internal/fakellm"
+	"koe/llm"
 	"koe/server"
 	"koe/tts"
 )
@@ -60,7 +61,7 @@ func startBenchServer(b *testing.B, llmURL string, engine conversation.Synthesiz
 		Config:     cfg.Conversation,
 		Store:      store,
 		Characters: config.NewCharacters(cfg, nil),
-		NewLLM:     func(c agent.Config) agent.LLM { return agent.NewClient(c, nil) },
+		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, nil) },
 		NewTTS:     func(tts.Config) (conversation.Synthesizer, error) { return engine, nil },
 		Logger:     logger,
 	})

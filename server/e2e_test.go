@@ -106,7 +106,10 @@ func TestSpokenTurnTrace(t *testing.T) {
 		t.Fatalf("LLM requests = %+v", reqs)
 	}
 	last := reqs[0].Messages[len(reqs[0].Messages)-1]
-	if reqs[0].Messages[0].Role != "system" || last.Role != "user" || last.Content != "Hello there" {
+	// The persona rides in the latest user message, right above its text
+	// (roles alternate, as strict chat templates require).
+	persona := testConfig(t, "", "").Character.Persona
+	if reqs[0].Messages[0].Role != "system" || last.Role != "user" || last.Content != persona+"\n\nHello there" {
 		t.Errorf("LLM got %s", contentOf(reqs[0]))
 	}
 }
@@ -159,7 +162,7 @@ func TestHistoryMessages(t *testing.T) {
 	ctx := contentOf(reqs[len(reqs)-1])
 	// The old turn, then the persona right above the new user message.
 	persona := testConfig(t, "", "").Character.Persona
-	if !strings.Contains(ctx, "user: first words\nassistant: You said: first words.\nuser: "+persona+"\nuser: second words\n") {
+	if !strings.Contains(ctx, "user: first words\nassistant: You said: first words.\nuser: "+persona+"\n\nsecond words\n") {
 		t.Fatalf("context after fetch-and-set-history:\n%s", ctx)
 	}
 
@@ -246,7 +249,7 @@ func TestInterruptMidStream(t *testing.T) {
 	}
 	reqs := chatRequests(llm)
 	ctx := contentOf(reqs[len(reqs)-1])
-	if !strings.Contains(ctx, "assistant: word word\nsystem: The user interrupted") || strings.Contains(ctx, "...") {
+	if !strings.Contains(ctx, "assistant: word word\nuser: The user interrupted") || strings.Contains(ctx, "...") {
 		t.Fatalf("context after interrupt:\n%s", ctx)
 	}
 }
@@ -533,8 +536,8 @@ func TestSwitchConfig(t *testing.T) {
 	if sys := last[0]; sys.Role != "system" || !strings.HasPrefix(sys.Content, "You are Alice, talking with Human") {
 		t.Fatalf("system prompt after switch = %+v", sys)
 	}
-	if p := last[len(last)-2]; p.Role != "user" || p.Content != "You are Alice, a pirate." {
-		t.Fatalf("persona above the latest user message = %+v", p)
+	if p := last[len(last)-1]; p.Role != "user" || p.Content != "You are Alice, a pirate.\n\nahoy" {
+		t.Fatalf("persona above the latest user text = %+v", p)
 	}
 	// Alice's histories are hers alone.
 	list := c.request(msg{"type": "fetch-history-list"}, "history-list")["histories"].([]any)
@@ -607,6 +610,9 @@ func TestSlowClientIsDropped(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), llm.URL())
 	cfg.Server.SendQueueSize = 16
 	cfg.Server.WriteTimeout = time.Second
+	// Each 4 KB delta counts as about a thousand tokens: allow the flood,
+	// so that the queue, not the reply cap, ends it.
+	cfg.Character.LLM.MaxReplyTokens = 1 << 30
 	m := startKoe(t, cfg)
 
 	// A koe client: token frames fill its queue fastest.

@@ -41,7 +41,7 @@ func TestImagesReachAVisionModelOnce(t *testing.T) {
 
 	reqs := chatRequests(llm)
 	last := reqs[len(reqs)-1].Messages
-	if u := last[len(last)-1]; u.Role != "user" || u.Images != 1 || u.Content != "what is this?" {
+	if u := last[len(last)-1]; u.Role != "user" || u.Images != 1 || !strings.HasSuffix(u.Content, "\n\nwhat is this?") {
 		t.Fatalf("current message = %+v, want one image part", u)
 	}
 	c.turn("and now?")

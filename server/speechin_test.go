@@ -64,7 +64,7 @@ func TestMicAudioTurn(t *testing.T) {
 	c.send(msg{"type": "frontend-playback-complete"})
 	c.until(isControl("conversation-chain-end"))
 	reqs := chatRequests(llm)
-	if last := reqs[len(reqs)-1].Messages; last[len(last)-1].Content != "hello from the fake transcriber" {
+	if last := reqs[len(reqs)-1].Messages; !strings.HasSuffix(last[len(last)-1].Content, "\n\nhello from the fake transcriber") {
 		t.Fatalf("LLM got %+v", last[len(last)-1])
 	}
 	tr := llm.TranscriptionRequests()

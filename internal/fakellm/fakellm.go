@@ -73,7 +73,22 @@ type Reply struct {
 	// BeforeChunk, if set, is called right before content chunk i (0-based)
 	// is written, e.g. to time what the client does with it.
 	BeforeChunk func(i int)
+	// Endless streams Tokens over and over until the client goes away: a
+	// model that never emits its stop token. Streams only; a non-stream
+	// request gets Tokens once.
+	Endless bool
+	// Body, if set, is the whole answer, sent with status 200 and
+	// ContentType (default "text/plain; charset=utf-8") instead of a chat
+	// completion: a server that is not OpenAI-compatible (a web page, a
+	// proxy's notice) or a hand-made stream such as "data: [DONE]\n\n".
+	Body        string
+	ContentType string
 }
+
+// AlternationError is what llama.cpp answers (HTTP 400) when the model's
+// chat template (Mistral, Llama 2, Gemma…) refuses a conversation whose
+// roles do not alternate; see SetStrictRoles.
+const AlternationError = "Conversation roles must alternate user/assistant/user/assistant/..."
 
 // Request is what the server received, decoded.
 type Request struct {
@@ -109,11 +124,12 @@ type Server struct {
 	disconnects chan struct{}
 	seq         atomic.Int64
 
-	mu       sync.Mutex
-	closed   bool
-	noRecord bool // set by SetRecording(false); long load tests would otherwise grow without bound
-	requests []Request
-	active   int
+	mu          sync.Mutex
+	closed      bool
+	noRecord    bool // set by SetRecording(false); long load tests would otherwise grow without bound
+	strictRoles bool // set by SetStrictRoles
+	requests    []Request
+	active      int
 	// speechRespond is nil for the default speech behaviour.
 	speechRespond  func(SpeechRequest) SpeechReply
 	speechRequests []SpeechRequest
@@ -203,6 +219,20 @@ func (s *Server) SetRecording(enabled bool) {
 		s.speechRequests = nil
 		s.transcriptionRequests = nil
 	}
+}
+
+// SetStrictRoles makes the server behave like llama.cpp serving a model
+// whose chat template requires alternating roles: a chat request is refused
+// with HTTP 400 and AlternationError unless it holds at most one system
+// message, first, and then user and assistant messages alternating,
+// starting with a user message. An assistant message with tool calls, its
+// tool results and the assistant message after them are one assistant
+// side; a tool result must follow a tool call or another result. Refused
+// requests are recorded too.
+func (s *Server) SetStrictRoles(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.strictRoles = on
 }
 
 // Disconnects receives a value each time a response ended because the client
@@ -307,12 +337,25 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, includeUsage, err := decodeRequest(body)
+	req, wr, err := decodeRequest(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request: "+err.Error())
 		return
 	}
 	req.Header = r.Header.Clone()
+	includeUsage := wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage
+
+	s.mu.Lock()
+	strict := s.strictRoles
+	if strict && !alternating(wr.Messages) {
+		if !s.noRecord {
+			s.requests = append(s.requests, req.clone())
+		}
+		s.mu.Unlock()
+		writeError(w, http.StatusBadRequest, AlternationError)
+		return
+	}
+	s.mu.Unlock()
 
 	reply, err := answer(s, &s.requests, &s.respond, "responder", req)
 	if err != nil {
@@ -322,6 +365,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		writeFailure(w, reply.Status, reply.ErrorMessage)
+		return
+	}
+	if reply.Body != "" {
+		ct := reply.ContentType
+		if ct == "" {
+			ct = "text/plain; charset=utf-8"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(http.StatusOK)
+		// A failed write means the client left; there is no one to tell.
+		_, _ = io.WriteString(w, reply.Body)
 		return
 	}
 
@@ -514,7 +568,9 @@ func (c *call) stream(id string, req Request, includeUsage bool) {
 
 	created := time.Now().Unix()
 	role := "assistant"
-	for i, tok := range c.reply.Tokens {
+	tokens := c.reply.Tokens
+	for i := 0; i < len(tokens) || (c.reply.Endless && len(tokens) > 0); i++ {
+		tok := tokens[i%len(tokens)]
 		if c.reply.BreakAfter > 0 && i == c.reply.BreakAfter {
 			c.breakConn()
 			return
@@ -740,8 +796,9 @@ type wireRequest struct {
 }
 
 type wireMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role      string            `json:"role"`
+	Content   json.RawMessage   `json:"content"`
+	ToolCalls []json.RawMessage `json:"tool_calls"`
 }
 
 type wirePart struct {
@@ -749,10 +806,10 @@ type wirePart struct {
 	Text string `json:"text"`
 }
 
-func decodeRequest(body []byte) (Request, bool, error) {
+func decodeRequest(body []byte) (Request, wireRequest, error) {
 	var wr wireRequest
 	if err := json.Unmarshal(body, &wr); err != nil {
-		return Request{}, false, err
+		return Request{}, wr, err
 	}
 	req := Request{
 		Model:  wr.Model,
@@ -762,12 +819,54 @@ func decodeRequest(body []byte) (Request, bool, error) {
 	for i, wm := range wr.Messages {
 		m, err := decodeMessage(wm)
 		if err != nil {
-			return Request{}, false, fmt.Errorf("messages[%d]: %w", i, err)
+			return Request{}, wr, fmt.Errorf("messages[%d]: %w", i, err)
 		}
 		req.Messages = append(req.Messages, m)
 	}
-	includeUsage := wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage
-	return req, includeUsage, nil
+	return req, wr, nil
+}
+
+// alternating reports whether msgs suit a chat template that requires
+// alternating roles (see SetStrictRoles).
+func alternating(msgs []wireMessage) bool {
+	side := "" // "user" or "assistant": whose side of the conversation it is
+	plain := false
+	for i, m := range msgs {
+		switch m.Role {
+		case "system":
+			if i != 0 {
+				return false
+			}
+		case "user":
+			if side == "user" {
+				return false
+			}
+			side, plain = "user", false
+		case "assistant":
+			if side == "" {
+				return false
+			}
+			if side == "user" {
+				side, plain = "assistant", false
+			}
+			if len(m.ToolCalls) == 0 {
+				if plain {
+					return false // two answers in a row
+				}
+				plain = true
+			}
+		case "tool":
+			if i == 0 {
+				return false
+			}
+			if prev := msgs[i-1]; prev.Role != "tool" && (prev.Role != "assistant" || len(prev.ToolCalls) == 0) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func decodeMessage(wm wireMessage) (Message, error) {
@@ -875,8 +974,10 @@ func isCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
 }
 
-// Echo replies "You said: <last user message content>." as Words, with the
-// given per-token interval.
+// Echo replies "You said: <the user's words>." as Words, with the given
+// per-token interval. The words are the last paragraph of the last user
+// message: koe puts what it adds to a user message (its persona, a note)
+// above the user's words, a blank line apart.
 func Echo(interval time.Duration) func(Request) Reply {
 	return func(req Request) Reply {
 		last := ""
@@ -885,6 +986,9 @@ func Echo(interval time.Duration) func(Request) Reply {
 				last = req.Messages[i].Content
 				break
 			}
+		}
+		if i := strings.LastIndex(last, "\n\n"); i >= 0 {
+			last = last[i+2:]
 		}
 		return Reply{Tokens: Words("You said: " + last + "."), Interval: interval}
 	}

@@ -245,7 +245,7 @@ func TestSpeechDisconnects(t *testing.T) {
 			}
 			errc <- err
 		}()
-		if !s.WaitActive(2 * time.Second) {
+		if !s.WaitActive(guard) {
 			t.Fatal("the request never reached the server")
 		}
 		time.Sleep(20 * time.Millisecond) // let a hang send its headers
@@ -271,7 +271,7 @@ func TestCloseWithHangingSpeech(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	if !s.WaitActive(2 * time.Second) {
+	if !s.WaitActive(guard) {
 		t.Fatal("the request never reached the server")
 	}
 	closeWhileHanging(t, s, "speech")

@@ -211,7 +211,7 @@ func TestTranscriptionDisconnects(t *testing.T) {
 			_, err := c.CreateTranscription(ctx, transcriptionReq(""))
 			errc <- err
 		}()
-		if !s.WaitActive(2 * time.Second) {
+		if !s.WaitActive(guard) {
 			t.Fatal("the request never reached the server")
 		}
 		time.Sleep(20 * time.Millisecond) // let a hang send its headers
@@ -234,7 +234,7 @@ func TestCloseWithHangingTranscription(t *testing.T) {
 	cfg.BaseURL = s.URL()
 	c := openai.NewClientWithConfig(cfg)
 	go func() { _, _ = c.CreateTranscription(context.Background(), transcriptionReq("")) }()
-	if !s.WaitActive(2 * time.Second) {
+	if !s.WaitActive(guard) {
 		t.Fatal("the request never reached the server")
 	}
 	closeWhileHanging(t, s, "transcription")

@@ -32,7 +32,7 @@ func WaitDisconnect(t testing.TB, s *fakellm.Server) {
 	t.Helper()
 	select {
 	case <-s.Disconnects():
-	case <-time.After(2 * time.Second):
-		t.Fatal("the server saw no disconnect within 2 s")
+	case <-time.After(10 * time.Second): // a hang guard, not a speed assertion
+		t.Fatal("the server saw no disconnect")
 	}
 }

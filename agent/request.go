@@ -1,0 +1,89 @@
+package agent
+
+import "encoding/json"
+
+// Request is one call to the LLM as the agent builds it: what package llm
+// turns into an OpenAI-compatible chat request. The agent never sees the
+// wire library's types; only the LLM edge does.
+type Request struct {
+	// Messages in the order sent: one system message first, then user and
+	// assistant alternating, starting with a user message (an assistant's
+	// tool calls and their results count as the assistant's side).
+	Messages []WireMessage
+	// Tools the model may call in this cycle (none: a plain answer).
+	Tools []ToolSpec
+}
+
+// WireMessage is one message of a Request: the request's shape of a
+// memory Message, with images resolved into content parts or notes.
+type WireMessage struct {
+	Role string
+	// Content is the text, used when Parts is empty.
+	Content string
+	// Parts, when set, replace Content: text and images in order (a user
+	// message carrying images the model can see).
+	Parts []ContentPart
+	// ToolCalls are set on an assistant message that calls tools.
+	ToolCalls []ToolCall
+	// ToolCallID and Name are set on a tool result: the call it answers
+	// and the tool's name.
+	ToolCallID string
+	Name       string
+}
+
+// Text is the message's text: Content, or its text parts joined by a
+// blank line.
+func (m WireMessage) Text() string {
+	if len(m.Parts) == 0 {
+		return m.Content
+	}
+	text := ""
+	for _, p := range m.Parts {
+		if p.ImageURL == "" {
+			text = joinText(text, p.Text)
+		}
+	}
+	return text
+}
+
+// ContentPart is a piece of a multi-part message: text, or an image when
+// ImageURL is set.
+type ContentPart struct {
+	Text string
+	// ImageURL is a data: URL (data:image/png;base64,…) or an http(s) URL.
+	ImageURL string
+	// Detail tells the model how closely to look ("" = the server's
+	// default); it also decides what the image costs in tokens.
+	Detail ImageDetail
+}
+
+// ImageDetail is OpenAI's image "detail" setting.
+type ImageDetail string
+
+// Image detail levels.
+const (
+	ImageDetailAuto ImageDetail = "auto"
+	ImageDetailLow  ImageDetail = "low"
+	ImageDetailHigh ImageDetail = "high"
+)
+
+// ToolSpec describes a function the model may call.
+type ToolSpec struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the arguments (an object schema);
+	// nil means none.
+	Parameters json.RawMessage
+}
+
+// joinText joins two pieces of text with a blank line, skipping empty
+// ones, the way merged messages read.
+func joinText(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
+}

@@ -1,0 +1,108 @@
+// Package llm talks to OpenAI-compatible chat servers (Ollama, llama.cpp,
+// vLLM, OpenAI…) for the agent: it is the one place where an
+// agent.Request becomes go-openai's wire types and where whatever the
+// server or the network did becomes an *agent.LLMError a person can act on.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"koe/agent"
+)
+
+// Client streams chat completions from one OpenAI-compatible server. It
+// implements agent.LLM and is safe for concurrent use.
+type Client struct {
+	cfg agent.Config
+	api *openai.Client
+	// tok counts streamed replies against the reply limit.
+	tok *agent.Tokenizer
+}
+
+var _ agent.LLM = (*Client)(nil)
+
+// New builds a client; httpClient may be shared by many sessions so that
+// they share one connection pool (nil: go-openai's default client).
+func New(cfg agent.Config, httpClient *http.Client) *Client {
+	oc := openai.DefaultConfig(cfg.APIKey)
+	// People paste base URLs with a trailing slash; the paths go-openai
+	// appends start with one.
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if httpClient != nil {
+		oc.HTTPClient = httpClient
+	}
+	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), tok: agent.NewTokenizer(cfg.Model)}
+}
+
+// Complete returns a whole (non-streamed) answer; summaries use it.
+func (c *Client) Complete(ctx context.Context, req agent.Request) (string, *agent.Usage, error) {
+	resp, err := c.api.CreateChatCompletion(ctx, c.chatRequest(req))
+	if err != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &syntax) || errors.As(err, &typ) {
+			// A 200 answer that is not a chat completion: a web page, or
+			// another API at that URL.
+			return "", nil, c.noText(resp.Header(), false, "")
+		}
+		return "", nil, c.classify(err, agent.KindUnreachable)
+	}
+	usage := &agent.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+	if len(resp.Choices) == 0 {
+		return "", usage, c.llmError(agent.KindBadRequest, "the answer had no choices")
+	}
+	return resp.Choices[0].Message.Content, usage, nil
+}
+
+// chatRequest is req in go-openai's shape, with the configured model,
+// temperature and reply limit.
+func (c *Client) chatRequest(req agent.Request) openai.ChatCompletionRequest {
+	r := openai.ChatCompletionRequest{Model: c.cfg.Model, Messages: make([]openai.ChatCompletionMessage, len(req.Messages))}
+	for i, m := range req.Messages {
+		r.Messages[i] = wireMessage(m)
+	}
+	for _, t := range req.Tools {
+		r.Tools = append(r.Tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: t.Parameters,
+		}})
+	}
+	if c.cfg.Temperature != nil {
+		r.Temperature = *c.cfg.Temperature
+	}
+	//lint:ignore SA1019 max_tokens is the field Ollama, llama.cpp and vLLM read; OpenAI's newer max_completion_tokens is not known to all of them.
+	r.MaxTokens = c.cfg.ReplyTokenLimit()
+	return r
+}
+
+// wireMessage converts one message. Parts become a content array; a
+// message without parts keeps its plain string content.
+func wireMessage(m agent.WireMessage) openai.ChatCompletionMessage {
+	w := openai.ChatCompletionMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+	if len(m.Parts) == 0 {
+		w.Content = m.Content
+	}
+	for _, p := range m.Parts {
+		if p.ImageURL == "" {
+			w.MultiContent = append(w.MultiContent, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: p.Text})
+			continue
+		}
+		w.MultiContent = append(w.MultiContent, openai.ChatMessagePart{
+			Type:     openai.ChatMessagePartTypeImageURL,
+			ImageURL: &openai.ChatMessageImageURL{URL: p.ImageURL, Detail: openai.ImageURLDetail(p.Detail)},
+		})
+	}
+	for _, tc := range m.ToolCalls {
+		w.ToolCalls = append(w.ToolCalls, openai.ToolCall{
+			ID:       tc.ID,
+			Type:     openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+		})
+	}
+	return w
+}

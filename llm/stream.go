@@ -1,0 +1,163 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"koe/agent"
+)
+
+var errIdle = errors.New("llm idle timeout")
+
+// Stream sends req and calls onDelta for every content delta, in order,
+// until the reply ends, and returns the usage the server reported (nil if
+// it reported none). Cancelling ctx aborts the HTTP request at once, so
+// the LLM server sees its connection closed and stops generating.
+//
+// Besides the server's own failures it ends with an *agent.LLMError when
+// the server sends nothing for llm.idle_timeout (KindTimeout), when the
+// reply runs past llm.max_reply_tokens (KindReplyTooLong; the deltas
+// before stay delivered), and when the answer holds no text at all
+// (KindEmptyReply).
+func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(string)) (*agent.Usage, error) {
+	r := c.chatRequest(req)
+	r.Stream = true
+	if c.cfg.StreamUsage {
+		r.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	}
+
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	idle := startIdleClock(c.cfg.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.pause()
+
+	stream, err := c.api.CreateChatCompletionStream(ctx, r)
+	if err != nil {
+		return nil, c.streamFailed(ctx, parent, err, agent.KindUnreachable)
+	}
+	defer stream.Close()
+
+	limit := replyLimit{tok: c.tok, max: c.cfg.ReplyTokenLimit()}
+	var usage *agent.Usage
+	parsed, text, finish := false, false, ""
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if !parsed && errors.Is(err, openai.ErrTooManyEmptyStreamMessages) {
+				// Hundreds of lines and no event: a web page.
+				return usage, c.noText(stream.Header(), false, "")
+			}
+			return usage, c.streamFailed(ctx, parent, err, agent.KindBrokenStream)
+		}
+		if err := parent.Err(); err != nil {
+			// Chunks read ahead before the cancellation are not handed on.
+			return usage, err
+		}
+		parsed = true
+		// The idle clock measures the server only: while onDelta runs (a
+		// slow client's queue may be full), the server is not to blame.
+		idle.pause()
+		if resp.Usage != nil {
+			usage = &agent.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+		}
+		for _, ch := range resp.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			if ch.FinishReason != "" {
+				finish = string(ch.FinishReason)
+			}
+			if d := ch.Delta.Content; d != "" {
+				if limit.exceededBy(d) {
+					return usage, c.llmError(agent.KindReplyTooLong, fmt.Sprintf("%d tokens", limit.max))
+				}
+				text = true
+				onDelta(d)
+			}
+		}
+		idle.resume()
+	}
+	if !text {
+		return usage, c.noText(stream.Header(), parsed, finish)
+	}
+	return usage, nil
+}
+
+// streamFailed explains why a stream could not start or go on: the idle
+// clock ran out, the caller cancelled (passed through as ctx's error, not
+// an LLM failure), or the server or network failed.
+func (c *Client) streamFailed(ctx, parent context.Context, err error, kind agent.ErrorKind) error {
+	if errors.Is(context.Cause(ctx), errIdle) {
+		return &agent.LLMError{Kind: agent.KindTimeout, BaseURL: c.cfg.BaseURL, Model: c.cfg.Model, Err: err}
+	}
+	if perr := parent.Err(); perr != nil {
+		return perr
+	}
+	return c.classify(err, kind)
+}
+
+// idleClock fires when the server has sent nothing for a while: a hung
+// server then ends the turn with an error instead of leaving the client
+// "Thinking..." forever. A zero timeout never fires.
+type idleClock struct {
+	timeout time.Duration
+	timer   *time.Timer
+}
+
+func startIdleClock(timeout time.Duration, fire func()) *idleClock {
+	c := &idleClock{timeout: timeout}
+	if timeout > 0 {
+		c.timer = time.AfterFunc(timeout, fire)
+	}
+	return c
+}
+
+func (c *idleClock) pause() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+func (c *idleClock) resume() {
+	if c.timer != nil {
+		c.timer.Reset(c.timeout)
+	}
+}
+
+// uncountedBytes is how much reply text replyLimit gathers before it
+// counts it: tokenizing every delta would cost a tokenizer call per token.
+const uncountedBytes = 1024
+
+// replyLimit watches a streamed reply's length. A token is at least one
+// byte, so the tokens counted so far plus the bytes not yet counted bound
+// the reply's length: text is counted only once that bound passes max or
+// a kilobyte has gathered, and each byte is counted once.
+type replyLimit struct {
+	tok       *agent.Tokenizer
+	max       int
+	counted   int    // tokens of the text counted so far
+	uncounted []byte // text since
+}
+
+// exceededBy adds delta to the reply and reports whether it is now longer
+// than max tokens.
+func (l *replyLimit) exceededBy(delta string) bool {
+	l.uncounted = append(l.uncounted, delta...)
+	if l.counted+len(l.uncounted) <= l.max && len(l.uncounted) < uncountedBytes {
+		return false
+	}
+	// Counted apart, pieces may cost a token more at each cut than the
+	// whole would: an estimate, like every count koe makes.
+	l.counted += l.tok.Count(string(l.uncounted))
+	l.uncounted = l.uncounted[:0]
+	return l.counted > l.max
+}
