@@ -17,7 +17,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("default context_window %d, stream_usage %v; want %d, true", def.ContextWindow, def.StreamUsage, agent.DefaultContextWindow)
 	}
 	// The smallest window koe accepts.
-	if err := (agent.Config{BaseURL: "http://h/v1", Model: "m", ContextWindow: 512}).Validate(); err != nil {
+	if err := (agent.Config{BaseURL: "http://h:8080/v1", Model: "m", ContextWindow: 512}).Validate(); err != nil {
 		t.Errorf("context_window 512 rejected: %v", err)
 	}
 	for _, tc := range []struct {
@@ -28,11 +28,14 @@ func TestConfigValidate(t *testing.T) {
 		{"no scheme", agent.Config{BaseURL: "127.0.0.1:11434/v1", Model: "m", ContextWindow: 4096}, "base_url"},
 		{"ftp", agent.Config{BaseURL: "ftp://h/v1", Model: "m", ContextWindow: 4096}, "base_url"},
 		{"no host", agent.Config{BaseURL: "http:///v1", Model: "m", ContextWindow: 4096}, "base_url"},
+		{"no scheme", agent.Config{BaseURL: "127.0.0.1:11434/v1", Model: "m", ContextWindow: 4096}, "base_url"},
+		{"host as scheme", agent.Config{BaseURL: "localhost:11434/v1", Model: "m", ContextWindow: 4096}, "base_url"},
+		{"http without a port", agent.Config{BaseURL: "http://127.0.0.1/v1", Model: "m", ContextWindow: 4096}, "names no port"},
 		{"empty", agent.Config{Model: "m", ContextWindow: 4096}, "base_url"},
-		{"no model", agent.Config{BaseURL: "http://h/v1", ContextWindow: 4096}, "KOE_LLM_MODEL"},
-		{"no context window", agent.Config{BaseURL: "http://h/v1", Model: "m"}, "context_window"},
-		{"context window 511", agent.Config{BaseURL: "http://h/v1", Model: "m", ContextWindow: 511}, "context_window"},
-		{"negative idle", agent.Config{BaseURL: "http://h/v1", Model: "m", ContextWindow: 4096, IdleTimeout: -time.Second}, "idle_timeout"},
+		{"no model", agent.Config{BaseURL: "http://h:8080/v1", ContextWindow: 4096}, "KOE_LLM_MODEL"},
+		{"no context window", agent.Config{BaseURL: "http://h:8080/v1", Model: "m"}, "context_window"},
+		{"context window 511", agent.Config{BaseURL: "http://h:8080/v1", Model: "m", ContextWindow: 511}, "context_window"},
+		{"negative idle", agent.Config{BaseURL: "http://h:8080/v1", Model: "m", ContextWindow: 4096, IdleTimeout: -time.Second}, "idle_timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -46,7 +49,7 @@ func TestConfigValidate(t *testing.T) {
 // llm.max_reply_tokens bounds a reply; the older max_tokens key still
 // works, and the explicit new key wins over it.
 func TestReplyTokenLimit(t *testing.T) {
-	base := agent.Config{BaseURL: "http://h/v1", Model: "m", ContextWindow: 4096}
+	base := agent.Config{BaseURL: "http://h:8080/v1", Model: "m", ContextWindow: 4096}
 	for _, tc := range []struct {
 		name            string
 		maxReply, maxTk int

@@ -172,18 +172,18 @@ func TestCharactersLoadWithoutBaseSection(t *testing.T) {
 
 func TestCharactersLoadAppliesEnv(t *testing.T) {
 	vars := map[string]string{
-		config.EnvBaseURL: "http://env.example/v1",
+		config.EnvBaseURL: "http://env.example:8080/v1",
 		config.EnvAPIKey:  "env-key",
 		config.EnvModel:   "env-model",
 	}
 	c, _ := setup(t, baseConf, map[string]string{
-		"e.yaml": "conf_name: E\nconf_uid: e\nllm:\n  model: file-model\n  base_url: http://file.example/v1\n",
+		"e.yaml": "conf_name: E\nconf_uid: e\nllm:\n  model: file-model\n  base_url: http://file.example:8080/v1\n",
 	}, vars)
 	ch, err := c.Load("e.yaml")
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if ch.LLM.BaseURL != "http://env.example/v1" || ch.LLM.APIKey != "env-key" || ch.LLM.Model != "env-model" {
+	if ch.LLM.BaseURL != "http://env.example:8080/v1" || ch.LLM.APIKey != "env-key" || ch.LLM.Model != "env-model" {
 		t.Errorf("llm = %q %q %q, want the env values", ch.LLM.BaseURL, ch.LLM.APIKey, ch.LLM.Model)
 	}
 }

@@ -160,7 +160,7 @@ func TestLoadEnvOverridesFile(t *testing.T) {
 	path := writeFile(t, t.TempDir(), "conf.yaml", `
 character:
   llm:
-    base_url: http://file.example/v1
+    base_url: http://file.example:8080/v1
     api_key: from-file
     model: file-model
 `)
@@ -183,7 +183,7 @@ character:
 		t.Fatalf("Load: %v", err)
 	}
 	llm = cfg.Character.LLM
-	if llm.BaseURL != "http://file.example/v1" || llm.APIKey != "from-file" || llm.Model != "file-model" {
+	if llm.BaseURL != "http://file.example:8080/v1" || llm.APIKey != "from-file" || llm.Model != "file-model" {
 		t.Errorf("llm = %q %q %q, want the file values", llm.BaseURL, llm.APIKey, llm.Model)
 	}
 }
