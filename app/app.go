@@ -43,7 +43,14 @@ type Main struct {
 	ln     net.Listener
 	served chan error
 	llm    *http.Client
+
+	// The start-up probe of the LLM runs in the background; Close stops it.
+	stopProbe context.CancelFunc
+	probed    chan struct{}
 }
+
+// probeTimeout bounds the start-up check of the LLM server.
+const probeTimeout = 10 * time.Second
 
 // Open opens the database and starts listening; it returns once koe
 // accepts connections. Addr reports where.
@@ -110,11 +117,32 @@ func (m *Main) Open() error {
 	m.served = make(chan error, 1)
 	srv := m.server // Close may clear m.server while Serve starts
 	go func() { m.served <- srv.Serve(ln) }()
+	m.probeLLM(cfg.Character.LLM)
 	m.Logger.Info("koe is listening",
 		"ws", "ws://"+ln.Addr().String()+"/client-ws",
 		"llm", cfg.Character.LLM.BaseURL, "model", cfg.Character.LLM.Model,
 		"data", cfg.DataDir)
 	return nil
+}
+
+// probeLLM checks the default character's LLM server in the background:
+// a wrong URL, key or model is logged at start instead of being found by
+// the first user. It never blocks start-up.
+func (m *Main) probeLLM(c agent.Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	m.stopProbe, m.probed = cancel, make(chan struct{})
+	client := llm.New(c, m.llm)
+	go func() {
+		defer close(m.probed)
+		defer cancel()
+		if err := client.Probe(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			m.Logger.Warn("the LLM server does not answer as expected; replies will fail until it does", "err", err)
+			return
+		}
+		if ctx.Err() == nil {
+			m.Logger.Info("the LLM server answers", "url", c.BaseURL, "model", c.Model)
+		}
+	}()
 }
 
 // Addr is the address koe listens on.
@@ -134,6 +162,8 @@ func (m *Main) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.Config.Server.ShutdownTimeout)
 	defer cancel()
 	start := time.Now()
+	m.stopProbe()
+	<-m.probed
 	err := m.server.Shutdown(ctx)
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.

@@ -521,3 +521,20 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestProbe(t *testing.T) {
+	fake := startLLM(t, nil)
+	ok := llm.New(agent.Config{BaseURL: fake.URL(), Model: fakellm.ModelID}, nil)
+	if err := ok.Probe(context.Background()); err != nil {
+		t.Fatalf("probe of a good server: %v", err)
+	}
+	wrong := llm.New(agent.Config{BaseURL: fake.URL(), Model: "llama9"}, nil)
+	if err := wrong.Probe(context.Background()); err == nil || !strings.Contains(err.Error(), "KOE_LLM_MODEL") || !strings.Contains(err.Error(), fakellm.ModelID) {
+		t.Fatalf("probe for an unknown model: %v", err)
+	}
+	down := llm.New(agent.Config{BaseURL: "http://127.0.0.1:1/v1", Model: "m"}, nil)
+	var le *agent.LLMError
+	if err := down.Probe(context.Background()); !errors.As(err, &le) || le.Kind != agent.KindUnreachable {
+		t.Fatalf("probe of a closed port: %v", err)
+	}
+}
