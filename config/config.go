@@ -127,6 +127,7 @@ func Load(path string, required bool, getenv func(string) string) (Config, error
 		}
 	}
 	cfg.Character = finishCharacter(cfg.Character, getenv)
+	cfg.Server.ApplyEnv(getenv)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
