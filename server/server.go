@@ -73,7 +73,7 @@ type Server struct {
 
 	access    *access      // Host, Origin and token checks
 	tracker   *connTracker // every accepted connection
-	fileLimit uint64       // soft RLIMIT_NOFILE after raising it; 0 if unknown
+	fileLimit uint64       // soft RLIMIT_NOFILE; 0 if unknown
 }
 
 // New builds the server and its routes.
