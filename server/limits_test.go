@@ -92,7 +92,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// fasthttp's own complaints reach koe's log.
+// fasthttp's own answers carry koe's headers, and its complaints reach
+// koe's log.
 func TestHTTPServerLogsThroughSlog(t *testing.T) {
 	llm := startLLM(t, nil)
 	var logs syncBuffer
@@ -107,8 +108,12 @@ func TestHTTPServerLogsThroughSlog(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusBadRequest {
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("garbage answered %v, %v", resp, err)
+	}
+	if resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("fasthttp's own 400 lacks the security headers: %v", resp.Header)
 	}
 	waitClosed(t, c, "garbage")
 	deadline := time.Now().Add(20 * time.Second)
