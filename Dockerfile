@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # Build: docker build -t koe .
-# Run:   docker run -p 12393:12393 -v koe-data:/data \
+# Run:   docker run -p 12393:12393 -v koe-data:/data -e KOE_AUTH_TOKEN=<16+ chars> \
 #          -e OPENAI_BASE_URL=http://host.docker.internal:11434/v1 koe
+# koe listens on all interfaces in the container, so it needs its access
+# token (or server.insecure_no_auth: true in a mounted conf.yaml).
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

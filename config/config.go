@@ -139,6 +139,7 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 		}
 	}
 	cfg.Character = finishCharacter(cfg.Character, getenv)
+	cfg.Server.ApplyEnv(getenv)
 	for _, override := range overrides {
 		override(&cfg)
 	}

@@ -2,8 +2,14 @@ package server
 
 import (
 	"fmt"
+	"net"
+	"strings"
 	"time"
 )
+
+// EnvAuthToken overrides server.auth_token, so that the token need not be
+// written into a file.
+const EnvAuthToken = "KOE_AUTH_TOKEN"
 
 // Config holds the HTTP/WebSocket settings.
 type Config struct {
@@ -13,6 +19,17 @@ type Config struct {
 	// localhost and the server's own host, e.g. "https://vtuber.example.org".
 	// "*" allows any origin; "null" allows pages opened from file://.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowedHosts are host names koe answers to besides localhost,
+	// *.localhost and literal IP addresses: the names of a reverse proxy or
+	// of the machine, e.g. "koe.example.org". Other Host headers are
+	// refused, which defeats DNS rebinding. "*" allows any.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AuthToken, when set, is required on every request but GET /healthz
+	// (env KOE_AUTH_TOKEN overrides it).
+	AuthToken string `yaml:"auth_token"`
+	// InsecureNoAuth lets koe listen beyond loopback without AuthToken,
+	// for set-ups where a proxy in front of koe authenticates users.
+	InsecureNoAuth bool `yaml:"insecure_no_auth"`
 	// WebClientDir, when set, is served at / instead of koe's own pages:
 	// point it at a build of the Open-LLM-VTuber web client.
 	WebClientDir    string `yaml:"web_client_dir"`
@@ -31,6 +48,16 @@ type Config struct {
 	PingInterval    time.Duration `yaml:"ping_interval"`
 	PongTimeout     time.Duration `yaml:"pong_timeout"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// MaxConnections caps open connections, WebSockets included; one more
+	// gets a 503. 0 derives it from the open-file limit (see
+	// defaultMaxConnections).
+	MaxConnections int `yaml:"max_connections"`
+	// ReadTimeout bounds reading one request, from the connection's start
+	// or the request's first byte; IdleTimeout bounds the wait for the next
+	// request on a kept-alive connection. WebSockets are not affected once
+	// upgraded.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -38,6 +65,7 @@ func DefaultConfig() Config {
 	return Config{
 		Host:            "127.0.0.1",
 		Port:            12393,
+		AllowedHosts:    []string{},
 		Live2DModelsDir: "live2d-models",
 		BackgroundsDir:  "backgrounds",
 		AvatarsDir:      "avatars",
@@ -47,6 +75,18 @@ func DefaultConfig() Config {
 		PingInterval:    30 * time.Second,
 		PongTimeout:     75 * time.Second,
 		ShutdownTimeout: 5 * time.Second,
+		ReadTimeout:     10 * time.Second,
+		IdleTimeout:     60 * time.Second,
+	}
+}
+
+// ApplyEnv applies the environment overrides; getenv may be nil.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if getenv == nil {
+		return
+	}
+	if v := getenv(EnvAuthToken); v != "" {
+		c.AuthToken = v
 	}
 }
 
@@ -59,10 +99,56 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server.max_message_bytes %d is too small (at least 1024)", c.MaxMessageBytes)
 	case c.SendQueueSize < 8:
 		return fmt.Errorf("server.send_queue_size %d is too small (at least 8)", c.SendQueueSize)
-	case c.WriteTimeout <= 0 || c.PingInterval <= 0 || c.ShutdownTimeout <= 0:
+	case c.WriteTimeout <= 0 || c.PingInterval <= 0 || c.ShutdownTimeout <= 0 || c.ReadTimeout <= 0 || c.IdleTimeout <= 0:
 		return fmt.Errorf("server timeouts must be positive")
 	case c.PongTimeout <= c.PingInterval:
 		return fmt.Errorf("server.pong_timeout (%s) must be longer than server.ping_interval (%s)", c.PongTimeout, c.PingInterval)
+	case c.MaxConnections < 0:
+		return fmt.Errorf("server.max_connections %d is negative (0 derives it from the open-file limit)", c.MaxConnections)
+	}
+	for _, h := range c.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/:@ ") && net.ParseIP(h) == nil {
+			return fmt.Errorf("server.allowed_hosts entry %q: give a bare host name, without scheme or port, e.g. koe.example.org", h)
+		}
+	}
+	if err := validToken(c.AuthToken); err != nil {
+		return err
+	}
+	if c.AuthToken == "" && !c.InsecureNoAuth && !isLoopbackHost(c.Host) {
+		return fmt.Errorf("server.host %q lets other machines connect, and server.auth_token is not set: "+
+			"set server.auth_token (or the %s environment variable) to a long random string, "+
+			"or set server.insecure_no_auth: true if a proxy in front of koe checks who connects", c.Host, EnvAuthToken)
 	}
 	return nil
+}
+
+// minTokenLen keeps tokens out of guessing range.
+const minTokenLen = 16
+
+// validToken accepts tokens that travel unchanged in a header, a URL query,
+// and a WebSocket subprotocol name.
+func validToken(tok string) error {
+	if tok == "" {
+		return nil
+	}
+	if len(tok) < minTokenLen {
+		return fmt.Errorf("server.auth_token is too short (%d characters, at least %d): use e.g. the output of `openssl rand -hex 32`", len(tok), minTokenLen)
+	}
+	for _, r := range tok {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '~') {
+			return fmt.Errorf("server.auth_token may hold only letters, digits and - _ . ~ (it travels in URLs and WebSocket subprotocol names)")
+		}
+	}
+	return nil
+}
+
+// isLoopbackHost reports whether listening on host keeps koe to this
+// machine. "" and 0.0.0.0 mean every interface; a name other than
+// localhost may resolve to anything.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }

@@ -553,8 +553,16 @@ func TestHTTPRoutes(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), llm.URL())
 	cfg.Server.AvatarsDir = t.TempDir()
 	cfg.Server.BackgroundsDir = t.TempDir()
-	for name, dir := range map[string]string{"a.png": cfg.Server.AvatarsDir, "evil.html": cfg.Server.AvatarsDir, "room.jpeg": cfg.Server.BackgroundsDir, "notes.txt": cfg.Server.BackgroundsDir} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("data"), 0o644); err != nil {
+	for _, f := range []struct {
+		dir, name string
+		data      []byte
+	}{
+		{cfg.Server.AvatarsDir, "a.png", pngBytes(t)},
+		{cfg.Server.AvatarsDir, "evil.html", []byte("data")},
+		{cfg.Server.BackgroundsDir, "room.jpeg", jpegBytes(t)},
+		{cfg.Server.BackgroundsDir, "notes.txt", []byte("data")},
+	} {
+		if err := os.WriteFile(filepath.Join(f.dir, f.name), f.data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

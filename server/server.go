@@ -9,10 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +17,7 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/cors"
-	"github.com/gofiber/fiber/v2/middleware/filesystem"
+	"github.com/valyala/fasthttp"
 
 	"koe/conversation"
 	"koe/protocol"
@@ -52,6 +49,10 @@ type Server struct {
 
 	mu      sync.Mutex
 	closing bool // Shutdown has begun: no new sessions
+
+	access    *access      // Host, Origin and token checks
+	tracker   *connTracker // every accepted connection
+	fileLimit uint64       // soft RLIMIT_NOFILE; 0 if unknown
 }
 
 // New builds the server and its routes.
@@ -61,66 +62,163 @@ func New(opts Options) *Server {
 	}
 	base, stop := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop}
+	s.access = newAccess(s.cfg)
+	soft, _, err := openFileLimit()
+	if err != nil {
+		s.log.Warn("open-file limit unknown; server.max_connections defaults to a fixed number", "err", err, "default", fallbackMaxConnections)
+	}
+	s.fileLimit = soft
+	maxConns := s.cfg.MaxConnections
+	if maxConns == 0 {
+		maxConns = defaultMaxConnections(soft)
+	}
+	s.tracker = newConnTracker(maxConns, s.log)
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		AppName:               "koe",
 		ErrorHandler:          s.httpError,
+		ReadTimeout:           s.cfg.ReadTimeout,
+		IdleTimeout:           s.cfg.IdleTimeout,
 	})
+	srv := s.app.Server()
+	srv.Logger = fasthttpLogger{s.log}
+	srv.ConnState = s.tracker.connState
+	// Requests fasthttp refuses before any handler (malformed, too large)
+	// carry the same headers as every other response.
+	if refuse := srv.ErrorHandler; refuse != nil {
+		srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
+			refuse(ctx, err)
+			setSecurityHeaders(&ctx.Response.Header)
+		}
+	}
 	s.routes()
 	return s
 }
 
+// fallbackMaxConnections is server.max_connections where the open-file
+// limit cannot be read.
+const fallbackMaxConnections = 4096
+
+// defaultMaxConnections is half the open-file limit: the other half stays
+// for what sessions use besides their own connection (LLM and speech
+// connections, speech engines' pipes) and for the database and logs.
+func defaultMaxConnections(fileLimit uint64) int {
+	if fileLimit == 0 {
+		return fallbackMaxConnections
+	}
+	return int(min(max(fileLimit/2, 16), 1<<20))
+}
+
+// fasthttpLogger routes fasthttp's own messages to slog.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	msg := "http server: " + fmt.Sprintf(format, args...)
+	// koe closed the connection itself (idle at shutdown): nothing wrong.
+	if strings.Contains(msg, net.ErrClosed.Error()) {
+		l.log.Debug(msg)
+		return
+	}
+	l.log.Warn(msg)
+}
+
 func (s *Server) routes() {
+	s.app.Use(s.guard)
 	s.app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok", "sessions": s.sessions.Load()})
 	})
+	s.app.Use("/api", s.checkOrigin)
 	s.apiRoutes()
 	s.app.Use("/client-ws", s.checkUpgrade)
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize:  8 << 10,
 		WriteBufferSize: 16 << 10,
-		Subprotocols:    []string{protocol.Subprotocol},
+		// A client offering only koe.token.* gets no subprotocol, which
+		// non-browser clients accept.
+		Subprotocols: []string{protocol.Subprotocol},
 	}))
 
-	open := cors.New()
-	s.mountDir("/live2d-models", s.cfg.Live2DModelsDir, open)
-	s.mountDir("/bg", s.cfg.BackgroundsDir, open)
-	s.mountDir("/avatars", s.cfg.AvatarsDir, open, imagesOnly)
+	// Assets may be read from other origins (the OLV client can run on its
+	// own dev server); nothing else is CORS-open.
+	readOnlyCORS := cors.New(cors.Config{AllowMethods: "GET,HEAD"})
+	s.mountDir("/live2d-models", s.cfg.Live2DModelsDir, modelTypes, readOnlyCORS)
+	s.mountDir("/bg", s.cfg.BackgroundsDir, imageTypes, readOnlyCORS)
+	s.mountDir("/avatars", s.cfg.AvatarsDir, imageTypes, readOnlyCORS)
 
 	if s.cfg.WebClientDir != "" {
-		s.mountDir("/", s.cfg.WebClientDir, open)
+		s.mount(&fileMount{types: pageTypes, open: dirOpener(s.cfg.WebClientDir), index: true,
+			csp: func(*fiber.Ctx) string { return webClientCSP }})
 	} else if s.opts.Pages != nil {
-		s.app.Use("/", filesystem.New(filesystem.Config{Root: http.FS(s.opts.Pages), Index: "index.html"}))
+		s.mount(&fileMount{types: pageTypes, open: s.opts.Pages.Open, index: true, csp: pageCSP})
 	}
+}
+
+// assetPrefixes are the asset mounts' URL prefixes.
+var assetPrefixes = []string{"/live2d-models", "/bg", "/avatars"}
+
+func (s *Server) isAssetPath(path string) bool {
+	for _, p := range assetPrefixes {
+		if underPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// underPrefix reports whether path is prefix or below it. fiber's Use
+// matches any path that starts with the prefix ("/bgm" for "/bg").
+func underPrefix(path, prefix string) bool {
+	return len(path) >= len(prefix) && strings.EqualFold(path[:len(prefix)], prefix) &&
+		(len(path) == len(prefix) || path[len(prefix)] == '/')
 }
 
 // mountDir serves a directory read-only; a missing directory is logged once
 // and answers 404 rather than failing start-up, since most set-ups have no
 // Live2D models or backgrounds at first.
-func (s *Server) mountDir(prefix, dir string, handlers ...fiber.Handler) {
+func (s *Server) mountDir(prefix, dir string, types map[string]string, cors fiber.Handler) {
 	if dir == "" {
 		return
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		s.log.Info("asset directory not found; its URL answers 404", "url", prefix, "dir", dir)
 	}
-	for _, h := range handlers {
-		s.app.Use(prefix, h)
-	}
-	s.app.Static(prefix, dir, fiber.Static{Browse: false, Index: "index.html"})
+	s.app.Use(prefix, func(c *fiber.Ctx) error {
+		if !underPrefix(c.Path(), prefix) {
+			return c.Next()
+		}
+		return cors(c)
+	})
+	s.mount(&fileMount{prefix: prefix, types: types, open: dirOpener(dir)})
 }
 
-var imageExts = map[string]bool{".png": true, ".jpg": true, ".jpeg": true, ".gif": true, ".webp": true, ".bmp": true, ".avif": true}
-
-func isImage(name string) bool { return imageExts[strings.ToLower(filepath.Ext(name))] }
-
-// imagesOnly keeps /avatars from serving anything but pictures (no HTML or
-// SVG that could run script under koe's origin).
-func imagesOnly(c *fiber.Ctx) error {
-	if !isImage(c.Path()) {
-		return fiber.ErrNotFound
+func (s *Server) mount(m *fileMount) {
+	route := m.prefix
+	if route == "" {
+		route = "/"
 	}
-	return c.Next()
+	s.app.Use(route, func(c *fiber.Ctx) error {
+		if !underPrefix(c.Path(), m.prefix) {
+			return c.Next()
+		}
+		return m.serve(c)
+	})
+}
+
+// guard runs first on every request: it marks the connection busy (so
+// that shutdown lets the request finish), sets the security headers, and
+// refuses ambiguous framing, foreign Host names and missing tokens.
+func (s *Server) guard(c *fiber.Ctx) error {
+	handling(c.Context().Conn())
+	setSecurityHeaders(&c.Response().Header)
+	h := &c.Request().Header
+	if problem := framingProblem(h.RawHeaders(), h.IsHTTP11()); problem != "" {
+		c.Context().SetConnectionClose()
+		return fiber.NewError(fiber.StatusBadRequest, "ambiguous request framing: "+problem+" (RFC 9112); koe closes the connection")
+	}
+	if err := s.refuseHost(c); err != nil {
+		return err
+	}
+	return s.checkToken(c)
 }
 
 // checkUpgrade accepts only WebSocket upgrades from allowed origins, so a
@@ -129,50 +227,52 @@ func (s *Server) checkUpgrade(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
 		return fiber.NewError(fiber.StatusUpgradeRequired, "this is a WebSocket endpoint")
 	}
-	if origin := c.Get(fiber.HeaderOrigin); !s.originAllowed(origin, c.Get(fiber.HeaderHost)) {
-		s.log.Warn("WebSocket from a foreign origin refused; add it to server.allowed_origins if it is yours", "origin", origin)
-		return fiber.NewError(fiber.StatusForbidden, "origin not allowed")
-	}
-	return c.Next()
-}
-
-func (s *Server) originAllowed(origin, host string) bool {
-	if origin == "" {
-		return true // not a browser: native apps, scripts, OBS plugins
-	}
-	for _, o := range s.cfg.AllowedOrigins {
-		if o == "*" || strings.EqualFold(strings.TrimRight(o, "/"), origin) {
-			return true
-		}
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	if strings.EqualFold(u.Host, host) {
-		return true
-	}
-	name := u.Hostname()
-	if strings.EqualFold(name, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(name)
-	return ip != nil && ip.IsLoopback()
+	return s.checkOrigin(c)
 }
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	if err := s.app.Listener(ln); err != nil {
+	if err := s.checkExposure(ln.Addr()); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	s.log.Info("connection limits", "open_file_limit", s.fileLimit, "max_connections", s.tracker.max,
+		"read_timeout", s.cfg.ReadTimeout, "idle_timeout", s.cfg.IdleTimeout)
+	if err := s.app.Listener(s.tracker.listen(ln)); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
 }
 
-// Shutdown stops accepting connections, stops every running turn (each
-// persists what it has) and closes every WebSocket with "going away".
+// checkExposure refuses to serve other machines without a token unless
+// told to, and says so loudly when told to. config.Load refuses such a
+// configuration already; this catches a listener chosen elsewhere.
+func (s *Server) checkExposure(addr net.Addr) error {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsLoopback() {
+		return nil
+	}
+	switch {
+	case s.cfg.AuthToken != "":
+		s.log.Info("koe is reachable from other machines; requests need server.auth_token", "addr", addr.String())
+	case s.cfg.InsecureNoAuth:
+		s.log.Warn("!!! koe is reachable from other machines WITHOUT AUTHENTICATION (server.insecure_no_auth: true): "+
+			"anyone who reaches it can use your LLM and read and change conversations. "+
+			"Set server.auth_token unless a proxy in front of koe checks who connects.", "addr", addr.String())
+	default:
+		return fmt.Errorf("koe would listen on %s, reachable from other machines, without server.auth_token: "+
+			"set server.auth_token (or %s), or server.insecure_no_auth: true if a proxy in front of koe checks who connects", addr, EnvAuthToken)
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections, closes connections that hold no
+// running request, stops every running turn (each persists what it has)
+// and closes every WebSocket with "going away".
 func (s *Server) Shutdown(ctx context.Context) error {
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- s.app.ShutdownWithContext(ctx) }()
+	s.tracker.shutdown()
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/gofiber/contrib/websocket"
@@ -53,7 +52,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	log.Info("client connected", "ip", c.IP(), "koe_events", koeEvents)
 	sess.Greet()
 
-	r := &reader{sess: sess, conn: cn, log: log}
+	r := &reader{sess: sess, conn: cn, log: log, errors: rateLimited{every: 10 * time.Second}}
 	err := cn.readPump(r.text, r.binary, r.reject)
 	log.Info("client disconnected", "reason", err)
 
@@ -73,7 +72,7 @@ type reader struct {
 	log  *slog.Logger
 	// errors bounds the error log lines of one connection: a client that
 	// sends garbage in a loop must not flood the log.
-	errors logLimiter
+	errors rateLimited
 }
 
 func (r *reader) text(data []byte) {
@@ -100,8 +99,8 @@ func (r *reader) fail(what string, err error) {
 	p := conversation.Explain(err)
 	what = quote.Shorten(what, 40)
 	if p.Kind == conversation.KindInternal {
-		if r.errors.allow() {
-			r.log.Error("message failed", "type", what, "err", err)
+		if n, ok := r.errors.due(); ok {
+			r.log.Error("message failed", "type", what, "err", err, "failures", n)
 		}
 	} else {
 		r.log.Debug("message refused", "type", what, "err", err)
@@ -111,8 +110,8 @@ func (r *reader) fail(what string, err error) {
 
 // reject answers a frame that could not be read at all.
 func (r *reader) reject(message string) {
-	if r.errors.allow() {
-		r.log.Info("unreadable message", "problem", quote.Shorten(message, 120))
+	if n, ok := r.errors.due(); ok {
+		r.log.Info("unreadable message", "problem", quote.Shorten(message, 120), "messages", n)
 	}
 	r.send(protocol.NewError(message))
 }
@@ -121,33 +120,6 @@ func (r *reader) send(msg any) {
 	if err := r.conn.Send(context.Background(), msg); err != nil {
 		r.log.Debug("message not queued", "err", err)
 	}
-}
-
-// logLimiter lets through a burst of log lines, then one per interval.
-type logLimiter struct {
-	mu    sync.Mutex
-	last  time.Time
-	burst int
-}
-
-const (
-	logBurst    = 5
-	logInterval = 10 * time.Second
-)
-
-func (l *logLimiter) allow() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.burst < logBurst {
-		l.burst++
-		l.last = time.Now()
-		return true
-	}
-	if time.Since(l.last) >= logInterval {
-		l.last = time.Now()
-		return true
-	}
-	return false
 }
 
 // BackgroundFiles lists the image files of a backgrounds directory, for

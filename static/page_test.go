@@ -936,14 +936,7 @@ func jsString(s string) string {
 	return string(b)
 }
 
-func lastUser(r fakellm.Request) string {
-	for i := len(r.Messages) - 1; i >= 0; i-- {
-		if r.Messages[i].Role == "user" {
-			return r.Messages[i].Content
-		}
-	}
-	return ""
-}
+func lastUser(r fakellm.Request) string { return r.UserWords() }
 
 // testConfig is the shared test configuration speaking through the fake's
 // deterministic speech endpoint: a tone, 60 ms per rune

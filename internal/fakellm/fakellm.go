@@ -974,22 +974,27 @@ func isCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
 }
 
-// Echo replies "You said: <the user's words>." as Words, with the given
-// per-token interval. The words are the last paragraph of the last user
-// message: koe puts what it adds to a user message (its persona, a note)
-// above the user's words, a blank line apart.
+// UserWords is what the user said last: the last paragraph of the last
+// user message. koe puts what it adds to a user message (its persona, a
+// note) above the user's words, a blank line apart.
+func (r Request) UserWords() string {
+	last := ""
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == "user" {
+			last = r.Messages[i].Content
+			break
+		}
+	}
+	if i := strings.LastIndex(last, "\n\n"); i >= 0 {
+		last = last[i+2:]
+	}
+	return last
+}
+
+// Echo replies "You said: <the user's words>." (see UserWords) as Words,
+// with the given per-token interval.
 func Echo(interval time.Duration) func(Request) Reply {
 	return func(req Request) Reply {
-		last := ""
-		for i := len(req.Messages) - 1; i >= 0; i-- {
-			if req.Messages[i].Role == "user" {
-				last = req.Messages[i].Content
-				break
-			}
-		}
-		if i := strings.LastIndex(last, "\n\n"); i >= 0 {
-			last = last[i+2:]
-		}
-		return Reply{Tokens: Words("You said: " + last + "."), Interval: interval}
+		return Reply{Tokens: Words("You said: " + req.UserWords() + "."), Interval: interval}
 	}
 }

@@ -1,0 +1,281 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// connTracker owns koe's listening socket and every connection it accepts:
+// it survives accept errors (running out of file descriptors must not stop
+// koe), caps open connections at server.max_connections, and knows which
+// connections hold no request in a handler so that shutdown can close them
+// at once. (Silent connections are fasthttp's: its read and idle timeouts
+// run from a connection's start.)
+type connTracker struct {
+	max int
+	log *slog.Logger
+
+	mu      sync.Mutex
+	conns   map[*trackedConn]struct{} // open, hijacked WebSockets included
+	closing bool                      // shutdown has begun
+
+	// rejecters bounds the goroutines writing 503s, so that a flood over
+	// the cap costs a bounded number of descriptors and goroutines.
+	rejecters chan struct{}
+	acceptLog rateLimited
+	rejectLog rateLimited
+}
+
+// connPhase is where a connection is in its life. Only phaseHandling and
+// phaseHijacked connections survive the start of a shutdown.
+type connPhase int
+
+const (
+	phaseWaiting  connPhase = iota // new, reading a request, or idle between requests
+	phaseHandling                  // a handler runs or its response is written
+	phaseHijacked                  // a WebSocket, closed by its session
+)
+
+const (
+	maxRejecters = 256
+	// busyWriteTimeout bounds writing a 503 to a client over the cap;
+	// busyLinger lets the client's request arrive before the close, so the
+	// close does not reset the connection under the 503.
+	busyWriteTimeout = 2 * time.Second
+	busyLinger       = 250 * time.Millisecond
+	// Accept errors are retried after a pause that doubles up to
+	// maxAcceptBackoff, and logged at most once per acceptLogInterval.
+	minAcceptBackoff  = 5 * time.Millisecond
+	maxAcceptBackoff  = time.Second
+	acceptLogInterval = time.Minute
+)
+
+func newConnTracker(maxConns int, log *slog.Logger) *connTracker {
+	return &connTracker{
+		max:       maxConns,
+		log:       log,
+		conns:     map[*trackedConn]struct{}{},
+		rejecters: make(chan struct{}, maxRejecters),
+		acceptLog: rateLimited{every: acceptLogInterval},
+		rejectLog: rateLimited{every: acceptLogInterval},
+	}
+}
+
+// listen wraps ln; closing the result closes ln.
+func (t *connTracker) listen(ln net.Listener) net.Listener {
+	return &trackedListener{Listener: ln, t: t, done: make(chan struct{})}
+}
+
+// open is the number of open connections.
+func (t *connTracker) open() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.conns)
+}
+
+// admit registers c, or turns it away: with a 503 when koe is at the cap,
+// silently when it is shutting down.
+func (t *connTracker) admit(c net.Conn) *trackedConn {
+	t.mu.Lock()
+	if t.closing {
+		t.mu.Unlock()
+		_ = c.Close()
+		return nil
+	}
+	if len(t.conns) >= t.max {
+		t.mu.Unlock()
+		t.reject(c)
+		return nil
+	}
+	tc := &trackedConn{Conn: c, t: t}
+	t.conns[tc] = struct{}{}
+	t.mu.Unlock()
+	return tc
+}
+
+// reject answers a connection over the cap without holding up the accept
+// loop: a short 503 from a bounded set of goroutines, or a plain close when
+// they are all busy.
+func (t *connTracker) reject(c net.Conn) {
+	if n, ok := t.rejectLog.due(); ok {
+		t.log.Warn("connection refused: koe is at server.max_connections", "max_connections", t.max, "refused_since_last_log", n)
+	}
+	select {
+	case t.rejecters <- struct{}{}:
+	default:
+		_ = c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-t.rejecters }()
+		writeBusy(c, t.max)
+	}()
+}
+
+func writeBusy(c net.Conn, maxConns int) {
+	defer c.Close()
+	body := fmt.Sprintf("koe is at its connection limit (server.max_connections = %d); try again shortly\n", maxConns)
+	resp := "HTTP/1.1 503 Service Unavailable\r\n" +
+		"Content-Type: text/plain; charset=utf-8\r\n" +
+		"X-Content-Type-Options: nosniff\r\n" +
+		"Content-Security-Policy: " + strictCSP + "\r\n" +
+		"Retry-After: 5\r\n" +
+		"Connection: close\r\n" +
+		fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
+	_ = c.SetDeadline(time.Now().Add(busyWriteTimeout))
+	if _, err := io.WriteString(c, resp); err != nil {
+		return
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(busyLinger))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+}
+
+// shutdown closes every connection that holds no request in a handler and
+// no WebSocket; connections that reach that state later are closed then.
+func (t *connTracker) shutdown() {
+	t.mu.Lock()
+	t.closing = true
+	var idle []*trackedConn
+	for c := range t.conns {
+		if c.phase == phaseWaiting {
+			idle = append(idle, c)
+		}
+	}
+	t.mu.Unlock()
+	for _, c := range idle {
+		_ = c.Close()
+	}
+}
+
+// connState follows fasthttp's view of each connection.
+func (t *connTracker) connState(c net.Conn, state fasthttp.ConnState) {
+	tc, ok := c.(*trackedConn)
+	if !ok {
+		return
+	}
+	switch state {
+	case fasthttp.StateNew, fasthttp.StateActive, fasthttp.StateIdle:
+		tc.setPhase(phaseWaiting)
+	case fasthttp.StateHijacked:
+		tc.setPhase(phaseHijacked)
+	}
+}
+
+// handling marks the connection of a request whose handler starts.
+func handling(c net.Conn) {
+	if tc, ok := c.(*trackedConn); ok {
+		tc.setPhase(phaseHandling)
+	}
+}
+
+type trackedListener struct {
+	net.Listener
+	t         *connTracker
+	done      chan struct{} // closed by Close: stops a backoff pause
+	closeOnce sync.Once
+}
+
+// Accept returns the next admitted connection. Errors other than a closed
+// listener (EMFILE above all) are waited out, not returned: fasthttp would
+// stop serving for good on any of them.
+func (l *trackedListener) Accept() (net.Conn, error) {
+	backoff := time.Duration(0)
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil, err
+			}
+			if n, ok := l.t.acceptLog.due(); ok {
+				l.t.log.Error("accepting connections failed; koe keeps serving open ones and retries (out of file descriptors? lower server.max_connections or raise the open-file limit)",
+					"err", err, "failures_since_last_log", n, "open_connections", l.t.open())
+			}
+			backoff = min(max(2*backoff, minAcceptBackoff), maxAcceptBackoff)
+			pause := time.NewTimer(backoff)
+			select {
+			case <-pause.C:
+			case <-l.done:
+				pause.Stop()
+				return nil, net.ErrClosed
+			}
+			continue
+		}
+		backoff = 0
+		if tc := l.t.admit(c); tc != nil {
+			return tc, nil
+		}
+	}
+}
+
+func (l *trackedListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// trackedConn is one accepted connection; it leaves the tracker when it is
+// closed, by fasthttp or, once hijacked, by its WebSocket session.
+type trackedConn struct {
+	net.Conn
+	t         *connTracker
+	phase     connPhase // guarded by t.mu
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (c *trackedConn) setPhase(p connPhase) {
+	t := c.t
+	t.mu.Lock()
+	if _, open := t.conns[c]; !open {
+		t.mu.Unlock()
+		return
+	}
+	c.phase = p
+	closeNow := t.closing && p == phaseWaiting
+	t.mu.Unlock()
+	if closeNow {
+		_ = c.Close()
+	}
+}
+
+func (c *trackedConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.t.mu.Lock()
+		delete(c.t.conns, c)
+		c.t.mu.Unlock()
+		c.closeErr = c.Conn.Close()
+	})
+	return c.closeErr
+}
+
+// rateLimited lets an event through at most once per interval and counts
+// the ones in between.
+type rateLimited struct {
+	every time.Duration
+	last  atomic.Int64 // unix nanoseconds of the last event let through
+	count atomic.Int64 // events since then
+}
+
+func (r *rateLimited) due() (int64, bool) {
+	n := r.count.Add(1)
+	now := time.Now().UnixNano()
+	last := r.last.Load()
+	if last != 0 && now-last < int64(r.every) {
+		return 0, false
+	}
+	if !r.last.CompareAndSwap(last, now) {
+		return 0, false
+	}
+	r.count.Add(-n)
+	return n, true
+}
