@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	err := run(ctx, os.Args[1:], os.Stderr, os.Getenv)
 	stop()
 	var usage usageError
@@ -30,6 +30,11 @@ func main() {
 		slog.Error("koe failed", "err", err)
 		os.Exit(1)
 	}
+}
+
+// signalContext ends at SIGINT or SIGTERM: koe then shuts down gracefully.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 // usageError is a command line the flag package refused.
