@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"koe/conversation"
+	"koe/internal/quote"
 	"koe/protocol"
 )
 
@@ -98,21 +99,34 @@ func (c *Characters) Load(file string) (conversation.Character, error) {
 		return c.cfg.Character, nil
 	}
 	if !isCharacterFileName(file) {
-		return conversation.Character{}, fmt.Errorf("%q is not a character file name", file)
+		return conversation.Character{}, characterError{conversation.ErrNoCharacter, fmt.Errorf("%q is not a character file name", quote.Shorten(file, 80))}
 	}
 	info, err := os.Stat(filepath.Join(c.cfg.CharactersDir, file))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return conversation.Character{}, fmt.Errorf("no character file %q in %s", file, c.cfg.CharactersDir)
+			return conversation.Character{}, characterError{conversation.ErrNoCharacter, fmt.Errorf("no character file %q in %s", file, c.cfg.CharactersDir)}
 		}
 		return conversation.Character{}, fmt.Errorf("read character: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return conversation.Character{}, fmt.Errorf("character %s is not a regular file", file)
+		return conversation.Character{}, characterError{conversation.ErrNoCharacter, fmt.Errorf("character %s is not a regular file", file)}
 	}
 	f := c.read(file, info)
-	return f.ch, f.err
+	if f.err != nil {
+		return conversation.Character{}, characterError{conversation.ErrBrokenCharacter, f.err}
+	}
+	return f.ch, nil
 }
+
+// characterError is a character a client cannot have, worded for the
+// client, and of the kind conversation tells apart.
+type characterError struct {
+	kind error // conversation.ErrNoCharacter or ErrBrokenCharacter
+	err  error
+}
+
+func (e characterError) Error() string   { return e.err.Error() }
+func (e characterError) Unwrap() []error { return []error{e.kind, e.err} }
 
 // namedFile is a character file as scan found it.
 type namedFile struct {
@@ -213,7 +227,7 @@ func characterFileNames(dir string) ([]string, error) {
 
 func isCharacterFileName(name string) bool {
 	ext := strings.ToLower(filepath.Ext(name))
-	return name != "" && name == filepath.Base(name) && !strings.HasPrefix(name, ".") &&
+	return name != "" && len(name) <= 255 && name == filepath.Base(name) && !strings.HasPrefix(name, ".") &&
 		(ext == ".yaml" || ext == ".yml")
 }
 

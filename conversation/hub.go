@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"sort"
@@ -31,6 +32,16 @@ type HistoryStore interface {
 	// Image reads one image of a history by its reference.
 	Image(confUID, historyUID, ref string) (mime string, data []byte, err error)
 }
+
+// Errors a CharacterSource wraps when a client asks for a character it
+// cannot have; their text is for the client. Any other error is koe's own.
+var (
+	// ErrNoCharacter: there is no character file of that name.
+	ErrNoCharacter = errors.New("no such character")
+	// ErrBrokenCharacter: the file is there but does not load (its error
+	// names the file, the key and the line).
+	ErrBrokenCharacter = errors.New("character file does not load")
+)
 
 // CharacterSource lists and loads the selectable characters.
 type CharacterSource interface {

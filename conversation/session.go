@@ -16,6 +16,7 @@ package conversation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -180,8 +181,13 @@ func (s *Session) modelAndConf() protocol.SetModelAndConf {
 // create-new-history).
 func (s *Session) SwitchCharacter(file string) (Character, error) {
 	char, err := s.deps.Characters.Load(file)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNoCharacter):
+		return Character{}, &clientError{kind: KindNotFound, msg: err.Error(), err: err}
+	case err != nil && errors.Is(err, ErrBrokenCharacter):
 		return Character{}, refused(err)
+	case err != nil:
+		return Character{}, fmt.Errorf("load character: %w", err)
 	}
 	s.turns.stop(errCharacterChanged)
 	next := s.buildCast(char)

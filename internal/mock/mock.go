@@ -150,7 +150,7 @@ func (c *Characters) Load(file string) (conversation.Character, error) {
 	}
 	ch, ok := c.Files[file]
 	if !ok {
-		return conversation.Character{}, fmt.Errorf("no character file %q", file)
+		return conversation.Character{}, fmt.Errorf("%w: no character file %q", conversation.ErrNoCharacter, file)
 	}
 	return ch, nil
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The package layering of the design notes, checked on the product code
+// (test files may reach further): a lower layer never imports an upper
+// one, the server speaks protocol and HTTP only, and go-openai's chat
+// types stay at the LLM edge.
+func TestPackageLayers(t *testing.T) {
+	imports := productImports(t)
+	forbidden := map[string][]string{
+		"protocol":     {"koe/"},
+		"history":      {"koe/agent", "koe/conversation", "koe/server", "koe/llm", "koe/tts", "koe/asr", "koe/protocol"},
+		"agent":        {"koe/llm", "koe/conversation", "koe/server", "koe/protocol", "koe/tts", "koe/asr", "github.com/sashabaranov/go-openai"},
+		"llm":          {"koe/conversation", "koe/server", "koe/history"},
+		"conversation": {"koe/server", "koe/llm", "koe/config", "koe/app", "github.com/sashabaranov/go-openai", "github.com/gofiber"},
+		"server":       {"koe/agent", "koe/tts", "koe/asr", "koe/llm", "koe/history", "koe/config", "github.com/sashabaranov/go-openai"},
+		"tts":          {"koe/conversation", "koe/server", "koe/agent"},
+		"asr":          {"koe/conversation", "koe/server", "koe/agent"},
+	}
+	for pkg, bad := range forbidden {
+		if _, ok := imports[pkg]; !ok {
+			t.Errorf("package %s not found", pkg)
+		}
+		for _, imp := range imports[pkg] {
+			for _, b := range bad {
+				if imp == b || strings.HasPrefix(imp, b) && (strings.HasSuffix(b, "/") || strings.HasPrefix(imp, b+"/")) {
+					t.Errorf("%s imports %s", pkg, imp)
+				}
+			}
+		}
+	}
+	// go-openai: the LLM edge and the audio edge, nowhere else.
+	for pkg, imps := range imports {
+		if slices.Contains(imps, "github.com/sashabaranov/go-openai") && pkg != "llm" && pkg != "internal/openaicompat" {
+			t.Errorf("%s imports go-openai; only llm (chat) and internal/openaicompat (audio) may", pkg)
+		}
+	}
+}
+
+// productImports maps each package directory of the module to what its
+// non-test files import.
+func productImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !slices.Contains(out[dir], p) {
+				out[dir] = append(out[dir], p)
+			}
+		}
+		if _, ok := out[dir]; !ok {
+			out[dir] = nil
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
