@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -333,16 +334,19 @@ func TestPocketsphinxCancel(t *testing.T) {
 	wav := longSpeech(t)
 	tmp := isolateTemp(t)
 	var pid int
-	proctest.Cancel(t, asrCtx(t), func(ctx context.Context) error {
+	cancelAndWait(t, asrCtx(t), func(ctx context.Context) error {
 		_, err := e.Transcribe(ctx, wav)
 		return err
 	}, func() {
-		// Wait until pocketsphinx runs, and a little more so it is busy
-		// decoding rather than still loading.
-		pid = proctest.WaitForChild(t, os.Getpid(), bin)
-		time.Sleep(300 * time.Millisecond)
+		// Cancel once pocketsphinx has loaded its model and opened the
+		// audio: busy decoding, not still starting.
+		pid = waitForChild(t, os.Getpid(), bin)
+		waitOpened(t, pid, "koe-asr-")
 	})
-	proctest.WaitGone(t, pid, 500*time.Millisecond)
+	// Transcribe reaped its child before it returned.
+	if alive(pid) {
+		t.Errorf("pocketsphinx (pid %d) still runs", pid)
+	}
 	if pids := proctest.Children(os.Getpid(), bin); len(pids) > 0 {
 		t.Errorf("pocketsphinx processes left behind: %v", pids)
 	}
@@ -357,56 +361,67 @@ func TestPocketsphinxCancel(t *testing.T) {
 }
 
 // TestPocketsphinxCancelKillsProcessGroup runs pocketsphinx behind a shell
-// wrapper that does not exec it. Killing only the shell would orphan the
-// recogniser, which would keep running and keep the output pipe open; the
-// whole group must go.
+// wrapper that does not exec it, and gives it a FIFO nobody writes for its
+// audio, so that it never ends on its own. Killing only the shell would
+// orphan the recogniser, which would wait on the FIFO for ever; the whole
+// group must go.
 func TestPocketsphinxCancelKillsProcessGroup(t *testing.T) {
 	bin := needPocketsphinx(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "never")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(dir, "pocketsphinx-wrapper")
+	script := `#!/bin/sh
+prev=
+for a do
+	shift
+	if [ "$prev" = -infile ]; then a=` + fifo + `; fi
+	set -- "$@" "$a"
+	prev=$a
+done
+` + bin + ` "$@"
+echo done >&2
+`
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfg := DefaultConfig()
 	cfg.Timeout = 0
-	cfg.Pocketsphinx.Binary = proctest.Wrapper(t, bin)
+	cfg.Pocketsphinx.Binary = wrapper
 	e, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wav := longSpeech(t)
 	var shell, engine int
-	// Without the group kill, the orphan would hold stdout open and
-	// Transcribe would wait for WaitDelay (2 s).
-	proctest.Cancel(t, asrCtx(t), func(ctx context.Context) error {
-		_, err := e.Transcribe(ctx, wav)
+	cancelAndWait(t, asrCtx(t), func(ctx context.Context) error {
+		_, err := e.Transcribe(ctx, utterance)
 		return err
 	}, func() {
-		shell = proctest.WaitForChild(t, os.Getpid(), "/bin/sh")
-		engine = proctest.WaitForChild(t, shell, bin)
+		shell = waitForChild(t, os.Getpid(), "/bin/sh")
+		engine = waitForChild(t, shell, bin)
 	})
-	proctest.WaitGone(t, shell, 500*time.Millisecond)
-	proctest.WaitGone(t, engine, 500*time.Millisecond)
+	waitGone(t, shell)
+	waitGone(t, engine)
 }
 
 func TestPocketsphinxTimeout(t *testing.T) {
 	bin := needPocketsphinx(t)
 	cfg := DefaultConfig()
-	cfg.Timeout = 300 * time.Millisecond
+	cfg.Timeout = 300 * time.Millisecond // a fraction of the seconds longSpeech takes
 	e, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wav := longSpeech(t)
-	began := time.Now()
 	_, err = e.Transcribe(asrCtx(t), wav)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "asr.timeout") {
 		t.Errorf("err = %v, want DeadlineExceeded naming asr.timeout", err)
 	}
-	if d := time.Since(began); d > 2*time.Second {
-		t.Errorf("took %v with a 300ms timeout", d)
-	}
-	deadline := time.Now().Add(500 * time.Millisecond)
-	for len(proctest.Children(os.Getpid(), bin)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("pocketsphinx still running after the timeout: %v", proctest.Children(os.Getpid(), bin))
-		}
-		time.Sleep(5 * time.Millisecond)
+	// Transcribe reaped its child before it returned.
+	if pids := proctest.Children(os.Getpid(), bin); len(pids) > 0 {
+		t.Errorf("pocketsphinx still running after the timeout: %v", pids)
 	}
 }
 

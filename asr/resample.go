@@ -4,15 +4,42 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 )
 
-// Supported rates for Resampler, in Hz: from telephone audio to studio
-// captures.
-const (
-	minResampleRate = 8000
-	maxResampleRate = 192000
-)
+// supportedRates are the rates a Resampler converts between, in Hz: the
+// standard ones, from telephone audio to studio captures. Odd rates are
+// refused rather than converted: a rate pair that reduces to a large ratio
+// (44056 → 16000 is 2000:5507) needs a large filter table (over 1 MB, up to
+// 4.9 MB near 192 kHz) that takes milliseconds to build, and a client
+// declaring one odd rate after another could fill memory with them.
+var supportedRates = [...]int{8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000, 176400, 192000}
+
+// SupportedRates lists the sample rates NewResampler and CheckRate accept,
+// in Hz, in increasing order. It is a copy for display: changing it changes
+// nothing that is accepted.
+var SupportedRates = slices.Clone(supportedRates[:])
+
+// supportedRateList is the list for error messages.
+var supportedRateList = func() string {
+	parts := make([]string, len(supportedRates))
+	for i, r := range supportedRates {
+		parts[i] = strconv.Itoa(r)
+	}
+	return strings.Join(parts, ", ")
+}()
+
+// CheckRate returns nil for a supported sample rate and otherwise an error
+// wrapping ErrBadAudio that names the rate and lists the supported ones, to
+// answer a client's declaration with.
+func CheckRate(rate int) error {
+	if _, ok := slices.BinarySearch(supportedRates[:], rate); ok {
+		return nil
+	}
+	return fmt.Errorf("%w: sample rate %d Hz is not supported; use one of %s Hz", ErrBadAudio, rate, supportedRateList)
+}
 
 // Filter design. The anti-aliasing filter is a Kaiser-windowed sinc whose
 // cutoff (its -6 dB point) sits at 0.9 × the lower of the two Nyquist
@@ -26,12 +53,11 @@ const (
 	resampleStopbandDB = 80.0
 )
 
-// resampleMaxPhases bounds the coefficient table. Rates whose ratio
-// reduces to at most this many output phases per input sample (all the
-// usual ones: 48000, 44100, 32000, 24000, 22050, 16000, 11025, 8000 to
-// 16000 and back) get one exact row per phase; odd pairs such as
-// 44056 → 16000 interpolate linearly between this many rows instead of
-// storing tens of thousands.
+// resampleMaxPhases bounds the coefficient table. Rate pairs whose ratio
+// reduces to at most this many output phases per input sample (every pair
+// to 16 kHz, and most others) get one exact row per phase; the few that
+// reduce to more (11025 or 22050 up to 96 or 192 kHz: 1280 or 2560 phases)
+// interpolate linearly between this many rows instead.
 const resampleMaxPhases = 1024
 
 // Resampler converts a continuous 16-bit mono stream from one sample rate
@@ -66,24 +92,34 @@ type resampleFilter struct {
 	coef   []float64 // (phases+1) rows of 2*half taps, each summing to 1
 }
 
-// The filters of the last few rate pairs are kept: one connection after
-// another declares the same 48 or 44.1 kHz, and building the 44.1 kHz
-// table takes a millisecond and 180 kB. The bound keeps clients that
-// declare odd rates from filling memory.
-const resampleCacheSize = 16
-
+// resampleCache keeps every filter built, one per rate pair, so that one
+// connection after another declaring 48 or 44.1 kHz does not rebuild its
+// table (a millisecond and 180 kB for 44.1 kHz). It is bounded by
+// construction: NewResampler refuses rates outside supportedRates before it
+// gets here, so there are at most 13 × 12 = 156 pairs. The twelve pairs to
+// 16 kHz, the only ones koe uses, take 1.0 MB in all; every pair of
+// supported rates together would take 14.6 MB (the largest, 192000 →
+// 11025, 1.04 MB). TestResamplerCacheBounded recomputes these figures.
 var resampleCache struct {
 	sync.Mutex
-	filters map[[2]int]*resampleFilter
+	entries map[[2]int]*resampleCacheEntry
 }
 
-// NewResampler returns a Resampler from one rate to another, each in
-// 8000..192000 Hz; other rates give an error wrapping ErrBadAudio (they
-// usually come from a client's declaration). from == to is a pass-through.
+// resampleCacheEntry builds its filter once, outside the cache lock, even
+// when several streams ask for a new pair at the same time.
+type resampleCacheEntry struct {
+	once   sync.Once
+	filter *resampleFilter
+}
+
+// NewResampler returns a Resampler from one rate to another, both among
+// SupportedRates; other rates give CheckRate's error, which wraps
+// ErrBadAudio (they usually come from a client's declaration). from == to
+// is a pass-through.
 func NewResampler(from, to int) (*Resampler, error) {
 	for _, r := range []int{from, to} {
-		if r < minResampleRate || r > maxResampleRate {
-			return nil, fmt.Errorf("%w: sample rate %d Hz is not supported (%d..%d)", ErrBadAudio, r, minResampleRate, maxResampleRate)
+		if err := CheckRate(r); err != nil {
+			return nil, err
 		}
 	}
 	r := &Resampler{from: from, to: to}
@@ -100,21 +136,17 @@ func NewResampler(from, to int) (*Resampler, error) {
 func resampleFilterFor(from, to, up int) *resampleFilter {
 	key := [2]int{from, to}
 	resampleCache.Lock()
-	f := resampleCache.filters[key]
+	e := resampleCache.entries[key]
+	if e == nil {
+		if resampleCache.entries == nil {
+			resampleCache.entries = make(map[[2]int]*resampleCacheEntry)
+		}
+		e = &resampleCacheEntry{}
+		resampleCache.entries[key] = e
+	}
 	resampleCache.Unlock()
-	if f != nil {
-		return f
-	}
-	f = newResampleFilter(from, to, up)
-	resampleCache.Lock()
-	defer resampleCache.Unlock()
-	if resampleCache.filters == nil {
-		resampleCache.filters = make(map[[2]int]*resampleFilter)
-	}
-	if len(resampleCache.filters) < resampleCacheSize {
-		resampleCache.filters[key] = f
-	}
-	return f
+	e.once.Do(func() { e.filter = newResampleFilter(from, to, up) })
+	return e.filter
 }
 
 func newResampleFilter(from, to, up int) *resampleFilter {

@@ -2,9 +2,13 @@ package asr
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -78,9 +82,10 @@ func rsSteady(x []int16, rate int) []int16 {
 func TestResamplerKeepsToneAndLevel(t *testing.T) {
 	const amp = 0.5
 	for _, tc := range []struct{ from, to int }{
-		{48000, 16000}, {44100, 16000}, {32000, 16000}, {24000, 16000}, {22050, 16000},
-		{8000, 16000}, {192000, 16000},
-		{44056, 16000}, // an odd rate: interpolated filter table
+		{8000, 16000}, {11025, 16000}, {12000, 16000}, {22050, 16000}, {24000, 16000},
+		{32000, 16000}, {44100, 16000}, {48000, 16000}, {88200, 16000}, {96000, 16000},
+		{176400, 16000}, {192000, 16000},
+		{11025, 96000}, {22050, 192000}, // 1280 phases: interpolated filter table
 		{16000, 48000}, {16000, 8000},
 	} {
 		in := rsSine(tc.from, 1000, amp, 1)
@@ -165,7 +170,7 @@ func TestResamplerChunkedEqualsWhole(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct{ from, to int }{
 		{48000, 16000}, {44100, 16000}, {22050, 16000}, {32000, 16000}, {8000, 16000},
-		{16000, 48000}, {16000, 8000}, {44056, 16000}, {16000, 16000},
+		{16000, 48000}, {16000, 8000}, {11025, 192000}, {16000, 16000},
 	} {
 		in := make([]int16, tc.from*7/10)
 		for i := range in {
@@ -255,15 +260,156 @@ func TestResamplerPassThrough(t *testing.T) {
 func TestNewResamplerRejectsBadRates(t *testing.T) {
 	for _, tc := range []struct{ from, to int }{
 		{0, 16000}, {-48000, 16000}, {7999, 16000}, {192001, 16000}, {16000, 0}, {16000, 200000},
+		{44056, 16000}, {191999, 16000}, {47999, 16000}, {16000, 44101}, {64000, 16000},
 	} {
 		if _, err := NewResampler(tc.from, tc.to); !errors.Is(err, ErrBadAudio) {
 			t.Errorf("NewResampler(%d, %d) error = %v, want ErrBadAudio", tc.from, tc.to, err)
 		}
 	}
-	for _, tc := range []struct{ from, to int }{{8000, 192000}, {192000, 8000}, {191999, 16000}} {
+	for _, tc := range []struct{ from, to int }{{8000, 192000}, {192000, 8000}, {176400, 16000}, {11025, 12000}} {
 		if _, err := NewResampler(tc.from, tc.to); err != nil {
 			t.Errorf("NewResampler(%d, %d): %v", tc.from, tc.to, err)
 		}
+	}
+}
+
+func TestCheckRate(t *testing.T) {
+	want := []int{8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000, 176400, 192000}
+	if !slices.Equal(SupportedRates, want) {
+		t.Fatalf("SupportedRates = %v, want %v", SupportedRates, want)
+	}
+	for _, r := range SupportedRates {
+		if err := CheckRate(r); err != nil {
+			t.Errorf("CheckRate(%d) = %v", r, err)
+		}
+	}
+	for _, r := range []int{0, -16000, 1, 7999, 8001, 16001, 44056, 44099, 47999, 64000, 192001, 1 << 40} {
+		err := CheckRate(r)
+		if !errors.Is(err, ErrBadAudio) {
+			t.Errorf("CheckRate(%d) = %v, want ErrBadAudio", r, err)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, fmt.Sprintf("%d Hz", r)) {
+			t.Errorf("CheckRate(%d): %q does not name the rate", r, msg)
+		}
+		for _, s := range SupportedRates {
+			if !strings.Contains(msg, strconv.Itoa(s)) {
+				t.Errorf("CheckRate(%d): %q does not list %d", r, msg, s)
+			}
+		}
+	}
+	// The exported list is for display: changing it accepts nothing new.
+	saved := SupportedRates[0]
+	SupportedRates[0] = 44056
+	defer func() { SupportedRates[0] = saved }()
+	if CheckRate(44056) == nil || CheckRate(8000) != nil {
+		t.Error("CheckRate follows changes to SupportedRates")
+	}
+}
+
+// resampleCacheReset empties the filter cache, for tests that count it.
+func resampleCacheReset() {
+	resampleCache.Lock()
+	defer resampleCache.Unlock()
+	resampleCache.entries = nil
+}
+
+// resampleCacheSnapshot returns the cached pairs and the bytes of their
+// tables.
+func resampleCacheSnapshot() (pairs [][2]int, bytes int) {
+	resampleCache.Lock()
+	defer resampleCache.Unlock()
+	for k, e := range resampleCache.entries {
+		pairs = append(pairs, k)
+		if e.filter != nil {
+			bytes += 8 * len(e.filter.coef)
+		}
+	}
+	return pairs, bytes
+}
+
+// TestResamplerCacheBounded is a client declaring one rate after another:
+// every supported rate and many odd ones. The odd ones are refused before
+// any filter is built, so the cache holds one table per supported rate and
+// the storm allocates next to nothing; the cache's worst case, every pair
+// of supported rates, stays within the bound resample.go documents.
+func TestResamplerCacheBounded(t *testing.T) {
+	resampleCacheReset()
+	t.Cleanup(resampleCacheReset)
+	var odd []int
+	for r := 8001; len(odd) < 300; r += 613 { // 8001 … 191,888 Hz, none standard
+		odd = append(odd, r)
+	}
+	odd = append(odd, 44056, 0, -1, 7999, 192001, 1<<31)
+
+	for _, r := range SupportedRates {
+		if _, err := NewResampler(r, SampleRate); err != nil {
+			t.Fatalf("NewResampler(%d, %d): %v", r, SampleRate, err)
+		}
+	}
+	pairs, warm := resampleCacheSnapshot()
+	if len(pairs) != len(SupportedRates)-1 {
+		t.Errorf("%d filters cached for %d rates to 16 kHz: %v", len(pairs), len(SupportedRates)-1, pairs)
+	}
+	if warm > 1100<<10 {
+		t.Errorf("the filters to 16 kHz take %d bytes, more than the 1.0 MB documented", warm)
+	}
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, r := range odd {
+		_, err := NewResampler(r, SampleRate)
+		if !errors.Is(err, ErrBadAudio) || !strings.Contains(err.Error(), "not supported") || !strings.Contains(err.Error(), "44100, 48000") {
+			t.Fatalf("NewResampler(%d, 16000) error = %v, want ErrBadAudio listing the supported rates", r, err)
+		}
+		// Known rates in between keep working from the cache.
+		if _, err := NewResampler(SupportedRates[r&7], SampleRate); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	// An odd rate used to build a table of 1.1–4.9 MB; a refusal is an
+	// error message of a couple of hundred bytes.
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 {
+		t.Errorf("%d refused rates allocated %d bytes", len(odd), grown)
+	}
+	if pairs, bytes := resampleCacheSnapshot(); len(pairs) != len(SupportedRates)-1 || bytes != warm {
+		t.Errorf("after the storm: %d filters, %d bytes; want the %d filters and %d bytes from before", len(pairs), bytes, len(SupportedRates)-1, warm)
+	}
+
+	// The worst case: every pair of supported rates, in both directions.
+	for _, from := range SupportedRates {
+		for _, to := range SupportedRates {
+			if _, err := NewResampler(from, to); err != nil {
+				t.Fatalf("NewResampler(%d, %d): %v", from, to, err)
+			}
+		}
+	}
+	n := len(SupportedRates)
+	pairs, all := resampleCacheSnapshot()
+	if len(pairs) != n*(n-1) || all > 15<<20 {
+		t.Errorf("every pair: %d filters, %d bytes; want %d filters within the 14.6 MB documented", len(pairs), all, n*(n-1))
+	}
+	t.Logf("cache: %d bytes for the pairs to 16 kHz, %d bytes for all %d pairs", warm, all, len(pairs))
+}
+
+// BenchmarkResampleFilter measures building the filter table for each
+// supported rate to 16 kHz (what the first stream at that rate pays), and
+// reports the table's size.
+func BenchmarkResampleFilter(b *testing.B) {
+	for _, from := range SupportedRates {
+		if from == SampleRate {
+			continue
+		}
+		b.Run(strconv.Itoa(from), func(b *testing.B) {
+			up := SampleRate / resampleGCD(from, SampleRate)
+			var f *resampleFilter
+			for b.Loop() {
+				f = newResampleFilter(from, SampleRate, up)
+			}
+			b.ReportMetric(float64(8*len(f.coef)), "table-bytes")
+		})
 	}
 }
 

@@ -240,7 +240,10 @@ type SegmenterConfig struct {
 	StartMillis   int // speech must last this long to start an utterance [100]
 	HangMillis    int // silence this long ends it [600]
 	PreRollMillis int // audio kept before the detected start [200]
-	MaxMillis     int // an utterance this long is cut [30000]
+	// MaxMillis: an utterance this long is cut [30000]. It is raised to
+	// what an utterance needs to start and go on for one more frame (the
+	// pre-roll, StartMillis and a frame) when it is set below that.
+	MaxMillis int
 }
 
 // Segmenter defaults.
@@ -369,12 +372,29 @@ func (s *Segmenter) Feed(samples []int16) []Event {
 
 // Flush ends the stream: an open utterance ends at the last sample (a
 // partial last frame included) and the Segmenter starts over at position 0.
+// If the partial frame takes the utterance past MaxMillis, it is cut there
+// as Feed would cut it, and what follows the cut becomes an utterance of
+// its own if the last whole frame was speech (it is trailing silence
+// otherwise, dropped like any silence).
 func (s *Segmenter) Flush() []Event {
 	var events []Event
 	if s.inSpeech {
-		s.recent = append(s.recent, s.pending...)
-		end := s.pos + int64(len(s.pending))
-		events = append(events, s.endEvent(end))
+		tail := s.pending
+		if room := s.maxLen - len(s.recent); len(tail) > room {
+			s.recent = append(s.recent, tail[:room]...)
+			cut := s.pos + int64(room)
+			speaking := s.run == 0 // no non-speech frame since the last speech
+			events = append(events, s.endEvent(cut))
+			tail = tail[room:]
+			if speaking {
+				s.inSpeech = true
+				events = append(events, Event{Kind: SpeechStart, At: segmentAt(cut)})
+			}
+		}
+		if s.inSpeech {
+			s.recent = append(s.recent, tail...)
+			events = append(events, s.endEvent(s.pos+int64(len(s.pending))))
+		}
 	}
 	s.Reset()
 	return events

@@ -136,61 +136,71 @@ func TestEspeakCancel(t *testing.T) {
 	bin := espeakBinary(t)
 	e := newTestEspeak(t)
 	var pid int
-	proctest.Cancel(t, testCtx(t), func(ctx context.Context) error {
+	cancelAndWait(t, testCtx(t), func(ctx context.Context) error {
 		_, err := e.Synthesize(ctx, longText())
 		return err
 	}, func() {
 		// Wait until espeak-ng runs, so the cancel hits a live process.
-		pid = proctest.WaitForChild(t, os.Getpid(), bin)
+		pid = waitForChild(t, os.Getpid(), bin)
 	})
-	proctest.WaitGone(t, pid, 500*time.Millisecond)
+	// Synthesize reaped its child before it returned.
+	if alive(pid) {
+		t.Errorf("espeak-ng (pid %d) still runs", pid)
+	}
 	if pids := proctest.Children(os.Getpid(), bin); len(pids) > 0 {
 		t.Errorf("espeak-ng processes left behind: %v", pids)
 	}
 }
 
 // TestEspeakCancelKillsProcessGroup runs espeak-ng behind a shell wrapper
-// that does not exec it, the way distribution wrappers often look. Killing
-// only the shell would orphan espeak-ng, which would keep running and keep
-// the output pipe open; the whole group must go.
+// that does not exec it, the way distribution wrappers often look, and
+// feeds it from a "sleep" that never writes, so that it never ends on its
+// own. Killing only the shell would orphan espeak-ng, which would wait for
+// its text for ever; the whole group must go.
 func TestEspeakCancelKillsProcessGroup(t *testing.T) {
 	bin := espeakBinary(t)
+	sleep := proctest.LookPath(t, "sleep", "coreutils")
+	wrapper := filepath.Join(t.TempDir(), "espeak-ng-wrapper")
+	script := "#!/bin/sh\n" + sleep + " 3600 | " + bin + " \"$@\"\necho done >&2\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfg := DefaultConfig()
-	cfg.Espeak.Binary = proctest.Wrapper(t, bin)
+	cfg.Timeout = 0
+	cfg.Espeak.Binary = wrapper
 	e, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shell, engine int
-	// Without the group kill, the orphan would hold stdout open and
-	// Synthesize would wait for WaitDelay (2 s).
-	proctest.Cancel(t, testCtx(t), func(ctx context.Context) error {
-		_, err := e.Synthesize(ctx, longText())
+	var shell, engine, feeder int
+	cancelAndWait(t, testCtx(t), func(ctx context.Context) error {
+		_, err := e.Synthesize(ctx, "hello")
 		return err
 	}, func() {
-		shell = proctest.WaitForChild(t, os.Getpid(), "/bin/sh")
-		// The real engine is the shell's child.
-		engine = proctest.WaitForChild(t, shell, bin)
+		shell = waitForChild(t, os.Getpid(), "/bin/sh")
+		// The real engine and what feeds it are the shell's children.
+		engine = waitForChild(t, shell, bin)
+		feeder = waitForChild(t, shell, sleep)
 	})
-	// SIGKILL takes effect at once; an orphan would still be speaking.
-	proctest.WaitGone(t, shell, 500*time.Millisecond)
-	proctest.WaitGone(t, engine, 500*time.Millisecond)
+	waitGone(t, shell)
+	waitGone(t, engine)
+	waitGone(t, feeder)
 }
 
 func TestEspeakTimeout(t *testing.T) {
-	espeakBinary(t)
+	bin := espeakBinary(t)
 	cfg := DefaultConfig()
-	cfg.Timeout = 100 * time.Millisecond
+	cfg.Timeout = 100 * time.Millisecond // a fraction of the seconds longText takes
 	e, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
 	_, err = e.Synthesize(testCtx(t), longText())
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "tts.timeout") {
 		t.Errorf("err = %v, want DeadlineExceeded naming tts.timeout", err)
 	}
-	if d := time.Since(began); d > 2*time.Second {
-		t.Errorf("took %v with a 100ms timeout", d)
+	// Synthesize reaped its child before it returned.
+	if pids := proctest.Children(os.Getpid(), bin); len(pids) > 0 {
+		t.Errorf("espeak-ng still running after the timeout: %v", pids)
 	}
 }

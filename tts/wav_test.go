@@ -340,21 +340,105 @@ func TestNormalizeCorrupted(t *testing.T) {
 	}
 }
 
+// FuzzNormalize feeds Normalize arbitrary bytes, as an engine or a server
+// could send them. It must never panic; on an error it returns no audio; what
+// it accepts must be a canonical WAV whose samples are those of the input,
+// decoded here independently of go-audio: one per whole frame, channels
+// averaged, scaled to 16 bits.
 func FuzzNormalize(f *testing.F) {
 	f.Add(wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 22050, 16), chunk{id: "data", body: pcmBytes(ramp(20), 16)}))
 	f.Add(wavBytes(nil, fmtChunk(wavio.FormatPCM, 3, 8000, 8), chunk{id: "data", body: []byte{1, 2, 3, 4, 5, 6, 7}}))
+	f.Add(wavBytes(nil, fmtChunk(wavio.FormatPCM, 2, 44100, 24), chunk{id: "data", body: pcmBytes(ramp(21), 24)}))
+	f.Add(wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, 16000, 12), chunk{id: "data", body: pcmBytes(ramp(9), 16)}))
 	f.Add(wavBytes(nil, extensibleFmt(wavio.FormatPCM, 2, 96000, 32, 24), chunk{id: "data", body: pcmBytes(ramp(20), 32)}))
 	f.Add(wavBytes(u32(0x7ffff024), fmtChunk(wavio.FormatFloat, 1, 22050, 64), chunk{id: "data", body: floatBytes([]float64{1, -1, 0.5}, 64), size: u32(0x7ffff000)}))
+	f.Add(wavBytes(nil, fmtChunk(wavio.FormatFloat, 2, 48000, 32), chunk{id: "data", body: floatBytes([]float64{math.NaN(), 0, math.Inf(1), math.Inf(-1), 3, 0.25}, 32)}))
+	f.Add(wavBytes(nil, fmtChunk(wavio.FormatPCM, 1, maxSampleRate+1, 16), chunk{id: "data", body: pcmBytes(ramp(2), 16)}))
 	f.Add([]byte("RIFF\xff\xff\xff\xffWAVEfmt \x10\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 16<<10 {
+			return // the headers are what matters; short inputs minimise fast
+		}
 		a, err := Normalize(data)
 		if err != nil {
+			if a.WAV != nil || a.Samples != nil || a.SampleRate != 0 || a.Duration != 0 {
+				t.Fatalf("error %v, but also audio of %d samples", err, len(a.Samples))
+			}
 			return
 		}
-		if len(a.WAV) != 44+2*len(a.Samples) || a.SampleRate < 1 {
-			t.Fatalf("accepted input gave a bad Audio: %d bytes, %d samples, %d Hz", len(a.WAV), len(a.Samples), a.SampleRate)
+		checkWAV(t, a)
+		format, pcm, err := wavio.Parse(data)
+		if err != nil {
+			t.Fatalf("Normalize accepted what wavio.Parse refuses: %v", err)
+		}
+		if a.SampleRate != format.Rate {
+			t.Fatalf("rate %d, the file says %d", a.SampleRate, format.Rate)
+		}
+		want := referenceDecode(format, pcm)
+		if want == nil {
+			t.Fatalf("Normalize accepted %+v", format)
+		}
+		if !equalInt16(a.Samples, want) {
+			t.Fatalf("%+v: %d samples %v…, want %d samples %v…", format, len(a.Samples), a.Samples[:min(8, len(a.Samples))], len(want), want[:min(8, len(want))])
 		}
 	})
+}
+
+// referenceDecode decodes what FuzzNormalize's inputs hold the plain way,
+// without go-audio: little-endian integers in whole bytes (8-bit ones
+// unsigned) or IEEE floats, averaged over the channels and scaled to 16
+// bits. It returns nil for an encoding koe does not read.
+func referenceDecode(f wavio.Format, pcm []byte) []int16 {
+	width := (f.Bits + 7) / 8
+	switch {
+	case f.Rate > maxSampleRate:
+		return nil
+	case f.Tag == wavio.FormatPCM && f.Bits >= 1 && f.Bits <= 32:
+	case f.Tag == wavio.FormatFloat && (f.Bits == 32 || f.Bits == 64):
+	default:
+		return nil
+	}
+	frames := len(pcm) / (width * f.Channels)
+	out := make([]int16, frames)
+	for i := range out {
+		frame := pcm[i*width*f.Channels:]
+		if f.Tag == wavio.FormatFloat {
+			var sum float64
+			for c := range f.Channels {
+				if width == 4 {
+					sum += float64(math.Float32frombits(binary.LittleEndian.Uint32(frame[4*c:])))
+				} else {
+					sum += math.Float64frombits(binary.LittleEndian.Uint64(frame[8*c:]))
+				}
+			}
+			v := sum / float64(f.Channels)
+			if math.IsNaN(v) {
+				v = 0
+			}
+			out[i] = int16(math.Round(max(-1, min(1, v)) * 32767))
+			continue
+		}
+		var sum int64
+		for c := range f.Channels {
+			var u uint64
+			for k := width - 1; k >= 0; k-- {
+				u = u<<8 | uint64(frame[c*width+k])
+			}
+			v := int64(u<<(64-8*width)) >> (64 - 8*width) // sign-extend
+			if width == 1 {
+				v = int64(u) - 128
+			}
+			sum += v
+		}
+		avg := sum / int64(f.Channels)
+		if width == 1 {
+			avg <<= 8
+		} else {
+			avg >>= 8*width - 16
+		}
+		out[i] = int16(max(math.MinInt16, min(math.MaxInt16, avg)))
+	}
+	return out
 }
 
 func equalInt16(a, b []int16) bool {

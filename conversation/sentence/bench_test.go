@@ -1,6 +1,7 @@
 package sentence
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -92,4 +93,42 @@ func BenchmarkNoMarks(b *testing.B) {
 // BenchmarkSpaces is a 100k run of spaces after a sentence end.
 func BenchmarkSpaces(b *testing.B) {
 	benchmark(b, "Hello."+strings.Repeat(" ", 100000)+"Bye", Options{})
+}
+
+// BenchmarkLongNoMark pushes 2 MB without a sentence end in deltas of 1–4
+// bytes, as a fast token stream that never finishes a sentence would:
+// words, one endless word, and Chinese without spaces. Each size is timed,
+// so ns/byte shows whether the cost stays linear as the input grows.
+func BenchmarkLongNoMark(b *testing.B) {
+	texts := map[string]string{
+		"words": "lorem ipsum dolor sit amet consectetur adipiscing elit ",
+		"word":  "abcdefghijklmnopqrstuvwxyz0123456789",
+		"cjk":   "我们今天在这里讨论一个没有句号的很长的回答",
+	}
+	for _, kind := range []string{"words", "word", "cjk"} {
+		for _, size := range []int{512 << 10, 2 << 20} {
+			for _, maxRunes := range []int{0, 400} {
+				text := strings.Repeat(texts[kind], size/len(texts[kind])+1)[:size]
+				text = strings.ToValidUTF8(text, "")
+				var tokens []string
+				for i, rest := 0, text; len(rest) > 0; i++ {
+					n := min(len(rest), 1+(i*7)%4)
+					tokens, rest = append(tokens, rest[:n]), rest[n:]
+				}
+				name := fmt.Sprintf("%s/%dKB/max=%d", kind, size>>10, maxRunes)
+				b.Run(name, func(b *testing.B) {
+					s := New(Options{MaxPieceRunes: maxRunes})
+					var dst []Piece
+					b.ReportAllocs()
+					for b.Loop() {
+						for _, tok := range tokens {
+							dst = s.Push(dst[:0], tok)
+						}
+						dst = s.Flush(dst[:0])
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(text)), "ns/byte")
+				})
+			}
+		}
+	}
 }

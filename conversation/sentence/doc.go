@@ -11,7 +11,10 @@
 // Each rune is looked at once, when it arrives, and the speech text is built
 // during the same pass: a delta costs time in proportion to its length,
 // however long the unfinished piece has grown. A piece costs one allocation
-// (two with emotions).
+// (two with emotions). A cut for MaxPieceRunes after the piece's last
+// whitespace scans the piece again up to it and the rest again as the next
+// piece's; each rune is looked at three times at most, so the cost stays
+// linear.
 //
 // # Where a piece ends
 //
@@ -42,6 +45,15 @@
 //   - A ``` fence at a line start opens a code block, silent up to and
 //     including its closing ``` line; a long block is cut at newlines every
 //     fenceCutBytes or so.
+//   - With MaxPieceRunes set (koe sets it from conversation.max_piece_chars),
+//     a piece that would grow past that many runes without any of the cuts
+//     above is cut after its last whitespace, or, if it has none (Chinese or
+//     Japanese text, one endless word), right at the limit, between two
+//     runes. A model that streams on and on without ending a sentence then
+//     still gets spoken piece by piece, and the splitter holds at most one
+//     piece. Speech is cleaned as for any cut: an aside or emphasis open at
+//     the cut stays open in the next piece. A think tag is never split, so
+//     a piece holds at most max(MaxPieceRunes, 8) runes.
 //
 // # What is spoken
 //

@@ -16,6 +16,10 @@ type Options struct {
 	FirstPieceMaxWords int
 	// Emotions are the keywords recognised in square brackets, e.g. "joy" for "[joy]" (case-insensitive match, reported in the case given here).
 	Emotions []string
+	// MaxPieceRunes, if > 0, bounds a piece's Display to that many runes: a piece that
+	// reaches it with no cut of its own is cut after its last whitespace, or, with none
+	// (Chinese or Japanese text, one endless word), right there. 0 means no bound.
+	MaxPieceRunes int
 }
 
 // Piece is one cut of the stream.
@@ -72,8 +76,16 @@ const (
 // Splitter cuts one reply at a time. It is not safe for concurrent use.
 type Splitter struct {
 	opts Options
+	buf  []byte // the current piece from start, then bytes not yet scanned from pos
+	scanState
+	// pieceStart is the scan state where the current piece began, kept
+	// when MaxPieceRunes is set: a piece cut at its last whitespace is
+	// scanned again from there up to the cut (see cutLong).
+	pieceStart scanState
+}
 
-	buf   []byte // the current piece from start, then bytes not yet scanned from pos
+// scanState is everything the scan knows at one position of the stream.
+type scanState struct {
 	start int
 	pos   int
 
@@ -104,6 +116,8 @@ type Splitter struct {
 	cjk           int // spoken CJK runes
 	wordHasLetter bool
 	prevCJK       bool
+	runes         int // runes in the piece so far
+	lastSpaceEnd  int // just past the piece's last whitespace rune; <= start if none
 	emotions      []string
 	sp            speech
 }
@@ -124,15 +138,13 @@ func (s *Splitter) Push(dst []Piece, delta string) []Piece {
 	}
 	if s.start > 0 {
 		// Drop emitted bytes once per delta, not once per piece. A cut falls
-		// inside the last delta (or the few bytes held back before it), so
-		// what moves here is never more than that delta plus a tag's length:
-		// a long unfinished piece is never copied again.
+		// inside the last delta (or the few bytes held back before it, or at
+		// most MaxPieceRunes runes back), so what moves here is never more
+		// than that: a long unfinished piece is never copied again.
 		n := copy(s.buf, s.buf[s.start:])
 		s.buf = s.buf[:n]
-		s.pos -= s.start
-		s.wordStart -= s.start
-		s.markPos -= s.start
-		s.start = 0
+		s.pieceStart.shift(s.start)
+		s.shift(s.start)
 	}
 	s.buf = append(s.buf, delta...)
 	return s.scan(dst, false)
@@ -149,6 +161,16 @@ func (s *Splitter) Flush(dst []Piece) []Piece {
 	return dst
 }
 
+// shift moves the positions back by n bytes dropped from the buffer's
+// start.
+func (st *scanState) shift(n int) {
+	st.start -= n
+	st.pos -= n
+	st.wordStart -= n
+	st.markPos -= n
+	st.lastSpaceEnd -= n
+}
+
 // Reset drops any buffered text (e.g. on interrupt) so the splitter can be
 // reused.
 func (s *Splitter) Reset() {
@@ -157,23 +179,34 @@ func (s *Splitter) Reset() {
 		buf = nil
 	}
 	*s = Splitter{
-		opts:      s.opts,
-		buf:       buf,
-		lineBlank: true,
-		emotions:  s.emotions[:0],
-		sp:        s.sp,
+		opts: s.opts,
+		buf:  buf,
+		scanState: scanState{
+			lineBlank: true,
+			emotions:  s.emotions[:0],
+			sp:        s.sp,
+		},
 	}
 	s.sp.reset()
+	s.pieceStart = s.scanState
 }
 
 // scan looks at every rune not yet scanned. It stops early at an
 // incomplete rune or a possible tag at the end of the buffer unless final.
 func (s *Splitter) scan(dst []Piece, final bool) []Piece {
-	for s.pos < len(s.buf) {
+	return s.scanTo(dst, final, len(s.buf), s.opts.MaxPieceRunes)
+}
+
+// scanTo scans up to end, cutting pieces at limit runes when limit > 0.
+func (s *Splitter) scanTo(dst []Piece, final bool, end, limit int) []Piece {
+	for s.pos < end {
 		if s.st == cutNone && !s.prevSpace && !s.lineBlank && s.nonSpace {
-			s.skipLetters()
-			if s.pos == len(s.buf) {
-				break
+			stop := end
+			if limit > 0 {
+				stop = min(stop, s.pos+max(0, limit-s.runes))
+			}
+			if s.skipLetters(stop) {
+				continue
 			}
 		}
 		b := s.buf[s.pos:]
@@ -207,12 +240,29 @@ func (s *Splitter) scan(dst []Piece, final bool) []Piece {
 		case s.prevCJK && isCJK(r) && s.maxWordsOn() && s.wordCount() >= s.opts.FirstPieceMaxWords:
 			dst = s.emit(dst, s.pos)
 		}
+		if tag == tagOpen && s.nonSpace {
+			dst = s.emit(dst, s.pos)
+		}
+
+		if limit > 0 && s.pos > s.start {
+			need := 1
+			switch tag {
+			case tagOpen:
+				need = len(openTag)
+			case tagClose:
+				need = len(closeTag)
+			}
+			if s.runes+need > limit {
+				// No cut of its own came in time; r is looked at again
+				// as the next piece's, or later still if the cut falls
+				// further back.
+				dst = s.cutLong(dst, final)
+				continue
+			}
+		}
 
 		switch tag {
 		case tagOpen:
-			if s.nonSpace {
-				dst = s.emit(dst, s.pos)
-			}
 			s.mode = modeThink
 			s.think = true
 			s.st = cutNone
@@ -232,20 +282,43 @@ func (s *Splitter) scan(dst []Piece, final bool) []Piece {
 	return dst
 }
 
+// cutLong ends a piece that is full (MaxPieceRunes) before the rune at pos:
+// after its last whitespace, or at pos if it has none, which is a rune
+// boundary too. The state at a cut further back is gone, so the piece is
+// scanned again from its start up to there; the runes after the cut are
+// then scanned again as the next piece's, which they are. A piece costs at
+// most two more scans of its runes, so the cost stays linear.
+func (s *Splitter) cutLong(dst []Piece, final bool) []Piece {
+	cut := s.pos
+	if s.lastSpaceEnd > s.start {
+		cut = s.lastSpaceEnd
+	}
+	if cut < s.pos {
+		out, emotions := s.sp.out[:0], s.emotions[:0] // keep the grown buffers
+		s.scanState = s.pieceStart
+		s.sp.out, s.emotions = out, emotions
+		// The piece has no cut before the one it is now given: this scan
+		// only rebuilds the state (final only matters at the buffer's end).
+		dst = s.scanTo(dst, final, cut, 0)
+	}
+	return s.emit(dst, cut)
+}
+
 // skipLetters is the fast path for the bulk of a reply: a run of ASCII
-// letters and digits inside a word changes no state but the counts.
-func (s *Splitter) skipLetters() {
+// letters and digits inside a word changes no state but the counts. It
+// stops at stop and reports whether it moved.
+func (s *Splitter) skipLetters(stop int) bool {
 	sp := &s.sp
 	text := s.think || s.silent
 	if !text && (!sp.inWord || sp.pend != 0 || sp.paren > 0 || sp.square > 0 || sp.star || sp.angle) {
-		return
+		return false
 	}
 	i := s.pos
-	for i < len(s.buf) && asciiWord[s.buf[i]] {
+	for i < stop && asciiWord[s.buf[i]] {
 		i++
 	}
 	if i == s.pos {
-		return
+		return false
 	}
 	if text {
 		s.rawLetters = true
@@ -255,7 +328,9 @@ func (s *Splitter) skipLetters() {
 		s.wordHasLetter = true
 	}
 	s.prevCJK = false
+	s.runes += i - s.pos
 	s.pos = i
+	return true
 }
 
 // asciiWord marks the bytes of ASCII letters and digits.
@@ -292,6 +367,7 @@ func (s *Splitter) skipTag(n int) {
 		s.prevSpace = false
 	}
 	s.pos += n
+	s.runes += n
 	s.nonSpace = true
 	s.lineBlank = false
 	s.prevCJK = false
@@ -380,8 +456,10 @@ func (s *Splitter) afterPeriod() cutState {
 
 // step takes rune r (bytes b) into the current piece.
 func (s *Splitter) step(r rune, b []byte, space, fall bool) {
+	s.runes++
 	if space {
 		s.prevSpace = true
+		s.lastSpaceEnd = s.pos + len(b)
 	} else {
 		if s.prevSpace || s.pos == s.start {
 			s.wordStart = s.pos
@@ -543,7 +621,11 @@ func (s *Splitter) emit(dst []Piece, end int) []Piece {
 	s.words, s.cjk = 0, 0
 	s.wordHasLetter = false
 	s.prevCJK = false
+	s.runes = 0
 	s.emotions = s.emotions[:0]
 	s.sp.newPiece()
+	if s.opts.MaxPieceRunes > 0 {
+		s.pieceStart = s.scanState
+	}
 	return dst
 }
