@@ -1,13 +1,10 @@
 package asr
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"strings"
-
-	openai "github.com/sashabaranov/go-openai"
 
 	"koe/internal/openaicompat"
 )
@@ -15,7 +12,7 @@ import (
 // openAITranscriber calls POST {base_url}/audio/transcriptions on any
 // OpenAI-compatible server.
 type openAITranscriber struct {
-	client *openai.Client
+	client *openaicompat.Client
 	cfg    OpenAIConfig
 	server openaicompat.Endpoint
 }
@@ -41,15 +38,11 @@ func (o *openAITranscriber) Transcribe(ctx context.Context, wav []byte) (string,
 	if len(wav) == 0 {
 		return "", ErrNoAudio
 	}
-	resp, err := o.client.CreateTranscription(ctx, openai.AudioRequest{
-		Model: o.cfg.Model,
-		// The name only tells the server the container: servers pick
-		// the decoder by extension.
-		FilePath: "audio.wav",
-		Reader:   bytes.NewReader(wav),
+	text, err := o.client.Transcribe(ctx, openaicompat.TranscriptionRequest{
+		Model:    o.cfg.Model,
+		WAV:      wav,
 		Language: o.cfg.Language,
 		Prompt:   o.cfg.Prompt,
-		Format:   openai.AudioResponseFormatJSON,
 	})
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return "", o.server.Aborted(ctxErr)
@@ -57,5 +50,5 @@ func (o *openAITranscriber) Transcribe(ctx context.Context, wav []byte) (string,
 	if err != nil {
 		return "", o.server.Describe(err)
 	}
-	return strings.TrimSpace(resp.Text), nil
+	return strings.TrimSpace(text), nil
 }

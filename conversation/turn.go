@@ -272,6 +272,7 @@ func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
 		splitter: sentence.New(sentence.Options{
 			FasterFirstResponse: cfg.FasterFirstResponse,
 			FirstPieceMaxWords:  cfg.FirstPieceMaxWords,
+			MaxPieceRunes:       cfg.MaxPieceChars,
 			Emotions:            c.emotions,
 		}),
 		speaker: newSpeaker(s, t, c, cfg.SpeechConcurrency),

@@ -216,7 +216,7 @@ func (s *Session) transcribe(ctx context.Context, wav []byte) (string, bool) {
 
 // checkRate refuses a stream rate koe does not resample from.
 func checkRate(rate int) error {
-	if _, err := asr.NewResampler(rate, asr.SampleRate); err != nil {
+	if err := asr.CheckRate(rate); err != nil {
 		return invalid("sample_rate %d: %v", rate, err)
 	}
 	return nil

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"koe/internal/openaicompat"
 )
 
@@ -19,7 +17,7 @@ const openAIPCMRate = 24000
 // openAISpeech calls POST {base_url}/audio/speech on any OpenAI-compatible
 // server.
 type openAISpeech struct {
-	client *openai.Client
+	client *openaicompat.Client
 	cfg    OpenAIConfig
 	server openaicompat.Endpoint
 }
@@ -43,26 +41,26 @@ func (o *openAISpeech) Synthesize(ctx context.Context, text string) (Audio, erro
 	if strings.TrimSpace(text) == "" {
 		return Audio{}, errEmptyText
 	}
-	resp, err := o.client.CreateSpeech(ctx, openai.CreateSpeechRequest{
-		Model:          openai.SpeechModel(o.cfg.Model),
-		Input:          text,
-		Voice:          openai.SpeechVoice(o.cfg.Voice),
-		ResponseFormat: openai.SpeechResponseFormat(o.cfg.Format),
-		Speed:          o.cfg.Speed,
+	resp, err := o.client.Speech(ctx, openaicompat.SpeechRequest{
+		Model:  o.cfg.Model,
+		Input:  text,
+		Voice:  o.cfg.Voice,
+		Format: o.cfg.Format,
+		Speed:  o.cfg.Speed,
 	})
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if err == nil {
-			resp.Close()
+			resp.Body.Close()
 		}
 		return Audio{}, o.server.Aborted(ctxErr)
 	}
 	if err != nil {
 		return Audio{}, o.server.Describe(err)
 	}
-	defer resp.Close()
+	defer resp.Body.Close()
 	// The request's context also governs the body: a cancel during the
 	// read aborts it.
-	body, err := io.ReadAll(io.LimitReader(resp, maxAudioBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAudioBytes+1))
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return Audio{}, o.server.Aborted(ctxErr)
 	}
@@ -80,7 +78,7 @@ func (o *openAISpeech) Synthesize(ctx context.Context, text string) (Audio, erro
 	}
 	if err != nil {
 		return Audio{}, fmt.Errorf("tts: the speech server at %s answered with audio koe cannot read (Content-Type %q, %d bytes, tts.openai.format %q): %w",
-			o.cfg.BaseURL, resp.Header().Get("Content-Type"), len(body), o.cfg.Format, err)
+			o.cfg.BaseURL, resp.ContentType, len(body), o.cfg.Format, err)
 	}
 	return a, nil
 }

@@ -5,8 +5,11 @@
 package openaicompat
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -16,17 +19,74 @@ import (
 	"koe/internal/quote"
 )
 
-// NewClient returns a go-openai client for the server at baseURL (ending
-// in /v1; a trailing slash is tolerated, as people paste URLs with one).
-// httpClient is shared with the rest of koe (its connection pool); nil
-// means go-openai's default.
-func NewClient(baseURL, apiKey string, httpClient *http.Client) *openai.Client {
+// Client talks to one OpenAI-compatible audio server. It keeps go-openai's
+// types inside this package: tts and asr see only their own.
+type Client struct{ api *openai.Client }
+
+// NewClient returns a client for the server at baseURL (ending in /v1; a
+// trailing slash is tolerated, as people paste URLs with one). httpClient
+// is shared with the rest of koe (its connection pool); nil means
+// go-openai's default.
+func NewClient(baseURL, apiKey string, httpClient *http.Client) *Client {
 	oc := openai.DefaultConfig(apiKey)
 	oc.BaseURL = strings.TrimRight(baseURL, "/")
 	if httpClient != nil {
 		oc.HTTPClient = httpClient
 	}
-	return openai.NewClientWithConfig(oc)
+	return &Client{api: openai.NewClientWithConfig(oc)}
+}
+
+// SpeechRequest asks POST /audio/speech for text spoken.
+type SpeechRequest struct {
+	Model, Voice, Format, Input string
+	Speed                       float64
+}
+
+// Speech is an answer of /audio/speech; the caller closes Body. Reading
+// Body is bound by the request's context.
+type Speech struct {
+	Body        io.ReadCloser
+	ContentType string
+}
+
+// Speech asks the server to speak req.Input.
+func (c *Client) Speech(ctx context.Context, req SpeechRequest) (Speech, error) {
+	resp, err := c.api.CreateSpeech(ctx, openai.CreateSpeechRequest{
+		Model:          openai.SpeechModel(req.Model),
+		Input:          req.Input,
+		Voice:          openai.SpeechVoice(req.Voice),
+		ResponseFormat: openai.SpeechResponseFormat(req.Format),
+		Speed:          req.Speed,
+	})
+	if err != nil {
+		return Speech{}, err
+	}
+	return Speech{Body: resp, ContentType: resp.Header().Get("Content-Type")}, nil
+}
+
+// TranscriptionRequest asks POST /audio/transcriptions for the text of a
+// WAV recording.
+type TranscriptionRequest struct {
+	Model, Language, Prompt string
+	WAV                     []byte
+}
+
+// Transcribe returns what the server heard in req.WAV.
+func (c *Client) Transcribe(ctx context.Context, req TranscriptionRequest) (string, error) {
+	resp, err := c.api.CreateTranscription(ctx, openai.AudioRequest{
+		Model: req.Model,
+		// The name only tells the server the container: servers pick
+		// the decoder by extension.
+		FilePath: "audio.wav",
+		Reader:   bytes.NewReader(req.WAV),
+		Language: req.Language,
+		Prompt:   req.Prompt,
+		Format:   openai.AudioResponseFormatJSON,
+	})
+	if err != nil {
+		return "", err
+	}
+	return resp.Text, nil
 }
 
 // Endpoint is one configured server, described for error messages.
