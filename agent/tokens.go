@@ -370,7 +370,3 @@ func sharedTokenEncoding(name string) (*tokenEncoding, error) {
 	})
 	return e.enc, e.err
 }
-
-// sharedEncodingOf exposes the encoding a Tokenizer uses, so tests can check
-// that Tokenizers share one instead of building their own.
-func (t *Tokenizer) sharedEncodingOf() *tokenEncoding { return t.enc }

@@ -70,16 +70,16 @@ func TestTokenizerEncodingForModel(t *testing.T) {
 
 func TestTokenizerSharesEncodings(t *testing.T) {
 	a, b, c := NewTokenizer("gpt-4o"), NewTokenizer("llama3"), NewTokenizer("gpt-4o-mini")
-	if a.sharedEncodingOf() != b.sharedEncodingOf() || a.sharedEncodingOf() != c.sharedEncodingOf() {
+	if a.enc != b.enc || a.enc != c.enc {
 		t.Error("o200k_base tokenizers do not share one encoding")
 	}
-	if a.sharedEncodingOf().tk == nil {
+	if a.enc.tk == nil {
 		t.Error("o200k_base was not built")
 	}
-	if d := NewTokenizer("gpt-4"); d.sharedEncodingOf() == a.sharedEncodingOf() {
+	if d := NewTokenizer("gpt-4"); d.enc == a.enc {
 		t.Error("cl100k_base and o200k_base share an encoding")
 	}
-	if d, e := NewTokenizer("gpt-4"), NewTokenizer("gpt-3.5-turbo"); d.sharedEncodingOf() != e.sharedEncodingOf() {
+	if d, e := NewTokenizer("gpt-4"), NewTokenizer("gpt-3.5-turbo"); d.enc != e.enc {
 		t.Error("cl100k_base tokenizers do not share one encoding")
 	}
 }
@@ -361,7 +361,7 @@ func TestTokenizerChunkingIsExact(t *testing.T) {
 				sb.WriteString(alphabet[rng.IntN(len(alphabet))])
 			}
 			text := sb.String()
-			whole := len(tk.sharedEncodingOf().tk.EncodeOrdinary(text))
+			whole := len(tk.enc.tk.EncodeOrdinary(text))
 			for _, limit := range []int{8, 24} {
 				got, exact := tk.countChunked(text, limit)
 				if !exact {
@@ -378,7 +378,7 @@ func TestTokenizerChunkingIsExact(t *testing.T) {
 		if splits < 300 {
 			t.Errorf("%s: only %d texts were split exactly; the test exercises too little", tk.Encoding(), splits)
 		}
-		if n := tk.Count(tokenBenchText); n != len(tk.sharedEncodingOf().tk.EncodeOrdinary(tokenBenchText)) {
+		if n := tk.Count(tokenBenchText); n != len(tk.enc.tk.EncodeOrdinary(tokenBenchText)) {
 			t.Errorf("%s: chunked count of tokenBenchText %d differs from whole", tk.Encoding(), n)
 		}
 	}

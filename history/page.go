@@ -34,7 +34,7 @@ func (s *Store) Page(confUID, historyUID string, before uint64, limit int) (reco
 			key := seqKey(before)
 			// Seek lands on the first key at or after before; the page
 			// starts just below it. Nothing at or after it: start at the end.
-			if k, v = c.Seek(key[:]); k != nil {
+			if k, _ = c.Seek(key[:]); k != nil {
 				k, v = c.Prev()
 			} else {
 				k, v = c.Last()
