@@ -48,7 +48,7 @@ type shape struct {
 	Ratio    float32           `yaml:"ratio"`
 	Count    uint8             `yaml:"count"`
 	Any      map[string]any    `yaml:"any"`
-	secret   int //lint:ignore U1000 an unexported field the walker must skip
+	secret   int               //lint:ignore U1000 an unexported field the walker must skip
 }
 
 type open struct {
