@@ -81,7 +81,7 @@ func TestSpokenTurnTrace(t *testing.T) {
 		c.send(msg{"type": "frontend-playback-complete"})
 	}
 	c.until(isControl("conversation-chain-end"))
-	c.quiet(300 * time.Millisecond) // exactly one chain-end
+	c.silent() // exactly one chain-end
 	c.request(msg{"type": "fetch-history-list"}, "history-list")
 
 	// A stock OLV client gets the OLV message set only: no token frames
@@ -226,7 +226,7 @@ func TestInterruptMidStream(t *testing.T) {
 	c.send(msg{"type": "interrupt-signal", "text": "word word"})
 	select {
 	case <-llm.Disconnects():
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the LLM stream was not closed by the interrupt")
 	}
 	// Frames already on the wire may still arrive before the ack; none of
@@ -237,7 +237,7 @@ func TestInterruptMidStream(t *testing.T) {
 			t.Fatalf("unexpected frame after interrupt: %v", f)
 		}
 	}
-	c.quiet(500 * time.Millisecond)
+	c.silent()
 
 	// History and memory keep only the heard text, marked interrupted.
 	c.turn("sorry, go on")
@@ -266,7 +266,7 @@ func TestNewInputCancelsRunningTurn(t *testing.T) {
 	got := c.turn("two")
 	select {
 	case <-llm.Disconnects():
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the first stream was not cancelled")
 	}
 	// Exactly one chain-end: the first turn ended silently.

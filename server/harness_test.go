@@ -194,11 +194,15 @@ func isControl(text string) func(msg) bool {
 	return func(m msg) bool { return m.typ() == "control" && m.str("text") == text }
 }
 
-// quiet asserts that nothing arrives for d.
-func (c *client) quiet(d time.Duration) {
+// silent asserts that koe sends nothing more for what happened so far: it
+// sends a heartbeat, and the next frame must be its answer. koe handles a
+// client's messages in order, so anything the earlier ones caused (a
+// second chain-end, a new turn) would come first. An event, not a time.
+func (c *client) silent() {
 	c.t.Helper()
-	if m, err := c.read(d); !errors.Is(err, errNoFrame) {
-		c.t.Fatalf("expected silence, got %v (%v)", m, err)
+	c.send(msg{"type": "heartbeat"})
+	if m := c.next(); m.typ() != "heartbeat-ack" {
+		c.t.Fatalf("expected nothing before heartbeat-ack, got %v", m)
 	}
 }
 

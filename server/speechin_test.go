@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,7 +242,7 @@ func TestBargeIn(t *testing.T) {
 	_ = frames
 	select {
 	case <-llm.Disconnects():
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("barge-in did not stop the LLM stream")
 	}
 	frames = c.until(isType("user-input-transcription"))
@@ -257,10 +258,11 @@ func silenceF(d time.Duration) []float64 { return make([]float64, int(d.Seconds(
 // being transcribed. koe hears both as one utterance and answers once.
 func TestPauseJoinsUtterances(t *testing.T) {
 	llm := startLLM(t, fakellm.Echo(0))
-	var calls int
+	var calls atomic.Int32
+	transcribing := make(chan struct{})
 	llm.SetTranscription(func(r fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
-		calls++
-		if calls == 1 {
+		if calls.Add(1) == 1 {
+			close(transcribing)
 			return fakellm.TranscriptionReply{Hang: true} // still transcribing when speech resumes
 		}
 		return fakellm.TranscriptionReply{Text: "hello there how are you"}
@@ -274,6 +276,12 @@ func TestPauseJoinsUtterances(t *testing.T) {
 		c.send(msg{"type": "raw-audio-data", "audio": part})
 	}
 	c.until(isControl("mic-audio-end"))
+	// The first part is being transcribed when the user goes on.
+	select {
+	case <-transcribing:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first part was never sent to the recogniser")
+	}
 	for _, part := range [][]float64{tone(600*time.Millisecond, 0.5), silenceF(time.Second)} {
 		c.send(msg{"type": "raw-audio-data", "audio": part})
 	}
@@ -338,7 +346,7 @@ func TestRawAudioConfigResetsTheStream(t *testing.T) {
 	c.send(msg{"type": "raw-audio-config", "sample_rate": 16000})
 	c.send(msg{"type": "raw-audio-data", "audio": silenceF(2 * time.Second)})
 	c.alive()
-	c.quiet(300 * time.Millisecond)
+	c.silent()
 	if n := len(llm.TranscriptionRequests()); n != 0 {
 		t.Fatalf("%d transcriptions of a stream that was reset mid-word", n)
 	}
