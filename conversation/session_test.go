@@ -298,7 +298,7 @@ func TestDispatchRefusals(t *testing.T) {
 		{protocol.Inbound{Type: "no-such-" + strings.Repeat("x", 5000)}, conversation.KindInvalid, "unknown message type"},
 		{protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: "../../etc"}, conversation.KindInvalid, "not valid"},
 		{protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: "2020-01-01_00-00-00_none"}, conversation.KindNotFound, "no such history"},
-		{protocol.Inbound{Type: protocol.TypeSwitchConfig, File: "../conf.yaml"}, conversation.KindInvalid, "../conf.yaml"},
+		{protocol.Inbound{Type: protocol.TypeSwitchConfig, File: "../conf.yaml"}, conversation.KindNotFound, "../conf.yaml"},
 		{protocol.Inbound{Type: protocol.TypeSetCompressionRate}, conversation.KindInvalid, "rate"},
 		{protocol.Inbound{Type: protocol.TypeFetchContext}, conversation.KindNotFound, "no LLM call"},
 		{protocol.Inbound{Type: protocol.TypeMicAudioEnd}, conversation.KindInvalid, "without any mic-audio-data"},
