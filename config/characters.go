@@ -104,7 +104,7 @@ func (c *Characters) Load(file string) (conversation.Character, error) {
 	info, err := os.Stat(filepath.Join(c.cfg.CharactersDir, file))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return conversation.Character{}, characterError{conversation.ErrNoCharacter, fmt.Errorf("no character file %q in %s", file, c.cfg.CharactersDir)}
+			return conversation.Character{}, characterError{conversation.ErrNoCharacter, fmt.Errorf("there is no character file %q", file)}
 		}
 		return conversation.Character{}, fmt.Errorf("read character: %w", err)
 	}

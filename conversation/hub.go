@@ -132,11 +132,16 @@ type SessionOptions struct {
 func (h *Hub) Open(ctx context.Context, out Sender, opts SessionOptions) *Session {
 	s := newSession(ctx, h, out, opts)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
+		s.cast.agent.Close()
 		return nil
 	}
 	h.sessions[opts.ClientUID] = s
+	h.mu.Unlock()
+	// A prompt saved while the session was being built reached every open
+	// session but this one.
+	h.applyPrompts(s.cast)
 	return s
 }
 

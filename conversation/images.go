@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"koe/agent"
+	"koe/internal/quote"
 	"koe/protocol"
 )
 
@@ -38,12 +39,12 @@ func validateImages(in []protocol.Image, cfg Config) ([]agent.Image, error) {
 			}
 			declared = strings.ToLower(declared)
 			if mime != "" && declared != mime {
-				return nil, fmt.Errorf("%w %d: mime_type %q but the data URL says %q", ErrBadImage, i+1, mime, declared)
+				return nil, fmt.Errorf("%w %d: mime_type %q but the data URL says %q", ErrBadImage, i+1, quote.Shorten(mime, 40), quote.Shorten(declared, 40))
 			}
 			mime, data = declared, payload
 		}
 		if !imageTypes[mime] {
-			return nil, fmt.Errorf("%w %d: type %q is not supported (use JPEG, PNG, WebP or GIF)", ErrBadImage, i+1, mime)
+			return nil, fmt.Errorf("%w %d: type %q is not supported (use JPEG, PNG, WebP or GIF)", ErrBadImage, i+1, quote.Shorten(mime, 40))
 		}
 		if base64.StdEncoding.DecodedLen(len(data)) > cfg.MaxImageBytes+3 {
 			return nil, fmt.Errorf("%w %d: larger than %d bytes (conversation.max_image_bytes)", ErrBadImage, i+1, cfg.MaxImageBytes)

@@ -88,6 +88,14 @@ func (h *Hub) SetPrompt(confUID, name, text string) (protocol.Prompt, error) {
 	return h.Prompt(confUID, name)
 }
 
+// applyPrompts gives a cast's agent the prompts saved for its character
+// now: a cast built while a prompt was being saved may have read the old
+// one, and SetPrompt reaches only casts already in place.
+func (h *Hub) applyPrompts(c cast) {
+	c.agent.SetSystemPrompt(h.savedPrompt(c.char.ConfUID, history.PromptSystem))
+	c.agent.SetReminder(h.savedPrompt(c.char.ConfUID, history.PromptReminder))
+}
+
 // savedPrompt reads a prompt the user saved ("" when none or unreadable:
 // the agent then uses its default).
 func (h *Hub) savedPrompt(confUID, name string) string {

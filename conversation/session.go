@@ -21,7 +21,6 @@ import (
 	"sync"
 
 	"koe/agent"
-	"koe/history"
 	"koe/protocol"
 )
 
@@ -93,9 +92,8 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions) *S
 	return s
 }
 
-// buildCast makes the agent (with the prompts the user saved for the
-// character) and the speech engine of a character. It does I/O, so it runs
-// before the session's lock is taken.
+// buildCast makes the agent and the speech engine of a character. It may
+// do I/O, so it runs before the session's lock is taken.
 func (s *Session) buildCast(char Character) cast {
 	c := cast{char: char, emotions: emotionKeywords(char.ModelInfo)}
 	var a *agent.Agent
@@ -105,9 +103,9 @@ func (s *Session) buildCast(char Character) cast {
 		ContextWindow: char.LLM.ContextWindow,
 		Vision:        char.LLM.Vision,
 		Memory:        char.Memory,
-		SystemPrompt:  s.hub.savedPrompt(char.ConfUID, history.PromptSystem),
+		// The saved prompts are applied once the cast is in place (see
+		// Hub.applyPrompts).
 		Persona:       char.Persona,
-		Reminder:      s.hub.savedPrompt(char.ConfUID, history.PromptReminder),
 		CharacterName: char.Name,
 		HumanName:     char.HumanName,
 		Store:         s.deps.Store,
@@ -195,6 +193,7 @@ func (s *Session) SwitchCharacter(file string) (Character, error) {
 	prev, prevPlace := s.cast, s.place
 	s.cast, s.place = next, place{}
 	s.mu.Unlock()
+	s.hub.applyPrompts(next)
 	s.hub.retire(prev.agent)
 	s.dropIfUnused(prev.char.ConfUID, prevPlace)
 	return char, nil

@@ -142,6 +142,7 @@ func TestSwitchCharacterWhileSummaryIsStored(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("no summary was stored after three turns")
 	}
+	oldHistory := r.sess.Info().HistoryUID
 
 	switched := make(chan error, 1)
 	go func() {
@@ -171,8 +172,13 @@ func TestSwitchCharacterWhileSummaryIsStored(t *testing.T) {
 		t.Fatal("the session list blocked")
 	}
 	close(release)
-	// The old character's summary reaches its history, not the client.
 	r.turn("hello c2")
+	// The old character's summary reaches its history (the hub waits for
+	// retired agents to finish), not the client.
+	r.hub.Close()
+	if sums, err := r.real.Summaries("c1", oldHistory); err != nil || len(sums) != 1 || sums[0].Turns[0] != 1 {
+		t.Fatalf("the old history's summaries = %+v, %v; want the one being stored at the switch", sums, err)
+	}
 	for _, f := range r.out.All() {
 		if f.Type == protocol.TypeMemoryState && strings.Contains(string(f.JSON), `"turns_covered":3`) {
 			t.Fatalf("the old character's memory-state reached the client after the switch: %s", f.JSON)

@@ -2,10 +2,12 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
 	"koe/asr"
+	"koe/internal/quote"
 	"koe/protocol"
 )
 
@@ -200,7 +202,11 @@ func (s *Session) transcribe(ctx context.Context, wav []byte) (string, bool) {
 	}
 	if err != nil {
 		s.log.Warn("transcription failed", "err", err)
-		s.failTurn(ctx, "koe could not understand the recording: "+err.Error())
+		msg := "koe could not transcribe the recording; the reason is in its log"
+		if errors.Is(err, asr.ErrBadAudio) {
+			msg = "koe could not transcribe the recording: " + quote.Shorten(err.Error(), 200)
+		}
+		s.failTurn(ctx, msg)
 		return "", false
 	}
 	text = strings.TrimSpace(text)

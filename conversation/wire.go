@@ -2,7 +2,6 @@ package conversation
 
 import (
 	"net/url"
-	"strconv"
 
 	"koe/agent"
 	"koe/history"
@@ -134,5 +133,3 @@ func pageLimit(asked, max int) int {
 	}
 	return asked
 }
-
-var _ = strconv.Itoa

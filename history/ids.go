@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"koe/internal/quote"
 )
 
 // maxIDLen bounds ids so a client cannot make us store or log huge keys.
@@ -73,10 +75,4 @@ func confID(id string) idArg     { return idArg{kind: "conf uid", id: id} }
 func historyID(id string) idArg  { return idArg{kind: "history uid", id: id} }
 func promptName(id string) idArg { return idArg{kind: "prompt name", id: id} }
 
-func truncateID(id string) string {
-	if len(id) <= maxQuotedIDLen {
-		return id
-	}
-	// Cutting mid-rune is fine: %q escapes invalid UTF-8 rather than failing.
-	return id[:maxQuotedIDLen]
-}
+func truncateID(id string) string { return quote.Shorten(id, maxQuotedIDLen) }

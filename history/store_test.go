@@ -347,7 +347,7 @@ func TestInvalidIDMessage(t *testing.T) {
 	s, _ := openTest(t, Options{})
 	long := strings.Repeat("x", 60) + "/" + strings.Repeat("y", 100)
 	err := s.Delete("c", long)
-	want := fmt.Sprintf("history uid %q: invalid id", long[:64])
+	want := fmt.Sprintf("history uid %q: invalid id", long[:64]+"…")
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -23,6 +24,9 @@ type Client struct {
 	api *openai.Client
 	// tok counts streamed replies against the reply limit.
 	tok *agent.Tokenizer
+	// startIdle starts a stream's idle clock (startIdleClock; tests put in
+	// a clock they fire by hand).
+	startIdle func(timeout time.Duration, fire func()) idleTimer
 }
 
 var _ agent.LLM = (*Client)(nil)
@@ -37,7 +41,7 @@ func New(cfg agent.Config, httpClient *http.Client) *Client {
 	if httpClient != nil {
 		oc.HTTPClient = httpClient
 	}
-	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), tok: agent.NewTokenizer(cfg.Model)}
+	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), tok: agent.NewTokenizer(cfg.Model), startIdle: startIdleClock}
 }
 
 // Complete returns a whole (non-streamed) answer; summaries use it.

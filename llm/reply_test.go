@@ -10,6 +10,7 @@ import (
 
 	"koe/agent"
 	"koe/internal/fakellm"
+	"koe/llm"
 )
 
 // A stream with chunks but no text (the model stopped at once) is an
@@ -164,28 +165,18 @@ func TestMaxTokensSent(t *testing.T) {
 }
 
 // A slow consumer is not a silent LLM: while onDelta blocks (the client's
-// send queue is full) the idle clock stands still, even when the block
-// outlasts llm.idle_timeout many times over. The server streams on
-// meanwhile, and keeps its last chunks until the consumer is back, so
-// that the stream is still open when the idle clock would have run out.
+// send queue is full) the idle clock stands still, so running it out then
+// ends nothing; run out while koe waits for the server, it ends the stream
+// as an idle timeout.
 func TestStreamSlowConsumerIsNotIdle(t *testing.T) {
-	const idle = 100 * time.Millisecond
 	tokens := fakellm.Words("One two three four five six seven eight nine ten.")
-	streamedOn, back := make(chan struct{}), make(chan struct{})
-	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens, BeforeChunk: func(i int) {
-		if i == len(tokens)-2 {
-			close(streamedOn)
-			<-back
-		}
-	}}))
-	c := clientFor(s, func(c *agent.Config) { c.IdleTimeout = idle })
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens}))
+	c := clientFor(s, func(c *agent.Config) { c.IdleTimeout = time.Hour })
+	clock := llm.UseManualClock(c)
 	var got []string
 	_, err := c.Stream(testCtx(t), userMsgs("count"), func(d string) {
-		if len(got) == 0 {
-			// The first delta takes five idle timeouts to hand on.
-			<-streamedOn
-			time.Sleep(5 * idle)
-			close(back)
+		if clock.Expire() {
+			t.Errorf("the idle clock ran while delta %d was being handed on", len(got))
 		}
 		got = append(got, d)
 	})
@@ -194,6 +185,26 @@ func TestStreamSlowConsumerIsNotIdle(t *testing.T) {
 	}
 	if strings.Join(got, "") != strings.Join(tokens, "") {
 		t.Errorf("deltas %q, want %q", got, tokens)
+	}
+}
+
+// Run out while the server holds back its next chunk, the idle clock ends
+// the stream with KindTimeout.
+func TestStreamIdleServerTimesOut(t *testing.T) {
+	expired := make(chan struct{})
+	var clock *llm.ManualClock
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"One", " two", " three."}, BeforeChunk: func(i int) {
+		if i == 1 {
+			clock.Expire()
+			close(expired)
+		}
+	}}))
+	c := clientFor(s, func(c *agent.Config) { c.IdleTimeout = time.Hour })
+	clock = llm.UseManualClock(c)
+	_, err := c.Stream(testCtx(t), userMsgs("count"), func(string) {})
+	<-expired
+	if le := llmError(t, err); le.Kind != agent.KindTimeout {
+		t.Fatalf("kind %v: %v; want a timeout", le.Kind, err)
 	}
 }
 
@@ -275,14 +286,15 @@ func TestStreamPartsAndToolCalls(t *testing.T) {
 func TestStreamCancelDuringSlowConsumer(t *testing.T) {
 	tokens := fakellm.Words(strings.Repeat("word ", 50))
 	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens}))
-	c := clientFor(s, func(c *agent.Config) { c.IdleTimeout = 50 * time.Millisecond })
+	c := clientFor(s, func(c *agent.Config) { c.IdleTimeout = time.Hour })
+	clock := llm.UseManualClock(c)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
 	calls := 0
 	_, err := c.Stream(ctx, userMsgs("talk"), func(string) {
 		calls++
 		cancel()
-		time.Sleep(100 * time.Millisecond) // past the idle timeout
+		clock.Expire() // the idle clock would have run out meanwhile
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)

@@ -34,7 +34,7 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	idle := startIdleClock(c.cfg.IdleTimeout, func() { cancel(errIdle) })
+	idle := c.startIdle(c.cfg.IdleTimeout, func() { cancel(errIdle) })
 	defer idle.pause()
 
 	stream, err := c.api.CreateChatCompletionStream(ctx, r)
@@ -105,6 +105,13 @@ func (c *Client) streamFailed(ctx, parent context.Context, err error, kind agent
 	return c.classify(err, kind)
 }
 
+// idleTimer is a stream's idle clock: it stands still between pause and
+// resume.
+type idleTimer interface {
+	pause()
+	resume()
+}
+
 // idleClock fires when the server has sent nothing for a while: a hung
 // server then ends the turn with an error instead of leaving the client
 // "Thinking..." forever. A zero timeout never fires.
@@ -113,7 +120,7 @@ type idleClock struct {
 	timer   *time.Timer
 }
 
-func startIdleClock(timeout time.Duration, fire func()) *idleClock {
+func startIdleClock(timeout time.Duration, fire func()) idleTimer {
 	c := &idleClock{timeout: timeout}
 	if timeout > 0 {
 		c.timer = time.AfterFunc(timeout, fire)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+
+	"koe/internal/quote"
 )
 
 // Who may talk to koe. Three independent checks, each aimed at one attack:
@@ -263,7 +265,11 @@ func (s *Server) setTokenCookie(c *fiber.Ctx) error {
 func (s *Server) checkOrigin(c *fiber.Ctx) error {
 	origin := c.Get(fiber.HeaderOrigin)
 	if !s.access.originAllowed(origin, string(c.Request().Header.Host())) {
-		s.log.Warn("request from a foreign web page refused; add its origin to server.allowed_origins if it is yours", "origin", origin, "path", c.Path())
+		origin = quote.Shorten(origin, 120)
+		if n, ok := s.refusedOrigins.due(); ok {
+			s.log.Warn("request from a foreign web page refused; add its origin to server.allowed_origins if it is yours",
+				"origin", origin, "path", quote.Shorten(c.Path(), 120), "refused_since_last_log", n)
+		}
 		return fiber.NewError(fiber.StatusForbidden, "origin "+origin+" is not allowed: add it to server.allowed_origins")
 	}
 	return c.Next()
@@ -277,7 +283,7 @@ func (s *Server) refuseHost(c *fiber.Ctx) error {
 	}
 	for _, h := range []string{host, string(c.Request().URI().Host())} {
 		if h != "" && !s.access.hostAllowed(h) {
-			return fiber.NewError(fiber.StatusForbidden, "koe does not answer to the host name "+strings.ToLower(h)+
+			return fiber.NewError(fiber.StatusForbidden, "koe does not answer to the host name "+quote.Shorten(strings.ToLower(h), 120)+
 				": add it to server.allowed_hosts if it is this machine's name (literal IP addresses and localhost always work)")
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
@@ -50,9 +51,12 @@ type Server struct {
 	mu      sync.Mutex
 	closing bool // Shutdown has begun: no new sessions
 
-	access    *access      // Host, Origin and token checks
-	tracker   *connTracker // every accepted connection
-	fileLimit uint64       // soft RLIMIT_NOFILE; 0 if unknown
+	access *access // Host, Origin and token checks
+	// refusedOrigins bounds the log lines of refused web pages: any page
+	// in the user's browser can send requests in a loop.
+	refusedOrigins rateLimited
+	tracker        *connTracker // every accepted connection
+	fileLimit      uint64       // soft RLIMIT_NOFILE; 0 if unknown
 }
 
 // New builds the server and its routes.
@@ -62,6 +66,7 @@ func New(opts Options) *Server {
 	}
 	base, stop := context.WithCancel(context.Background())
 	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop}
+	s.refusedOrigins.every = time.Minute
 	s.access = newAccess(s.cfg)
 	soft, _, err := openFileLimit()
 	if err != nil {
