@@ -17,6 +17,7 @@ import (
 	"koe/internal/mock"
 	"koe/llm"
 	"koe/protocol"
+	"koe/tts"
 )
 
 // hangGuard bounds every wait in these tests: reached, it means a hang,
@@ -38,6 +39,18 @@ type rig struct {
 }
 
 type rigOption func(*conversation.Deps)
+
+// withASR gives the hub a speech recogniser.
+func withASR(t conversation.Transcriber) rigOption {
+	return func(d *conversation.Deps) { d.ASR = t }
+}
+
+// withTTS gives every character the speech engine syn.
+func withTTS(syn conversation.Synthesizer) rigOption {
+	return func(d *conversation.Deps) {
+		d.NewTTS = func(tts.Config) (conversation.Synthesizer, error) { return syn, nil }
+	}
+}
 
 // quiet discards the logs (a fuzz target may not log through its F).
 func quiet() rigOption {
