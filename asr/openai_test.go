@@ -177,12 +177,12 @@ func TestOpenAICancel(t *testing.T) {
 		"reading body":   {Hang: true},
 	} {
 		s := fakellmtest.Start(t)
-		reached, headers := signal(), signal()
+		reached, headers := fakellmtest.Signal(), fakellmtest.Signal()
 		s.SetTranscription(func(fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
-			notify(reached)
+			fakellmtest.Notify(reached)
 			return reply
 		})
-		e, err := New(openAIConfig(s.URL()), headersClient(t, headers))
+		e, err := New(openAIConfig(s.URL()), fakellmtest.HeadersClient(t, headers))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,9 +193,9 @@ func TestOpenAICancel(t *testing.T) {
 			errc <- err
 		}()
 		if reply.Hang {
-			waitFor(t, headers, name+": the response headers")
+			fakellmtest.WaitFor(t, headers, name+": the response headers")
 		} else {
-			waitFor(t, reached, name+": the request reaching the server")
+			fakellmtest.WaitFor(t, reached, name+": the request reaching the server")
 		}
 		cancel()
 		select {
@@ -203,10 +203,10 @@ func TestOpenAICancel(t *testing.T) {
 			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), s.URL()) {
 				t.Errorf("%s: err = %v, want context.Canceled naming the server", name, err)
 			}
-		case <-time.After(hangGuard):
-			t.Fatalf("%s: Transcribe did not return within %v of the cancel", name, hangGuard)
+		case <-time.After(fakellmtest.HangGuard):
+			t.Fatalf("%s: Transcribe did not return within %v of the cancel", name, fakellmtest.HangGuard)
 		}
-		waitDisconnect(t, s)
+		fakellmtest.WaitDisconnect(t, s)
 	}
 }
 
@@ -217,13 +217,13 @@ func TestOpenAICancel(t *testing.T) {
 func TestOpenAITimeout(t *testing.T) {
 	var s *fakellm.Server
 	for limit := 100 * time.Millisecond; ; limit *= 2 {
-		if limit > hangGuard {
+		if limit > fakellmtest.HangGuard {
 			t.Fatalf("no request reached the server within asr.timeout, up to %v", limit/2)
 		}
 		s = fakellmtest.Start(t)
-		reached := signal()
+		reached := fakellmtest.Signal()
 		s.SetTranscription(func(fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
-			notify(reached)
+			fakellmtest.Notify(reached)
 			return fakellm.TranscriptionReply{Hang: true}
 		})
 		cfg := openAIConfig(s.URL())
@@ -234,7 +234,7 @@ func TestOpenAITimeout(t *testing.T) {
 		}
 		select {
 		case <-reached:
-			waitDisconnect(t, s)
+			fakellmtest.WaitDisconnect(t, s)
 		default:
 			t.Logf("the request had not reached the server when asr.timeout (%v) ended it; trying %v", limit, 2*limit)
 			continue

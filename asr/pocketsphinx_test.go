@@ -334,17 +334,17 @@ func TestPocketsphinxCancel(t *testing.T) {
 	wav := longSpeech(t)
 	tmp := isolateTemp(t)
 	var pid int
-	cancelAndWait(t, asrCtx(t), func(ctx context.Context) error {
+	proctest.CancelAndWait(t, asrCtx(t), func(ctx context.Context) error {
 		_, err := e.Transcribe(ctx, wav)
 		return err
 	}, func() {
 		// Cancel once pocketsphinx has loaded its model and opened the
 		// audio: busy decoding, not still starting.
-		pid = waitForChild(t, os.Getpid(), bin)
-		waitOpened(t, pid, "koe-asr-")
+		pid = proctest.WaitForChild(t, os.Getpid(), bin)
+		proctest.WaitOpened(t, pid, "koe-asr-")
 	})
 	// Transcribe reaped its child before it returned.
-	if alive(pid) {
+	if proctest.Alive(pid) {
 		t.Errorf("pocketsphinx (pid %d) still runs", pid)
 	}
 	if pids := proctest.Children(os.Getpid(), bin); len(pids) > 0 {
@@ -395,15 +395,15 @@ echo done >&2
 		t.Fatal(err)
 	}
 	var shell, engine int
-	cancelAndWait(t, asrCtx(t), func(ctx context.Context) error {
+	proctest.CancelAndWait(t, asrCtx(t), func(ctx context.Context) error {
 		_, err := e.Transcribe(ctx, utterance)
 		return err
 	}, func() {
-		shell = waitForChild(t, os.Getpid(), "/bin/sh")
-		engine = waitForChild(t, shell, bin)
+		shell = proctest.WaitForChild(t, os.Getpid(), "/bin/sh")
+		engine = proctest.WaitForChild(t, shell, bin)
 	})
-	waitGone(t, shell)
-	waitGone(t, engine)
+	proctest.WaitGone(t, shell)
+	proctest.WaitGone(t, engine)
 }
 
 func TestPocketsphinxTimeout(t *testing.T) {

@@ -136,15 +136,15 @@ func TestEspeakCancel(t *testing.T) {
 	bin := espeakBinary(t)
 	e := newTestEspeak(t)
 	var pid int
-	cancelAndWait(t, testCtx(t), func(ctx context.Context) error {
+	proctest.CancelAndWait(t, testCtx(t), func(ctx context.Context) error {
 		_, err := e.Synthesize(ctx, longText())
 		return err
 	}, func() {
 		// Wait until espeak-ng runs, so the cancel hits a live process.
-		pid = waitForChild(t, os.Getpid(), bin)
+		pid = proctest.WaitForChild(t, os.Getpid(), bin)
 	})
 	// Synthesize reaped its child before it returned.
-	if alive(pid) {
+	if proctest.Alive(pid) {
 		t.Errorf("espeak-ng (pid %d) still runs", pid)
 	}
 	if pids := proctest.Children(os.Getpid(), bin); len(pids) > 0 {
@@ -173,18 +173,18 @@ func TestEspeakCancelKillsProcessGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	var shell, engine, feeder int
-	cancelAndWait(t, testCtx(t), func(ctx context.Context) error {
+	proctest.CancelAndWait(t, testCtx(t), func(ctx context.Context) error {
 		_, err := e.Synthesize(ctx, "hello")
 		return err
 	}, func() {
-		shell = waitForChild(t, os.Getpid(), "/bin/sh")
+		shell = proctest.WaitForChild(t, os.Getpid(), "/bin/sh")
 		// The real engine and what feeds it are the shell's children.
-		engine = waitForChild(t, shell, bin)
-		feeder = waitForChild(t, shell, sleep)
+		engine = proctest.WaitForChild(t, shell, bin)
+		feeder = proctest.WaitForChild(t, shell, sleep)
 	})
-	waitGone(t, shell)
-	waitGone(t, engine)
-	waitGone(t, feeder)
+	proctest.WaitGone(t, shell)
+	proctest.WaitGone(t, engine)
+	proctest.WaitGone(t, feeder)
 }
 
 func TestEspeakTimeout(t *testing.T) {

@@ -192,12 +192,12 @@ func TestOpenAICancel(t *testing.T) {
 		"reading body":   {Hang: true},
 	} {
 		s := fakellmtest.Start(t)
-		reached, headers := signal(), signal()
+		reached, headers := fakellmtest.Signal(), fakellmtest.Signal()
 		s.SetSpeech(func(fakellm.SpeechRequest) fakellm.SpeechReply {
-			notify(reached)
+			fakellmtest.Notify(reached)
 			return reply
 		})
-		e, err := New(openAIConfig(s.URL()), headersClient(t, headers))
+		e, err := New(openAIConfig(s.URL()), fakellmtest.HeadersClient(t, headers))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,9 +208,9 @@ func TestOpenAICancel(t *testing.T) {
 			errc <- err
 		}()
 		if reply.Hang {
-			waitFor(t, headers, name+": the response headers")
+			fakellmtest.WaitFor(t, headers, name+": the response headers")
 		} else {
-			waitFor(t, reached, name+": the request reaching the server")
+			fakellmtest.WaitFor(t, reached, name+": the request reaching the server")
 		}
 		cancel()
 		select {
@@ -218,10 +218,10 @@ func TestOpenAICancel(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("%s: err = %v, want context.Canceled", name, err)
 			}
-		case <-time.After(hangGuard):
-			t.Fatalf("%s: Synthesize did not return within %v of the cancel", name, hangGuard)
+		case <-time.After(fakellmtest.HangGuard):
+			t.Fatalf("%s: Synthesize did not return within %v of the cancel", name, fakellmtest.HangGuard)
 		}
-		waitDisconnect(t, s)
+		fakellmtest.WaitDisconnect(t, s)
 	}
 }
 
@@ -232,13 +232,13 @@ func TestOpenAICancel(t *testing.T) {
 func TestOpenAITimeout(t *testing.T) {
 	var s *fakellm.Server
 	for limit := 100 * time.Millisecond; ; limit *= 2 {
-		if limit > hangGuard {
+		if limit > fakellmtest.HangGuard {
 			t.Fatalf("no request reached the server within tts.timeout, up to %v", limit/2)
 		}
 		s = fakellmtest.Start(t)
-		reached := signal()
+		reached := fakellmtest.Signal()
 		s.SetSpeech(func(fakellm.SpeechRequest) fakellm.SpeechReply {
-			notify(reached)
+			fakellmtest.Notify(reached)
 			return fakellm.SpeechReply{Hang: true}
 		})
 		cfg := openAIConfig(s.URL())
@@ -249,7 +249,7 @@ func TestOpenAITimeout(t *testing.T) {
 		}
 		select {
 		case <-reached:
-			waitDisconnect(t, s)
+			fakellmtest.WaitDisconnect(t, s)
 		default:
 			t.Logf("the request had not reached the server when tts.timeout (%v) ended it; trying %v", limit, 2*limit)
 			continue

@@ -16,11 +16,12 @@ import (
 
 // TestCancelKillsGroup runs a shell that does not exec its child, the way
 // wrapper scripts often look. Killing only the shell would orphan sleep,
-// which would keep the output pipe open until WaitDelay.
+// which would keep the output pipe open until WaitDelay and outlive the
+// hang guard of WaitGone, which then fails the test.
 func TestCancelKillsGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := proc.Command(ctx, "/bin/sh", "-c", "sleep 30; echo done")
+	cmd := proc.Command(ctx, "/bin/sh", "-c", "sleep 3600; echo done")
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.WaitDelay = 5 * time.Second
@@ -30,16 +31,12 @@ func TestCancelKillsGroup(t *testing.T) {
 	shell := proctest.WaitForChild(t, os.Getpid(), "/bin/sh")
 	sleep := proctest.WaitForChild(t, shell, "sleep")
 	cancel()
-	began := time.Now()
 	err := cmd.Wait()
 	if !errors.Is(ctx.Err(), context.Canceled) || err == nil {
 		t.Errorf("Wait = %v after the cancel, want the kill", err)
 	}
-	if d := time.Since(began); d > time.Second {
-		t.Errorf("Wait returned %v after the cancel: the orphan held the pipe", d)
-	}
-	proctest.WaitGone(t, shell, 30*time.Second)
-	proctest.WaitGone(t, sleep, 30*time.Second)
+	proctest.WaitGone(t, shell)
+	proctest.WaitGone(t, sleep)
 }
 
 // TestCancelAfterExit checks that a cancel after the command ended is not

@@ -4,15 +4,11 @@
 package proctest
 
 import (
-	"context"
-	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // LookPath returns the path of a binary the test needs, from the Debian
@@ -81,80 +77,4 @@ func Children(parent int, bin string) []int {
 		}
 	}
 	return pids
-}
-
-// WaitForChild waits until parent has exactly one live child bin, and
-// returns its pid.
-func WaitForChild(tb testing.TB, parent int, bin string) int {
-	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if pids := Children(parent, bin); len(pids) == 1 {
-			return pids[0]
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	tb.Fatalf("no child process %s of process %d appeared", bin, parent)
-	return 0
-}
-
-// WaitGone waits until pid no longer runs. A zombie counts as gone: it is
-// dead, and its reaping is up to its parent (init, for an orphan).
-func WaitGone(tb testing.TB, pid int, within time.Duration) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		p, ok := readProc(pid)
-		if !ok || p.state == "Z" {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Errorf("process %d (%s) still running, state %s", pid, p.argv0, p.state)
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// Wrapper writes a shell script that runs bin with its arguments without
-// exec'ing it, the way distribution wrappers often look, and returns its
-// path. Under it the real program is a grandchild: killing only the shell
-// would orphan it.
-func Wrapper(tb testing.TB, bin string) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), filepath.Base(bin)+"-wrapper")
-	script := "#!/bin/sh\n" + bin + " \"$@\"\necho done >&2\n"
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	return path
-}
-
-// Cancel calls run in the background with a context derived from ctx,
-// waits for ready to return (it waits until the processes under test run),
-// cancels, and checks that run then returns context.Canceled within a
-// second. Longer means something the cancel did not kill held run's output
-// pipes open, and Wait waited for WaitDelay.
-func Cancel(tb testing.TB, ctx context.Context, run func(context.Context) error, ready func()) {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- run(ctx) }()
-	ready()
-	cancel()
-	began := time.Now()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			tb.Errorf("err = %v, want context.Canceled", err)
-		}
-		if d := time.Since(began); d > time.Second {
-			tb.Errorf("returned %v after the cancel", d)
-		} else {
-			tb.Logf("returned %v after the cancel", d)
-		}
-	case <-time.After(10 * time.Second):
-		tb.Fatal("did not return after the cancel")
-	}
 }
