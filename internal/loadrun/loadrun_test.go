@@ -82,7 +82,7 @@ func TestLaunchWaitStop(t *testing.T) {
 	if !strings.HasPrefix(k.URL, "ws://127.0.0.1:") || !IsLoopback(k.URL) {
 		t.Errorf("URL %q", k.URL)
 	}
-	if u := ReadUsage(k.PID); u.RSS <= 0 || u.HWM < u.RSS {
+	if u := ReadUsage(k.PID); u.RSS <= 0 || u.HWM < u.RSS || u.Anon <= 0 || u.File <= 0 || u.Anon+u.File > u.RSS {
 		t.Errorf("usage of the running koe: %+v", u)
 	}
 	exit := k.Stop(30 * time.Second)

@@ -11,8 +11,11 @@ import (
 
 // Usage is what /proc says about a process.
 type Usage struct {
-	RSS, HWM int64         // KiB: resident now (VmRSS) and at the peak (VmHWM)
-	CPU      time.Duration // user + system time so far
+	RSS, HWM int64 // KiB: resident now (VmRSS) and at the peak (VmHWM)
+	// Anon and File split RSS (KiB): memory of the process's own, and
+	// pages of mapped files (koe's database) that are resident.
+	Anon, File int64
+	CPU        time.Duration // user + system time so far
 }
 
 // ReadUsage reads VmRSS, VmHWM (peak RSS) and CPU time of pid from /proc.
@@ -50,6 +53,10 @@ func ReadUsage(pid int) Usage {
 			m.RSS = v
 		case "VmHWM:":
 			m.HWM = v
+		case "RssAnon:":
+			m.Anon = v
+		case "RssFile:":
+			m.File = v
 		}
 	}
 	return m
