@@ -18,6 +18,7 @@ func echoScenario() scenario {
 		name:   "echo",
 		about:  `one message {"type":"xxx…"} whose type is 7 MiB long: how much of it comes back in the error, and goes into the log`,
 		figure: "bytes in the error frame",
+		format: "%.0f",
 		run:    runEcho,
 	}
 }

@@ -26,12 +26,12 @@ func fdScenario() scenario {
 		fileLimit:  true,
 		watchesKoe: true,
 		figure:     "connections held",
+		format:     "%.0f",
 		run:        runFD,
 	}
 }
 
 func runFD(ctx context.Context, e *env) outcome {
-	out := outcome{value: nan()}
 	conns := openRaw(ctx, e.koe.Addr(), fdConns)
 	closed := false
 	defer func() {
@@ -44,38 +44,36 @@ func runFD(ctx context.Context, e *env) outcome {
 	case <-ctx.Done():
 	}
 	c := conns.counts()
-	out.value = float64(c.held)
-	out.text = fmt.Sprintf("fd limit %d: %d held, %d got 503, %d closed unanswered", e.o.fdLimit, c.held, c.refused503, c.closed)
+	counted := fmt.Sprintf("%d open, %d got 503, %d closed unanswered", c.held, c.refused503, c.closed)
 	if c.answered > 0 {
-		out.text += fmt.Sprintf(", %d other answers", c.answered)
+		counted += fmt.Sprintf(", %d other answers", c.answered)
 	}
 	if c.failed > 0 {
-		out.text += fmt.Sprintf(", %d failed to connect", c.failed)
+		counted += fmt.Sprintf(", %d failed to connect", c.failed)
 	}
-	out.text += "; healthz while held: " + e.probe(ctx)
-
+	during := e.probe(ctx)
 	conns.close()
 	closed = true
-	if !e.koe.Running() {
-		out.text += "; KOE EXITED: " + e.koe.ExitStatus()
-		return out
-	}
-	start := time.Now()
-	again, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if _, err := e.waitSessions(again, func(int) bool { return true }); err != nil && !e.koe.Running() {
-		out.text += "; healthz after they left: none, koe exited"
-	} else if err != nil {
-		out.text += "; healthz after they left: " + short(err)
-	} else {
-		out.text += fmt.Sprintf("; healthz after they left: ok in %.1f s", time.Since(start).Seconds())
-	}
+
+	after := "none"
 	if e.koe.Running() {
-		out.text += "; koe running"
-	} else {
-		out.text += "; KOE EXITED: " + e.koe.ExitStatus()
+		start := time.Now()
+		again, cancel := context.WithTimeout(ctx, 15*time.Second)
+		_, err := e.waitSessions(again, func(int) bool { return true })
+		cancel()
+		if err == nil {
+			after = fmt.Sprintf("ok in %.1f s", time.Since(start).Seconds())
+		} else if e.koe.Running() {
+			after = short(err)
+		}
 	}
-	return out
+	if !e.koe.Running() {
+		// What a dying koe still held says nothing: it is the figure's gap.
+		return outcome{value: nan(), text: fmt.Sprintf("fd limit %d: KOE EXITED (%s); %d s in: %s; healthz while they were open: %s",
+			e.o.fdLimit, e.koe.ExitStatus(), int(fdSettle.Seconds()), counted, during)}
+	}
+	return outcome{value: float64(c.held), text: fmt.Sprintf("fd limit %d: %s; healthz while they were open: %s, after they left: %s; koe running",
+		e.o.fdLimit, counted, during, after)}
 }
 
 // probe asks /healthz once and says how it went.

@@ -31,9 +31,10 @@ type scenario struct {
 	watchesKoe bool
 	// respond is the fake LLM; nil answers every request with a short reply.
 	respond func(fakellm.Request) fakellm.Reply
-	// figure names the number the summary of several runs gives a range for.
-	figure string
-	run    func(ctx context.Context, e *env) outcome
+	// figure names the number the summary of several runs gives a range
+	// for, and format prints it (default %.1f).
+	figure, format string
+	run            func(ctx context.Context, e *env) outcome
 }
 
 // setting is one configuration key, dotted ("server.max_connections").

@@ -35,6 +35,7 @@ func historyScenario() scenario {
 		config:  []setting{{"server.max_message_bytes", "16777216"}},
 		respond: fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("What a nice picture.")}),
 		figure:  "MiB largest frame",
+		format:  "%.2f",
 		run:     runHistory,
 	}
 }

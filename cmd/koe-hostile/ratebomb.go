@@ -22,6 +22,7 @@ func rateBombScenario() scenario {
 		about: fmt.Sprintf("%d sessions at once, each declaring its own sample rate (44057+2i, and %d supported ones) "+
 			"and sending one 90-byte PCM frame: the resampler filters koe builds", rateBombSessions, len(supportedRates)),
 		figure: "sessions refused",
+		format: "%.0f",
 		run:    runRateBomb,
 	}
 }

@@ -18,6 +18,7 @@ func shutdownScenario() scenario {
 		about: fmt.Sprintf("%d idle TCP connections and %d idle WebSockets, then SIGTERM: how long koe takes to exit",
 			shutdownRaw, shutdownSockets),
 		figure:     "s to exit",
+		format:     "%.2f",
 		watchesKoe: true,
 		run:        runShutdown,
 	}

@@ -32,7 +32,7 @@ func (t *table) row(name string, r result) {
 // summarise gives the spread of several runs of each scenario.
 func summarise(chosen []scenario, results [][]result) {
 	fmt.Printf("over %d runs (min–max):\n", len(results[0]))
-	fmt.Printf("%-10s %-16s %-16s %-16s  %s\n", "scenario", "RSS before", "peak", "after", "figure")
+	fmt.Printf("%-10s %-18s %-18s %-18s %s\n", "scenario", "RSS before", "peak", "after", "figure")
 	for i, s := range chosen {
 		var before, peak, after, figure []float64
 		missing := 0
@@ -46,11 +46,15 @@ func summarise(chosen []scenario, results [][]result) {
 			}
 			figure = append(figure, r.value)
 		}
-		fig := spread(figure, "%.1f") + " " + s.figure
+		format := s.format
+		if format == "" {
+			format = "%.1f"
+		}
+		fig := spread(figure, format) + " " + s.figure
 		if missing > 0 {
 			fig += fmt.Sprintf(" (none in %d runs)", missing)
 		}
-		fmt.Printf("%-10s %-16s %-16s %-16s  %s\n", s.name, spread(before, "%.1f")+" MiB", spread(peak, "%.1f")+" MiB", spread(after, "%.1f")+" MiB", fig)
+		fmt.Printf("%-10s %-18s %-18s %-18s %s\n", s.name, spreadMiB(before), spreadMiB(peak), spreadMiB(after), fig)
 	}
 }
 
@@ -59,6 +63,13 @@ func appendKiB(to []float64, kib int64) []float64 {
 		return to
 	}
 	return append(to, float64(kib)/1024)
+}
+
+func spreadMiB(v []float64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	return spread(v, "%.1f") + " MiB"
 }
 
 func spread(v []float64, format string) string {
