@@ -17,20 +17,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"koe/internal/fakellm"
+	"koe/internal/loadrun"
 )
 
 const defaultReply = "Sure, I can help with that. Let me think about it for a moment. " +
@@ -94,7 +89,7 @@ func run() error {
 	for _, e := range firstN(dialErrs, 3) {
 		fmt.Println("  connect error:", e)
 	}
-	memBefore := readMemory(o.pid)
+	memBefore := loadrun.ReadUsage(o.pid)
 
 	results := make([]result, len(sessions))
 	var wg sync.WaitGroup
@@ -108,7 +103,7 @@ func run() error {
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	memAfter := readMemory(o.pid)
+	memAfter := loadrun.ReadUsage(o.pid)
 	for _, s := range sessions {
 		_ = s.ws.Close()
 	}
@@ -118,18 +113,7 @@ func run() error {
 
 // checkLoopback refuses any target that is not on this machine.
 func checkLoopback(raw string) error {
-	host := raw
-	if i := strings.Index(host, "://"); i >= 0 {
-		host = host[i+3:]
-	}
-	host, _, _ = strings.Cut(host, "/")
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
+	if loadrun.IsLoopback(raw) {
 		return nil
 	}
 	return fmt.Errorf("refusing to load %s: koe-load only targets loopback addresses", raw)
@@ -138,80 +122,36 @@ func checkLoopback(raw string) error {
 // startKoe starts the fake LLM and a koe wired to it, on free loopback ports.
 func startKoe(ctx context.Context, o *options) (func(), error) {
 	interval := time.Duration(float64(time.Second) / o.tps)
-	llm, err := fakellm.Start("127.0.0.1:0", fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(o.reply), Interval: interval}))
-	if err != nil {
-		return nil, fmt.Errorf("start fake LLM: %w", err)
+	conf := ""
+	if o.koeConf == "" {
+		conf = "log_level: warn\n"
 	}
-	llm.SetRecording(false)
-	port, err := freePort()
+	k, err := loadrun.Launch(ctx, loadrun.Options{
+		Bin:        o.koeBin,
+		Respond:    fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(o.reply), Interval: interval}),
+		ConfigFile: o.koeConf,
+		Config:     conf,
+		TempPrefix: "koe-load-",
+		KeepLog:    o.keepLog,
+	})
 	if err != nil {
-		_ = llm.Close()
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "koe-load-")
-	if err != nil {
-		_ = llm.Close()
-		return nil, err
-	}
-	conf := o.koeConf
-	if conf == "" {
-		conf = filepath.Join(dir, "conf.yaml")
-		if err := os.WriteFile(conf, []byte("log_level: warn\n"), 0o600); err != nil {
-			_ = llm.Close()
-			return nil, err
-		}
-	}
-	cmd := exec.CommandContext(ctx, o.koeBin, "-config", conf, "-data", dir, "-port", strconv.Itoa(port))
-	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+llm.URL(), "KOE_LLM_MODEL="+fakellm.ModelID, "OPENAI_API_KEY=load")
-
-	logFile, err := os.Create(filepath.Join(dir, "koe.log"))
-	if err != nil {
-		_ = llm.Close()
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if o.keepLog {
-		fmt.Println("koe's log:", logFile.Name())
+		fmt.Println("koe's log:", k.LogPath)
 	}
-	if err := cmd.Start(); err != nil {
-		_ = llm.Close()
-		return nil, fmt.Errorf("start koe: %w", err)
-	}
-	o.pid = cmd.Process.Pid
-	o.url = fmt.Sprintf("ws://127.0.0.1:%d/client-ws", port)
+	o.pid = k.PID
+	o.url = k.URL
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		_ = llm.Close()
-		if !o.keepLog {
-			_ = os.RemoveAll(dir)
-		}
+		k.Stop(0)
+		k.Close()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("koe did not start listening on port %d (see its log)", port)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := k.WaitListening(10 * time.Second); err != nil {
+		stop()
+		return nil, err
 	}
 	fmt.Printf("started koe (pid %d) on %s with a fake LLM at %.0f tokens/s\n", o.pid, o.url, o.tps)
 	return stop, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 type session struct {
@@ -320,51 +260,7 @@ func (s *session) turn(text string, timeout time.Duration) result {
 	}
 }
 
-type memory struct {
-	rss, hwm int64         // KiB
-	cpu      time.Duration // user + system time so far
-}
-
-// readMemory reads VmRSS, VmHWM (peak RSS) and CPU time of pid from /proc.
-func readMemory(pid int) memory {
-	var m memory
-	if pid <= 0 {
-		return m
-	}
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// Fields after the parenthesised command name; utime and stime
-		// are the 14th and 15th fields, in clock ticks (100 per second
-		// on Linux).
-		if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
-			f := strings.Fields(string(stat)[i+1:])
-			if len(f) > 12 {
-				u, _ := strconv.ParseInt(f[11], 10, 64)
-				s, _ := strconv.ParseInt(f[12], 10, 64)
-				m.cpu = time.Duration(u+s) * 10 * time.Millisecond
-			}
-		}
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return m
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			m.rss = v
-		case "VmHWM:":
-			m.hwm = v
-		}
-	}
-	return m
-}
-
-func report(o options, results []result, dialErrs []error, wall time.Duration, before, after memory) {
+func report(o options, results []result, dialErrs []error, wall time.Duration, before, after loadrun.Usage) {
 	var first, total []time.Duration
 	var errs []error
 	for _, r := range results {
@@ -383,8 +279,8 @@ func report(o options, results []result, dialErrs []error, wall time.Duration, b
 	printDist("turn time (to chain-end)", total)
 	if o.pid > 0 {
 		fmt.Printf("koe memory (pid %d): RSS %.1f MiB with %d idle sessions, %.1f MiB after the turns, peak %.1f MiB\n",
-			o.pid, float64(before.rss)/1024, len(results), float64(after.rss)/1024, float64(after.hwm)/1024)
-		busy := after.cpu - before.cpu
+			o.pid, float64(before.RSS)/1024, len(results), float64(after.RSS)/1024, float64(after.HWM)/1024)
+		busy := after.CPU - before.CPU
 		fmt.Printf("koe CPU during the turns: %s (%.0f%% of one core over the wall time)\n",
 			busy, 100*busy.Seconds()/wall.Seconds())
 	}

@@ -1,0 +1,14 @@
+package main
+
+// scenarios lists every scenario, in the order they run.
+func scenarios() []scenario {
+	return []scenario{
+		idleScenario(),
+		rateBombScenario(),
+		endlessScenario(),
+		historyScenario(),
+		echoScenario(),
+		fdScenario(),
+		shutdownScenario(),
+	}
+}
