@@ -196,6 +196,9 @@ func (a *Agent) Memory() []Message {
 
 // AddUser starts a turn with the user's message and its images.
 func (a *Agent) AddUser(text string, images ...Image) {
+	a.mu.Lock()
+	a.dropImageBytesLocked()
+	a.mu.Unlock()
 	a.add(Message{Role: RoleUser, Content: text, Images: images, Time: a.opts.Now()})
 }
 
@@ -205,7 +208,35 @@ func (a *Agent) AddAssistant(text string, interrupted bool) {
 	a.add(Message{Role: RoleAssistant, Content: text, Interrupted: interrupted, Time: a.opts.Now()})
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.dropImageBytesLocked()
 	a.scheduleLocked()
+}
+
+// dropImageBytesLocked forgets the bytes of the images of finished turns.
+// Only the turn they arrived with sends them (an earlier turn gets a note),
+// and the history store keeps its own copy, so holding them would only
+// cost memory: megabytes per image, for as long as the session lives.
+// Each message gets a new slice: a caller may still hold the old one.
+func (a *Agent) dropImageBytesLocked() {
+	for i, m := range a.msgs {
+		if !hasImageBytes(m.Images) {
+			continue
+		}
+		kept := make([]Image, len(m.Images))
+		for j, img := range m.Images {
+			kept[j] = Image{Source: img.Source, MimeType: img.MimeType}
+		}
+		a.msgs[i].Images = kept
+	}
+}
+
+func hasImageBytes(images []Image) bool {
+	for _, img := range images {
+		if img.Data != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *Agent) add(m Message) {

@@ -537,6 +537,40 @@ func TestContextImagesWithPersonaAndReminder(t *testing.T) {
 	}
 }
 
+// Once its turn is over, an image's bytes leave the agent's memory: they
+// are never sent again, and a session that shares many images would
+// otherwise hold megabytes for each. What the caller got before keeps them.
+func TestFinishedTurnDropsImageBytes(t *testing.T) {
+	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"A cat."}}))
+	opts := testOptions(clientFor(s), persona)
+	opts.Vision = true
+	a := agent.New(opts)
+	t.Cleanup(a.Close)
+	img := agent.Image{Source: "camera", MimeType: "image/png", Data: "iVBORw0KGgo="}
+	a.AddUser("what is this?", img)
+	before := a.Memory()
+	if got := before[0].Images; len(got) != 1 || got[0] != img {
+		t.Fatalf("during the turn the memory holds %+v, want the image", got)
+	}
+	a.AddAssistant("A cat.", false)
+	after := a.Memory()
+	want := agent.Image{Source: "camera", MimeType: "image/png"}
+	if got := after[0].Images; len(got) != 1 || got[0] != want {
+		t.Errorf("after the turn the memory holds %+v, want %+v", got, want)
+	}
+	if before[0].Images[0] != img {
+		t.Errorf("the copy taken during the turn changed to %+v", before[0].Images[0])
+	}
+
+	// A turn that never got its reply (an error) loses them when the next
+	// one starts.
+	a.AddUser("and this?", img)
+	a.AddUser("hello?")
+	if got := a.Memory()[2].Images; len(got) != 1 || got[0] != want {
+		t.Errorf("after an unanswered turn the memory holds %+v, want %+v", got, want)
+	}
+}
+
 // In a tool cycle the reminder stays the last message, after the results.
 func TestContextReminderAfterToolResults(t *testing.T) {
 	a, s := newAgent(t, persona, fakellm.Reply{Tokens: []string{"ok"}})
