@@ -38,3 +38,10 @@ func (a *Agent) SetCalibration(c float64) {
 	defer a.mu.Unlock()
 	a.calibration = c
 }
+
+// CachedText reports the entries and bytes in t's count cache.
+func (t *Tokenizer) CachedText() (entries, bytes int) {
+	t.enc.mu.Lock()
+	defer t.enc.mu.Unlock()
+	return len(t.enc.counts), t.enc.bytes
+}

@@ -85,11 +85,18 @@ type tokenEncoding struct {
 	// unchanged since the previous request. Bounded: cleared when full.
 	mu     sync.Mutex
 	counts map[string]int
+	bytes  int // the length of the texts in counts
+	// maxBytes bounds bytes (countCacheBytes; smaller in tests).
+	maxBytes int
 }
 
-// countCacheSize bounds the remembered counts per encoding (a few MB of
-// message text at most).
-const countCacheSize = 8192
+// countCacheSize and countCacheBytes bound the remembered counts per
+// encoding: entries, and the bytes of text they keep (a few long pasted
+// texts must not pin hundreds of megabytes after their sessions left).
+const (
+	countCacheSize  = 8192
+	countCacheBytes = 8 << 20
+)
 
 // countCacheMin is the shortest text worth remembering: below it, looking
 // up costs about as much as counting.
@@ -161,11 +168,20 @@ func (t *Tokenizer) Count(text string) int {
 		return n
 	}
 	n, _ = t.countChunked(text, maxTokenChunk)
-	e.mu.Lock()
-	if e.counts == nil || len(e.counts) >= countCacheSize {
-		e.counts = make(map[string]int, 256)
+	if len(text) > t.enc.maxBytes/8 {
+		return n // rare, and counting it again costs little beside its size
 	}
-	e.counts[text] = n
+	// The key is a copy: text may be a slice of something much larger.
+	key := strings.Clone(text)
+	e.mu.Lock()
+	if e.counts == nil || len(e.counts) >= countCacheSize || e.bytes+len(key) > e.maxBytes {
+		e.counts = make(map[string]int, 256)
+		e.bytes = 0
+	}
+	if _, ok := e.counts[key]; !ok {
+		e.counts[key] = n
+		e.bytes += len(key)
+	}
 	e.mu.Unlock()
 	return n
 }
@@ -366,7 +382,7 @@ func sharedTokenEncoding(name string) (*tokenEncoding, error) {
 			slog.Error("token counting degraded", "err", e.err)
 			return
 		}
-		e.enc = &tokenEncoding{name: name, tk: tk}
+		e.enc = &tokenEncoding{name: name, tk: tk, maxBytes: countCacheBytes}
 	})
 	return e.enc, e.err
 }

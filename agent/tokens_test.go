@@ -418,3 +418,33 @@ func TestCountCache(t *testing.T) {
 		t.Fatalf("%d remembered counts, bound is %d", n, countCacheSize)
 	}
 }
+
+// The count cache is bounded by the text it keeps, not only by entries:
+// long pasted texts must not pin memory after their sessions are gone.
+func TestCountCacheIsBoundedInBytes(t *testing.T) {
+	const bound = 64 << 10
+	shared := NewTokenizer("gpt-4o").enc
+	tok := &Tokenizer{enc: &tokenEncoding{name: shared.name, tk: shared.tk, maxBytes: bound}}
+	// Texts a little under an eighth of the bound are cached; eleven of
+	// them are more than the bound.
+	size := bound/8 - 1024
+	for i := range 11 {
+		text := fmt.Sprintf("%d ", i) + strings.Repeat("hello world ", size/12)
+		if n := tok.Count(text); n < size/12 {
+			t.Fatalf("text %d counted %d tokens", i, n)
+		}
+		if _, bytes := tok.CachedText(); bytes > bound {
+			t.Fatalf("after text %d the cache keeps %d bytes of text, over %d", i, bytes, bound)
+		}
+	}
+	// A text larger than that is counted but never kept.
+	before, _ := tok.CachedText()
+	tok.Count(strings.Repeat("big ", bound/4/4+1))
+	if after, _ := tok.CachedText(); after > before {
+		t.Errorf("the cache grew from %d to %d entries with a text over the bound", before, after)
+	}
+	// The real encodings have the real bound.
+	if shared.maxBytes != countCacheBytes {
+		t.Errorf("a shared encoding keeps up to %d bytes, want %d", shared.maxBytes, countCacheBytes)
+	}
+}

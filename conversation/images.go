@@ -15,7 +15,14 @@ import (
 // ErrBadImage wraps every image the client sent that koe refuses.
 var ErrBadImage = errors.New("bad image")
 
-var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/webp": true, "image/gif": true}
+// imageTypes maps each accepted type to its constant name: the type taken
+// from a data URL is a slice of that URL, and keeping it would keep the
+// whole image in memory long after its bytes were let go.
+var imageTypes = map[string]string{"image/jpeg": "image/jpeg", "image/png": "image/png", "image/webp": "image/webp", "image/gif": "image/gif"}
+
+// imageSources are the sources a client may name, as constants (see
+// imageTypes); any other becomes "upload".
+var imageSources = map[string]string{"camera": "camera", "screen": "screen", "clipboard": "clipboard", "upload": "upload"}
 
 // validateImages checks what a client attached (count, type, encoding,
 // size, and that the bytes really are the image type they claim) and
@@ -43,9 +50,11 @@ func validateImages(in []protocol.Image, cfg Config) ([]agent.Image, error) {
 			}
 			mime, data = declared, payload
 		}
-		if !imageTypes[mime] {
+		canonical, ok := imageTypes[mime]
+		if !ok {
 			return nil, fmt.Errorf("%w %d: type %q is not supported (use JPEG, PNG, WebP or GIF)", ErrBadImage, i+1, quote.Shorten(mime, 40))
 		}
+		mime = canonical
 		if base64.StdEncoding.DecodedLen(len(data)) > cfg.MaxImageBytes+3 {
 			return nil, fmt.Errorf("%w %d: larger than %d bytes (conversation.max_image_bytes)", ErrBadImage, i+1, cfg.MaxImageBytes)
 		}
@@ -59,10 +68,8 @@ func validateImages(in []protocol.Image, cfg Config) ([]agent.Image, error) {
 		if sniffed := http.DetectContentType(raw); sniffed != mime {
 			return nil, fmt.Errorf("%w %d: declared %s but the bytes are %s", ErrBadImage, i+1, mime, sniffed)
 		}
-		source := img.Source
-		switch source {
-		case "camera", "screen", "clipboard", "upload":
-		default:
+		source, ok := imageSources[img.Source]
+		if !ok {
 			source = "upload"
 		}
 		out = append(out, agent.Image{Source: source, MimeType: mime, Data: data})

@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"koe/protocol"
 )
@@ -58,5 +59,24 @@ func TestValidateImages(t *testing.T) {
 		if !errors.Is(err, ErrBadImage) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want ErrBadImage mentioning %q", name, err, tc.want)
 		}
+	}
+}
+
+// An image's type and source must not be slices of the data URL they came
+// in: the agent keeps them after it lets the bytes go, and a slice would
+// keep the whole picture in memory for the rest of the session.
+func TestValidatedImageHoldsNoSliceOfTheData(t *testing.T) {
+	url := "data:image/png;base64," + tinyPNG(t)
+	got, err := validateImages([]protocol.Image{{Source: "camera", Data: url}}, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := uintptr(unsafe.Pointer(unsafe.StringData(url)))
+	inside := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return s != "" && p >= start && p < start+uintptr(len(url))
+	}
+	if img := got[0]; inside(img.MimeType) || inside(img.Source) {
+		t.Errorf("the validated image's type %q or source %q points into the data URL", img.MimeType, img.Source)
 	}
 }
