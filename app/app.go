@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"koe/agent"
@@ -47,6 +48,11 @@ type Main struct {
 	// The start-up probe of the LLM runs in the background; Close stops it.
 	stopProbe context.CancelFunc
 	probed    chan struct{}
+
+	// Close shuts down once; callers after the first (a signal and a
+	// deferred Close, say) get its result.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // probeTimeout bounds the start-up check of the LLM server.
@@ -115,7 +121,7 @@ func (m *Main) Open() error {
 	}
 	m.ln = ln
 	m.served = make(chan error, 1)
-	srv := m.server // Close may clear m.server while Serve starts
+	srv := m.server
 	go func() { m.served <- srv.Serve(ln) }()
 	m.probeLLM(cfg.Character.LLM)
 	m.Logger.Info("koe is listening",
@@ -156,6 +162,11 @@ func (m *Main) Done() <-chan error { return m.served }
 // connections, running turns cancelled and persisted, sockets closed, the
 // database closed last.
 func (m *Main) Close() error {
+	m.closeOnce.Do(func() { m.closeErr = m.shutdown() })
+	return m.closeErr
+}
+
+func (m *Main) shutdown() error {
 	if m.server == nil {
 		return nil
 	}
@@ -173,6 +184,5 @@ func (m *Main) Close() error {
 		err = errors.Join(err, fmt.Errorf("close database: %w", cerr))
 	}
 	m.Logger.Info("koe stopped", "took", time.Since(start).Round(time.Millisecond))
-	m.server = nil
 	return err
 }
