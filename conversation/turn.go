@@ -274,6 +274,9 @@ func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
 			FirstPieceMaxWords:  cfg.FirstPieceMaxWords,
 			MaxPieceRunes:       cfg.MaxPieceChars,
 			Emotions:            c.emotions,
+			// Speech starts as soon as a piece is certain to be over,
+			// not one token later.
+			CutAtDeltaEnd: true,
 		}),
 		speaker: newSpeaker(s, t, c, cfg.SpeechConcurrency),
 	}

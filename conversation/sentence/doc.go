@@ -3,10 +3,10 @@
 // starts early.
 //
 // The pieces cover the stream exactly: their Display texts, concatenated,
-// give back every byte that was pushed, whatever the deltas looked like, and
-// the pieces do not depend on where the deltas were cut. Whitespace after a
-// sentence end stays with that sentence, as the OLV chat bubble joins pieces
-// as sent.
+// give back every byte that was pushed, whatever the deltas looked like.
+// Without CutAtDeltaEnd the pieces do not depend on where the deltas were
+// cut, and whitespace after a sentence end stays with that sentence (the
+// OLV chat bubble joins pieces as sent).
 //
 // Each rune is looked at once, when it arrives, and the speech text is built
 // during the same pass: a delta costs time in proportion to its length,
@@ -54,6 +54,30 @@
 //     piece. Speech is cleaned as for any cut: an aside or emphasis open at
 //     the cut stays open in the next piece. A think tag is never split, so
 //     a piece holds at most max(MaxPieceRunes, 8) runes.
+//
+// # Cutting at a delta's end
+//
+// Most ends are only known for sure once the next rune is seen: "3." may be
+// "3.5", and the whitespace after "Hello." belongs to its piece. With
+// CutAtDeltaEnd, a piece whose end is not in doubt is handed out at the end
+// of the delta that completes it, one token sooner (33 ms at 30 tokens/s,
+// 100 ms at 10), and the whitespace after it opens the next piece instead.
+// The end is not in doubt after:
+//
+//   - whitespace following an end, and a newline;
+//   - 。！？… and the first piece's ，、；;
+//   - . ! or ? right after a word of letters that is not an abbreviation,
+//     an initial (other than "I") or "www", and ... (three dots or more);
+//   - the first piece's , or ; right after a word of letters.
+//
+// Anything else waits for the next delta as before: a number ("3." "1,"),
+// a mark inside a URL, closers after the mark (`"Fine."라고` goes on), a
+// '*' or '<' whose meaning the next rune decides, think blocks and code.
+// The same words are spoken either way, and a cut the whole stream would
+// not get can only fall at a delta's end (FuzzSplitter checks both). On
+// replies in English, Chinese, Japanese and Korean, cut into tokens as an
+// LLM streams them, it adds no wrong cut and hands out 49 of 55 pieces with
+// their last token instead of 2 (TestCorpusCuts).
 //
 // # What is spoken
 //

@@ -32,6 +32,7 @@ func FuzzSplitter(f *testing.F) {
 		}
 		want := splitBoth(t, New(opts), in, cuts)
 		checkPieces(t, in, want)
+		checkEager(t, opts, in, cuts, want)
 
 		opts.MaxPieceRunes = 1 + int(maxRunes%64)
 		got := splitBoth(t, New(opts), in, cuts)
@@ -54,6 +55,54 @@ func FuzzSplitter(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkEager checks CutAtDeltaEnd against the pieces without it (want):
+// the same words and emotions are spoken, and every cut is one of want's
+// or falls where a delta ended, which is the only place it may add one.
+// The first-piece options are the exception to the last rule: an early
+// cut ends the first piece sooner, so the cuts that only a first piece
+// gets (and those it spares, such as a newline's) fall elsewhere.
+func checkEager(t *testing.T, opts Options, in string, cuts []byte, want []Piece) {
+	t.Helper()
+	opts.CutAtDeltaEnd = true
+	s := New(opts)
+	var got []Piece
+	deltaEnds := map[int]bool{}
+	rest, at := in, 0
+	for i := 0; len(rest) > 0; i++ {
+		n := len(rest)
+		if len(cuts) > 0 {
+			n = min(n, 1+int(cuts[i%len(cuts)])%8)
+		}
+		got = s.Push(got, rest[:n])
+		rest, at = rest[n:], at+n
+		deltaEnds[at] = true
+	}
+	got = s.Flush(got)
+	checkPieces(t, in, got)
+	if g, w := spokenWords(got), spokenWords(want); g != w {
+		t.Fatalf("CutAtDeltaEnd speaks other words:\n got %q\nwant %q", g, w)
+	}
+	if g, w := allEmotions(got), allEmotions(want); !reflect.DeepEqual(g, w) {
+		t.Fatalf("CutAtDeltaEnd finds other emotions: %q, want %q", g, w)
+	}
+	if opts.FasterFirstResponse || opts.FirstPieceMaxWords > 0 {
+		return
+	}
+	wantEnds := map[int]bool{}
+	end := 0
+	for _, p := range want {
+		end += len(p.Display)
+		wantEnds[end] = true
+	}
+	end = 0
+	for i, p := range got {
+		end += len(p.Display)
+		if !wantEnds[end] && !deltaEnds[end] {
+			t.Fatalf("CutAtDeltaEnd: piece %d ends at byte %d, neither a cut without it nor a delta's end:\n got %#v\nwant %#v", i, end, got, want)
+		}
+	}
 }
 
 // splitBoth splits in whole, and again with the same splitter, reused, in

@@ -167,6 +167,81 @@ func classifyWord(word []byte, lineStart bool) wordKind {
 	return wordEnds
 }
 
+// isPlainWord reports whether word (opening quotes and brackets allowed
+// in front) is made of letters, with apostrophes and hyphens inside, and is
+// longer than one letter unless it is the pronoun "I" or a CJK character.
+// Digits, dots, slashes, colons and @ make it a number, an abbreviation, a
+// path, a URL or an address, where a period may not end a sentence.
+func isPlainWord(word []byte) bool {
+	word = stripOpeners(word)
+	letters := 0
+	for i, w := 0, 0; i < len(word); i += w {
+		var r rune
+		r, w = utf8.DecodeRune(word[i:])
+		switch {
+		case unicode.IsLetter(r):
+			letters++
+		case (r == '\'' || r == '’' || r == '-') && letters > 0 && i+w < len(word):
+		default:
+			return false
+		}
+	}
+	if letters == 1 {
+		r, _ := utf8.DecodeRune(word)
+		return r == 'I' || isCJK(r) || isHangul(r)
+	}
+	return letters > 1
+}
+
+// stripOpeners drops the quotes, brackets and emphasis marks word starts
+// with.
+func stripOpeners(word []byte) []byte {
+	for len(word) > 0 {
+		r, n := utf8.DecodeRune(word)
+		if !isOpener(r) {
+			break
+		}
+		word = word[n:]
+	}
+	return word
+}
+
+// isOpener reports whether r opens a quotation, a bracket or emphasis in
+// front of a word.
+func isOpener(r rune) bool {
+	switch r {
+	case '(', '"', '\'', '[', '*', '_', '“', '‘', '（', '「', '『', '«':
+		return true
+	}
+	return false
+}
+
+// dotRun counts the periods of a mark run (closers after it excluded).
+func dotRun(b []byte) int {
+	n := 0
+	for n < len(b) && b[n] == '.' {
+		n++
+	}
+	return n
+}
+
+// trailers is the length of the whitespace and emoji b starts with: what
+// follows a sentence end and would have joined it.
+func trailers(b []byte) int {
+	i := 0
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		if !isSpace(r) && !(r >= utf8.RuneSelf && isEmoji(r)) {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// equalFold reports whether b is s, ASCII case-insensitively.
+func equalFold(b []byte, s string) bool { return len(b) == len(s) && equalFoldPrefix(b, s) }
+
 // equalFoldPrefix reports whether b starts like s (ASCII case-insensitive),
 // comparing only as many bytes as both have.
 func equalFoldPrefix(b []byte, s string) bool {

@@ -20,6 +20,10 @@ type Options struct {
 	// reaches it with no cut of its own is cut after its last whitespace, or, with none
 	// (Chinese or Japanese text, one endless word), right there. 0 means no bound.
 	MaxPieceRunes int
+	// CutAtDeltaEnd hands a piece out as soon as a delta ends where the piece
+	// certainly ends, instead of when the next delta shows what follows (see
+	// "Cutting at a delta's end" in the package documentation).
+	CutAtDeltaEnd bool
 }
 
 // Piece is one cut of the stream.
@@ -147,7 +151,60 @@ func (s *Splitter) Push(dst []Piece, delta string) []Piece {
 		s.shift(s.start)
 	}
 	s.buf = append(s.buf, delta...)
-	return s.scan(dst, false)
+	dst = s.scan(dst, false)
+	if s.opts.CutAtDeltaEnd && s.pos == len(s.buf) && s.pos > s.start && s.endIsCertain() {
+		dst = s.emit(dst, s.pos)
+	}
+	return dst
+}
+
+// endIsCertain reports whether the piece ends where the scan stopped, at
+// the end of everything pushed, whatever comes next: what follows could
+// only be whitespace that would have joined it, or the next piece.
+func (s *Splitter) endIsCertain() bool {
+	if s.think || s.silent {
+		// Nothing to speak: no one waits for the piece, and the
+		// whitespace after "</think>" or a fence stays with it.
+		return false
+	}
+	if s.sp.pend != 0 {
+		return false // the next rune decides what a '*' or '<' means
+	}
+	switch s.st {
+	case cutPending, cutPendingMark:
+		return true
+	}
+	if s.sp.wordHasURL() {
+		return false // the mark may sit inside a URL, which goes on
+	}
+	switch s.st {
+	case cutMarkFull:
+		return true
+	case cutComma:
+		// The mark is the last byte: "Well," ends a first piece; "1," may
+		// be "1,000".
+		return isPlainWord(s.buf[max(s.wordStart, s.start) : s.pos-1])
+	case cutMarkASCII:
+		if s.markClose {
+			// `"Fine."` may go on: `"Fine."라고` quotes inside a sentence.
+			return false
+		}
+		word := s.buf[max(s.wordStart, s.start):s.markPos]
+		switch {
+		case s.markBang:
+			// "Why?" ends; "5!" may be a factorial, "http://x?" a URL.
+			return isPlainWord(word)
+		case !s.markDot:
+			// Dots: an ellipsis once there are three; fewer may be
+			// the start of one.
+			return dotRun(s.buf[s.markPos:s.pos]) >= 3
+		}
+		// One period, maybe with closers after it: certain after a plain
+		// word; after a number, an initial, an abbreviation, a domain or
+		// anything else the next bytes decide ("www." starts a URL).
+		return isPlainWord(word) && !equalFold(stripOpeners(word), "www") && classifyWord(s.buf[max(s.wordStart, s.start):s.markPos+1], false) == wordEnds
+	}
+	return false
 }
 
 // Flush ends the stream: appends whatever is left (if it is non-empty) and
@@ -326,6 +383,14 @@ func (s *Splitter) skipLetters(stop int) bool {
 		sp.out = append(sp.out, s.buf[s.pos:i]...)
 		sp.letters += i - s.pos
 		s.wordHasLetter = true
+		// The face rule looks at the runes before a parenthesis: "a:b(c"
+		// is no ":(".
+		if i-s.pos >= 2 {
+			sp.prev2 = rune(s.buf[i-2])
+		} else {
+			sp.prev2 = sp.prev
+		}
+		sp.prev = rune(s.buf[i-1])
 	}
 	s.prevCJK = false
 	s.runes += i - s.pos
@@ -444,8 +509,14 @@ func (s *Splitter) afterPeriod() cutState {
 	if !s.markDot || s.markClose {
 		return cutPendingMark
 	}
-	ws := max(s.wordStart, s.start)
-	switch classifyWord(s.buf[ws:s.markPos+1], s.wordLineStart || ws == s.start) {
+	ws, atStart := max(s.wordStart, s.start), s.wordLineStart
+	// A piece cut at a delta's end may start with the whitespace and
+	// emoji that would have joined the one before: a word right after
+	// them still opens the piece.
+	if lead := s.start + trailers(s.buf[s.start:s.markPos]); ws <= lead {
+		ws, atStart = lead, true
+	}
+	switch classifyWord(s.buf[ws:s.markPos+1], atStart) {
 	case wordAbbrev:
 		return cutNone
 	case wordEndsUnlessNumber:

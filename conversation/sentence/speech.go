@@ -260,6 +260,21 @@ func noSpaceBefore(r rune) bool {
 	return false
 }
 
+// wordHasURL reports whether the word being spoken holds a URL, which
+// may go on past a mark in it ("http://x.org/?q=1").
+func (sp *speech) wordHasURL() bool {
+	if !sp.inWord || !sp.urlHint {
+		return false
+	}
+	w := sp.out[sp.wordStart:]
+	for i := range w {
+		if (i == 0 || !asciiWord[w[i-1]]) && hasURLPrefix(w[i:]) {
+			return true
+		}
+	}
+	return false
+}
+
 // endWord completes the current word: a URL in it is not spoken (its
 // trailing punctuation is).
 func (sp *speech) endWord() {
