@@ -8,6 +8,7 @@ import (
 
 	"koe/agent"
 	"koe/internal/fakellm"
+	"koe/internal/fakellm/fakellmtest"
 	"koe/llm"
 )
 
@@ -20,16 +21,8 @@ const guard = 10 * time.Second
 // roles do not alternate: every request koe sends must pass.
 func startLLM(t *testing.T, respond func(fakellm.Request) fakellm.Reply) *fakellm.Server {
 	t.Helper()
-	s, err := fakellm.Start("127.0.0.1:0", respond)
-	if err != nil {
-		t.Fatalf("fakellm.Start: %v", err)
-	}
+	s := fakellmtest.StartWith(t, respond)
 	s.SetStrictRoles(true)
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("fakellm Close: %v", err)
-		}
-	})
 	return s
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"koe/agent"
 	"koe/internal/fakellm"
+	"koe/internal/fakellm/fakellmtest"
 	"koe/llm"
 )
 
@@ -22,16 +23,7 @@ const guard = 10 * time.Second
 
 func startLLM(t *testing.T, respond func(fakellm.Request) fakellm.Reply) *fakellm.Server {
 	t.Helper()
-	s, err := fakellm.Start("127.0.0.1:0", respond)
-	if err != nil {
-		t.Fatalf("fakellm.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("fakellm Close: %v", err)
-		}
-	})
-	return s
+	return fakellmtest.StartWith(t, respond)
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -14,7 +14,13 @@ import (
 // port, closed at cleanup; a failing Close fails the test.
 func Start(t testing.TB) *fakellm.Server {
 	t.Helper()
-	s, err := fakellm.Start("127.0.0.1:0", nil)
+	return StartWith(t, nil)
+}
+
+// StartWith is Start with respond answering the chat requests.
+func StartWith(t testing.TB, respond func(fakellm.Request) fakellm.Reply) *fakellm.Server {
+	t.Helper()
+	s, err := fakellm.Start("127.0.0.1:0", respond)
 	if err != nil {
 		t.Fatal(err)
 	}
