@@ -15,6 +15,7 @@ import (
 
 	"koe/app"
 	"koe/config"
+	"koe/internal/pprofserve"
 )
 
 func main() {
@@ -63,11 +64,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	level.Set(configured)
 
 	if cl.pprofAddr != "" {
-		p, err := startPprof(cl.pprofAddr, logger)
+		p, err := pprofserve.Start("-pprof", cl.pprofAddr, logger)
 		if err != nil {
 			return err
 		}
-		defer p.stop()
+		defer p.Stop()
 	}
 
 	m := &app.Main{Config: cfg, Logger: logger, Getenv: getenv}
@@ -110,7 +111,7 @@ func loadConfig(args []string, stderr io.Writer, getenv func(string) string) (co
 		return config.Config{}, cl, fmt.Errorf("unexpected argument %q (settings go in the configuration file)", flags.Arg(0))
 	}
 	if cl.pprofAddr != "" {
-		if err := checkPprofAddr(cl.pprofAddr); err != nil {
+		if err := pprofserve.Check("-pprof", cl.pprofAddr); err != nil {
 			return config.Config{}, cl, err
 		}
 	}

@@ -85,8 +85,8 @@ func run() error {
 		"against the same fake LLM, and report koe / floor (needs -koe)")
 	flag.IntVar(&o.runs, "runs", 1, "measure this many times, each against a fresh koe (and floor), and report the spread")
 	flag.BoolVar(&o.tokens, "tokens", false, "offer koe's subprotocol ("+subprotocol+"), so that every LLM delta also arrives as a token frame")
-	flag.StringVar(&o.profileDir, "profile", "", "write koe's CPU profile of the turns and its allocation profiles before and after them to this directory "+
-		"(needs -koe; koe-load starts koe with -pprof on a loopback port)")
+	flag.StringVar(&o.profileDir, "profile", "", "write koe's (and with -baseline the floor's) CPU profile of the turns and its allocation profiles "+
+		"before and after them to this directory (needs -koe; koe-load starts koe with -pprof on a loopback port)")
 	flag.IntVar(&o.profileSec, "profile-seconds", 0, "length of the CPU profile in whole seconds; it must cover the turns (0: twice the reply's streaming time plus 3 s)")
 	flag.Parse()
 	if err := o.check(); err != nil {
@@ -189,8 +189,8 @@ func measureTarget(o options, name string, index int) (*measurement, error) {
 		return nil, err
 	}
 	var prof *profiler
-	if name == targetKoe && o.profileDir != "" {
-		prof = newProfiler(t.pprofAddr, o, index)
+	if o.profileDir != "" {
+		prof = newProfiler(t.pprofAddr, name, o, index)
 	}
 	m, err := measure(ctx, o, t, prof)
 	if err != nil {

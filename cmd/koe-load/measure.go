@@ -31,7 +31,7 @@ type measurement struct {
 
 // measure opens the sessions, runs one turn in each at the same moment and
 // reads the server's usage around the turns. prof, when not nil, takes
-// koe's profiles of the turns.
+// the server's profiles of the turns.
 func measure(ctx context.Context, o options, t target, prof *profiler) (*measurement, error) {
 	m := &measurement{name: t.name, pid: t.pid, n: o.n}
 	sessions, dialErrs := dialAll(o, t.url)
@@ -45,7 +45,7 @@ func measure(ctx context.Context, o options, t target, prof *profiler) (*measure
 	m.idle = loadrun.ReadUsage(t.pid)
 
 	if prof != nil {
-		if err := prof.snapshot(ctx, "allocs", "allocs-before"); err != nil {
+		if err := prof.snapshot(ctx, heapProfile, "heap-before"); err != nil {
 			return nil, err
 		}
 		if err := prof.startCPU(ctx); err != nil {
@@ -84,7 +84,7 @@ func measure(ctx context.Context, o options, t target, prof *profiler) (*measure
 	slices.Sort(m.total)
 
 	if prof != nil {
-		if err := prof.snapshot(ctx, "allocs", "allocs-after"); err != nil {
+		if err := prof.snapshot(ctx, heapProfile, "heap-after"); err != nil {
 			return nil, err
 		}
 		files, err := prof.finish(m.wall)
@@ -150,6 +150,11 @@ func (m *measurement) print() {
 	fmt.Printf("[%s] errors: %d of %d sessions\n", m.name, m.errors(), m.n)
 	for _, f := range m.profiles {
 		fmt.Printf("[%s] profile: %s\n", m.name, f)
+	}
+	if len(m.profiles) == 3 {
+		before, after, cpu := m.profiles[0], m.profiles[1], m.profiles[2]
+		fmt.Printf("[%s] read them with: go tool pprof -top -cum %s\n", m.name, cpu)
+		fmt.Printf("[%s]                 go tool pprof -sample_index=alloc_space -top -diff_base %s %s\n", m.name, before, after)
 	}
 }
 

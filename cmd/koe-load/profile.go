@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,23 +12,23 @@ import (
 	"time"
 )
 
-// profiler takes koe's profiles of one run through the -pprof listener
-// koe-load started koe with.
+// profiler takes the profiles of one server in one run through the -pprof
+// listener koe-load started it with.
 type profiler struct {
 	base    string // http://127.0.0.1:PORT/debug/pprof/
 	dir     string
-	prefix  string // koe-n100-run1
+	prefix  string // koe-n100-run1, floor-n100-run1
 	seconds int
 	http    *http.Client
 	cpuDone chan error // the CPU profile's download, once it ends
 	files   []string
 }
 
-func newProfiler(addr string, o options, index int) *profiler {
+func newProfiler(addr, name string, o options, index int) *profiler {
 	return &profiler{
 		base:    "http://" + addr + "/debug/pprof/",
 		dir:     o.profileDir,
-		prefix:  fmt.Sprintf("koe-n%d-run%d", o.n, index),
+		prefix:  fmt.Sprintf("%s-n%d-run%d", name, o.n, index),
 		seconds: o.profileSeconds(),
 		http:    &http.Client{},
 	}
@@ -37,7 +38,14 @@ func (p *profiler) path(name string) string {
 	return filepath.Join(p.dir, p.prefix+"-"+name+".pb.gz")
 }
 
-// snapshot saves koe's profile kind (allocs, heap…) as name.
+// heapProfile is the heap profile after a collection: the runtime
+// publishes allocations only at the end of a GC cycle, so without one a
+// snapshot misses what was allocated since the last. It holds the
+// allocations since the start (alloc_space, alloc_objects) as well as
+// what is in use.
+const heapProfile = "heap?gc=1"
+
+// snapshot saves the server's profile kind as name.
 func (p *profiler) snapshot(ctx context.Context, kind, name string) error {
 	if err := p.download(ctx, p.base+kind, p.path(name)); err != nil {
 		return err
@@ -75,11 +83,11 @@ func (p *profiler) download(ctx context.Context, url, path string) error {
 }
 
 // cpuProfiling is the frame of net/http/pprof that waits out a CPU
-// profile: koe is in it only after StartCPUProfile has succeeded.
+// profile: the server is in it only after StartCPUProfile has succeeded.
 const cpuProfiling = "net/http/pprof.sleep"
 
-// startCPU asks koe for a CPU profile of p.seconds and returns once koe is
-// profiling, which its goroutine dump shows.
+// startCPU asks for a CPU profile of p.seconds and returns once the server
+// is profiling, which its goroutine dump shows.
 func (p *profiler) startCPU(ctx context.Context) error {
 	p.cpuDone = make(chan error, 1)
 	url := fmt.Sprintf("%sprofile?seconds=%d", p.base, p.seconds)
@@ -102,7 +110,7 @@ func (p *profiler) startCPU(ctx context.Context) error {
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("koe did not start the CPU profile within 10 s")
+			return errors.New("the server did not start the CPU profile within 10 s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

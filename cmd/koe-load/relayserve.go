@@ -3,11 +3,13 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"koe/internal/loadrun/relay"
+	"koe/internal/pprofserve"
 )
 
 // relayServeFlag, as the first argument, makes this binary the floor that
@@ -21,8 +23,16 @@ const relayServeFlag = "-relay-serve"
 func relayServe(args []string) error {
 	fs := flag.NewFlagSet("koe-load "+relayServeFlag, flag.ContinueOnError)
 	port := fs.Int("port", 0, "port to listen on, on 127.0.0.1")
+	pprofAddr := fs.String("pprof", "", "serve Go's profiles on this loopback host:port (for -profile)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *pprofAddr != "" {
+		p, err := pprofserve.Start("-pprof", *pprofAddr, slog.Default())
+		if err != nil {
+			return err
+		}
+		defer p.Stop()
 	}
 	if *port < 1 || *port > 65535 {
 		return fmt.Errorf("-port %d: want a port between 1 and 65535", *port)

@@ -46,6 +46,15 @@ func startTarget(ctx context.Context, o options, name string) (target, error) {
 		lo.Config = textOnlyConfig
 	}
 	t := target{name: name}
+	var profileArgs []string
+	if o.profileDir != "" {
+		port, err := loadrun.FreePort()
+		if err != nil {
+			return t, err
+		}
+		t.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		profileArgs = []string{"-pprof", t.pprofAddr}
+	}
 	switch name {
 	case targetFloor:
 		self, err := os.Executable()
@@ -55,18 +64,11 @@ func startTarget(ctx context.Context, o options, name string) (target, error) {
 		lo.Bin = self
 		lo.TempPrefix = "koe-load-floor-"
 		lo.Args = func(port int, _, _ string) []string {
-			return []string{relayServeFlag, "-port", strconv.Itoa(port)}
+			return append([]string{relayServeFlag, "-port", strconv.Itoa(port)}, profileArgs...)
 		}
 	case targetKoe:
-		if o.profileDir != "" {
-			port, err := loadrun.FreePort()
-			if err != nil {
-				return t, err
-			}
-			t.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
-			lo.Args = func(port int, conf, dir string) []string {
-				return append(loadrun.KoeArgs(port, conf, dir), "-pprof", t.pprofAddr)
-			}
+		lo.Args = func(port int, conf, dir string) []string {
+			return append(loadrun.KoeArgs(port, conf, dir), profileArgs...)
 		}
 	}
 	k, err := loadrun.Launch(ctx, lo)
