@@ -97,7 +97,7 @@ func summarise(o options, runs []runResult) {
 				extra = append(extra, float64(r.koe.idle.RSS-r.floor.idle.RSS)/float64(r.koe.open))
 			}
 		}
-		fmt.Printf(row, "RSS idle - floor", withUnit(spread(extra, "%.1f"), "KiB per session"), "", "")
+		fmt.Printf(row, "(RSS idle gap) / N", withUnit(spread(extra, "%.1f"), "KiB (koe − floor, per session)"), "", "")
 	}
 }
 
