@@ -15,6 +15,7 @@ import (
 
 	"koe/app"
 	"koe/config"
+	"koe/internal/pprofserve"
 )
 
 func main() {
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 
-	cfg, err := loadConfig(args, stderr, getenv)
+	cfg, cl, err := loadConfig(args, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -61,6 +62,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		return err
 	}
 	level.Set(configured)
+
+	if cl.pprofAddr != "" {
+		p, err := pprofserve.Start("-pprof", cl.pprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer p.Stop()
+	}
 
 	m := &app.Main{Config: cfg, Logger: logger, Getenv: getenv}
 	if err := m.Open(); err != nil {
@@ -76,29 +85,42 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	return m.Close()
 }
 
+// commandLine holds the flags that are not configuration settings.
+type commandLine struct {
+	// pprofAddr serves net/http/pprof when set (loopback only).
+	pprofAddr string
+}
+
 // loadConfig reads the flags and the configuration they name.
-func loadConfig(args []string, stderr io.Writer, getenv func(string) string) (config.Config, error) {
+func loadConfig(args []string, stderr io.Writer, getenv func(string) string) (config.Config, commandLine, error) {
 	flags := flag.NewFlagSet("koe", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	configPath := flags.String("config", "conf.yaml", "YAML configuration file (missing = documented defaults)")
 	host := flags.String("host", "", "address to listen on (default from config: 127.0.0.1)")
 	port := flags.Int("port", 0, "port to listen on (default from config: 12393)")
 	dataDir := flags.String("data", "", "data directory holding koe.db (default from config: data)")
+	var cl commandLine
+	flags.StringVar(&cl.pprofAddr, "pprof", "", "serve Go's profiles (net/http/pprof) on this loopback host:port, e.g. 127.0.0.1:6060 (default off)")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return config.Config{}, err
+			return config.Config{}, cl, err
 		}
-		return config.Config{}, usageError{err}
+		return config.Config{}, cl, usageError{err}
 	}
 	if flags.NArg() > 0 {
-		return config.Config{}, fmt.Errorf("unexpected argument %q (settings go in the configuration file)", flags.Arg(0))
+		return config.Config{}, cl, fmt.Errorf("unexpected argument %q (settings go in the configuration file)", flags.Arg(0))
+	}
+	if cl.pprofAddr != "" {
+		if err := pprofserve.Check("-pprof", cl.pprofAddr); err != nil {
+			return config.Config{}, cl, err
+		}
 	}
 	explicit := map[string]bool{}
 	flags.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 
 	// Flags are applied before validation, so it judges the values koe
 	// will run with (and a flag can stand in for a bad value in the file).
-	return config.Load(*configPath, explicit["config"], getenv, func(cfg *config.Config) {
+	cfg, err := config.Load(*configPath, explicit["config"], getenv, func(cfg *config.Config) {
 		if explicit["host"] {
 			cfg.Server.Host = *host
 		}
@@ -109,4 +131,5 @@ func loadConfig(args []string, stderr io.Writer, getenv func(string) string) (co
 			cfg.DataDir = *dataDir
 		}
 	})
+	return cfg, cl, err
 }

@@ -55,17 +55,17 @@ func writeConf(t *testing.T, content string) string {
 // one rescues a bad value in the file.
 func TestFlagsAreValidated(t *testing.T) {
 	path := writeConf(t, "log_level: info\n")
-	_, err := loadConfig([]string{"-config", path, "-port", "70000"}, &bytes.Buffer{}, noEnv)
+	_, _, err := loadConfig([]string{"-config", path, "-port", "70000"}, &bytes.Buffer{}, noEnv)
 	if err == nil || !strings.Contains(err.Error(), "port") {
 		t.Errorf("-port 70000: error %v, want one about the port", err)
 	}
-	_, err = loadConfig([]string{"-config", path, "-data", ""}, &bytes.Buffer{}, noEnv)
+	_, _, err = loadConfig([]string{"-config", path, "-data", ""}, &bytes.Buffer{}, noEnv)
 	if err == nil || !strings.Contains(err.Error(), "data_dir") {
 		t.Errorf("-data '': error %v, want one about data_dir", err)
 	}
 
 	path = writeConf(t, "server:\n  port: 70000\n")
-	cfg, err := loadConfig([]string{"-config", path, "-port", "0", "-host", "::1"}, &bytes.Buffer{}, noEnv)
+	cfg, _, err := loadConfig([]string{"-config", path, "-port", "0", "-host", "::1"}, &bytes.Buffer{}, noEnv)
 	if err != nil {
 		t.Fatalf("-port 0 over port: 70000: %v", err)
 	}
@@ -76,11 +76,11 @@ func TestFlagsAreValidated(t *testing.T) {
 
 func TestBadCommandLine(t *testing.T) {
 	path := writeConf(t, "")
-	if _, err := loadConfig([]string{"-config", path, "extra"}, &bytes.Buffer{}, noEnv); err == nil {
+	if _, _, err := loadConfig([]string{"-config", path, "extra"}, &bytes.Buffer{}, noEnv); err == nil {
 		t.Error("an extra argument was accepted")
 	}
 	var out bytes.Buffer
-	_, err := loadConfig([]string{"-bogus"}, &out, noEnv)
+	_, _, err := loadConfig([]string{"-bogus"}, &out, noEnv)
 	var usage usageError
 	if !errors.As(err, &usage) || !strings.Contains(out.String(), "-bogus") {
 		t.Errorf("-bogus: error %v, output %q; want a usage error with the problem printed", err, out.String())

@@ -1,30 +1,32 @@
 // Command koe-load opens N WebSocket sessions against koe, runs one text
 // turn in each at the same moment and reports time to first audio, turn
-// time, errors and koe's memory.
+// time, errors and koe's memory and CPU.
 //
 // With -koe it starts koe itself (a built binary) against its own fake
 // OpenAI-compatible LLM streaming at -tps tokens per second, so the numbers
 // measure koe and nothing else. Without -koe it targets -url; pass -pid to
 // report that process's memory.
 //
+// With -baseline it also measures the floor: a bare relay in the same stack
+// (internal/loadrun/relay), started as a child process of this binary
+// against a fake LLM of its own at the same speed, with the same N. Every
+// run measures both, each fresh, and the report gives koe / floor.
+//
 // It is a benchmark tool: it talks only to the loopback addresses it is
-// given, its loops are bounded by -n and -timeout, and it stops by itself.
+// given, its loops are bounded by -n, -runs and -timeout, and it stops by
+// itself.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"slices"
-	"sync"
+	"runtime"
+	"strings"
 	"time"
 
-	"github.com/gorilla/websocket"
-
-	"koe/internal/fakellm"
 	"koe/internal/loadrun"
 )
 
@@ -32,6 +34,15 @@ const defaultReply = "Sure, I can help with that. Let me think about it for a mo
 	"Here is what I would suggest, step by step, so that nothing gets lost."
 
 func main() {
+	// The hidden mode that -baseline starts as its floor; not a flag of
+	// the command line users see.
+	if len(os.Args) > 1 && os.Args[1] == relayServeFlag {
+		if err := relayServe(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "koe-load relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "koe-load:", err)
 		os.Exit(1)
@@ -39,17 +50,22 @@ func main() {
 }
 
 type options struct {
-	n        int
-	url      string
-	koeBin   string
-	pid      int
-	tps      float64
-	reply    string
-	text     string
-	timeout  time.Duration
-	dialRate int
-	koeConf  string
-	keepLog  bool
+	n          int
+	url        string
+	koeBin     string
+	pid        int
+	tps        float64
+	reply      string
+	text       string
+	timeout    time.Duration
+	dialRate   int
+	koeConf    string
+	keepLog    bool
+	baseline   bool
+	runs       int
+	tokens     bool
+	profileDir string
+	profileSec int
 }
 
 func run() error {
@@ -65,50 +81,123 @@ func run() error {
 	flag.StringVar(&o.text, "text", "Can you help me plan my week?", "what every session types")
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up on a session after this long")
 	flag.IntVar(&o.dialRate, "dial-parallel", 64, "connections opened at the same time while ramping up")
+	flag.BoolVar(&o.baseline, "baseline", false, "also measure the floor, a bare relay in the same stack (Fiber, contrib/websocket, go-openai) "+
+		"against the same fake LLM, and report koe / floor (needs -koe)")
+	flag.IntVar(&o.runs, "runs", 1, "measure this many times, each against a fresh koe (and floor), and report the spread")
+	flag.BoolVar(&o.tokens, "tokens", false, "offer koe's subprotocol ("+subprotocol+"), so that every LLM delta also arrives as a token frame")
+	flag.StringVar(&o.profileDir, "profile", "", "write koe's (and with -baseline the floor's) CPU profile of the turns and its allocation profiles "+
+		"before and after them to this directory (needs -koe; koe-load starts koe with -pprof on a loopback port)")
+	flag.IntVar(&o.profileSec, "profile-seconds", 0, "length of the CPU profile in whole seconds; it must cover the turns (0: twice the reply's streaming time plus 3 s)")
 	flag.Parse()
-	if o.n < 1 || o.n > 20000 {
-		return errors.New("-n must be between 1 and 20000")
+	if err := o.check(); err != nil {
+		return err
+	}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return fmt.Errorf("-profile: %w", err)
+		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout+time.Minute)
-	defer cancel()
-
-	if o.koeBin != "" {
-		stop, err := startKoe(ctx, &o)
+	var all []runResult
+	for i := 1; i <= o.runs; i++ {
+		if o.runs > 1 {
+			fmt.Printf("=== run %d of %d\n", i, o.runs)
+		}
+		// Others' load skews every figure; say how busy the machine was.
+		if avg, err := os.ReadFile("/proc/loadavg"); err == nil {
+			if f := strings.Fields(string(avg)); len(f) >= 3 {
+				fmt.Printf("load average (1, 5, 15 min) before the run: %s on %d CPUs\n", strings.Join(f[:3], " "), runtime.NumCPU())
+			}
+		}
+		r, err := oneRun(o, i)
 		if err != nil {
 			return err
 		}
-		defer stop()
+		all = append(all, r)
 	}
-	if err := checkLoopback(o.url); err != nil {
-		return err
+	if o.runs > 1 || o.baseline {
+		fmt.Println()
+		summarise(o, all)
 	}
-
-	sessions, dialErrs := dialAll(o)
-	fmt.Printf("sessions: %d open, %d failed to connect\n", len(sessions), len(dialErrs))
-	for _, e := range firstN(dialErrs, 3) {
-		fmt.Println("  connect error:", e)
-	}
-	memBefore := loadrun.ReadUsage(o.pid)
-
-	results := make([]result, len(sessions))
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i, s := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = s.turn(o.text, o.timeout)
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(start)
-	memAfter := loadrun.ReadUsage(o.pid)
-	for _, s := range sessions {
-		_ = s.ws.Close()
-	}
-	report(o, results, dialErrs, wall, memBefore, memAfter)
 	return nil
+}
+
+func (o *options) check() error {
+	switch {
+	case o.n < 1 || o.n > 20000:
+		return errors.New("-n must be between 1 and 20000")
+	case o.runs < 1 || o.runs > 20:
+		return errors.New("-runs must be between 1 and 20")
+	case o.tps <= 0 || o.tps > 100000:
+		return errors.New("-tps must be above 0 and at most 100000")
+	case o.baseline && o.koeBin == "":
+		return errors.New("-baseline needs -koe: koe and the floor must run against the same fake LLM")
+	case o.profileDir != "" && o.koeBin == "":
+		return errors.New("-profile needs -koe: koe-load starts koe with -pprof itself")
+	case o.profileSec < 0 || o.profileSec > 600:
+		return errors.New("-profile-seconds must be between 0 and 600")
+	}
+	return nil
+}
+
+// runResult is one run: koe, and the floor with -baseline.
+type runResult struct {
+	koe, floor *measurement
+}
+
+// oneRun measures koe and, with -baseline, the floor, each fresh. The
+// order alternates between runs, so that neither always comes first on a
+// machine whose load drifts.
+func oneRun(o options, index int) (runResult, error) {
+	var r runResult
+	order := []string{targetKoe}
+	if o.baseline {
+		order = []string{targetKoe, targetFloor}
+		if index%2 == 0 {
+			order = []string{targetFloor, targetKoe}
+		}
+	}
+	for _, name := range order {
+		m, err := measureTarget(o, name, index)
+		if err != nil {
+			return r, err
+		}
+		if name == targetKoe {
+			r.koe = m
+		} else {
+			r.floor = m
+		}
+	}
+	return r, nil
+}
+
+// measureTarget starts what is to be measured (unless koe-load targets a
+// running koe), measures it and stops it.
+func measureTarget(o options, name string, index int) (*measurement, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout+2*time.Minute)
+	defer cancel()
+	t := target{name: name, url: o.url, pid: o.pid}
+	if o.koeBin != "" {
+		var err error
+		t, err = startTarget(ctx, o, name)
+		if err != nil {
+			return nil, err
+		}
+		defer t.stop()
+	}
+	if err := checkLoopback(t.url); err != nil {
+		return nil, err
+	}
+	var prof *profiler
+	if o.profileDir != "" {
+		prof = newProfiler(t.pprofAddr, name, o, index)
+	}
+	m, err := measure(ctx, o, t, prof)
+	if err != nil {
+		return nil, err
+	}
+	m.print()
+	return m, nil
 }
 
 // checkLoopback refuses any target that is not on this machine.
@@ -117,188 +206,4 @@ func checkLoopback(raw string) error {
 		return nil
 	}
 	return fmt.Errorf("refusing to load %s: koe-load only targets loopback addresses", raw)
-}
-
-// startKoe starts the fake LLM and a koe wired to it, on free loopback ports.
-func startKoe(ctx context.Context, o *options) (func(), error) {
-	interval := time.Duration(float64(time.Second) / o.tps)
-	conf := ""
-	if o.koeConf == "" {
-		conf = "log_level: warn\n"
-	}
-	k, err := loadrun.Launch(ctx, loadrun.Options{
-		Bin:        o.koeBin,
-		Respond:    fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(o.reply), Interval: interval}),
-		ConfigFile: o.koeConf,
-		Config:     conf,
-		TempPrefix: "koe-load-",
-		KeepLog:    o.keepLog,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if o.keepLog {
-		fmt.Println("koe's log:", k.LogPath)
-	}
-	o.pid = k.PID
-	o.url = k.URL
-	stop := func() {
-		k.Stop(0)
-		k.Close()
-	}
-	if err := k.WaitListening(10 * time.Second); err != nil {
-		stop()
-		return nil, err
-	}
-	fmt.Printf("started koe (pid %d) on %s with a fake LLM at %.0f tokens/s\n", o.pid, o.url, o.tps)
-	return stop, nil
-}
-
-type session struct {
-	ws *websocket.Conn
-}
-
-// dialAll opens n sessions, a bounded number at a time, and reads each
-// one's connect sequence.
-func dialAll(o options) ([]*session, []error) {
-	var (
-		mu       sync.Mutex
-		sessions []*session
-		errs     []error
-		wg       sync.WaitGroup
-	)
-	sem := make(chan struct{}, o.dialRate)
-	dialer := websocket.Dialer{HandshakeTimeout: 30 * time.Second}
-	for i := 0; i < o.n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			ws, _, err := dialer.Dial(o.url, nil)
-			if err == nil {
-				err = readGreeting(ws)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				if ws != nil {
-					_ = ws.Close()
-				}
-				return
-			}
-			sessions = append(sessions, &session{ws: ws})
-		}()
-	}
-	wg.Wait()
-	return sessions, errs
-}
-
-func readGreeting(ws *websocket.Conn) error {
-	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-	defer ws.SetReadDeadline(time.Time{})
-	for i := 0; i < 5; i++ {
-		if _, _, err := ws.ReadMessage(); err != nil {
-			return fmt.Errorf("connect sequence: %w", err)
-		}
-	}
-	return nil
-}
-
-type result struct {
-	firstAudio time.Duration
-	total      time.Duration
-	audios     int
-	err        error
-}
-
-// turn sends one text input and plays the OLV client until chain-end.
-func (s *session) turn(text string, timeout time.Duration) result {
-	var r result
-	_ = s.ws.SetReadDeadline(time.Now().Add(timeout))
-	data, _ := json.Marshal(map[string]any{"type": "text-input", "text": text, "images": []any{}})
-	start := time.Now()
-	if err := s.ws.WriteMessage(websocket.TextMessage, data); err != nil {
-		r.err = err
-		return r
-	}
-	for {
-		_, raw, err := s.ws.ReadMessage()
-		if err != nil {
-			r.err = err
-			return r
-		}
-		var m struct{ Type, Text, Message string }
-		if err := json.Unmarshal(raw, &m); err != nil {
-			r.err = err
-			return r
-		}
-		switch m.Type {
-		case "audio":
-			if r.audios == 0 {
-				r.firstAudio = time.Since(start)
-			}
-			r.audios++
-		case "backend-synth-complete":
-			if err := s.ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"frontend-playback-complete"}`)); err != nil {
-				r.err = err
-				return r
-			}
-		case "error":
-			r.err = errors.New(m.Message)
-			return r
-		case "control":
-			if m.Text == "conversation-chain-end" {
-				r.total = time.Since(start)
-				if r.audios == 0 {
-					r.err = errors.New("turn ended without audio")
-				}
-				return r
-			}
-		}
-	}
-}
-
-func report(o options, results []result, dialErrs []error, wall time.Duration, before, after loadrun.Usage) {
-	var first, total []time.Duration
-	var errs []error
-	for _, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
-		first = append(first, r.firstAudio)
-		total = append(total, r.total)
-	}
-	fmt.Printf("turns: %d ok, %d failed, wall %s\n", len(first), len(errs), wall.Round(time.Millisecond))
-	for _, e := range firstN(errs, 3) {
-		fmt.Println("  turn error:", e)
-	}
-	printDist("time to first audio", first)
-	printDist("turn time (to chain-end)", total)
-	if o.pid > 0 {
-		fmt.Printf("koe memory (pid %d): RSS %.1f MiB with %d idle sessions, %.1f MiB after the turns, peak %.1f MiB\n",
-			o.pid, float64(before.RSS)/1024, len(results), float64(after.RSS)/1024, float64(after.HWM)/1024)
-		busy := after.CPU - before.CPU
-		fmt.Printf("koe CPU during the turns: %s (%.0f%% of one core over the wall time)\n",
-			busy, 100*busy.Seconds()/wall.Seconds())
-	}
-	fmt.Printf("errors: %d of %d sessions\n", len(errs)+len(dialErrs), o.n)
-}
-
-func printDist(name string, d []time.Duration) {
-	if len(d) == 0 {
-		fmt.Printf("%s: no samples\n", name)
-		return
-	}
-	slices.Sort(d)
-	q := func(p float64) time.Duration {
-		return d[min(len(d)-1, int(p*float64(len(d))))].Round(100 * time.Microsecond)
-	}
-	fmt.Printf("%s: p50 %s  p90 %s  p99 %s  max %s\n", name, q(0.50), q(0.90), q(0.99), d[len(d)-1].Round(100*time.Microsecond))
-}
-
-func firstN(errs []error, n int) []error {
-	return errs[:min(n, len(errs))]
 }

@@ -42,6 +42,16 @@ type Options struct {
 	// that running out of descriptors can be provoked with a modest number
 	// of connections. 0 leaves koe the limit this process has.
 	FileLimit uint64
+	// Args, when set, is the command line Bin gets instead of KoeArgs:
+	// to add flags (-pprof), or to start a stand-in for koe (koe-load's
+	// bare relay), which gets the same fake LLM through the same
+	// environment variables and must listen on port.
+	Args func(port int, configFile, dataDir string) []string
+}
+
+// KoeArgs is koe's command line under Launch.
+func KoeArgs(port int, configFile, dataDir string) []string {
+	return []string{"-config", configFile, "-data", dataDir, "-port", strconv.Itoa(port)}
 }
 
 // Koe is a koe process started by Launch. Close it.
@@ -94,7 +104,10 @@ func Launch(ctx context.Context, o Options) (*Koe, error) {
 			return nil, err
 		}
 	}
-	args := []string{"-config", conf, "-data", dir, "-port", strconv.Itoa(port)}
+	args := KoeArgs(port, conf, dir)
+	if o.Args != nil {
+		args = o.Args(port, conf, dir)
+	}
 	var cmd *exec.Cmd
 	if o.FileLimit > 0 {
 		// The shell lowers its own limits and then becomes koe, so koe

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,7 +38,7 @@ func fakeKoe(mode string) int {
 	data, _ := os.ReadFile(*conf)
 	var lim syscall.Rlimit
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
-	fmt.Printf("config: %q\nnofile: %d %d\n", data, lim.Cur, lim.Max)
+	fmt.Printf("args: %q\nconfig: %q\nnofile: %d %d\n", os.Args[1:], data, lim.Cur, lim.Max)
 	if mode == "refuse" {
 		fmt.Println("conf.yaml line 1: unknown key x")
 		return 2
@@ -102,6 +103,30 @@ func TestLaunchWaitStop(t *testing.T) {
 	k.Close()
 	if _, err := os.Stat(k.Dir); !os.IsNotExist(err) {
 		t.Errorf("Close left %s behind: %v", k.Dir, err)
+	}
+}
+
+// Args replaces koe's command line; the port Launch picked still comes
+// with it, so WaitListening finds what was started.
+func TestArgs(t *testing.T) {
+	k := launchFake(t, "serve", Options{Args: func(port int, conf, dir string) []string {
+		return append(KoeArgs(port, conf, dir), "-x", "y")
+	}})
+	defer k.Close()
+	// The fake refuses the unknown flag -x and exits before it listens.
+	if err := k.WaitListening(time.Hour); err == nil {
+		t.Fatal("the fake listened despite -x")
+	}
+	k = launchFake(t, "serve", Options{Args: func(port int, _, dir string) []string {
+		return []string{"-data", dir, "-port", strconv.Itoa(port)}
+	}})
+	if err := k.WaitListening(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	k.Stop(30 * time.Second)
+	log, _ := os.ReadFile(k.LogPath)
+	if want := fmt.Sprintf("args: %q\n", []string{"-data", k.Dir, "-port", strconv.Itoa(k.Port)}); !strings.Contains(string(log), want) {
+		t.Errorf("koe did not get the command line Args made; its log:\n%s\nwant %s", log, want)
 	}
 }
 

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Profiles show koe's internals: -pprof on anything but a loopback address
+// stops koe before it serves anything, with an error that says why.
+func TestPprofRefusesNonLoopback(t *testing.T) {
+	for _, addr := range []string{
+		"0.0.0.0:6060", ":6060", "[::]:6060", "192.168.1.2:6060", "example.org:6060",
+		"localhost.example.org:6060", "127.0.0.1",
+	} {
+		t.Run(addr, func(t *testing.T) {
+			keepDefaultLogger(t)
+			port := freePort(t)
+			path := writeConf(t, "data_dir: "+filepath.ToSlash(t.TempDir())+"\n")
+			var stderr syncBuffer
+			// Hang guard: a koe that accepted the address serves until then.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := run(ctx, []string{"-config", path, "-port", port, "-pprof", addr}, &stderr, noEnv)
+			if err == nil || !strings.Contains(err.Error(), "-pprof") {
+				t.Fatalf("-pprof %q: error %v, want one naming -pprof", addr, err)
+			}
+			if !strings.Contains(err.Error(), "loopback") {
+				t.Errorf("-pprof %q: error %q does not say loopback", addr, err)
+			}
+			if strings.Contains(stderr.String(), "koe is listening") {
+				t.Errorf("koe served despite the refusal; log:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+func TestPprofServesOnLoopback(t *testing.T) {
+	keepDefaultLogger(t)
+	port, pprofPort := freePort(t), freePort(t)
+	path := writeConf(t, "data_dir: "+filepath.ToSlash(t.TempDir())+
+		"\nasr:\n  engine: none\ncharacter:\n  tts:\n    engine: none\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", path, "-port", port, "-pprof", "127.0.0.1:" + pprofPort}, &stderr, noEnv)
+	}()
+	waitHealthy(t, "http://127.0.0.1:"+port+"/healthz", done)
+
+	resp, err := http.Get("http://127.0.0.1:" + pprofPort + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// run's own goroutine is in the dump: the profiles are this process's.
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "koe.TestPprofServesOnLoopback") {
+		t.Errorf("goroutine profile: %d %.300q", resp.StatusCode, body)
+	}
+	// koe's own port does not serve the profiles.
+	resp, err = http.Get("http://127.0.0.1:" + port + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Error("koe's port serves the profiles")
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if c, err := net.Dial("tcp", "127.0.0.1:"+pprofPort); err == nil {
+		c.Close()
+		t.Error("the pprof port is still open after shutdown")
+	}
+}
