@@ -92,9 +92,6 @@ type Agent struct {
 	bg     context.Context
 	stopBg context.CancelFunc
 	wg     sync.WaitGroup
-	// summarised wakes the notifier (capacity 1: notices that pile up
-	// while the receiver is busy become one, carrying the latest state).
-	summarised chan struct{}
 
 	mu          sync.Mutex
 	thread      Thread
@@ -106,6 +103,14 @@ type Agent struct {
 	reminder    string
 	last        *ContextReport
 	calibration float64
+	// noticeDue: a summary was added that OnSummary has not been told
+	// of. Notices that pile up while the receiver is busy become one,
+	// carrying the latest state.
+	noticeDue bool
+	// notifying: the notifier goroutine runs. It runs only while notices
+	// are due: most sessions never summarise, and an idle one should not
+	// hold a goroutine for it.
+	notifying bool
 }
 
 // New returns an agent with empty memory.
@@ -127,37 +132,50 @@ func New(opts Options) *Agent {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a := &Agent{
-		opts:       opts,
-		pol:        opts.Memory.policy(),
-		log:        opts.Logger,
-		bg:         bg,
-		stopBg:     stop,
-		summarised: make(chan struct{}, 1),
-		pending:    map[pendingKey]int{},
-		rate:       opts.Memory.CompressionRate,
-		system:     opts.SystemPrompt,
-		reminder:   opts.Reminder,
-	}
-	if opts.OnSummary != nil {
-		a.wg.Add(1)
-		go a.notifySummaries()
+		opts:     opts,
+		pol:      opts.Memory.policy(),
+		log:      opts.Logger,
+		bg:       bg,
+		stopBg:   stop,
+		pending:  map[pendingKey]int{},
+		rate:     opts.Memory.CompressionRate,
+		system:   opts.SystemPrompt,
+		reminder: opts.Reminder,
 	}
 	return a
 }
 
-// notifySummaries hands OnSummary the state after each new summary. The
-// state is read when the notice is delivered, with the lock released
-// before the call, so the receiver gets the latest memory and may call
-// into the agent without deadlocking.
+// noticeLocked marks a summary notice due and starts the notifier unless
+// it runs already. Called with a.mu held by a goroutine under wg.
+func (a *Agent) noticeLocked() {
+	if a.opts.OnSummary == nil {
+		return
+	}
+	a.noticeDue = true
+	if a.notifying || a.bg.Err() != nil {
+		return
+	}
+	a.notifying = true
+	a.wg.Add(1)
+	go a.notifySummaries()
+}
+
+// notifySummaries hands OnSummary the state after each new summary until
+// no notice is due. The state is read when the notice is delivered, with
+// the lock released before the call, so the receiver gets the latest
+// memory and may call into the agent without deadlocking.
 func (a *Agent) notifySummaries() {
 	defer a.wg.Done()
 	for {
-		select {
-		case <-a.bg.Done():
+		a.mu.Lock()
+		if !a.noticeDue || a.bg.Err() != nil {
+			a.notifying = false
+			a.mu.Unlock()
 			return
-		case <-a.summarised:
-			a.opts.OnSummary(a.State())
 		}
+		a.noticeDue = false
+		a.mu.Unlock()
+		a.opts.OnSummary(a.State())
 	}
 }
 

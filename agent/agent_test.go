@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -674,4 +675,56 @@ func TestSummaryCallbacksHoldNoLock(t *testing.T) {
 		t.Errorf("LastContext = %+v, want the request with the summary", rep)
 	}
 	letGo()
+}
+
+// agentGoroutines counts the goroutines running the agent's own code.
+func agentGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "koe/agent.(*Agent)") {
+			count++
+		}
+	}
+	return count
+}
+
+// An agent holds no goroutine while it has nothing to do (a server has
+// one agent per session, most of them idle); the summary notifier runs
+// while a notice is due and ends when it is delivered.
+func TestIdleAgentHoldsNoGoroutine(t *testing.T) {
+	m := startMemLLM(t, instantSummary)
+	store := openStore(t)
+	told := make(chan agent.MemoryState, 1)
+	opts := memoryOptions(clientFor(m.Server), agent.DefaultMemoryConfig())
+	opts.Store = store
+	opts.OnSummary = func(st agent.MemoryState) { told <- st }
+	before := agentGoroutines()
+	a := agent.New(opts)
+	t.Cleanup(a.Close)
+	if n := agentGoroutines(); n != before {
+		t.Fatalf("a new agent runs %d goroutines of its own, want none", n-before)
+	}
+
+	a.SetThread(newThread(t, store))
+	for n := 1; n <= 3; n++ {
+		turn(t, a, m.Server, n)
+	}
+	select {
+	case st := <-told:
+		if st.Totals.Summaries != 1 {
+			t.Errorf("OnSummary got %+v, want one summary", st)
+		}
+	case <-time.After(guard):
+		t.Fatal("OnSummary was not called")
+	}
+	waitFor(t, "the agent's goroutines to end once the notice was delivered", func() bool { return agentGoroutines() == before })
 }

@@ -98,18 +98,13 @@ func (a *Agent) summarize(job summaryJob) {
 	added := false
 	defer func() {
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		delete(a.pending, key)
 		if added {
 			// Another summary may be due already (a history loaded with
 			// several missing catches up one at a time).
 			a.scheduleLocked()
-		}
-		a.mu.Unlock()
-		if added {
-			select {
-			case a.summarised <- struct{}{}:
-			default: // a notice is due already; it will carry this summary
-			}
+			a.noticeLocked()
 		}
 	}()
 	original := 0

@@ -28,31 +28,29 @@ var (
 	errSlowClient = errors.New("client is not reading fast enough; send queue full")
 )
 
-// frame is one queued message. ctx is the context of whoever sent it (a
-// turn, or the connection): if it has ended by the time the writer gets to
-// the frame, the frame is dropped, so a cancelled turn goes silent at once.
-type frame struct {
-	ctx  context.Context
-	data []byte
-	done chan error // nil unless the sender waits for the write
-}
-
-func (f frame) finish(err error) {
-	if f.done != nil {
-		f.done <- err
-	}
-}
-
-// conn is one WebSocket connection: the read loop runs in the handler's
-// goroutine and exactly one writer goroutine owns all writes.
+// conn is one WebSocket connection. The read loop runs in the handler's
+// goroutine. Writes are made by one writer goroutine at a time, which runs
+// only while there is something to write (queued frames, a ping, the
+// goodbye): most connections are idle most of the time, and a goroutine
+// parked for each would hold its stack. Pings are due from a timer, which
+// holds no goroutine either.
 type conn struct {
 	ws  *fws.Conn
 	cfg Config
 	log *slog.Logger
 
-	queue     chan frame
-	closed    chan struct{}
-	closeOnce sync.Once
+	closed chan struct{} // closed by close: wakes senders that wait for room
+	done   chan struct{} // closed by the last writer, after the goodbye
+	// stopWatch stops the shutdown watch (see start).
+	stopWatch func() bool
+
+	mu        sync.Mutex
+	queue     frameQueue    // at most cfg.SendQueueSize frames
+	pingDue   bool          // a ping is to be written
+	ping      *time.Timer   // makes the next ping due
+	writing   bool          // a writer runs; after close, the last has started
+	room      chan struct{} // closed when a frame leaves the queue; nil unless a sender waits for room
+	closing   bool
 	closeCode int
 	closeText string
 }
@@ -62,8 +60,47 @@ func newConn(ws *fws.Conn, cfg Config, log *slog.Logger) *conn {
 		ws:     ws,
 		cfg:    cfg,
 		log:    log,
-		queue:  make(chan frame, cfg.SendQueueSize),
 		closed: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+}
+
+// start begins the keep-alive pings and ties the connection to base, the
+// server's life: when base ends, the client is told "going away".
+func (c *conn) start(base context.Context) {
+	c.mu.Lock()
+	c.ping = time.AfterFunc(c.cfg.PingInterval, c.pingNow)
+	c.mu.Unlock()
+	c.stopWatch = context.AfterFunc(base, func() { c.close(closeGoingAway, "server shutting down") })
+}
+
+// wait returns once the connection's last writer has said goodbye; after
+// it, nothing uses the socket. Call close first.
+func (c *conn) wait() {
+	<-c.done
+	c.stopWatch()
+	c.ping.Stop() // set by start, in this goroutine
+}
+
+// pingNow runs on the ping timer: a ping is due, and so is the next one.
+func (c *conn) pingNow() {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.pingDue = true
+	c.wakeLocked()
+	next := c.ping
+	c.mu.Unlock()
+	next.Reset(c.cfg.PingInterval)
+}
+
+// wakeLocked starts a writer unless one runs. c.mu is held.
+func (c *conn) wakeLocked() {
+	if !c.writing {
+		c.writing = true
+		go c.writePump()
 	}
 }
 
@@ -103,78 +140,122 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error) error {
 		return fmt.Errorf("encode %T: %w", msg, err)
 	}
 	f := frame{ctx: ctx, data: data, done: done}
-	select {
-	case c.queue <- f:
-		return nil
-	default:
+	var giveUp *time.Timer
+	for {
+		c.mu.Lock()
+		if c.closing {
+			c.mu.Unlock()
+			return errConnClosed
+		}
+		if c.queue.len() < c.cfg.SendQueueSize {
+			c.queue.push(f)
+			c.wakeLocked()
+			c.mu.Unlock()
+			return nil
+		}
+		if c.room == nil {
+			c.room = make(chan struct{})
+		}
+		room := c.room
+		c.mu.Unlock()
+		// Full: a burst (a fast LLM) fills the queue faster than any
+		// socket drains, so first hold the sender back, which slows only
+		// this session. A client whose queue stays full for a whole write
+		// timeout is not reading: drop it.
+		if giveUp == nil {
+			giveUp = time.NewTimer(c.cfg.WriteTimeout)
+			defer giveUp.Stop()
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closed:
+			return errConnClosed
+		case <-giveUp.C:
+			c.log.Warn("disconnecting a client that stopped reading", "queued", c.queued(), "waited", c.cfg.WriteTimeout)
+			c.close(closePolicy, "send queue full")
+			// The writer is most likely blocked on the client's full
+			// socket: fail that write now rather than after another
+			// write timeout. (net.Conn deadlines are safe to set from any
+			// goroutine.)
+			_ = c.ws.NetConn().SetWriteDeadline(time.Now())
+			return errSlowClient
+		}
 	}
-	// Full: a burst (a fast LLM) fills the queue faster than any socket
-	// drains, so first hold the sender back, which slows only this
-	// session. A client whose queue stays full for a whole write timeout
-	// is not reading: drop it.
-	t := time.NewTimer(c.cfg.WriteTimeout)
-	defer t.Stop()
-	select {
-	case c.queue <- f:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.closed:
-		return errConnClosed
-	case <-t.C:
-		c.log.Warn("disconnecting a client that stopped reading", "queued", len(c.queue), "waited", c.cfg.WriteTimeout)
-		c.close(closePolicy, "send queue full")
-		// The writer is most likely blocked on the client's full socket:
-		// fail that write now rather than after another write timeout.
-		// (net.Conn deadlines are safe to set from any goroutine.)
-		_ = c.ws.NetConn().SetWriteDeadline(time.Now())
-		return errSlowClient
-	}
+}
+
+func (c *conn) queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queue.len()
 }
 
 // close asks the writer to say goodbye with code and stop. Safe to call
 // from any goroutine, any number of times; the first call wins.
 func (c *conn) close(code int, text string) {
-	c.closeOnce.Do(func() {
-		c.closeCode, c.closeText = code, text
-		close(c.closed)
-	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return
+	}
+	c.closing = true
+	c.closeCode, c.closeText = code, text
+	close(c.closed)
+	// A writer that runs sees closing at its next frame.
+	c.wakeLocked()
 }
 
-// writePump is the only goroutine that writes to the socket. It returns
-// after close (or a write error) and then ends the read loop too. shutdown
-// closes when the whole server stops: the client is told "going away".
-func (c *conn) writePump(shutdown <-chan struct{}) {
-	ping := time.NewTicker(c.cfg.PingInterval)
-	defer ping.Stop()
-	defer c.endReads()
+// writePump writes what is queued, in order, and returns when nothing is.
+// After close it drops what is left, says goodbye and ends the read loop
+// too; it is then the last writer.
+func (c *conn) writePump() {
 	for {
-		select {
-		case f := <-c.queue:
-			if err := f.ctx.Err(); err != nil {
-				f.finish(err)
-				continue
+		c.mu.Lock()
+		if c.closing {
+			dropped := c.queue.drain()
+			c.mu.Unlock()
+			for _, f := range dropped {
+				f.finish(errConnClosed)
 			}
-			_ = c.ws.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-			err := c.ws.WriteMessage(fws.TextMessage, f.data)
-			f.finish(err)
-			if err != nil {
-				c.log.Debug("write failed", "err", err)
-				c.close(closeBrokenConn, "")
+			c.goodbye()
+			c.endReads()
+			close(c.done)
+			return
+		}
+		ping := c.pingDue
+		c.pingDue = false
+		var f frame
+		if !ping {
+			var ok bool
+			if f, ok = c.queue.pop(); !ok {
+				c.writing = false
+				c.mu.Unlock()
 				return
 			}
-		case <-ping.C:
+			if c.room != nil {
+				close(c.room)
+				c.room = nil
+			}
+		}
+		c.mu.Unlock()
+
+		if ping {
 			if err := c.ws.WriteControl(fws.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
 				c.close(closeBrokenConn, "")
-				return
 			}
-		case <-shutdown:
-			c.close(closeGoingAway, "server shutting down")
-			c.goodbye()
-			return
-		case <-c.closed:
-			c.goodbye()
-			return
+			continue
+		}
+		if err := f.ctx.Err(); err != nil {
+			f.finish(err)
+			continue
+		}
+		_ = c.ws.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+		err := c.ws.WriteMessage(fws.TextMessage, f.data)
+		f.finish(err)
+		if err != nil {
+			c.log.Debug("write failed", "err", err)
+			c.close(closeBrokenConn, "")
 		}
 	}
 }

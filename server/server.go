@@ -136,8 +136,9 @@ func (s *Server) routes() {
 	s.apiRoutes()
 	s.app.Use("/client-ws", s.checkUpgrade)
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
-		ReadBufferSize:  8 << 10,
-		WriteBufferSize: 16 << 10,
+		ReadBufferSize:  wsReadBufferSize,
+		WriteBufferSize: wsWriteBufferSize,
+		WriteBufferPool: &wsWriteBuffers,
 		// A client offering only koe.token.* gets no subprotocol, which
 		// non-browser clients accept.
 		Subprotocols: []string{protocol.Subprotocol},
@@ -157,6 +158,24 @@ func (s *Server) routes() {
 		s.mount(&fileMount{types: pageTypes, open: s.opts.Pages.Open, index: true, csp: pageCSP})
 	}
 }
+
+// A WebSocket's buffers. Both are per connection, and most connections
+// are idle most of the time, so neither is sized for throughput:
+//   - reads already go through fasthttp's own buffer of the hijacked
+//     connection (4 KiB), and a read of a long message that finds this
+//     buffer empty bypasses it; this one only has to hold frame headers
+//     and control frames (125 bytes);
+//   - a write buffer is taken from a pool for the time of one message,
+//     so idle connections hold none. Messages longer than the buffer go
+//     out in one frame all the same (the rest is written directly).
+const (
+	wsReadBufferSize  = 1 << 10
+	wsWriteBufferSize = 16 << 10
+)
+
+// wsWriteBuffers holds the write buffers of connections not writing now;
+// one pool per buffer size, as the WebSocket library asks.
+var wsWriteBuffers sync.Pool
 
 // assetPrefixes are the asset mounts' URL prefixes.
 var assetPrefixes = []string{"/live2d-models", "/bg", "/avatars"}

@@ -36,17 +36,13 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	defer cancel()
 
 	cn := newConn(c.Conn, s.cfg, log)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		cn.writePump(s.base.Done())
-	}()
+	cn.start(s.base)
 
 	koeEvents := c.Subprotocol() == protocol.Subprotocol || c.Query("koe") == "1"
 	sess := s.opts.Hub.Open(ctx, cn, conversation.SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log})
 	if sess == nil {
 		cn.close(closeGoingAway, "server shutting down")
-		<-writerDone
+		cn.wait()
 		return
 	}
 	log.Info("client connected", "ip", c.IP(), "koe_events", koeEvents)
@@ -61,7 +57,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	cn.close(closeNormal, "")
 	cancel()
 	sess.Close()
-	<-writerDone
+	cn.wait()
 }
 
 // reader turns one connection's frames into session calls. It runs in the

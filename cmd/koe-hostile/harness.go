@@ -25,6 +25,8 @@ type scenario struct {
 	// config holds settings on top of baseConfig. A koe that does not know
 	// one of them (an older koe) runs without it, and the row says so.
 	config []setting
+	// configFor adds settings that depend on the flags.
+	configFor func(o *options) []setting
 	// fileLimit runs koe under -fd-limit open files.
 	fileLimit bool
 	// watchesKoe: the outcome says whether koe survived.
@@ -172,6 +174,9 @@ func runScenario(s scenario, o *options) (r result) {
 // koe does not know are left out, one retry at a time, and noted.
 func startKoe(ctx context.Context, s scenario, o *options) (*loadrun.Koe, []string, error) {
 	settings := append(slices.Clone(baseConfig), s.config...)
+	if s.configFor != nil {
+		settings = append(settings, s.configFor(o)...)
+	}
 	var notes []string
 	for {
 		yaml, lines := renderYAML(settings)
