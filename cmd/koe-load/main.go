@@ -66,6 +66,7 @@ type options struct {
 	tokens     bool
 	profileDir string
 	profileSec int
+	idle       bool
 }
 
 func run() error {
@@ -88,6 +89,7 @@ func run() error {
 	flag.StringVar(&o.profileDir, "profile", "", "write koe's (and with -baseline the floor's) CPU profile of the turns and its allocation profiles "+
 		"before and after them to this directory (needs -koe; koe-load starts koe with -pprof on a loopback port)")
 	flag.IntVar(&o.profileSec, "profile-seconds", 0, "length of the CPU profile in whole seconds; it must cover the turns (0: twice the reply's streaming time plus 3 s)")
+	flag.BoolVar(&o.idle, "idle", false, "only open and greet the sessions and read memory: no turns (what N idle sessions cost)")
 	flag.Parse()
 	if err := o.check(); err != nil {
 		return err

@@ -21,19 +21,24 @@ type measurement struct {
 	first    []time.Duration // time to first audio of the turns that succeeded, sorted
 	total    []time.Duration // time to chain-end, sorted
 	wall     time.Duration
-	// idle is the server's usage once the sessions are open, greeted and
+	// start is the server's usage before the sessions connect; idle is
+	// its usage once the sessions are open, greeted and
 	// the server has gone quiet; after, once the turns are over and it is
 	// quiet again. cpu is what it spent between the two.
-	idle, after loadrun.Usage
-	cpu         time.Duration
-	profiles    []string
+	start, idle, after loadrun.Usage
+	cpu                time.Duration
+	profiles           []string
+	// idleOnly: -idle, no turns were run.
+	idleOnly bool
 }
 
 // measure opens the sessions, runs one turn in each at the same moment and
 // reads the server's usage around the turns. prof, when not nil, takes
 // the server's profiles of the turns.
 func measure(ctx context.Context, o options, t target, prof *profiler) (*measurement, error) {
-	m := &measurement{name: t.name, pid: t.pid, n: o.n}
+	m := &measurement{name: t.name, pid: t.pid, n: o.n, idleOnly: o.idle}
+	settle(t.pid)
+	m.start = loadrun.ReadUsage(t.pid)
 	sessions, dialErrs := dialAll(o, t.url)
 	defer func() {
 		for _, s := range sessions {
@@ -43,6 +48,9 @@ func measure(ctx context.Context, o options, t target, prof *profiler) (*measure
 	m.open, m.dialErrs = len(sessions), dialErrs
 	settle(t.pid)
 	m.idle = loadrun.ReadUsage(t.pid)
+	if o.idle {
+		return m, nil
+	}
 
 	if prof != nil {
 		if err := prof.snapshot(ctx, heapProfile, "heap-before"); err != nil {
@@ -127,6 +135,11 @@ func settle(pid int) {
 	}
 }
 
+// perSession is what one idle session adds to the server's RSS, in KiB.
+func (m *measurement) perSession() float64 {
+	return float64(m.idle.RSS-m.start.RSS) / float64(m.open)
+}
+
 func (m *measurement) errors() int { return len(m.dialErrs) + len(m.turnErrs) }
 
 // print reports one measurement as it is known.
@@ -134,6 +147,15 @@ func (m *measurement) print() {
 	fmt.Printf("[%s] sessions: %d open, %d failed to connect\n", m.name, m.open, len(m.dialErrs))
 	for _, e := range firstN(m.dialErrs, 3) {
 		fmt.Printf("[%s]   connect error: %v\n", m.name, e)
+	}
+	if m.pid > 0 && m.open > 0 {
+		fmt.Printf("[%s] RSS per idle session: %.1f KiB (RSS %.1f MiB before the sessions connected)\n",
+			m.name, m.perSession(), mib(m.start.RSS))
+	}
+	if m.idleOnly {
+		fmt.Printf("[%s] memory (pid %d): RSS %.1f MiB with %d idle sessions\n", m.name, m.pid, mib(m.idle.RSS), m.open)
+		fmt.Printf("[%s] errors: %d of %d sessions\n", m.name, m.errors(), m.n)
+		return
 	}
 	fmt.Printf("[%s] turns: %d ok, %d failed, wall %s\n", m.name, len(m.first), len(m.turnErrs), m.wall.Round(time.Millisecond))
 	for _, e := range firstN(m.turnErrs, 3) {

@@ -29,6 +29,14 @@ func figures() []figure {
 	}
 	first := func(m *measurement) []time.Duration { return m.first }
 	total := func(m *measurement) []time.Duration { return m.total }
+	turns := func(v func(*measurement) float64) func(*measurement) float64 {
+		return func(m *measurement) float64 {
+			if m.idleOnly || m.pid <= 0 {
+				return math.NaN()
+			}
+			return v(m)
+		}
+	}
 	proc := func(v func(*measurement) float64) func(*measurement) float64 {
 		return func(m *measurement) float64 {
 			if m.pid <= 0 {
@@ -43,9 +51,15 @@ func figures() []figure {
 		{"turn p50", "%.0f", "ms", dist(total, 0.50)},
 		{"turn p99", "%.0f", "ms", dist(total, 0.99)},
 		{"errors", "%.0f", "", func(m *measurement) float64 { return float64(m.errors()) }},
-		{"CPU for the turns", "%.2f", "s", proc(func(m *measurement) float64 { return m.cpu.Seconds() })},
+		{"CPU for the turns", "%.2f", "s", turns(func(m *measurement) float64 { return m.cpu.Seconds() })},
 		{"RSS idle", "%.1f", "MiB", proc(func(m *measurement) float64 { return mib(m.idle.RSS) })},
-		{"RSS after the turns", "%.1f", "MiB", proc(func(m *measurement) float64 { return mib(m.after.RSS) })},
+		{"RSS per idle session", "%.1f", "KiB", proc(func(m *measurement) float64 {
+			if m.open == 0 {
+				return math.NaN()
+			}
+			return m.perSession()
+		})},
+		{"RSS after the turns", "%.1f", "MiB", turns(func(m *measurement) float64 { return mib(m.after.RSS) })},
 	}
 }
 

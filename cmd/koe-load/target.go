@@ -18,8 +18,12 @@ const (
 )
 
 // textOnlyConfig is koe's configuration when -koe-config is not given:
-// speech off both ways, like the floor, which has neither.
-const textOnlyConfig = "log_level: warn\ncharacter:\n  tts:\n    engine: none\nasr:\n  engine: none\n"
+// speech off both ways, like the floor, which has neither, and room for
+// n sessions (koe refuses connections beyond server.max_connections).
+func textOnlyConfig(n int) string {
+	return fmt.Sprintf("log_level: warn\nserver:\n  max_connections: %d\ncharacter:\n  tts:\n    engine: none\nasr:\n  engine: none\n",
+		max(n+64, 10000))
+}
 
 // target is a server being measured: its WebSocket URL and, when known,
 // its pid (for /proc) and its pprof address.
@@ -43,7 +47,7 @@ func startTarget(ctx context.Context, o options, name string) (target, error) {
 		KeepLog:    o.keepLog,
 	}
 	if o.koeConf == "" {
-		lo.Config = textOnlyConfig
+		lo.Config = textOnlyConfig(o.n)
 	}
 	t := target{name: name}
 	var profileArgs []string
