@@ -191,18 +191,23 @@ func TestStreamSlowConsumerIsNotIdle(t *testing.T) {
 // Run out while the server holds back its next chunk, the idle clock ends
 // the stream with KindTimeout.
 func TestStreamIdleServerTimesOut(t *testing.T) {
-	expired := make(chan struct{})
+	returned := make(chan struct{})
 	var clock *llm.ManualClock
 	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"One", " two", " three."}, BeforeChunk: func(i int) {
 		if i == 1 {
-			clock.Expire()
-			close(expired)
+			// The client may still be handing on the first delta
+			// (its clock paused): wait until it waits for this chunk.
+			clock.ExpireWhenRunning()
+			// Hold the chunk back until the stream has given up, as a
+			// hung server would; written at once, it could race the
+			// cancellation and be read.
+			<-returned
 		}
 	}}))
 	c := clientFor(s, func(c *agent.Config) { c.IdleTimeout = time.Hour })
 	clock = llm.UseManualClock(c)
 	_, err := c.Stream(testCtx(t), userMsgs("count"), func(string) {})
-	<-expired
+	close(returned)
 	if le := llmError(t, err); le.Kind != agent.KindTimeout {
 		t.Fatalf("kind %v: %v; want a timeout", le.Kind, err)
 	}
