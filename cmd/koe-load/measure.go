@@ -173,10 +173,11 @@ func (m *measurement) print() {
 	for _, f := range m.profiles {
 		fmt.Printf("[%s] profile: %s\n", m.name, f)
 	}
-	if len(m.profiles) == 3 {
-		before, after, cpu := m.profiles[0], m.profiles[1], m.profiles[2]
+	if len(m.profiles) == 4 {
+		before, after, cpu, trace := m.profiles[0], m.profiles[1], m.profiles[2], m.profiles[3]
 		fmt.Printf("[%s] read them with: go tool pprof -top -cum %s\n", m.name, cpu)
 		fmt.Printf("[%s]                 go tool pprof -sample_index=alloc_space -top -diff_base %s %s\n", m.name, before, after)
+		fmt.Printf("[%s]                 go tool trace -pprof=sched %s > sched.pb.gz; go tool pprof -top -cum sched.pb.gz\n", m.name, trace)
 	}
 }
 

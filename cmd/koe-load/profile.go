@@ -20,7 +20,7 @@ type profiler struct {
 	prefix  string // koe-n100-run1, floor-n100-run1
 	seconds int
 	http    *http.Client
-	cpuDone chan error // the CPU profile's download, once it ends
+	cpuDone chan error // the CPU profile's and the trace's downloads, as each ends
 	files   []string
 }
 
@@ -35,6 +35,9 @@ func newProfiler(addr, name string, o options, index int) *profiler {
 }
 
 func (p *profiler) path(name string) string {
+	if name == "trace" {
+		return filepath.Join(p.dir, p.prefix+"-trace.out")
+	}
 	return filepath.Join(p.dir, p.prefix+"-"+name+".pb.gz")
 }
 
@@ -82,31 +85,43 @@ func (p *profiler) download(ctx context.Context, url, path string) error {
 	return nil
 }
 
-// cpuProfiling is the frame of net/http/pprof that waits out a CPU
-// profile: the server is in it only after StartCPUProfile has succeeded.
-const cpuProfiling = "net/http/pprof.sleep"
+// recording is the frame of net/http/pprof that waits out a CPU profile
+// or an execution trace: the server is in it only after it has started
+// recording. The goroutine dump groups identical stacks, so the two
+// recordings show as two different stacks holding it.
+const recording = "net/http/pprof.sleep"
 
-// startCPU asks for a CPU profile of p.seconds and returns once the server
-// is profiling, which its goroutine dump shows.
+// recordings are what startCPU asks for: the CPU profile and an execution
+// trace of the same seconds (go tool trace; -pprof=sched shows where
+// goroutines waited to run).
+var recordings = []struct{ endpoint, name string }{
+	{"profile", "cpu"},
+	{"trace", "trace"},
+}
+
+// startCPU asks for a CPU profile and an execution trace of p.seconds and
+// returns once the server records both, which its goroutine dump shows.
 func (p *profiler) startCPU(ctx context.Context) error {
-	p.cpuDone = make(chan error, 1)
-	url := fmt.Sprintf("%sprofile?seconds=%d", p.base, p.seconds)
-	// The download's goroutine ends when koe answers (after p.seconds) or
-	// ctx ends; finish waits for it.
-	go func() { p.cpuDone <- p.download(ctx, url, p.path("cpu")) }()
+	p.cpuDone = make(chan error, len(recordings))
+	for _, r := range recordings {
+		url := fmt.Sprintf("%s%s?seconds=%d", p.base, r.endpoint, p.seconds)
+		// The download's goroutine ends when the server answers (after
+		// p.seconds) or ctx ends; finish waits for it.
+		go func() { p.cpuDone <- p.download(ctx, url, p.path(r.name)) }()
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		dump, err := p.get(ctx, p.base+"goroutine?debug=1")
 		if err != nil {
 			return err
 		}
-		if strings.Contains(dump, cpuProfiling) {
+		if strings.Count(dump, recording) >= len(recordings) {
 			return nil
 		}
 		select {
 		case err := <-p.cpuDone:
 			p.cpuDone <- err // for finish
-			return fmt.Errorf("CPU profile ended before it began: %v", err)
+			return fmt.Errorf("a profile ended before it began: %v", err)
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -133,10 +148,14 @@ func (p *profiler) get(ctx context.Context, url string) (string, error) {
 // finish waits for the CPU profile and returns the files written. turns
 // is how long the turns took: a profile shorter than that missed the end.
 func (p *profiler) finish(turns time.Duration) ([]string, error) {
-	if err := <-p.cpuDone; err != nil {
-		return nil, err
+	for range recordings {
+		if err := <-p.cpuDone; err != nil {
+			return nil, err
+		}
 	}
-	p.files = append(p.files, p.path("cpu"))
+	for _, r := range recordings {
+		p.files = append(p.files, p.path(r.name))
+	}
 	if turns > time.Duration(p.seconds)*time.Second {
 		fmt.Printf("note: the turns took %s, longer than the %d s CPU profile; raise -profile-seconds\n",
 			turns.Round(time.Millisecond), p.seconds)
