@@ -37,6 +37,9 @@ type speaker struct {
 	synths sync.WaitGroup
 	sent   chan struct{}
 	spoken time.Duration // total audio sent; read after sent is closed
+	// stopped: without an engine, pieces are sent at once by add, and a
+	// failed send (the turn or the connection ended) stops the rest.
+	stopped bool
 }
 
 // slot is one piece's place in the reply's order.
@@ -55,12 +58,17 @@ func newSpeaker(s *Session, t *turn, c cast, concurrency int) *speaker {
 		engine:  c.tts,
 		char:    c.char,
 		emotion: emotionMap(c.char.ModelInfo),
-		sem:     make(chan struct{}, max(concurrency, 1)),
-		// Room for a long reply's pieces; if the sender falls this far
-		// behind, add blocks and the LLM stream waits for speech to catch up.
-		slots: make(chan *slot, 256),
-		sent:  make(chan struct{}),
 	}
+	if sp.engine == nil {
+		// Text only: every piece is ready when it is cut, so add sends
+		// it in order itself, with no sender goroutine between.
+		return sp
+	}
+	sp.sem = make(chan struct{}, max(concurrency, 1))
+	// Room for a long reply's pieces; if the sender falls this far
+	// behind, add blocks and the LLM stream waits for speech to catch up.
+	sp.slots = make(chan *slot, 256)
+	sp.sent = make(chan struct{})
 	go sp.sendInOrder()
 	return sp
 }
@@ -68,8 +76,12 @@ func newSpeaker(s *Session, t *turn, c cast, concurrency int) *speaker {
 // add queues a piece: its synthesis starts now, its message goes out after
 // every earlier piece's.
 func (sp *speaker) add(p sentence.Piece) {
+	if sp.engine == nil {
+		sp.sendNow(sp.message(p))
+		return
+	}
 	sl := &slot{ready: make(chan struct{}), msg: sp.message(p)}
-	if p.Speech == "" || sp.engine == nil {
+	if p.Speech == "" {
 		close(sl.ready)
 	} else {
 		sp.synths.Add(1)
@@ -111,6 +123,18 @@ func (sp *speaker) synthesize(sl *slot, text string, first bool) {
 	sp.s.log.Debug("synthesized", "runes", len([]rune(text)), "audio", audio.Duration, "took", time.Since(start))
 }
 
+// sendNow sends a text-only piece from the caller's goroutine.
+func (sp *speaker) sendNow(msg protocol.Audio) {
+	if sp.stopped {
+		return
+	}
+	if sp.ctx.Err() != nil || sp.s.out.Send(sp.ctx, msg) != nil {
+		sp.stopped = true
+		return
+	}
+	sp.turn.addSent(msg.DisplayText.Text, 0)
+}
+
 // sendInOrder is the speaker's one sender: it waits for each slot in turn.
 func (sp *speaker) sendInOrder() {
 	defer close(sp.sent)
@@ -131,6 +155,9 @@ func (sp *speaker) sendInOrder() {
 // finish waits until every piece has been sent (or the turn was stopped)
 // and returns the total duration of the audio sent.
 func (sp *speaker) finish() time.Duration {
+	if sp.engine == nil {
+		return 0 // everything was sent by add
+	}
 	close(sp.slots)
 	<-sp.sent
 	sp.synths.Wait()
