@@ -1,0 +1,30 @@
+package history
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkCreateBurst is many sessions' first turns at once: each creates
+// its history with the user's message, as a burst of clients starting to
+// talk does. cpu-ms/op is the process CPU per history.
+func BenchmarkCreateBurst(b *testing.B) {
+	s, _ := openTest(b, Options{})
+	rec := Record{Role: RoleHuman, Content: "Can you help me plan my week?", Name: "Human"}
+	const burst = 100
+	b.ReportAllocs()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for range burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.CreateWith("bench", NewUID(time.Now()), rec); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
