@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -76,6 +77,10 @@ func (m *Main) Open() error {
 	// Build the tokenizer's vocabulary now (about a quarter of a second)
 	// rather than in the first user's first turn.
 	agent.NewTokenizer(cfg.Character.LLM.Model).Count("warm up")
+	// Building it left tens of megabytes of garbage and a heap goal the
+	// next collection would meet mid-turn: collect now, once, and give
+	// the garbage back to the system.
+	debug.FreeOSMemory()
 
 	// One pool for every session's LLM and speech calls. No overall
 	// timeout: replies stream for as long as they need; the LLM's
