@@ -74,14 +74,14 @@ func summarise(o options, runs []runResult) {
 		mode += ", token frames"
 	}
 	fmt.Printf("summary: %d sessions, fake LLM at %.0f tokens/s, %s, %d run(s), min–max over the runs\n", o.n, o.tps, mode, len(runs))
-	const row = "%-20s %-22s %-22s %s\n"
+	const row = "%-20s %-24s %-24s %-22s %s\n"
 	if o.baseline {
-		fmt.Printf(row, "", "koe", "floor", "koe / floor")
+		fmt.Printf(row, "", "koe", "floor", "koe / floor", "koe − floor")
 	} else {
-		fmt.Printf(row, "", "koe", "", "")
+		fmt.Printf(row, "", "koe", "", "", "")
 	}
 	for _, f := range figures() {
-		var koe, floor, ratio []float64
+		var koe, floor, ratio, gap []float64
 		for _, r := range runs {
 			k := f.value(r.koe)
 			koe = appendValue(koe, k)
@@ -90,19 +90,21 @@ func summarise(o options, runs []runResult) {
 			}
 			fl := f.value(r.floor)
 			floor = appendValue(floor, fl)
+			gap = appendValue(gap, k-fl)
 			if fl > 0 {
 				ratio = appendValue(ratio, k/fl)
 			}
 		}
-		cells := []string{withUnit(spread(koe, f.format), f.unit), "", ""}
+		cells := []string{withUnit(spread(koe, f.format), f.unit), "", "", ""}
 		if o.baseline {
 			cells[1] = withUnit(spread(floor, f.format), f.unit)
 			cells[2] = spread(ratio, "%.2f")
 			if len(ratio) > 0 {
 				cells[2] += "×"
 			}
+			cells[3] = withUnit(spread(gap, f.format), f.unit)
 		}
-		fmt.Printf(row, f.name, cells[0], cells[1], cells[2])
+		fmt.Printf(row, f.name, cells[0], cells[1], cells[2], cells[3])
 	}
 	if o.baseline {
 		var extra []float64
@@ -111,7 +113,7 @@ func summarise(o options, runs []runResult) {
 				extra = append(extra, float64(r.koe.idle.RSS-r.floor.idle.RSS)/float64(r.koe.open))
 			}
 		}
-		fmt.Printf(row, "(RSS idle gap) / N", withUnit(spread(extra, "%.1f"), "KiB (koe − floor, per session)"), "", "")
+		fmt.Printf(row, "(RSS idle gap) / N", withUnit(spread(extra, "%.1f"), "KiB (koe − floor, per session)"), "", "", "")
 	}
 }
 
@@ -129,7 +131,8 @@ func withUnit(s, unit string) string {
 	return s + " " + unit
 }
 
-// spread is "lo–hi" of v, or one value when they print the same.
+// spread is "lo–hi" of v, or one value when they print the same; with
+// three values or more, their median follows in brackets.
 func spread(v []float64, format string) string {
 	if len(v) == 0 {
 		return "-"
@@ -138,5 +141,10 @@ func spread(v []float64, format string) string {
 	if a == b {
 		return a
 	}
-	return strings.Join([]string{a, b}, "–")
+	out := strings.Join([]string{a, b}, "–")
+	if len(v) >= 3 {
+		sorted := slices.Sorted(slices.Values(v))
+		out += " (" + fmt.Sprintf(format, sorted[len(sorted)/2]) + ")"
+	}
+	return out
 }
