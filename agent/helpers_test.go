@@ -14,7 +14,7 @@ import (
 
 // guard bounds every test that talks to a server; it is a safety net
 // against hangs, not a speed assertion.
-const guard = 10 * time.Second
+const guard = 30 * time.Second
 
 // startLLM starts a fake OpenAI-compatible server that, like llama.cpp
 // serving a model whose chat template needs them, refuses requests whose

@@ -11,7 +11,7 @@ import (
 // waitQueued waits until n waiters are queued.
 func waitQueued(t *testing.T, l *Slots, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		l.mu.Lock()
 		got := len(l.first) + len(l.later)

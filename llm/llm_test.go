@@ -19,7 +19,7 @@ import (
 
 // guard bounds every test that talks to a server; it is a safety net
 // against hangs, not a speed assertion.
-const guard = 10 * time.Second
+const guard = 30 * time.Second
 
 func startLLM(t *testing.T, respond func(fakellm.Request) fakellm.Reply) *fakellm.Server {
 	t.Helper()

@@ -293,7 +293,7 @@ func TestAuthToken(t *testing.T) {
 		if ws.Subprotocol() != tc.want {
 			t.Errorf("%s: subprotocol %q, want %q", tc.name, ws.Subprotocol(), tc.want)
 		}
-		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
 		if _, data, err := ws.ReadMessage(); err != nil || !strings.Contains(string(data), "group-update") {
 			t.Errorf("%s: first frame %q, %v", tc.name, data, err)
 		}

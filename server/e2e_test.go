@@ -675,7 +675,7 @@ func TestUnusedHistoryRemovedOnDisconnect(t *testing.T) {
 	// Still there while its connection is open.
 	second.request(msg{"type": "fetch-and-set-history", "history_uid": unused}, "history-data")
 	_ = idle.ws.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		second.send(msg{"type": "fetch-and-set-history", "history_uid": unused})
 		if got := second.next(); got.typ() == "error" {

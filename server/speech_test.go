@@ -215,7 +215,7 @@ func TestInterruptDuringSynthesis(t *testing.T) {
 	c := dialGreeted(t, m.Addr())
 	c.send(msg{"type": "text-input", "text": "tell me a long story", "images": []any{}})
 
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(espeakChildren(t)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("espeak-ng never started")

@@ -92,7 +92,7 @@ func TestPage(t *testing.T) {
 	if err := p.WaitFor(ctx, `new Promise((r) => setTimeout(() => r(true), 20))`); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(p.Exceptions()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -173,7 +173,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 	}
 	// Goroutines finish shortly after they are told to; poll with a
 	// generous bound rather than expect it at once.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

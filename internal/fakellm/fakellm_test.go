@@ -15,7 +15,7 @@ import (
 
 // guard bounds every wait in these tests; it is a safety net against
 // hangs on a loaded machine, not a speed assertion.
-const guard = 10 * time.Second
+const guard = 30 * time.Second
 
 func start(t *testing.T, respond func(Request) Reply) (*Server, *openai.Client) {
 	t.Helper()
