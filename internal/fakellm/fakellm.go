@@ -83,6 +83,19 @@ type Reply struct {
 	// proxy's notice) or a hand-made stream such as "data: [DONE]\n\n".
 	Body        string
 	ContentType string
+	// ToolCalls are function calls the model makes after its Tokens. A
+	// stream sends each as OpenAI does: a first fragment with the call's
+	// index, id and name, then its arguments in several fragments; the
+	// finish reason is then "tool_calls".
+	ToolCalls []ToolCall
+}
+
+// ToolCall is one function call of a Reply, or of an assistant message
+// the server received.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // JSON
 }
 
 // AlternationError is what llama.cpp answers (HTTP 400) when the model's
@@ -95,6 +108,11 @@ type Request struct {
 	Model    string    `json:"model"`
 	Stream   bool      `json:"stream"`
 	Messages []Message `json:"messages"`
+	// Tools are the names of the functions offered, in order.
+	Tools []string `json:"tools,omitempty"`
+	// ToolChoice is the tool_choice sent: "" when absent, "none", "auto",
+	// "required", or the raw JSON of a named choice.
+	ToolChoice string `json:"tool_choice,omitempty"`
 	// Raw is the raw request body, for assertions on fields not decoded here.
 	Raw    []byte      `json:"-"`
 	Header http.Header `json:"-"`
@@ -107,6 +125,11 @@ type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 	Images  int    `json:"images,omitempty"`
+	// ToolCalls are an assistant message's calls; ToolCallID and Name are
+	// a tool result's.
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
 }
 
 // Server is a running fake. Create it with Start and stop it with Close.
@@ -266,6 +289,7 @@ func (s *Server) WaitActive(within time.Duration) bool {
 func (r Request) clone() Request {
 	c := r
 	c.Messages = append([]Message(nil), r.Messages...)
+	c.Tools = append([]string(nil), r.Tools...)
 	c.Raw = append([]byte(nil), r.Raw...)
 	c.Header = r.Header.Clone()
 	return c
@@ -592,8 +616,24 @@ func (c *call) stream(id string, req Request, includeUsage bool) {
 		c.breakConn()
 		return
 	}
+	for i, tc := range c.reply.ToolCalls {
+		for _, d := range toolCallFragments(i, tc) {
+			if c.wait(c.reply.Interval) != proceed {
+				return
+			}
+			chunk := chunkFor(id, created, req.Model)
+			d.Role, role = role, ""
+			chunk.Choices = []chunkChoice{{Delta: d}}
+			if c.event(chunk) != proceed {
+				return
+			}
+		}
+	}
 
 	stop := "stop"
+	if len(c.reply.ToolCalls) > 0 {
+		stop = "tool_calls"
+	}
 	chunk := chunkFor(id, created, req.Model)
 	// With no tokens at all the role still has to be announced once.
 	chunk.Choices = []chunkChoice{{Delta: delta{Role: role}, FinishReason: &stop}}
@@ -654,13 +694,18 @@ func (c *call) complete(id string, req Request) {
 		return
 	}
 	stop := "stop"
+	msg := completionMessage{Role: "assistant", Content: strings.Join(c.reply.Tokens, "")}
+	for _, tc := range c.reply.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, wireToolCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: tc.Arguments}})
+		stop = "tool_calls"
+	}
 	writeJSON(c.w, http.StatusOK, completion{
 		ID:      id,
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   req.Model,
 		Choices: []completionChoice{{
-			Message:      Message{Role: "assistant", Content: strings.Join(c.reply.Tokens, "")},
+			Message:      msg,
 			FinishReason: &stop,
 		}},
 		Usage: usageFor(req, c.reply),
@@ -697,8 +742,38 @@ type chunkChoice struct {
 }
 
 type delta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role      string         `json:"role,omitempty"`
+	Content   string         `json:"content,omitempty"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+}
+
+// wireToolCall is a tool call as sent: whole in a message, or a fragment
+// in a stream's delta (Index set, the other fields only where they start).
+type wireToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// toolCallFragments splits call i into stream deltas the way OpenAI
+// streams it: the id and name first with empty arguments, then the
+// arguments in up to three pieces, cut on rune boundaries.
+func toolCallFragments(i int, tc ToolCall) []delta {
+	idx := i
+	out := []delta{{ToolCalls: []wireToolCall{{Index: &idx, ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name}}}}}
+	runes := []rune(tc.Arguments)
+	step := max(1, (len(runes)+2)/3)
+	for start := 0; start < len(runes); start += step {
+		part := string(runes[start:min(len(runes), start+step)])
+		out = append(out, delta{ToolCalls: []wireToolCall{{Index: &idx, Function: wireFunction{Arguments: part}}}})
+	}
+	return out
 }
 
 type usage struct {
@@ -717,9 +792,15 @@ type completion struct {
 }
 
 type completionChoice struct {
-	Index        int     `json:"index"`
-	Message      Message `json:"message"`
-	FinishReason *string `json:"finish_reason"`
+	Index        int               `json:"index"`
+	Message      completionMessage `json:"message"`
+	FinishReason *string           `json:"finish_reason"`
+}
+
+type completionMessage struct {
+	Role      string         `json:"role"`
+	Content   string         `json:"content"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
 }
 
 type modelList struct {
@@ -787,18 +868,27 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // string or an array of typed parts.
 
 type wireRequest struct {
-	Model         string        `json:"model"`
-	Stream        bool          `json:"stream"`
-	Messages      []wireMessage `json:"messages"`
+	Model    string        `json:"model"`
+	Stream   bool          `json:"stream"`
+	Messages []wireMessage `json:"messages"`
+	Tools    []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }
 
 type wireMessage struct {
-	Role      string            `json:"role"`
-	Content   json.RawMessage   `json:"content"`
-	ToolCalls []json.RawMessage `json:"tool_calls"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []wireToolCall  `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
 }
 
 type wirePart struct {
@@ -815,6 +905,17 @@ func decodeRequest(body []byte) (Request, wireRequest, error) {
 		Model:  wr.Model,
 		Stream: wr.Stream,
 		Raw:    body,
+	}
+	for _, t := range wr.Tools {
+		req.Tools = append(req.Tools, t.Function.Name)
+	}
+	if raw := strings.TrimSpace(string(wr.ToolChoice)); raw != "" && raw != "null" {
+		var named string
+		if json.Unmarshal(wr.ToolChoice, &named) == nil {
+			req.ToolChoice = named
+		} else {
+			req.ToolChoice = raw
+		}
 	}
 	for i, wm := range wr.Messages {
 		m, err := decodeMessage(wm)
@@ -870,7 +971,10 @@ func alternating(msgs []wireMessage) bool {
 }
 
 func decodeMessage(wm wireMessage) (Message, error) {
-	m := Message{Role: wm.Role}
+	m := Message{Role: wm.Role, ToolCallID: wm.ToolCallID, Name: wm.Name}
+	for _, tc := range wm.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
 	raw := strings.TrimSpace(string(wm.Content))
 	switch {
 	case raw == "" || raw == "null":

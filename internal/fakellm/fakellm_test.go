@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -482,7 +483,7 @@ func TestRequestsRecorded(t *testing.T) {
 		t.Fatalf("messages = %+v, want %+v", r.Messages, want)
 	}
 	for i := range want {
-		if r.Messages[i] != want[i] {
+		if !reflect.DeepEqual(r.Messages[i], want[i]) {
 			t.Errorf("message %d = %+v, want %+v", i, r.Messages[i], want[i])
 		}
 	}
