@@ -26,8 +26,9 @@ type Emitter interface {
 // ctx, which comes back as ctx's error.
 type LLM interface {
 	// Stream calls onDelta with each piece of the reply's text, in order,
-	// and returns the usage the server reported (nil if none).
-	Stream(ctx context.Context, req Request, onDelta func(string)) (*Usage, error)
+	// and returns the tool calls the model made and the usage the server
+	// reported.
+	Stream(ctx context.Context, req Request, onDelta func(string)) (StreamResult, error)
 	// Complete returns the whole reply at once.
 	Complete(ctx context.Context, req Request) (string, *Usage, error)
 }
@@ -270,8 +271,8 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 	if err != nil {
 		return err
 	}
-	usage, err := a.opts.LLM.Stream(ctx, req, emit.Token)
-	a.recordUsage(rep, usage)
+	res, err := a.opts.LLM.Stream(ctx, req, emit.Token)
+	a.recordUsage(rep, res.Usage)
 	return err
 }
 

@@ -24,6 +24,10 @@ const (
 	// an OpenAI-compatible /v1 endpoint (an HTML page, plain text) or its
 	// stream held nothing but [DONE].
 	KindEmptyReply
+	// KindToolsUnsupported: the server or model refused a request because
+	// it offered tools (a model without tool support, a server started
+	// without its tool-calling options).
+	KindToolsUnsupported
 )
 
 // LLMError is an LLM failure with a message a person can act on: which URL,
@@ -66,6 +70,8 @@ func (e *LLMError) Error() string {
 		return fmt.Sprintf("the reply from the LLM server at %s ran past llm.max_reply_tokens (%s), so koe stopped it there. Raise llm.max_reply_tokens if replies are meant to be this long; a model that never stops may need another chat template", e.BaseURL, e.Detail)
 	case KindEmptyReply:
 		return fmt.Sprintf("the LLM server at %s answered but sent no text%s", e.BaseURL, detail)
+	case KindToolsUnsupported:
+		return fmt.Sprintf("the LLM server at %s refused the tools koe offered to model %q%s. Use a model and server that support tool calls, or turn tools off for this character (tools.enabled: [])", e.BaseURL, e.Model, detail)
 	}
 	return fmt.Sprintf("LLM error at %s%s", e.BaseURL, detail)
 }

@@ -1126,7 +1126,7 @@ func TestTokenBudgetDropsOldestTurns(t *testing.T) {
 		t.Errorf("with a long system prompt: %d raw turns (before %d), %d tokens; the prompt intact: %v",
 			rep.RawTurns, kept, rep.EstimatedTokens, strings.HasPrefix(req.Messages[0].Content, long))
 	}
-	if got := req.Messages[len(req.Messages)-1]; got != user(persona, userText(21), reminder) {
+	if got := req.Messages[len(req.Messages)-1]; !reflect.DeepEqual(got, user(persona, userText(21), reminder)) {
 		t.Errorf("the request ends with %+v, want persona, current message, reminder", got)
 	}
 	a.SetSystemPrompt("")

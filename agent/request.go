@@ -12,6 +12,21 @@ type Request struct {
 	Messages []WireMessage
 	// Tools the model may call in this cycle (none: a plain answer).
 	Tools []ToolSpec
+	// ToolChoice is "" (the server decides, which is "auto" when tools are
+	// offered) or ToolChoiceNone: the tools are described but the model
+	// must answer in text.
+	ToolChoice string
+}
+
+// ToolChoiceNone makes the model answer without calling a tool.
+const ToolChoiceNone = "none"
+
+// StreamResult is what a streamed reply gave besides its text.
+type StreamResult struct {
+	// ToolCalls are the model's complete function calls, in its order.
+	ToolCalls []ToolCall
+	// Usage is what the server reported (nil if it did not).
+	Usage *Usage
 }
 
 // WireMessage is one message of a Request: the request's shape of a

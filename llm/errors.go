@@ -83,3 +83,24 @@ func (c *Client) noText(header http.Header, parsed bool, finish string) error {
 	}
 	return c.llmError(agent.KindEmptyReply, detail)
 }
+
+// requestFailed explains a refused request. A request that offered tools
+// and was refused for them (Ollama: "does not support tools"; llama.cpp:
+// "tools param requires --jinja flag"; vLLM: "auto" tool choice requires
+// --enable-auto-tool-choice) gets one error naming the setting that turns
+// tools off, instead of a generic bad request.
+func (c *Client) requestFailed(req agent.Request, err error) error {
+	var le *agent.LLMError
+	if len(req.Tools) == 0 || !errors.As(err, &le) || le.Status < 400 || le.Status == http.StatusUnauthorized ||
+		le.Status == http.StatusTooManyRequests || !mentionsTools(le.Detail) {
+		return err
+	}
+	out := *le
+	out.Kind = agent.KindToolsUnsupported
+	return &out
+}
+
+func mentionsTools(detail string) bool {
+	d := strings.ToLower(detail)
+	return strings.Contains(d, "tool") || strings.Contains(d, "function call")
+}

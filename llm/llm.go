@@ -76,6 +76,9 @@ func (c *Client) chatRequest(req agent.Request) openai.ChatCompletionRequest {
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters,
 		}})
 	}
+	if req.ToolChoice != "" && len(r.Tools) > 0 {
+		r.ToolChoice = req.ToolChoice
+	}
 	if c.cfg.Temperature != nil {
 		r.Temperature = *c.cfg.Temperature
 	}

@@ -342,7 +342,7 @@ func TestStreamUsage(t *testing.T) {
 		{Role: agent.RoleUser, Content: "How are you today? Tell me everything, über alles."},
 	}}
 	var got []string
-	usage, err := c.Stream(testCtx(t), msgs, func(d string) { got = append(got, d) })
+	res, err := c.Stream(testCtx(t), msgs, func(d string) { got = append(got, d) })
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
@@ -353,8 +353,8 @@ func TestStreamUsage(t *testing.T) {
 	if want.PromptTokens == 0 {
 		t.Fatal("test messages too short for a non-zero prompt count")
 	}
-	if !reflect.DeepEqual(usage, want) {
-		t.Errorf("usage = %+v, want %+v", usage, want)
+	if !reflect.DeepEqual(res.Usage, want) {
+		t.Errorf("usage = %+v, want %+v", res.Usage, want)
 	}
 	opts, ok := rawField(t, s.Requests()[0], "stream_options")
 	if !ok || !reflect.DeepEqual(opts, map[string]any{"include_usage": true}) {
@@ -365,12 +365,12 @@ func TestStreamUsage(t *testing.T) {
 func TestStreamWithoutUsage(t *testing.T) {
 	s := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: []string{"ok"}}))
 	c := clientFor(s, func(c *agent.Config) { c.StreamUsage = false })
-	usage, err := c.Stream(testCtx(t), userMsgs("a question long enough to count"), func(string) {})
+	res, err := c.Stream(testCtx(t), userMsgs("a question long enough to count"), func(string) {})
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
-	if usage != nil {
-		t.Errorf("usage = %+v without stream_usage, want nil", usage)
+	if res.Usage != nil {
+		t.Errorf("usage = %+v without stream_usage, want nil", res.Usage)
 	}
 	if v, ok := rawField(t, s.Requests()[0], "stream_options"); ok {
 		t.Errorf("stream_options = %v sent although stream_usage is off (body %s)", v, s.Requests()[0].Raw)

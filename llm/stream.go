@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -24,7 +25,7 @@ var errIdle = errors.New("llm idle timeout")
 // reply runs past llm.max_reply_tokens (KindReplyTooLong; the deltas
 // before stay delivered), and when the answer holds no text at all
 // (KindEmptyReply).
-func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(string)) (*agent.Usage, error) {
+func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(string)) (agent.StreamResult, error) {
 	r := c.chatRequest(req)
 	r.Stream = true
 	if c.cfg.StreamUsage {
@@ -39,12 +40,13 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 
 	stream, err := c.api.CreateChatCompletionStream(ctx, r)
 	if err != nil {
-		return nil, c.streamFailed(ctx, parent, err, agent.KindUnreachable)
+		return agent.StreamResult{}, c.requestFailed(req, c.streamFailed(ctx, parent, err, agent.KindUnreachable))
 	}
 	defer stream.Close()
 
 	limit := replyLimit{tok: c.tok, max: c.cfg.ReplyTokenLimit()}
-	var usage *agent.Usage
+	var res agent.StreamResult
+	var calls toolCalls
 	parsed, text, finish := false, false, ""
 	for {
 		resp, err := stream.Recv()
@@ -54,20 +56,20 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 		if err != nil {
 			if !parsed && errors.Is(err, openai.ErrTooManyEmptyStreamMessages) {
 				// Hundreds of lines and no event: a web page.
-				return usage, c.noText(stream.Header(), false, "")
+				return res, c.noText(stream.Header(), false, "")
 			}
-			return usage, c.streamFailed(ctx, parent, err, agent.KindBrokenStream)
+			return res, c.streamFailed(ctx, parent, err, agent.KindBrokenStream)
 		}
 		if err := parent.Err(); err != nil {
 			// Chunks read ahead before the cancellation are not handed on.
-			return usage, err
+			return res, err
 		}
 		parsed = true
 		// The idle clock measures the server only: while onDelta runs (a
 		// slow client's queue may be full), the server is not to blame.
 		idle.pause()
 		if resp.Usage != nil {
-			usage = &agent.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+			res.Usage = &agent.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 		}
 		for _, ch := range resp.Choices {
 			if ch.Index != 0 {
@@ -76,9 +78,17 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 			if ch.FinishReason != "" {
 				finish = string(ch.FinishReason)
 			}
+			for _, tc := range ch.Delta.ToolCalls {
+				// A runaway call (endless arguments) is as long a reply
+				// as endless text.
+				if limit.exceededBy(tc.Function.Name + tc.Function.Arguments) {
+					return res, c.llmError(agent.KindReplyTooLong, fmt.Sprintf("%d tokens", limit.max))
+				}
+				calls.add(tc)
+			}
 			if d := ch.Delta.Content; d != "" {
 				if limit.exceededBy(d) {
-					return usage, c.llmError(agent.KindReplyTooLong, fmt.Sprintf("%d tokens", limit.max))
+					return res, c.llmError(agent.KindReplyTooLong, fmt.Sprintf("%d tokens", limit.max))
 				}
 				text = true
 				onDelta(d)
@@ -86,10 +96,14 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 		}
 		idle.resume()
 	}
-	if !text {
-		return usage, c.noText(stream.Header(), parsed, finish)
+	res.ToolCalls, err = calls.complete()
+	if err != nil {
+		return res, c.llmError(agent.KindBrokenStream, err.Error())
 	}
-	return usage, nil
+	if !text && len(res.ToolCalls) == 0 {
+		return res, c.noText(stream.Header(), parsed, finish)
+	}
+	return res, nil
 }
 
 // streamFailed explains why a stream could not start or go on: the idle
@@ -167,4 +181,57 @@ func (l *replyLimit) exceededBy(delta string) bool {
 	l.counted += l.tok.Count(string(l.uncounted))
 	l.uncounted = l.uncounted[:0]
 	return l.counted > l.max
+}
+
+// toolCalls gathers a stream's tool-call fragments. OpenAI streams each
+// call as a first fragment with its index, id and name, then fragments of
+// its arguments with the index alone.
+type toolCalls struct {
+	byIndex map[int]*agent.ToolCall
+	order   []int
+}
+
+func (t *toolCalls) add(tc openai.ToolCall) {
+	i := 0
+	if tc.Index != nil {
+		i = *tc.Index
+	}
+	if t.byIndex == nil {
+		t.byIndex = map[int]*agent.ToolCall{}
+	}
+	c, ok := t.byIndex[i]
+	if !ok {
+		c = &agent.ToolCall{}
+		t.byIndex[i] = c
+		t.order = append(t.order, i)
+	}
+	if tc.ID != "" {
+		c.ID = tc.ID
+	}
+	c.Name += tc.Function.Name
+	c.Arguments += tc.Function.Arguments
+}
+
+// complete returns the calls in index order. A call with no name cannot
+// be run or answered: the stream was broken.
+func (t *toolCalls) complete() ([]agent.ToolCall, error) {
+	if len(t.order) == 0 {
+		return nil, nil
+	}
+	idx := append([]int(nil), t.order...)
+	slices.Sort(idx)
+	out := make([]agent.ToolCall, 0, len(idx))
+	for n, i := range idx {
+		c := *t.byIndex[i]
+		if c.Name == "" {
+			return nil, fmt.Errorf("tool call %d of the stream came without a function name", i)
+		}
+		if c.ID == "" {
+			// Some servers (older llama.cpp) send no ids; the tool
+			// message must still answer a call by id.
+			c.ID = fmt.Sprintf("call_%d", n)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
