@@ -71,8 +71,15 @@ type Options struct {
 	// agent's, one call at a time, in order, with no lock of the agent's
 	// held; a slow receiver delays later notices, never a turn.
 	OnSummary func(MemoryState)
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// Tools the model may call (nil: none, one LLM call per turn).
+	Tools Toolbox
+	// MaxCycles bounds the LLM calls of a turn with tools (0:
+	// DefaultMaxCycles); ToolTimeout bounds each tool call (0:
+	// DefaultToolTimeout).
+	MaxCycles   int
+	ToolTimeout time.Duration
+	Now         func() time.Time
+	Logger      *slog.Logger
 }
 
 // DefaultSystemPrompt is koe's packaged system prompt; users may replace it
@@ -130,6 +137,12 @@ func New(opts Options) *Agent {
 	}
 	if opts.Memory.Policy == "" {
 		opts.Memory = DefaultMemoryConfig()
+	}
+	if opts.MaxCycles <= 0 {
+		opts.MaxCycles = DefaultMaxCycles
+	}
+	if opts.ToolTimeout <= 0 {
+		opts.ToolTimeout = DefaultToolTimeout
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a := &Agent{
@@ -264,20 +277,10 @@ func (a *Agent) add(m Message) {
 	a.msgs = append(a.msgs, m)
 }
 
-// Reply streams the assistant's answer to the current memory. The caller
-// records the reply with AddAssistant once it knows what the user heard.
-func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
-	req, rep, err := a.buildContext(nil)
-	if err != nil {
-		return err
-	}
-	res, err := a.opts.LLM.Stream(ctx, req, emit.Token)
-	a.recordUsage(rep, res.Usage)
-	return err
-}
-
 // buildContext assembles the next request and remembers its report.
-func (a *Agent) buildContext(tools []ToolSpec) (Request, *ContextReport, error) {
+// toolsNote, when not empty, ends the system prompt's per-request part: the
+// tools available in this cycle.
+func (a *Agent) buildContext(tools []ToolSpec, toolsNote string) (Request, *ContextReport, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	turns := splitTurns(a.msgs)
@@ -309,7 +312,7 @@ func (a *Agent) buildContext(tools []ToolSpec) (Request, *ContextReport, error) 
 	}
 	req, rep, err := build(a.opts.Tokenizer, contextParts{
 		system:      system,
-		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + ".",
+		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + "." + toolsNote,
 		summaries:   sums,
 		earlier:     earlier,
 		lastReply:   lastReply,

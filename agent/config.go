@@ -38,6 +38,24 @@ type Config struct {
 	// Vision: the model accepts images (llava, qwen2.5-vl, gpt-4o…).
 	// When false, images are not sent; the model is told one was shared.
 	Vision bool `yaml:"vision"`
+	// MaxCycles bounds the LLM calls of one turn when the character has
+	// tools (0: DefaultMaxCycles): a cycle that calls tools is followed by
+	// another with their results, and the last allowed one must answer.
+	MaxCycles int `yaml:"max_cycles"`
+}
+
+// Cycle bounds: the default of llm.max_cycles and the most it may be.
+const (
+	DefaultMaxCycles = 6
+	MaxMaxCycles     = 20
+)
+
+// Cycles is the most LLM calls one turn may make.
+func (c Config) Cycles() int {
+	if c.MaxCycles == 0 {
+		return DefaultMaxCycles
+	}
+	return c.MaxCycles
 }
 
 // Reply length bounds: the default of llm.max_reply_tokens, and the least
@@ -90,6 +108,9 @@ func (c Config) Validate() error {
 	}
 	if c.IdleTimeout < 0 {
 		return fmt.Errorf("llm.idle_timeout %s is negative", c.IdleTimeout)
+	}
+	if c.MaxCycles < 0 || c.MaxCycles > MaxMaxCycles {
+		return fmt.Errorf("llm.max_cycles %d is out of range: 1 to %d LLM calls per turn (default %d)", c.MaxCycles, MaxMaxCycles, DefaultMaxCycles)
 	}
 	if n := c.ReplyTokenLimit(); n < MinReplyTokens {
 		key := "llm.max_reply_tokens"

@@ -28,6 +28,9 @@ const (
 	// it offered tools (a model without tool support, a server started
 	// without its tool-calling options).
 	KindToolsUnsupported
+	// KindTooManyCycles: the model still called tools in the turn's last
+	// allowed LLM call, when it was told to answer.
+	KindTooManyCycles
 )
 
 // LLMError is an LLM failure with a message a person can act on: which URL,
@@ -70,6 +73,8 @@ func (e *LLMError) Error() string {
 		return fmt.Sprintf("the reply from the LLM server at %s ran past llm.max_reply_tokens (%s), so koe stopped it there. Raise llm.max_reply_tokens if replies are meant to be this long; a model that never stops may need another chat template", e.BaseURL, e.Detail)
 	case KindEmptyReply:
 		return fmt.Sprintf("the LLM server at %s answered but sent no text%s", e.BaseURL, detail)
+	case KindTooManyCycles:
+		return fmt.Sprintf("model %q kept calling tools instead of answering%s. Raise llm.max_cycles if its tasks need more steps", e.Model, detail)
 	case KindToolsUnsupported:
 		return fmt.Sprintf("the LLM server at %s refused the tools koe offered to model %q%s. Use a model and server that support tool calls, or turn tools off for this character (tools.enabled: [])", e.BaseURL, e.Model, detail)
 	}

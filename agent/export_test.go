@@ -27,9 +27,10 @@ func (a *Agent) Append(msgs ...Message) {
 	}
 }
 
-// BuildContext builds the next request with tools, as Reply does without.
+// BuildContext builds the next request with tools, as a cycle of Reply
+// that may call them does.
 func (a *Agent) BuildContext(tools []ToolSpec) (Request, *ContextReport, error) {
-	return a.buildContext(tools)
+	return a.buildContext(tools, toolsNote(tools, false))
 }
 
 // SetCalibration sets the ratio learnt from provider-reported usage.
@@ -45,3 +46,6 @@ func (t *Tokenizer) CachedText() (entries, bytes int) {
 	defer t.enc.mu.Unlock()
 	return len(t.enc.counts), t.enc.bytes
 }
+
+// ToolsNote is the line that tells the model which tools it may call.
+var ToolsNote = toolsNote

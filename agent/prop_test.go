@@ -398,7 +398,7 @@ func tailByHand(c propCase) []agent.WireMessage {
 // fixedByHand counts the parts koe never cuts as they would be sent.
 func fixedByHand(tok *agent.Tokenizer, c propCase, now time.Time) int {
 	head := agent.WireMessage{Role: agent.RoleSystem,
-		Content: systemByHand(c) + "\n\nCurrent date and time: " + now.Format("Monday, 2 January 2006, 15:04 MST") + "."}
+		Content: systemByHand(c) + "\n\nCurrent date and time: " + now.Format("Monday, 2 January 2006, 15:04 MST") + "." + agent.ToolsNote(c.tools, false)}
 	msgs := append([]agent.WireMessage{head}, joinByHand(tailByHand(c))...)
 	return tok.CountMessages(msgs) + tok.CountTools(c.tools)
 }

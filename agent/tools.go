@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Toolbox is the tools a character may use, as the agent calls them.
+type Toolbox interface {
+	// Specs describes the tools for the request.
+	Specs() []ToolSpec
+	// Call runs one call. An error is the tool's failure, told to the
+	// model; its message must be short and safe to show.
+	Call(ctx context.Context, call ToolCall) (string, error)
+}
+
+// ToolEmitter is an Emitter that follows tool use, so that clients can
+// watch it. Its methods are called from Reply's goroutine, in order.
+type ToolEmitter interface {
+	Emitter
+	// ToolsCalled ends a cycle whose answer was calls: the text streamed
+	// since the previous cycle belongs to it, not to the final reply.
+	ToolsCalled(calls []ToolCall)
+	// ToolStarted and ToolFinished bracket each call; err is the tool's
+	// failure (a timeout, an interrupt, the tool's own error).
+	ToolStarted(call ToolCall)
+	ToolFinished(call ToolCall, result string, err error)
+}
+
+// DefaultToolTimeout bounds one tool call unless tools.timeout says
+// otherwise.
+const DefaultToolTimeout = 20 * time.Second
+
+// ErrInterrupted is a tool's error when the turn was stopped while it ran.
+var ErrInterrupted = errors.New("the user interrupted before the tool finished")
+
+// Reply streams the assistant's answer to the current memory. With tools,
+// a turn takes up to MaxCycles LLM calls: a cycle that calls tools runs
+// them, adds the calls and their results to memory and goes on; the last
+// allowed cycle must answer in text. The caller records the final reply
+// with AddAssistant once it knows what the user heard.
+func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
+	var specs []ToolSpec
+	if a.opts.Tools != nil {
+		specs = a.opts.Tools.Specs()
+	}
+	watcher, _ := emit.(ToolEmitter)
+	for cycle := 1; ; cycle++ {
+		last := cycle >= a.opts.MaxCycles
+		req, rep, err := a.buildContext(specs, toolsNote(specs, last))
+		if err != nil {
+			return err
+		}
+		if len(specs) > 0 && last {
+			req.ToolChoice = ToolChoiceNone
+		}
+		var said strings.Builder
+		res, err := a.opts.LLM.Stream(ctx, req, func(d string) {
+			said.WriteString(d)
+			emit.Token(d)
+		})
+		a.recordUsage(rep, res.Usage)
+		if err != nil || len(res.ToolCalls) == 0 {
+			return err
+		}
+		if len(specs) == 0 || last {
+			// Calls nobody offered, or after being told to answer: the
+			// model cannot be helped by another cycle.
+			return &LLMError{Kind: KindTooManyCycles, Model: a.opts.Model,
+				Detail: fmt.Sprintf("it called %s in LLM call %d of the turn, the last allowed (llm.max_cycles %d)", res.ToolCalls[0].Name, cycle, a.opts.MaxCycles)}
+		}
+		a.add(Message{Role: RoleAssistant, Content: said.String(), ToolCalls: res.ToolCalls, Time: a.opts.Now()})
+		if watcher != nil {
+			watcher.ToolsCalled(res.ToolCalls)
+		}
+		results := a.runTools(ctx, res.ToolCalls, watcher)
+		// Every call gets its result in memory, even after an interrupt:
+		// a call without one would break every later request.
+		for i, c := range res.ToolCalls {
+			a.add(Message{Role: RoleTool, ToolCallID: c.ID, Name: c.Name, Content: results[i], Time: a.opts.Now()})
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// toolOutcome is one finished call, by its place in the cycle.
+type toolOutcome struct {
+	i      int
+	result string
+	err    error
+}
+
+// runTools runs a cycle's calls at once, each within ToolTimeout, and
+// returns what the model is told of each, in call order. It returns once
+// every call has ended; cancelling ctx cancels them all.
+func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmitter) []string {
+	done := make(chan toolOutcome, len(calls))
+	for i, c := range calls {
+		if watcher != nil {
+			watcher.ToolStarted(c)
+		}
+		go func() {
+			callCtx, cancel := context.WithTimeout(ctx, a.opts.ToolTimeout)
+			defer cancel()
+			result, err := a.opts.Tools.Call(callCtx, c)
+			switch {
+			case ctx.Err() != nil:
+				err = ErrInterrupted
+			case err == nil && callCtx.Err() != nil:
+				err = callCtx.Err()
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("no answer within %s (tools.timeout)", a.opts.ToolTimeout)
+			}
+			done <- toolOutcome{i: i, result: result, err: err}
+		}()
+	}
+	results := make([]string, len(calls))
+	for range calls {
+		o := <-done
+		if o.err != nil {
+			results[o.i] = "Error: " + o.err.Error()
+			a.log.Debug("tool failed", "tool", calls[o.i].Name, "err", o.err)
+		} else {
+			results[o.i] = o.result
+		}
+		if watcher != nil {
+			watcher.ToolFinished(calls[o.i], o.result, o.err)
+		}
+	}
+	return results
+}
+
+// toolsNote tells the model which tools it may call in this cycle.
+func toolsNote(specs []ToolSpec, last bool) string {
+	if len(specs) == 0 {
+		return ""
+	}
+	if last {
+		return "\n\nNo more tools can be called in this turn: answer with what you have."
+	}
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	return "\n\nTools you can call now: " + strings.Join(names, ", ") + "."
+}
