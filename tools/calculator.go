@@ -60,7 +60,8 @@ func newCalculator(opts Options) tool {
 	c.options = append(c.options, mathOptions()...)
 	return tool{
 		spec: agentSpec(calculatorName,
-			"Evaluates an arithmetic expression and returns the number. Use it for any arithmetic beyond the trivial: "+
+			"Evaluates an arithmetic expression and returns the number (true or false for a comparison). "+
+				"Use it for any arithmetic beyond the trivial: "+
 				"+ - * / % ^, parentheses, comparisons, sqrt, abs, floor, ceil, round, min, max, pow, log, log10, exp, "+
 				"sin, cos, tan (radians), and the constants pi and e.",
 			calcSchema),
@@ -94,8 +95,8 @@ func (c *calculator) eval(expression string) (string, error) {
 	if syntax.err != nil {
 		return "", syntax.err
 	}
-	if err := syntax.leftover(); err != nil {
-		return "", err
+	if unknown := syntax.leftover(); unknown != nil {
+		return "", unknown
 	}
 	if err != nil {
 		return "", c.exprError(err)

@@ -320,3 +320,19 @@ func TestCalculatorMatchesMath(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCalculator is the cost of one call as the loop makes it:
+// decoding, compiling (expr has no cache here) and running.
+func BenchmarkCalculator(b *testing.B) {
+	box, err := New([]string{"calculator"}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := agent.ToolCall{Name: "calculator", Arguments: `{"expression":"(17.5 * 3 + 2) / 4 + sqrt(2) * pi"}`}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := box.Call(context.Background(), call); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
