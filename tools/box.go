@@ -1,0 +1,251 @@
+// Package tools holds koe's built-in tools: the functions a character's
+// model may call during a turn. The agent loop asks a Box for the specs it
+// sends with a request and runs the calls the model makes through it.
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"koe/agent"
+)
+
+// Defaults and floors of the limits in Options.
+const (
+	DefaultMaxResultChars = 16000
+	// minResultChars leaves room for the cut note and some of the result.
+	minResultChars = 200
+	// maxErrorChars bounds a tool error: the model needs the reason, not
+	// a copy of a long argument.
+	maxErrorChars = 300
+)
+
+// Options tune the built-in tools. The zero value is usable.
+type Options struct {
+	// Now is the clock of get_current_datetime (nil: time.Now).
+	Now func() time.Time
+	// MaxResultChars bounds a result's length in characters, the note
+	// included (0: DefaultMaxResultChars); longer results are cut with a
+	// note saying so.
+	MaxResultChars int
+	// CalculatorMaxChars bounds the length of a calculator expression
+	// (0: DefaultCalculatorMaxChars).
+	CalculatorMaxChars int
+	// CalculatorMaxNodes bounds the parts (numbers, operators, calls) of a
+	// calculator expression (0: DefaultCalculatorMaxNodes).
+	CalculatorMaxNodes int
+}
+
+// Box is the set of tools one character may use. It does not change after
+// New, so one Box may run many calls at once.
+type Box struct {
+	tools          []tool
+	maxResultChars int
+}
+
+// tool is one built-in tool as a Box holds it.
+type tool struct {
+	spec agent.ToolSpec
+	// run gets the arguments as the model wrote them (JSON) and returns
+	// the result for the model, or an error safe to show it.
+	run func(ctx context.Context, args string) (string, error)
+}
+
+func agentSpec(name, description string, args objectSchema) agent.ToolSpec {
+	return agent.ToolSpec{Name: name, Description: description, Parameters: args.json()}
+}
+
+// builtin is a tool koe knows, built for a Box from its Options.
+type builtin struct {
+	name  string
+	build func(Options) tool
+}
+
+// builtins in the order Names lists them.
+var builtins = []builtin{
+	{calculatorName, newCalculator},
+	{datetimeName, newDatetime},
+}
+
+// Names lists the built-in tool names koe knows (for config validation
+// and docs).
+func Names() []string {
+	names := make([]string, len(builtins))
+	for i, b := range builtins {
+		names[i] = b.name
+	}
+	return names
+}
+
+// New builds the box of the enabled built-in tool names (config key
+// tools.enabled), in the order given. An unknown or repeated name is an
+// error naming it; an unknown one also lists the known ones.
+func New(enabled []string, opts Options) (*Box, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	b := &Box{maxResultChars: opts.MaxResultChars}
+	for i, name := range enabled {
+		if slices.Contains(enabled[:i], name) {
+			return nil, fmt.Errorf("tool %q is enabled twice", name)
+		}
+		j := slices.IndexFunc(builtins, func(b builtin) bool { return b.name == name })
+		if j < 0 {
+			return nil, fmt.Errorf("unknown tool %q (the built-in tools are %s)", name, strings.Join(Names(), ", "))
+		}
+		b.tools = append(b.tools, builtins[j].build(opts))
+	}
+	return b, nil
+}
+
+func (o Options) check() error {
+	if o.MaxResultChars < 0 || o.MaxResultChars > 0 && o.MaxResultChars < minResultChars {
+		return fmt.Errorf("MaxResultChars is %d: it must be 0 (%d) or at least %d", o.MaxResultChars, DefaultMaxResultChars, minResultChars)
+	}
+	if o.CalculatorMaxChars < 0 {
+		return fmt.Errorf("CalculatorMaxChars is %d: it must be 0 (%d) or more", o.CalculatorMaxChars, DefaultCalculatorMaxChars)
+	}
+	if o.CalculatorMaxNodes < 0 {
+		return fmt.Errorf("CalculatorMaxNodes is %d: it must be 0 (%d) or more", o.CalculatorMaxNodes, DefaultCalculatorMaxNodes)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxResultChars == 0 {
+		o.MaxResultChars = DefaultMaxResultChars
+	}
+	if o.CalculatorMaxChars == 0 {
+		o.CalculatorMaxChars = DefaultCalculatorMaxChars
+	}
+	if o.CalculatorMaxNodes == 0 {
+		o.CalculatorMaxNodes = DefaultCalculatorMaxNodes
+	}
+	return o
+}
+
+// Specs lists the tools, for the LLM request (name, description, JSON
+// schema of the arguments). The caller owns the slice and its contents.
+func (b *Box) Specs() []agent.ToolSpec {
+	if b == nil {
+		return nil
+	}
+	specs := make([]agent.ToolSpec, len(b.tools))
+	for i, t := range b.tools {
+		specs[i] = t.spec
+		specs[i].Parameters = slices.Clone(t.spec.Parameters)
+	}
+	return specs
+}
+
+// Call runs one call. A tool failure (bad arguments, unknown tool, a
+// failed computation, a cancelled ctx) is an error whose message is short,
+// human-readable and safe to show the model; a cancelled ctx's error
+// stays reachable with errors.Is.
+func (b *Box) Call(ctx context.Context, call agent.ToolCall) (result string, err error) {
+	// A tool bug must cost one call, not the server: calls run on the
+	// loop's goroutines, where a panic would end the process.
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("tools: tool panicked", "tool", call.Name, "panic", r, "stack", string(debug.Stack()))
+			result, err = "", errors.New("the tool failed with an internal error")
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return "", ctxError(err)
+	}
+	t, ok := b.find(call.Name)
+	if !ok {
+		return "", b.unknownTool(call.Name)
+	}
+	out, err := t.run(ctx, call.Arguments)
+	if err != nil {
+		return "", shortError(err)
+	}
+	return cut(out, b.maxResultChars), nil
+}
+
+func (b *Box) find(name string) (tool, bool) {
+	if b != nil {
+		for _, t := range b.tools {
+			if t.spec.Name == name {
+				return t, true
+			}
+		}
+	}
+	return tool{}, false
+}
+
+func (b *Box) unknownTool(name string) error {
+	var names []string
+	if b != nil {
+		for _, t := range b.tools {
+			names = append(names, t.spec.Name)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("unknown tool %q: no tools are available", clip(name))
+	}
+	return fmt.Errorf("unknown tool %q (available: %s)", clip(name), strings.Join(names, ", "))
+}
+
+// toolError is a tool failure with a message of its own for the model and
+// the cause kept for errors.Is.
+type toolError struct {
+	msg   string
+	cause error
+}
+
+func (e *toolError) Error() string { return e.msg }
+func (e *toolError) Unwrap() error { return e.cause }
+
+func ctxError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &toolError{msg: "the tool call timed out", cause: err}
+	}
+	return &toolError{msg: "the tool call was cancelled", cause: err}
+}
+
+// shortError bounds err's message to maxErrorChars.
+func shortError(err error) error {
+	msg := err.Error()
+	if utf8.RuneCountInString(msg) <= maxErrorChars {
+		return err
+	}
+	return &toolError{msg: string([]rune(msg)[:maxErrorChars-1]) + "…", cause: err}
+}
+
+// cut bounds s to limit characters, the note that says so included.
+func cut(s string, limit int) string {
+	n := utf8.RuneCountInString(s)
+	if n <= limit {
+		return s
+	}
+	// The note's length depends on the kept count only through its digits,
+	// which the total's digits bound.
+	note := func(kept int) string {
+		return fmt.Sprintf("\n[result cut: the first %d of %d characters are shown]", kept, n)
+	}
+	kept := limit - utf8.RuneCountInString(note(n))
+	return string([]rune(s)[:kept]) + note(kept)
+}
+
+// clip shortens a value the model wrote before it is quoted in an error.
+func clip(s string) string {
+	const limit = 60
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	return string([]rune(s)[:limit-1]) + "…"
+}

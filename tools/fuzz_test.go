@@ -1,0 +1,98 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzCalculator runs the calculator's tool function itself, not Box.Call,
+// whose recover would hide a panic from the fuzzer.
+func FuzzCalculator(f *testing.F) {
+	for _, seed := range []string{
+		"1+2", "(17.5 * 3 + 2) / 4", "sqrt(2) * pi", "round(2.345, 2)", "3 > 2 ? 1 : 0",
+		// Nesting and size.
+		strings.Repeat("(", 500) + "1" + strings.Repeat(")", 500),
+		strings.Repeat("-", 999) + "1",
+		strings.Repeat("sqrt(", 100) + "2" + strings.Repeat(")", 100),
+		"max(" + strings.Repeat("1,", 150) + "1)",
+		strings.Repeat("1+", 499) + "1",
+		// Huge and tiny numbers.
+		"9^9^9^9", "10^308*10", "1e308", "1e309", "5e-324/2", "log(5e-324)", "1 % 5e-324",
+		"9223372036854775807 + 1", "-9223372036854775808", "9223372036854775808", "0x7fffffffffffffff", "1_0__0",
+		"round(1, 1e300)", "round(1e308, -15)", "round(1e308, 15)", "exp(709.8)", "tan(pi/2)", "2^1024", "2^-1075",
+		// Undefined results.
+		"1/0", "0/0", "1%0", "0^0", "0^-1", "(-1)^0.5", "sqrt(-0)", "log(0)", "log(1, 1)", "-0 % 1",
+		// Unicode and bytes.
+		"π*2", "２＋３", "√4", "1÷0", "3 × 4", "\u202e1+1", "\xff\xfe", "1\x00+1", "e\u0301", "ｐｉ",
+		// Other corners of expr's language.
+		"", " ", "1+", "sqrt(", ")", "'a'", "`a`", `"a" + 1`, "[1]", "{}", "{a: 1}", "#", "$env", "$env.x",
+		"let x = 1; x", "1; 2", "1..1000000000", "map(1..1000000000, #)", "len([1])", "now()",
+		"true ? 1 : 'a'", "nil ?? 1", "a?.b", "a[1:2]", "foo()()", "pi()()", "e(1)", "()", "(1)(2)",
+		"1 | max(2)", "1 | pi()", "-pi()", "not 1", "!true", "true and 1", "1 == 1 == true", "if 1 { 2 } else { 3 }",
+		"_add(1, 2)", "sqrt", "toJSON(1)", "1 matches 'a'",
+	} {
+		f.Add(seed)
+	}
+	run := newCalculator(Options{}.withDefaults()).run
+	f.Fuzz(func(t *testing.T, expression string) {
+		args, err := json.Marshal(calcArgs{Expression: expression})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := run(context.Background(), string(args))
+		checkOutcome(t, expression, got, err)
+		if err == nil {
+			if got != "true" && got != "false" {
+				v, perr := strconv.ParseFloat(got, 64)
+				if perr != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatalf("%q = %q: not a finite number", expression, got)
+				}
+			}
+		}
+		again, err2 := run(context.Background(), string(args))
+		if again != got || (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
+			t.Fatalf("%q: %q, %v, then %q, %v", expression, got, err, again, err2)
+		}
+	})
+}
+
+// FuzzToolArguments gives every built-in tool whatever arguments a model
+// might write.
+func FuzzToolArguments(f *testing.F) {
+	for _, seed := range []string{
+		``, `{}`, `null`, `[]`, `"x"`, `1`, `{"expression":"1+1"}`, `{"timezone":"Europe/Berlin"}`,
+		`{"timezone":"../../etc/passwd"}`, `{"timezone":"\u0000"}`, `{"expression":null}`, `{"expression":{}}`,
+		`{"expression":"1","expression":2}`, `{"EXPRESSION":"1"}`, `{"a":1}`, `{"timezone":"UTC"} x`, `{`, "\xff",
+	} {
+		f.Add(seed)
+	}
+	opts := Options{}.withDefaults()
+	var tools []tool
+	for _, b := range builtins {
+		tools = append(tools, b.build(opts))
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		for _, tl := range tools {
+			got, err := tl.run(context.Background(), args)
+			checkOutcome(t, tl.spec.Name+" "+args, got, err)
+		}
+	})
+}
+
+// checkOutcome asserts a tool gave a result or an error, and that an
+// error is one line the model can read.
+func checkOutcome(t *testing.T, input, got string, err error) {
+	t.Helper()
+	switch {
+	case err == nil && got == "":
+		t.Fatalf("%q: neither a result nor an error", input)
+	case err != nil && got != "":
+		t.Fatalf("%q: a result %q and an error %v", input, got, err)
+	case err != nil && (err.Error() == "" || strings.Contains(err.Error(), "\n")):
+		t.Fatalf("%q: error %q is not one line", input, err.Error())
+	}
+}
