@@ -1,0 +1,68 @@
+package tools
+
+import (
+	"fmt"
+	"time"
+
+	"koe/agent"
+)
+
+// Config is a character's tools section.
+type Config struct {
+	// Enabled names the built-in tools the character's model may call, in
+	// the order it is told of them (empty: none, one LLM call per turn).
+	Enabled []string `yaml:"enabled"`
+	// Timeout bounds one call (0: DefaultTimeout); a call that runs out
+	// is told to the model as an error and the turn goes on.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxResultChars bounds what one call returns to the model (0:
+	// DefaultMaxResultChars).
+	MaxResultChars int                `yaml:"max_result_chars"`
+	Calculator     CalculatorSettings `yaml:"calculator"`
+}
+
+// CalculatorSettings bound the calculator's expressions.
+type CalculatorSettings struct {
+	MaxChars int `yaml:"max_chars"`
+	MaxNodes int `yaml:"max_nodes"`
+}
+
+// DefaultTimeout bounds one tool call unless tools.timeout says otherwise.
+const DefaultTimeout = agent.DefaultToolTimeout
+
+// Validate reports settings that can never work, by their keys.
+func (c Config) Validate() error {
+	if c.Timeout < 0 {
+		return fmt.Errorf("tools.timeout %s is negative (default %s)", c.Timeout, DefaultTimeout)
+	}
+	if _, err := c.Box(Options{}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Box builds the box of the enabled tools with the configured limits
+// (nil when none is enabled). base gives what the configuration does
+// not, such as the clock.
+func (c Config) Box(base Options) (*Box, error) {
+	if len(c.Enabled) == 0 {
+		return nil, nil
+	}
+	opts := base
+	opts.MaxResultChars = c.MaxResultChars
+	opts.CalculatorMaxChars = c.Calculator.MaxChars
+	opts.CalculatorMaxNodes = c.Calculator.MaxNodes
+	switch {
+	case c.MaxResultChars < 0 || c.MaxResultChars > 0 && c.MaxResultChars < minResultChars:
+		return nil, fmt.Errorf("tools.max_result_chars %d is out of range: 0 (%d) or at least %d", c.MaxResultChars, DefaultMaxResultChars, minResultChars)
+	case c.Calculator.MaxChars < 0:
+		return nil, fmt.Errorf("tools.calculator.max_chars %d is negative (default %d)", c.Calculator.MaxChars, DefaultCalculatorMaxChars)
+	case c.Calculator.MaxNodes < 0:
+		return nil, fmt.Errorf("tools.calculator.max_nodes %d is negative (default %d)", c.Calculator.MaxNodes, DefaultCalculatorMaxNodes)
+	}
+	b, err := New(c.Enabled, opts)
+	if err != nil {
+		return nil, fmt.Errorf("tools.enabled: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,37 @@
+package tools
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfig(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want string // "" = valid
+	}{
+		{Config{}, ""},
+		{Config{Enabled: []string{"calculator", "get_current_datetime"}, Timeout: time.Second}, ""},
+		{Config{Enabled: []string{"calculater"}}, `tools.enabled: unknown tool "calculater"`},
+		{Config{Enabled: []string{"calculator", "calculator"}}, "tools.enabled: tool \"calculator\" is enabled twice"},
+		{Config{Timeout: -time.Second}, "tools.timeout -1s is negative"},
+		{Config{Enabled: []string{"calculator"}, MaxResultChars: 10}, "tools.max_result_chars 10 is out of range"},
+		{Config{Enabled: []string{"calculator"}, Calculator: CalculatorSettings{MaxNodes: -1}}, "tools.calculator.max_nodes -1 is negative"},
+	} {
+		err := tc.c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.c, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
+		}
+	}
+	b, err := Config{Enabled: []string{"get_current_datetime"}}.Box(Options{})
+	if err != nil || len(b.Specs()) != 1 || b.Specs()[0].Name != "get_current_datetime" {
+		t.Errorf("Box: %v, %v", b, err)
+	}
+	if b, err := (Config{}).Box(Options{}); b != nil || err != nil {
+		t.Errorf("no tools enabled: %v, %v", b, err)
+	}
+}
