@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"fmt"
+	"koe/tools"
 	"time"
 
 	"koe/agent"
@@ -132,6 +133,7 @@ type Character struct {
 	LLM       agent.Config       `yaml:"llm"`
 	Memory    agent.MemoryConfig `yaml:"memory"`
 	TTS       tts.Config         `yaml:"tts"`
+	Tools     tools.Config       `yaml:"tools"`
 }
 
 // Validate reports settings that can never work.
@@ -147,6 +149,9 @@ func (c Character) Validate() error {
 	}
 	if err := c.TTS.Validate(); err != nil {
 		return fmt.Errorf("character %q: tts: %w", c.ConfName, err)
+	}
+	if err := c.Tools.Validate(); err != nil {
+		return fmt.Errorf("character %q: %w", c.ConfName, err)
 	}
 	return nil
 }

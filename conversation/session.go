@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"koe/tools"
 	"log/slog"
 	"sync"
 
@@ -96,6 +97,14 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions) *S
 // do I/O, so it runs before the session's lock is taken.
 func (s *Session) buildCast(char Character) cast {
 	c := cast{char: char, emotions: emotionKeywords(char.ModelInfo)}
+	var box agent.Toolbox
+	// Validated when the character was loaded; a failure here is a
+	// character that skipped validation, and it talks without tools.
+	if b, err := char.Tools.Box(tools.Options{}); err != nil {
+		s.log.Error("tools unavailable; the character talks without them", "conf_uid", char.ConfUID, "err", err)
+	} else if b != nil {
+		box = b
+	}
 	var a *agent.Agent
 	a = agent.New(agent.Options{
 		LLM:           s.deps.NewLLM(char.LLM),
@@ -110,6 +119,9 @@ func (s *Session) buildCast(char Character) cast {
 		HumanName:     char.HumanName,
 		Store:         s.deps.Store,
 		OnSummary:     func(st agent.MemoryState) { s.summaryReady(a, st) },
+		Tools:         box,
+		MaxCycles:     char.LLM.Cycles(),
+		ToolTimeout:   char.Tools.Timeout,
 		Logger:        s.log,
 	})
 	c.agent = a

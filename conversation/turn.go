@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"koe/agent"
 	"koe/conversation/sentence"
@@ -70,6 +72,10 @@ type turnState struct {
 	// runs alongside the LLM request instead of before it: a disk sync is
 	// not worth delaying the first words for.
 	saved chan error
+	// final is the part of a reply's text that memory keeps as the
+	// turn's answer (what cycles that called tools said is kept with
+	// their calls); nil: all of it.
+	final func(string) string
 }
 
 func (s *Session) runTurn(t *turn, in turnInput) {
@@ -92,6 +98,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	}
 
 	em := s.newEmitter(t, st.cast)
+	st.final = em.final
 	err := st.cast.agent.Reply(ctx, em)
 	if ctx.Err() == nil {
 		em.flush()
@@ -235,6 +242,9 @@ func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
 		s.log.Error("could not save the reply", "history_uid", st.uid, "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history; the reason is in its log"))
 	}
+	if st.final != nil {
+		text = st.final(text)
+	}
 	st.cast.agent.AddAssistant(text, interrupted)
 }
 
@@ -261,14 +271,23 @@ type turnEmitter struct {
 	splitter *sentence.Splitter
 	speaker  *speaker
 	pieces   []sentence.Piece // reused between deltas
+	// beforeTools is what was said in cycles that called tools: spoken
+	// and stored in the history with the reply, but already in memory
+	// with those calls.
+	beforeTools string
+	// newCycle: the next delta starts a cycle after tools ran; models
+	// start it without the space that would separate it in the text.
+	newCycle bool
+	charName string
 }
 
 func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
 	cfg := s.deps.Config
 	return &turnEmitter{
-		s:      s,
-		ctx:    t.ctx,
-		tokens: s.koeEvents,
+		s:        s,
+		ctx:      t.ctx,
+		tokens:   s.koeEvents,
+		charName: c.char.Name,
 		splitter: sentence.New(sentence.Options{
 			FasterFirstResponse: cfg.FasterFirstResponse,
 			FirstPieceMaxWords:  cfg.FirstPieceMaxWords,
@@ -283,6 +302,12 @@ func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
 }
 
 func (e *turnEmitter) Token(delta string) {
+	if e.newCycle {
+		e.newCycle = false
+		if text := e.reply.String(); text != "" && !endsInSpace(text) && !startsWithSpace(delta) {
+			e.reply.WriteByte(' ')
+		}
+	}
 	e.reply.WriteString(delta)
 	if e.tokens {
 		e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: delta})
@@ -291,6 +316,62 @@ func (e *turnEmitter) Token(delta string) {
 	for _, p := range e.pieces {
 		e.speaker.add(p)
 	}
+}
+
+// ToolsCalled ends a cycle that called tools: what it said is spoken now,
+// whole, before the tools run, and is not part of the final answer.
+func (e *turnEmitter) ToolsCalled([]agent.ToolCall) {
+	e.flush()
+	e.beforeTools = e.reply.String()
+	e.newCycle = true
+}
+
+// ToolStarted shows a call in the OLV client, and as a status to koe's.
+func (e *turnEmitter) ToolStarted(c agent.ToolCall) {
+	e.toolStatus(c, protocol.ToolRunning, "Input: "+c.Arguments)
+	e.status(c, protocol.StatusStart, "Running "+c.Name, "")
+}
+
+// ToolFinished updates the call's entry with its result or failure.
+func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
+	if err != nil {
+		e.toolStatus(c, protocol.ToolError, "Error: "+err.Error())
+		e.status(c, protocol.StatusError, c.Name+" failed", err.Error())
+		return
+	}
+	e.toolStatus(c, protocol.ToolCompleted, result)
+	e.status(c, protocol.StatusEnd, c.Name+" finished", "")
+}
+
+func (e *turnEmitter) toolStatus(c agent.ToolCall, state, content string) {
+	e.s.send(e.ctx, protocol.ToolCallStatus{
+		Type: protocol.TypeToolCallStatus, ToolID: c.ID, ToolName: c.Name, Status: state,
+		Content: content, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Name: e.charName,
+	})
+}
+
+func (e *turnEmitter) status(c agent.ToolCall, state, content, details string) {
+	if !e.s.koeEvents {
+		return
+	}
+	e.s.send(e.ctx, protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
+		TaskID: "tool:" + c.ID, State: state, Content: content, ErrorDetails: details,
+	}})
+}
+
+// final is the reply's text without what cycles that called tools said.
+func (e *turnEmitter) final(text string) string {
+	return strings.TrimLeftFunc(strings.TrimPrefix(text, e.beforeTools), unicode.IsSpace)
+}
+
+func endsInSpace(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return unicode.IsSpace(r)
+}
+
+func startsWithSpace(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsSpace(r)
 }
 
 // flush hands over the unfinished tail once the stream has ended.

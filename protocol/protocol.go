@@ -55,10 +55,15 @@ const (
 	TypeSetModelAndConf        = "set-model-and-conf"
 	TypeError                  = "error"
 	TypeHeartbeatAck           = "heartbeat-ack"
+	TypeToolCallStatus         = "tool_call_status"
 
 	// TypeToken is koe's own: one streamed LLM delta, so that plain text
 	// clients see the answer as it is written. OLV clients ignore it.
 	TypeToken = "token"
+
+	// TypeStatus is koe's own: a long step of a turn (a tool call)
+	// starting, going on, ending or failing.
+	TypeStatus = "status"
 
 	// koe's memory messages (OLV clients ignore them).
 	TypeMemoryState  = "memory-state"
@@ -155,6 +160,50 @@ func FullText(text string) Text { return Text{Type: TypeFullText, Text: text} }
 type Token struct {
 	Type    string `json:"type"`
 	Content string `json:"content"`
+}
+
+// Tool call states of ToolCallStatus.
+const (
+	ToolRunning   = "running"
+	ToolCompleted = "completed"
+	ToolError     = "error"
+)
+
+// ToolCallStatus is OLV's tool frame. Its client drops one that lacks any
+// of tool_id, tool_name, status or timestamp, and updates an entry in
+// place by tool_id. Content is "Input: <arguments>" while it runs, the
+// result once completed, "Error: …" on error.
+type ToolCallStatus struct {
+	Type      string `json:"type"`
+	ToolID    string `json:"tool_id"`
+	ToolName  string `json:"tool_name"`
+	Status    string `json:"status"`
+	Content   string `json:"content"`
+	Timestamp string `json:"timestamp"` // RFC 3339, UTC
+	Name      string `json:"name"`      // the character's
+}
+
+// Status states.
+const (
+	StatusStart    = "start"
+	StatusProgress = "progress"
+	StatusEnd      = "end"
+	StatusError    = "error"
+)
+
+// Status is koe's event for a long step of a turn; the same TaskID marks
+// its start and its end.
+type Status struct {
+	Type    string     `json:"type"`
+	Content StatusBody `json:"content"`
+}
+
+// StatusBody is what a Status says.
+type StatusBody struct {
+	TaskID       string `json:"task_id"`
+	State        string `json:"state"`
+	Content      string `json:"content"`
+	ErrorDetails string `json:"error_details,omitempty"`
 }
 
 // DisplayText is what the client shows for one audio piece.

@@ -1,0 +1,143 @@
+package conversation_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"koe/conversation"
+	"koe/internal/fakellm"
+	"koe/internal/mock"
+	"koe/protocol"
+	"koe/tools"
+)
+
+// withTools enables built-in tools for the rig's default character.
+func withTools(enabled ...string) rigOption {
+	return func(d *conversation.Deps) {
+		d.Characters.(*mock.Characters).DefaultChar.Tools = tools.Config{Enabled: enabled}
+	}
+}
+
+// A turn that calls the calculator: the OLV client sees the call running
+// and then completed, a koe client its status too; what the model said
+// before calling is spoken first; the history keeps everything said, and
+// memory keeps the call, its result and the answer apart.
+func TestToolTurn(t *testing.T) {
+	r := newRig(t, fakellm.Script(
+		fakellm.Reply{Tokens: fakellm.Words("Let me work that out."), ToolCalls: []fakellm.ToolCall{
+			{ID: "call_1", Name: "calculator", Arguments: `{"expression":"6 * 7"}`},
+		}},
+		fakellm.Reply{Tokens: fakellm.Words("It is 42.")},
+		fakellm.Reply{Tokens: fakellm.Words("You are welcome.")},
+	), withTools("calculator"))
+
+	frames := r.turn("what is six times seven?")
+	var statuses []protocol.ToolCallStatus
+	var events []string
+	var spoken []string
+	for _, f := range frames {
+		switch f.Type {
+		case protocol.TypeToolCallStatus:
+			var s protocol.ToolCallStatus
+			mustUnmarshal(t, f.JSON, &s)
+			statuses = append(statuses, s)
+		case protocol.TypeStatus:
+			var s protocol.Status
+			mustUnmarshal(t, f.JSON, &s)
+			events = append(events, s.Content.TaskID+" "+s.Content.State)
+		case protocol.TypeAudio:
+			var a protocol.Audio
+			mustUnmarshal(t, f.JSON, &a)
+			spoken = append(spoken, a.DisplayText.Text)
+		}
+	}
+	if len(statuses) != 2 {
+		t.Fatalf("tool_call_status frames: %+v", statuses)
+	}
+	run, done := statuses[0], statuses[1]
+	if run.ToolID != "call_1" || run.ToolName != "calculator" || run.Status != "running" || run.Content != `Input: {"expression":"6 * 7"}` || run.Name != "Koe" {
+		t.Errorf("running: %+v", run)
+	}
+	if done.ToolID != "call_1" || done.Status != "completed" || done.Content != "42" {
+		t.Errorf("completed: %+v", done)
+	}
+	for _, s := range statuses {
+		if _, err := time.Parse(time.RFC3339Nano, s.Timestamp); err != nil {
+			t.Errorf("timestamp %q: %v", s.Timestamp, err)
+		}
+	}
+	if !reflect.DeepEqual(events, []string{"tool:call_1 start", "tool:call_1 end"}) {
+		t.Errorf("status events %q", events)
+	}
+	if got := strings.Join(spoken, " "); got != "Let me work that out. It is 42." {
+		t.Errorf("spoken %q", spoken)
+	}
+	// The preamble was spoken before the tool ran.
+	var order []string
+	for _, f := range frames {
+		if f.Type == protocol.TypeAudio || f.Type == protocol.TypeToolCallStatus {
+			order = append(order, f.Type)
+		}
+	}
+	if len(order) < 3 || order[0] != protocol.TypeAudio || order[1] != protocol.TypeToolCallStatus {
+		t.Errorf("frame order %q: the preamble goes out before the call", order)
+	}
+	if got := aiRecords(r.records()); !reflect.DeepEqual(got, []string{"Let me work that out. It is 42."}) {
+		t.Errorf("history: %q", got)
+	}
+
+	r.turn("thanks")
+	reqs := r.llm.Requests()
+	last := reqs[len(reqs)-1]
+	var sent []string
+	for _, m := range last.Messages[1:] {
+		line := m.Role + ": " + m.Content
+		if len(m.ToolCalls) > 0 {
+			line += " [calls " + m.ToolCalls[0].Name + "]"
+		}
+		sent = append(sent, line)
+	}
+	want := []string{
+		"user: what is six times seven?",
+		"assistant: Let me work that out. [calls calculator]",
+		"tool: " + toolElided(t, last),
+		"assistant: It is 42.",
+		"user: You are Koe.\n\nthanks",
+	}
+	if !reflect.DeepEqual(sent, want) {
+		t.Errorf("the next request:\n%s\nwant:\n%s", strings.Join(sent, "\n"), strings.Join(want, "\n"))
+	}
+	if !reflect.DeepEqual(last.Tools, []string{"calculator"}) {
+		t.Errorf("tools offered: %q", last.Tools)
+	}
+}
+
+// toolElided is the text an earlier turn's tool result is replaced by, as
+// found in req (it must not be the result itself).
+func toolElided(t *testing.T, req fakellm.Request) string {
+	t.Helper()
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			if m.Content == "42" {
+				t.Errorf("an earlier turn's tool result was sent whole")
+			}
+			return m.Content
+		}
+	}
+	t.Error("no tool message in the request")
+	return ""
+}
+
+// A character whose tools are misnamed is refused when it is loaded, with
+// the key that is wrong.
+func TestToolsValidated(t *testing.T) {
+	c := character("c9", "http://127.0.0.1:1/v1")
+	c.TTS.Engine = "none"
+	c.Tools.Enabled = []string{"calculator", "weather"}
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "tools.enabled") || !strings.Contains(err.Error(), `"weather"`) {
+		t.Errorf("Validate: %v", err)
+	}
+}
