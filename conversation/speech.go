@@ -42,11 +42,13 @@ type speaker struct {
 	stopped bool
 }
 
-// slot is one piece's place in the reply's order.
+// slot is one piece's place in the reply's order, or another message's
+// that must go out in that order (other set: a tool's status).
 type slot struct {
 	ready chan struct{}
 	msg   protocol.Audio
 	dur   time.Duration
+	other any
 }
 
 func newSpeaker(s *Session, t *turn, c cast, concurrency int) *speaker {
@@ -123,6 +125,23 @@ func (sp *speaker) synthesize(sl *slot, text string, first bool) {
 	sp.s.log.Debug("synthesized", "runes", len([]rune(text)), "audio", audio.Duration, "took", time.Since(start))
 }
 
+// addMessage queues a message that is not speech after every piece added
+// so far, so that a client sees it where it belongs in the reply.
+func (sp *speaker) addMessage(msg any) {
+	if sp.engine == nil {
+		if !sp.stopped && (sp.ctx.Err() != nil || sp.s.out.Send(sp.ctx, msg) != nil) {
+			sp.stopped = true
+		}
+		return
+	}
+	sl := &slot{ready: make(chan struct{}), other: msg}
+	close(sl.ready)
+	select {
+	case sp.slots <- sl:
+	case <-sp.ctx.Done():
+	}
+}
+
 // sendNow sends a text-only piece from the caller's goroutine.
 func (sp *speaker) sendNow(msg protocol.Audio) {
 	if sp.stopped {
@@ -143,6 +162,12 @@ func (sp *speaker) sendInOrder() {
 		case <-sl.ready:
 		case <-sp.ctx.Done():
 			return
+		}
+		if sl.other != nil {
+			if err := sp.s.out.Send(sp.ctx, sl.other); err != nil {
+				return
+			}
+			continue
 		}
 		if err := sp.s.out.Send(sp.ctx, sl.msg); err != nil {
 			return

@@ -344,7 +344,7 @@ func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
 }
 
 func (e *turnEmitter) toolStatus(c agent.ToolCall, state, content string) {
-	e.s.send(e.ctx, protocol.ToolCallStatus{
+	e.speaker.addMessage(protocol.ToolCallStatus{
 		Type: protocol.TypeToolCallStatus, ToolID: c.ID, ToolName: c.Name, Status: state,
 		Content: content, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Name: e.charName,
 	})
@@ -354,7 +354,7 @@ func (e *turnEmitter) status(c agent.ToolCall, state, content, details string) {
 	if !e.s.koeEvents {
 		return
 	}
-	e.s.send(e.ctx, protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
+	e.speaker.addMessage(protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
 		TaskID: "tool:" + c.ID, State: state, Content: content, ErrorDetails: details,
 	}})
 }

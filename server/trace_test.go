@@ -169,3 +169,30 @@ func TestSummaryTurnTrace(t *testing.T) {
 		t.Fatalf("the last request's system message lacks the summary:\n%s", sys)
 	}
 }
+
+// TestToolTurnTrace: an OLV client's turn in which the model calls the
+// calculator. The tool's frames come in the reply's order: after what the
+// model said before calling, before the answer.
+func TestToolTurnTrace(t *testing.T) {
+	llm := startLLM(t, fakellm.Script(
+		fakellm.Reply{Tokens: fakellm.Words("Let me check."), ToolCalls: []fakellm.ToolCall{
+			{ID: "call_1", Name: "calculator", Arguments: `{"expression":"6 * 7"}`},
+		}},
+		fakellm.Reply{Tokens: fakellm.Words("Six times seven is 42.")},
+	))
+	cfg := withFakeSpeech(testConfig(t, t.TempDir(), llm.URL()), llm)
+	cfg.Character.Tools.Enabled = []string{"calculator"}
+	m := startKoe(t, cfg)
+	c := dial(t, m.Addr(), nil)
+	c.tr = true
+	c.until(isControl("start-mic"))
+	c.send(msg{"type": "create-new-history"})
+	c.until(isType("new-history-created"))
+	c.send(msg{"type": "text-input", "text": "What is six times seven?", "images": []any{}})
+	c.until(isType("backend-synth-complete"))
+	c.send(msg{"type": "frontend-playback-complete"})
+	c.until(isControl("conversation-chain-end"))
+	uid := c.request(msg{"type": "fetch-history-list"}, "history-list")["histories"].([]any)[0].(map[string]any)["uid"]
+	c.request(msg{"type": "fetch-and-set-history", "history_uid": uid}, "history-data")
+	golden(t, "tool_turn.jsonl", normalise(c.trace))
+}
