@@ -160,6 +160,9 @@ func (t *Tokenizer) Count(text string) int {
 	if t.enc.tk == nil {
 		return (len(text) + 3) / 4
 	}
+	if len(text) == 1 {
+		return 1 // every encoding has a token for each single byte
+	}
 	if len(text) < countCacheMin {
 		n, _ := t.countChunked(text, maxTokenChunk)
 		return n
