@@ -279,8 +279,9 @@ func (a *Agent) add(m Message) {
 
 // buildContext assembles the next request and remembers its report.
 // toolsNote, when not empty, ends the system prompt's per-request part: the
-// tools available in this cycle.
-func (a *Agent) buildContext(tools []ToolSpec, toolsNote string) (Request, *ContextReport, error) {
+// tools available in this cycle. extraReminder, when not empty, follows
+// the user's reminder at the end of the request (a citation reminder).
+func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder string) (Request, *ContextReport, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	turns := splitTurns(a.msgs)
@@ -318,7 +319,7 @@ func (a *Agent) buildContext(tools []ToolSpec, toolsNote string) (Request, *Cont
 		lastReply:   lastReply,
 		persona:     persona,
 		current:     current,
-		reminder:    a.reminder,
+		reminder:    joinText(a.reminder, extraReminder),
 		tools:       tools,
 		window:      a.opts.ContextWindow,
 		calibration: a.calibration,

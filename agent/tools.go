@@ -17,6 +17,19 @@ type Toolbox interface {
 	Call(ctx context.Context, call ToolCall) (string, error)
 }
 
+// Searcher is a Toolbox some of whose tools search: their results are
+// numbered documents the model should cite.
+type Searcher interface {
+	IsSearch(name string) bool
+}
+
+// citationNote ends the system prompt, and citationReminder is the last
+// user message, of every cycle after a search tool ran in the turn.
+const (
+	citationNote     = "\n\nCitations: the search results in this turn are numbered documents. When you use one, cite it by its number in square brackets, like [1], right after what it supports; cite nothing else."
+	citationReminder = "Cite the documents you used by their number, like [1]."
+)
+
 // ToolEmitter is an Emitter that follows tool use, so that clients can
 // watch it. Its methods are called from Reply's goroutine, in order.
 type ToolEmitter interface {
@@ -48,9 +61,16 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 		specs = a.opts.Tools.Specs()
 	}
 	watcher, _ := emit.(ToolEmitter)
+	searcher, _ := a.opts.Tools.(Searcher)
+	searched := false
 	for cycle := 1; ; cycle++ {
 		last := cycle >= a.opts.MaxCycles
-		req, rep, err := a.buildContext(specs, toolsNote(specs, last))
+		note, reminder := toolsNote(specs, last), ""
+		if searched {
+			note += citationNote
+			reminder = citationReminder
+		}
+		req, rep, err := a.buildContext(specs, note, reminder)
 		if err != nil {
 			return err
 		}
@@ -75,6 +95,9 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 		a.add(Message{Role: RoleAssistant, Content: said.String(), ToolCalls: res.ToolCalls, Time: a.opts.Now()})
 		if watcher != nil {
 			watcher.ToolsCalled(res.ToolCalls)
+		}
+		for _, c := range res.ToolCalls {
+			searched = searched || searcher != nil && searcher.IsSearch(c.Name)
 		}
 		results := a.runTools(ctx, res.ToolCalls, watcher)
 		// Every call gets its result in memory, even after an interrupt:

@@ -279,3 +279,53 @@ func slicesHave(got []string, want ...string) bool {
 	}
 	return true
 }
+
+// searchBox adds a search tool to testBox.
+type searchBox struct{ *testBox }
+
+func (b searchBox) Specs() []agent.ToolSpec {
+	return append(b.testBox.Specs(), agent.ToolSpec{Name: "search", Description: "Searches."})
+}
+
+func (b searchBox) Call(ctx context.Context, c agent.ToolCall) (string, error) {
+	if c.Name == "search" {
+		return `{"documents":[{"document":1,"title":"Berlin","metadata":{"url":"https://example.org/berlin"},"contents":"Berlin is the capital of Germany."}]}`, nil
+	}
+	return b.testBox.Call(ctx, c)
+}
+
+func (searchBox) IsSearch(name string) bool { return name == "search" }
+
+// After a search tool ran, every later cycle of the turn has a citation
+// section in its system prompt and ends with a citation reminder; before
+// it, and in the next turn, neither.
+func TestCitationAfterSearch(t *testing.T) {
+	a, s := toolAgent(t, searchBox{newTestBox()}, nil,
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "a", Name: "add", Arguments: `{"a":1,"b":1}`}}},
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "s", Name: "search", Arguments: `{"query":"capital of Germany"}`}}},
+		fakellm.Reply{Tokens: []string{"Berlin [1]."}},
+		fakellm.Reply{Tokens: []string{"Yes."}},
+	)
+	a.AddUser("what is the capital of Germany?")
+	if err := a.Reply(testCtx(t), &tokens{}); err != nil {
+		t.Fatal(err)
+	}
+	a.AddAssistant("Berlin [1].", false)
+	a.AddUser("sure?")
+	if err := a.Reply(testCtx(t), &tokens{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := chatRequests(s)
+	for i, r := range reqs {
+		cited := strings.Contains(r.Messages[0].Content, "Citations:")
+		last := r.Messages[len(r.Messages)-1]
+		reminded := last.Role == "user" && strings.Contains(last.Content, "Cite the documents you used")
+		want := i == 2
+		if cited != want || reminded != want {
+			t.Errorf("request %d: citation section %v, reminder %v; want %v (last message %+v)", i, cited, reminded, want, last)
+		}
+	}
+	if m := reqs[2].Messages; m[len(m)-2].Role != "tool" || m[len(m)-2].ToolCallID != "s" {
+		t.Errorf("the reminder does not follow the search result: %+v", m[len(m)-2])
+	}
+}
