@@ -146,17 +146,24 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmit
 	results := make([]string, len(calls))
 	for range calls {
 		o := <-done
+		results[o.i] = ToolResultText(o.result, o.err)
 		if o.err != nil {
-			results[o.i] = "Error: " + o.err.Error()
 			a.log.Debug("tool failed", "tool", calls[o.i].Name, "err", o.err)
-		} else {
-			results[o.i] = o.result
 		}
 		if watcher != nil {
 			watcher.ToolFinished(calls[o.i], o.result, o.err)
 		}
 	}
 	return results
+}
+
+// ToolResultText is what the model is told of a call: its result, or
+// "Error: <reason>" when it failed.
+func ToolResultText(result string, err error) string {
+	if err != nil {
+		return "Error: " + err.Error()
+	}
+	return result
 }
 
 // toolsNote tells the model which tools it may call in this cycle.

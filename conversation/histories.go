@@ -3,6 +3,8 @@ package conversation
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
 
 	"koe/agent"
 	"koe/history"
@@ -105,9 +107,12 @@ func (s *Session) dropIfUnused(conf string, p place) {
 	}
 }
 
-// toMemory rebuilds the agent's messages from stored records.
+// toMemory rebuilds the agent's messages from stored records. A turn's AI
+// record holds everything said, cycles that called tools included; memory
+// keeps what those cycles said with their calls, so the answer is the rest.
 func toMemory(records []history.Record) []agent.Message {
 	msgs := make([]agent.Message, 0, len(records))
+	said := "" // what this turn's tool cycles said, as the AI record has it
 	for _, r := range records {
 		switch {
 		case r.Role == history.RoleHuman || (r.Role == history.RoleSystem && r.Name == proactiveName):
@@ -116,11 +121,31 @@ func toMemory(records []history.Record) []agent.Message {
 				m.Images = append(m.Images, agent.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
 			}
 			msgs = append(msgs, m)
+			said = ""
+		case r.Role == history.RoleToolCall:
+			m := agent.Message{Role: agent.RoleAssistant, Content: r.Content}
+			for _, c := range r.ToolCalls {
+				m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			}
+			msgs = append(msgs, m)
+			said = joinSaid(said, r.Content)
+		case r.Role == history.RoleTool:
+			msgs = append(msgs, agent.Message{Role: agent.RoleTool, ToolCallID: r.ToolCallID, Name: r.Name, Content: r.Content})
 		case r.Role == history.RoleAI:
-			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Content: r.Content, Interrupted: r.Interrupted})
+			text := strings.TrimLeftFunc(strings.TrimPrefix(r.Content, said), unicode.IsSpace)
+			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Content: text, Interrupted: r.Interrupted})
+			said = ""
 		}
 	}
 	return msgs
+}
+
+// joinSaid joins what two cycles said the way the reply's text joins them.
+func joinSaid(before, cycle string) string {
+	if before != "" && cycle != "" && !endsInSpace(before) && !startsWithSpace(cycle) {
+		return before + " " + cycle
+	}
+	return before + cycle
 }
 
 // HistoryPage returns messages of one of the session's character's

@@ -88,6 +88,17 @@ func TestToolTurn(t *testing.T) {
 		t.Errorf("history: %q", got)
 	}
 
+	// Memory rebuilt from the history is the memory the turn left.
+	r.dispatch(protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: r.sess.Info().HistoryUID})
+	r.until(protocol.TypeHistoryData, "")
+	recs := r.records()
+	var roles []string
+	for _, rec := range recs {
+		roles = append(roles, rec.Role)
+	}
+	if !reflect.DeepEqual(roles, []string{"metadata", "human", "tool_call", "tool", "ai"}) {
+		t.Errorf("stored roles %q", roles)
+	}
 	r.turn("thanks")
 	reqs := r.llm.Requests()
 	last := reqs[len(reqs)-1]

@@ -68,9 +68,10 @@ type turnState struct {
 	conf   string
 	uid    string
 	ttsErr error // reported once per session, at its first turn
-	// saved delivers the result of storing the human message. The write
-	// runs alongside the LLM request instead of before it: a disk sync is
-	// not worth delaying the first words for.
+	// saved delivers the result of storing the human message and then
+	// the turn's tool steps, in order (see later). The writes run
+	// alongside the LLM request instead of before it: a disk sync is not
+	// worth delaying the first words for.
 	saved chan error
 	// final is the part of a reply's text that memory keeps as the
 	// turn's answer (what cycles that called tools said is kept with
@@ -98,6 +99,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	}
 
 	em := s.newEmitter(t, st.cast)
+	em.st = &st
 	st.final = em.final
 	err := st.cast.agent.Reply(ctx, em)
 	if ctx.Err() == nil {
@@ -199,15 +201,30 @@ func (s *Session) beginTurn(in turnInput) turnState {
 	return st
 }
 
-// waitSaved waits for the human message to be stored and reports a failure
-// to the client once. The turn calls it before storing the reply (records
-// keep their order) and before it ends (the write has an owner).
+// later stores rec after every record of the turn written so far, off the
+// turn's path. After a failed write the rest are not written: a history
+// must not hold a tool result without its call.
+func (s *Session) later(st *turnState, rec history.Record) {
+	prev, next := st.saved, make(chan error, 1)
+	st.saved = next
+	go func() {
+		err := <-prev
+		if err == nil {
+			err = s.deps.Store.Append(st.conf, st.uid, rec)
+		}
+		next <- err
+	}()
+}
+
+// waitSaved waits for the turn's records so far to be stored and reports a
+// failure to the client once. The turn calls it before storing the reply
+// (records keep their order) and before it ends (the writes have an owner).
 func (s *Session) waitSaved(st *turnState) {
 	if st.saved == nil {
 		return
 	}
 	if err := <-st.saved; err != nil {
-		s.log.Error("could not save the user's message", "history_uid", st.uid, "err", err)
+		s.log.Error("could not save the turn to the history", "history_uid", st.uid, "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save your message to the history; the reason is in its log"))
 	}
 	st.saved = nil
@@ -279,6 +296,8 @@ type turnEmitter struct {
 	// start it without the space that would separate it in the text.
 	newCycle bool
 	charName string
+	// st is the turn's state, for storing its tool steps in order.
+	st *turnState
 }
 
 func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
@@ -320,10 +339,17 @@ func (e *turnEmitter) Token(delta string) {
 
 // ToolsCalled ends a cycle that called tools: what it said is spoken now,
 // whole, before the tools run, and is not part of the final answer.
-func (e *turnEmitter) ToolsCalled([]agent.ToolCall) {
+func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 	e.flush()
-	e.beforeTools = e.reply.String()
+	text := e.reply.String()
+	cycle := strings.TrimLeftFunc(strings.TrimPrefix(text, e.beforeTools), unicode.IsSpace)
+	e.beforeTools = text
 	e.newCycle = true
+	rec := history.Record{Role: history.RoleToolCall, Content: cycle, Name: e.charName}
+	for _, c := range calls {
+		rec.ToolCalls = append(rec.ToolCalls, history.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	e.s.later(e.st, rec)
 }
 
 // ToolStarted shows a call in the OLV client, and as a status to koe's.
@@ -334,6 +360,7 @@ func (e *turnEmitter) ToolStarted(c agent.ToolCall) {
 
 // ToolFinished updates the call's entry with its result or failure.
 func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
+	e.s.later(e.st, history.Record{Role: history.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: agent.ToolResultText(result, err)})
 	if err != nil {
 		e.toolStatus(c, protocol.ToolError, "Error: "+err.Error())
 		e.status(c, protocol.StatusError, c.Name+" failed", err.Error())

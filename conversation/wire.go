@@ -101,7 +101,7 @@ func recordMessage(conf, uid string, r history.Record) protocol.HistoryRecord {
 func visibleRecords(conf, uid string, records []history.Record) []protocol.HistoryRecord {
 	out := make([]protocol.HistoryRecord, 0, len(records))
 	for _, r := range records {
-		if r.Role == history.RoleHuman || r.Role == history.RoleAI {
+		if history.Shown(r.Role) {
 			out = append(out, recordMessage(conf, uid, r))
 		}
 	}

@@ -24,6 +24,9 @@ type storedRecord struct {
 	Avatar      string        `json:"avatar,omitempty"`
 	Interrupted bool          `json:"interrupted,omitempty"`
 	Images      []storedImage `json:"images,omitempty"`
+	// koe's tool steps (roles tool_call and tool), not in OLV's format.
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
 
 // storedImage describes an image of a stored record. Records written since
@@ -118,6 +121,7 @@ func encodeRecord(r Record) (pendingRecord, error) {
 	sr := storedRecord{
 		Role: r.Role, Timestamp: r.Timestamp, Content: r.Content,
 		Name: r.Name, Avatar: r.Avatar, Interrupted: r.Interrupted,
+		ToolCalls: r.ToolCalls, ToolCallID: r.ToolCallID,
 	}
 	var p pendingRecord
 	for i, img := range r.Images {
@@ -174,6 +178,7 @@ func decodeRecord(k, v []byte) (Record, error) {
 		Seq:  seq,
 		Role: sr.Role, Timestamp: sr.Timestamp, Content: sr.Content,
 		Name: sr.Name, Avatar: sr.Avatar, Interrupted: sr.Interrupted,
+		ToolCalls: sr.ToolCalls, ToolCallID: sr.ToolCallID,
 	}
 	for i, si := range sr.Images {
 		size := si.Size

@@ -35,7 +35,16 @@ const (
 	RoleHuman    = "human"
 	RoleAI       = "ai"
 	RoleSystem   = "system"
+	// koe's own roles, kept out of what OLV clients are shown: a cycle of
+	// a turn that called tools (Content is what it said, ToolCalls its
+	// calls), and one call's result.
+	RoleToolCall = "tool_call"
+	RoleTool     = "tool"
 )
+
+// Shown reports whether a record with this role is part of the chat
+// people read (not metadata, system records or tool steps).
+func Shown(role string) bool { return role == RoleHuman || role == RoleAI }
 
 // timestampLayout has a fixed width and no zone so that timestamps compare
 // correctly as plain strings, which List relies on for ordering.
@@ -67,6 +76,17 @@ type Record struct {
 	// Images the user attached to this message, kept so the history shows
 	// them and the memory knows they were there.
 	Images []Image `json:"images,omitempty"`
+	// ToolCalls are a tool_call record's calls; ToolCallID is the call a
+	// tool record answers (its Name is the tool's).
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one function call the model made.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // Image is a picture attached to a message. Writes give Data; reads give
@@ -344,7 +364,7 @@ func latestMessage(msgs *bolt.Bucket) (Record, bool, error) {
 		if err != nil {
 			return Record{}, false, err
 		}
-		if r.Role != RoleMetadata {
+		if r.Role != RoleMetadata && r.Role != RoleToolCall && r.Role != RoleTool {
 			return r, true, nil
 		}
 	}
