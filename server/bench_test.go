@@ -48,10 +48,14 @@ func newInstantEngine(b *testing.B) instantEngine {
 	return instantEngine{a}
 }
 
-// startBenchServer runs koe's server with engine as every character's TTS.
-func startBenchServer(b *testing.B, llmURL string, engine conversation.Synthesizer) string {
+// startBenchServer runs koe's server with engine as every character's TTS;
+// mutate, if given, changes the configuration first.
+func startBenchServer(b *testing.B, llmURL string, engine conversation.Synthesizer, mutate ...func(*config.Config)) string {
 	cfg := config.Default()
 	cfg.Character.LLM.BaseURL, cfg.Character.LLM.Model = llmURL, fakellm.ModelID
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	store, err := history.Open(filepath.Join(benchDir(b), "koe.db"), history.Options{})
 	if err != nil {
 		b.Fatal(err)

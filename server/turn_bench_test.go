@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
+	"koe/config"
 	"koe/internal/fakellm"
 	"koe/internal/loadrun/relay"
 )
@@ -78,4 +80,68 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkFirstAudioWithTool compares first audio (text-input sent to the
+// first audio frame received) of a turn whose model first calls the
+// calculator and then answers, with one that answers at once; the fake LLM
+// streams instantly, so the difference is the tool cycle: the call, the
+// second request and its first piece.
+//
+//	go test ./server -run '^$' -bench FirstAudioWithTool -benchtime 300x
+func BenchmarkFirstAudioWithTool(b *testing.B) {
+	for _, withTool := range []bool{false, true} {
+		name := "no-tool"
+		if withTool {
+			name = "one-tool"
+		}
+		b.Run(name, func(b *testing.B) {
+			llm, err := fakellm.Start("127.0.0.1:0", func(r fakellm.Request) fakellm.Reply {
+				if !r.Stream { // the memory's summaries
+					return fakellm.Reply{Tokens: []string{"They talked about arithmetic."}}
+				}
+				last := r.Messages[len(r.Messages)-1]
+				if withTool && last.Role != "tool" {
+					return fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "calculator", Arguments: `{"expression":"6*7"}`}}}
+				}
+				return fakellm.Reply{Tokens: fakellm.Words("It is 42. Anything else?")}
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = llm.Close() })
+			llm.SetRecording(false)
+			addr := startBenchServer(b, llm.URL(), nil, func(c *config.Config) {
+				c.Character.Tools.Enabled = []string{"calculator"}
+			})
+			c := dialBench(b, addr)
+			var firsts []time.Duration
+			for b.Loop() {
+				sent := time.Now()
+				if err := c.WriteMessage(1, []byte(`{"type":"text-input","text":"What is six times seven?"}`)); err != nil {
+					b.Fatal(err)
+				}
+				first := true
+				for {
+					m, at := readBench(b, c)
+					if first && m.typ() == "audio" {
+						first = false
+						firsts = append(firsts, at.Sub(sent))
+					}
+					if m.typ() == "backend-synth-complete" {
+						_ = c.WriteMessage(1, []byte(`{"type":"frontend-playback-complete"}`))
+					}
+					if isControl("conversation-chain-end")(m) {
+						break
+					}
+				}
+			}
+			slices.Sort(firsts)
+			q := func(p float64) float64 {
+				return float64(firsts[min(len(firsts)-1, int(p*float64(len(firsts))))].Microseconds()) / 1000
+			}
+			b.ReportMetric(q(0.5), "first-audio-p50-ms")
+			b.ReportMetric(q(0.99), "first-audio-p99-ms")
+		})
+	}
 }
