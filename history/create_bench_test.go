@@ -28,3 +28,19 @@ func BenchmarkCreateBurst(b *testing.B) {
 		wg.Wait()
 	}
 }
+
+// BenchmarkAppendAlone is one session appending on its own, as a single
+// user's turns do: each append is its own commit and disk sync.
+func BenchmarkAppendAlone(b *testing.B) {
+	s, _ := openTest(b, Options{})
+	uid, err := s.Create("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := Record{Role: RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Koe"}
+	for b.Loop() {
+		if err := s.Append("bench", uid, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

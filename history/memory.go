@@ -55,7 +55,7 @@ func (s *Store) AddSummary(confUID, historyUID string, r SummaryRecord) error {
 	// rest of the batch; the flag is reset because the function may run
 	// more than once.
 	var missing bool
-	err = s.db.Batch(func(tx *bolt.Tx) error {
+	err = s.write(func(tx *bolt.Tx) error {
 		missing = false
 		h := historyBucket(tx, confUID, historyUID)
 		if h == nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -124,6 +125,24 @@ type Options struct {
 type Store struct {
 	db  *bolt.DB
 	now func() time.Time
+	// writers counts the small writes in progress (see write).
+	writers atomic.Int32
+}
+
+// write runs fn in a read-write transaction. Alone, it commits at once;
+// with other writes in progress it joins their batch, which shares one
+// commit and one disk sync among many sessions. A batch waits up to
+// bbolt's MaxBatchDelay (10 ms) for company, which a lone writer, the
+// usual case, should not pay on every message. fn may run more than once
+// (bbolt reruns the functions of a failed batch one by one), so it must
+// only touch tx.
+func (s *Store) write(fn func(*bolt.Tx) error) error {
+	n := s.writers.Add(1)
+	defer s.writers.Add(-1)
+	if n == 1 {
+		return s.db.Update(fn)
+	}
+	return s.db.Batch(fn)
 }
 
 // Open opens or creates the database at path.
@@ -214,10 +233,10 @@ func (s *Store) createWith(confUID, uid string, now time.Time, records []Record)
 		}
 		pending = append(pending, p)
 	}
-	// Batch because sessions tend to start in bursts (e.g. after a restart,
-	// every client reconnects); the function only touches tx, so bbolt may
-	// safely rerun it.
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	// Through write: sessions tend to start in bursts (e.g. after a
+	// restart, every client reconnects) and then share a batch; the
+	// function only touches tx, so bbolt may safely rerun it.
+	err := s.write(func(tx *bolt.Tx) error {
 		conf, err := tx.Bucket(bucketHistories).CreateBucketIfNotExists([]byte(confUID))
 		if err != nil {
 			return fmt.Errorf("conf bucket: %w", err)
@@ -256,13 +275,13 @@ func (s *Store) Append(confUID, historyUID string, r Record) error {
 	if err != nil {
 		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	// Batch coalesces appends from many sessions into one commit and fsync.
-	// A missing history is reported through a flag rather than an error
+	// write coalesces appends from many sessions into one commit and
+	// fsync. A missing history is reported through a flag rather than an error
 	// because an error would roll back the whole batch and make bbolt rerun
 	// every other caller's append. The flag is reset on each run since bbolt
 	// may call the function more than once.
 	var missing bool
-	err = s.db.Batch(func(tx *bolt.Tx) error {
+	err = s.write(func(tx *bolt.Tx) error {
 		missing = false
 		h := historyBucket(tx, confUID, historyUID)
 		if h == nil {
