@@ -152,3 +152,30 @@ func TestToolsValidated(t *testing.T) {
 		t.Errorf("Validate: %v", err)
 	}
 }
+
+// A model that calls a tool without a word first: with tools.spoken_filler
+// the filler is spoken while the tool runs, and it is not part of the
+// reply in the history or in memory.
+func TestSpokenFiller(t *testing.T) {
+	r := newRig(t, fakellm.Script(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "c", Name: "get_current_datetime", Arguments: `{"timezone":"UTC"}`}}},
+		fakellm.Reply{Tokens: fakellm.Words("It is late.")},
+	), func(d *conversation.Deps) {
+		ch := &d.Characters.(*mock.Characters).DefaultChar
+		ch.Tools = tools.Config{Enabled: []string{"get_current_datetime"}, SpokenFiller: "Let me check."}
+	})
+	var spoken []string
+	for _, f := range r.turn("what time is it?") {
+		if f.Type == protocol.TypeAudio {
+			var a protocol.Audio
+			mustUnmarshal(t, f.JSON, &a)
+			spoken = append(spoken, a.DisplayText.Text)
+		}
+	}
+	if !reflect.DeepEqual(spoken, []string{"Let me check.", "It is late."}) {
+		t.Errorf("spoken %q", spoken)
+	}
+	if got := aiRecords(r.records()); !reflect.DeepEqual(got, []string{"It is late."}) {
+		t.Errorf("history %q", got)
+	}
+}

@@ -296,6 +296,7 @@ type turnEmitter struct {
 	// start it without the space that would separate it in the text.
 	newCycle bool
 	charName string
+	filler   string // tools.spoken_filler
 	// st is the turn's state, for storing its tool steps in order.
 	st *turnState
 }
@@ -307,6 +308,7 @@ func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
 		ctx:      t.ctx,
 		tokens:   s.koeEvents,
 		charName: c.char.Name,
+		filler:   c.char.Tools.SpokenFiller,
 		splitter: sentence.New(sentence.Options{
 			FasterFirstResponse: cfg.FasterFirstResponse,
 			FirstPieceMaxWords:  cfg.FirstPieceMaxWords,
@@ -343,6 +345,9 @@ func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 	e.flush()
 	text := e.reply.String()
 	cycle := strings.TrimLeftFunc(strings.TrimPrefix(text, e.beforeTools), unicode.IsSpace)
+	if cycle == "" && e.filler != "" {
+		e.speaker.add(sentence.Piece{Display: e.filler, Speech: e.filler})
+	}
 	e.beforeTools = text
 	e.newCycle = true
 	rec := history.Record{Role: history.RoleToolCall, Content: cycle, Name: e.charName}

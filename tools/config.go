@@ -19,6 +19,10 @@ type Config struct {
 	// DefaultMaxResultChars).
 	MaxResultChars int                `yaml:"max_result_chars"`
 	Calculator     CalculatorSettings `yaml:"calculator"`
+	// SpokenFiller, if set, is spoken when the model calls tools without
+	// saying anything first ("Let me check."), so that a voice user is
+	// not left in silence while they run. It is not part of the reply.
+	SpokenFiller string `yaml:"spoken_filler"`
 }
 
 // CalculatorSettings bound the calculator's expressions.
@@ -27,11 +31,17 @@ type CalculatorSettings struct {
 	MaxNodes int `yaml:"max_nodes"`
 }
 
+// maxFillerRunes bounds tools.spoken_filler.
+const maxFillerRunes = 200
+
 // DefaultTimeout bounds one tool call unless tools.timeout says otherwise.
 const DefaultTimeout = agent.DefaultToolTimeout
 
 // Validate reports settings that can never work, by their keys.
 func (c Config) Validate() error {
+	if n := len([]rune(c.SpokenFiller)); n > maxFillerRunes {
+		return fmt.Errorf("tools.spoken_filler is %d characters long; at most %d: it is said while tools run", n, maxFillerRunes)
+	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("tools.timeout %s is negative (default %s)", c.Timeout, DefaultTimeout)
 	}
