@@ -474,10 +474,11 @@ type bubble struct {
 	Interrupted bool
 }
 
-// bubblesJS evaluates to the page's bubbles as [{Kind, Text, Interrupted}].
+// bubblesJS evaluates to the page's bubbles as [{Kind, Text, Interrupted}];
+// Text is the bubble's own text, without its label and tool entries.
 const bubblesJS = `[...document.querySelectorAll("#log .msg")].map((b) => ({
 	Kind: [...b.classList].filter((c) => c !== "msg" && c !== "interrupted" && c !== "speaking").join(" "),
-	Text: b.lastChild && b.lastChild.nodeType === Node.TEXT_NODE ? b.lastChild.textContent : "",
+	Text: [...b.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.data).join(""),
 	Interrupted: b.classList.contains("interrupted"),
 }))`
 

@@ -1,7 +1,8 @@
 // koe's chat page: the Open-LLM-VTuber protocol plus koe's token stream.
 // Replies stream in as text (token frames) and are spoken as they come
-// (audio frames, one per sentence, played in order). With the microphone
-// on, the page streams it to koe, which hears when the user speaks.
+// (audio frames, one per sentence, played in order). Tools the reply calls
+// show inside its bubble. With the microphone on, the page streams it to
+// koe, which hears when the user speaks.
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -223,11 +224,12 @@
       const got = soundOff ? replyText : voice.heard;
       if (signal) send({ type: "interrupt-signal", text: got });
       if (reply) {
-        if (got !== replyText) { replyText = got; reply.lastChild.textContent = got; }
+        if (got !== replyText) { replyText = got; cutText(reply, got); }
         reply.classList.add("interrupted");
       }
     }
     ignoring = true; // before idle: no playback-complete for a stopped reply
+    endTools();
     dropPending();
     voice.queue = [];
     stopPlayer("stopped");
@@ -409,6 +411,178 @@
     stopReply(true, false);
   }
 
+  // ---- Tools ---------------------------------------------------------------
+  //
+  // A reply may call tools. Each call is an entry inside the reply's bubble,
+  // at the point of the reply where it was made, updated in place by its
+  // tool_id (OLV's tool_call_status); while steps run, koe's status events
+  // show in a line under the bubble. Server text goes in as text only.
+
+  const tools = new Map(); // tool_id → entry, for the current reply
+  const steps = { tasks: new Map(), error: "", el: null }; // task_id → what it is doing
+  let said = ""; // display text of the audio pieces received this turn
+
+  // walk matches streamed text t from i against display text d from j, as
+  // far as they agree, and returns where each stopped. The pieces' display
+  // texts cover the stream exactly, but show a think block's tags as
+  // parentheses.
+  function walk(t, d, i, j) {
+    while (i < t.length && j < d.length) {
+      if (d[j] === "(" && t.startsWith("<think>", i)) i += 7;
+      else if (d[j] === ")" && t.startsWith("</think>", i)) i += 8;
+      else if (t[i] === d[j]) i++;
+      else break;
+      j++;
+    }
+    return [i, j];
+  }
+
+  function textNodes(b) { return [...b.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE); }
+
+  // appendText adds streamed text after whatever the bubble shows last.
+  function appendText(b, s) {
+    let n = b.lastChild;
+    if (!n || n.nodeType !== Node.TEXT_NODE) { n = document.createTextNode(""); b.append(n); }
+    n.appendData(s);
+  }
+
+  // cutText makes the bubble's text got (a prefix of what it shows, as
+  // display text), keeping its tool entries.
+  function cutText(b, got) {
+    const nodes = textNodes(b);
+    let j = 0;
+    nodes.forEach((n, k) => {
+      const end = k === nodes.length - 1 ? got.length : walk(n.data, got, 0, j)[1];
+      n.data = got.slice(j, end);
+      j = end;
+    });
+  }
+
+  // callOffset is where in the streamed text the reply's tool calls come
+  // now. koe sends a call's frames after the audio of everything said
+  // before it, but tokens as they come: the next cycle's text may already
+  // be shown, so the place is where the audio received so far ends.
+  function callOffset() {
+    const [i, j] = walk(replyText, said, 0, 0);
+    return j === said.length ? i : replyText.length;
+  }
+
+  // placeAt puts el at offset k of the bubble's text, after the entries
+  // already there.
+  function placeAt(b, k, el) {
+    let pos = 0;
+    for (const n of textNodes(b)) {
+      const end = pos + n.data.length;
+      if (k < end) {
+        b.insertBefore(el, k > pos ? n.splitText(k - pos) : n);
+        return;
+      }
+      pos = end;
+    }
+    b.append(el);
+  }
+
+  const toolStates = { running: "running", completed: "done", error: "error" };
+
+  function toolCall(m) {
+    const state = toolStates[m.status];
+    // Like OLV's client, drop a frame that lacks what identifies it.
+    if (!m.tool_id || !m.tool_name || !state || !m.timestamp) return;
+    const id = String(m.tool_id);
+    let e = tools.get(id);
+    if (!e) {
+      e = toolEntry(id);
+      tools.set(id, e);
+      if (!reply) reply = bubble("ai", "", "");
+      placeAt(reply, callOffset(), e.el);
+      log.scrollTop = log.scrollHeight;
+    }
+    e.name.textContent = String(m.tool_name);
+    const content = typeof m.content === "string" ? m.content : "";
+    if (m.status === "running") showPart(e.input, "Input", strip(content, "Input: "));
+    else if (m.status === "completed") showPart(e.output, "Output", content);
+    else showPart(e.output, "Error", strip(content, "Error: "));
+    setToolState(e, state);
+  }
+
+  function toolEntry(id) {
+    const el = document.createElement("details");
+    el.className = "tool";
+    el.dataset.toolId = id;
+    const summary = document.createElement("summary");
+    const name = document.createElement("span"), badge = document.createElement("span");
+    name.className = "tool-name"; badge.className = "badge";
+    summary.append(name, " ", badge);
+    const input = toolPart(), output = toolPart();
+    el.append(summary, input.box, output.box);
+    return { el, name, badge, input, output };
+  }
+  function toolPart() {
+    const box = document.createElement("div"), label = document.createElement("div"), pre = document.createElement("pre");
+    box.className = "tool-part"; label.className = "tool-label";
+    box.hidden = true;
+    box.append(label, pre);
+    return { box, label, pre };
+  }
+  function showPart(part, label, content) {
+    part.label.textContent = label;
+    part.pre.textContent = pretty(content);
+    part.box.hidden = false;
+  }
+  function setToolState(e, state) {
+    e.el.dataset.state = state;
+    e.badge.textContent = state;
+  }
+  function strip(s, prefix) { return s.startsWith(prefix) ? s.slice(prefix.length) : s; }
+  // pretty indents JSON objects and arrays; anything else stays as sent.
+  function pretty(s) {
+    try {
+      const v = JSON.parse(s);
+      if (v !== null && typeof v === "object") return JSON.stringify(v, null, 2);
+    } catch { /* not JSON */ }
+    return s;
+  }
+
+  // step follows koe's status events: the line shows the latest step still
+  // running, or else the last one that failed, until another starts or the
+  // turn ends.
+  function step(c) {
+    if (!c || typeof c !== "object" || !c.task_id) return;
+    const id = String(c.task_id), what = typeof c.content === "string" ? c.content : "";
+    steps.tasks.delete(id);
+    if (c.state === "start") steps.error = "";
+    if (c.state === "start" || c.state === "progress") steps.tasks.set(id, what);
+    if (c.state === "error") {
+      const details = typeof c.error_details === "string" ? c.error_details : "";
+      steps.error = what && details ? what + ": " + details : what || details || "failed";
+    }
+    showStep();
+  }
+  function showStep() {
+    const running = steps.tasks.size > 0;
+    const t = running ? [...steps.tasks.values()].at(-1) || "Working…" : steps.error;
+    if (!t) { if (steps.el) steps.el.remove(); steps.el = null; return; }
+    if (!reply) reply = bubble("ai", "", "");
+    if (!steps.el) {
+      steps.el = document.createElement("div");
+      steps.el.setAttribute("role", "status");
+    }
+    if (steps.el.previousSibling !== reply) reply.after(steps.el);
+    steps.el.className = "step " + (running ? "running" : "error");
+    steps.el.textContent = t;
+    log.scrollTop = log.scrollHeight;
+  }
+
+  // endTools ends the reply's tool use: calls still shown as running were
+  // cut off, and the status line goes.
+  function endTools() {
+    tools.forEach((e) => { if (e.el.dataset.state === "running") setToolState(e, "stopped"); });
+    tools.clear();
+    steps.tasks.clear();
+    steps.error = "";
+    showStep();
+  }
+
   // ---- Connection ----------------------------------------------------------
 
   function connect() {
@@ -421,7 +595,7 @@
       ["fetch-configs", "fetch-history-list", "create-new-history"].forEach((type) => send({ type }));
     };
     ws.onclose = () => {
-      setStatus("disconnected, retrying…", "bad"); resetVoice(); dropPending(); setTurn(false);
+      setStatus("disconnected, retrying…", "bad"); resetVoice(); dropPending(); endTools(); setTurn(false);
       setTimeout(connect, retry); retry = Math.min(retry * 2, 8000);
     };
     ws.onmessage = (ev) => handle(JSON.parse(ev.data));
@@ -430,8 +604,8 @@
   function handle(m) {
     switch (m.type) {
       case "control":
-        if (m.text === "conversation-chain-start") { resetVoice(); setTurn(true); reply = null; replyText = ""; ignoring = false; }
-        if (m.text === "conversation-chain-end") { dropPending(); setTurn(false); reply = null; send({ type: "fetch-history-list" }); }
+        if (m.text === "conversation-chain-start") { resetVoice(); endTools(); setTurn(true); reply = null; replyText = ""; said = ""; ignoring = false; }
+        if (m.text === "conversation-chain-end") { dropPending(); endTools(); setTurn(false); reply = null; send({ type: "fetch-history-list" }); }
         if (m.text === "interrupt") bargedIn();
         if (m.text === "mic-audio-end") heardUtterance();
         if (m.text === "start-mic" || m.text === "stop-mic") pauseMic(m.text === "stop-mic");
@@ -442,11 +616,19 @@
       case "token":
         if (ignoring) break;
         if (!reply) reply = bubble("ai", "", "");
-        replyText += m.content; reply.lastChild.textContent = replyText;
+        replyText += m.content; appendText(reply, m.content);
         log.scrollTop = log.scrollHeight;
         break;
       case "audio":
-        if (!ignoring) enqueue(m);
+        if (ignoring) break;
+        said += (m.display_text && m.display_text.text) || "";
+        enqueue(m);
+        break;
+      case "tool_call_status":
+        if (!ignoring) toolCall(m);
+        break;
+      case "status":
+        if (!ignoring) step(m.content);
         break;
       case "backend-synth-complete":
         if (ignoring) break;
@@ -469,6 +651,8 @@
           ...m.histories.map((h) => new Option((h.latest_message.content || "").slice(0, 40) + " · " + h.timestamp, h.uid)));
         break;
       case "history-data":
+        // Only messages: tool calls are shown live, not kept in the list.
+        endTools();
         log.replaceChildren();
         m.messages.forEach((r) => { const b = bubble(r.role === "human" ? "human" : "ai", r.content, r.name); if (r.interrupted) b.classList.add("interrupted"); });
         break;
