@@ -74,6 +74,17 @@ func TestToolTurn(t *testing.T) {
 	if got := strings.Join(spoken, " "); got != "Let me work that out. It is 42." {
 		t.Errorf("spoken %q", spoken)
 	}
+	var streamed strings.Builder
+	for _, f := range frames {
+		if f.Type == protocol.TypeToken {
+			var tok protocol.Token
+			mustUnmarshal(t, f.JSON, &tok)
+			streamed.WriteString(tok.Content)
+		}
+	}
+	if streamed.String() != "Let me work that out. It is 42." {
+		t.Errorf("token frames join to %q, want the reply as stored", streamed.String())
+	}
 	// The preamble was spoken before the tool ran.
 	var order []string
 	for _, f := range frames {

@@ -323,15 +323,18 @@ func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
 }
 
 func (e *turnEmitter) Token(delta string) {
+	sep := ""
 	if e.newCycle {
 		e.newCycle = false
 		if text := e.reply.String(); text != "" && !endsInSpace(text) && !startsWithSpace(delta) {
-			e.reply.WriteByte(' ')
+			sep = " "
 		}
 	}
+	e.reply.WriteString(sep)
 	e.reply.WriteString(delta)
 	if e.tokens {
-		e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: delta})
+		// Joined, the token frames read as the stored reply does.
+		e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: sep + delta})
 	}
 	e.pieces = e.splitter.Push(e.pieces[:0], delta)
 	for _, p := range e.pieces {
