@@ -41,6 +41,10 @@ type Options struct {
 	// CalculatorMaxNodes bounds the parts (numbers, operators, calls) of a
 	// calculator expression (0: DefaultCalculatorMaxNodes).
 	CalculatorMaxNodes int
+	// Python configures the python tool.
+	Python PythonSettings
+	// pythonSandbox is bubblewrap's path, found by New.
+	pythonSandbox string
 }
 
 // Box is the set of tools one character may use. It does not change after
@@ -72,6 +76,7 @@ type builtin struct {
 var builtins = []builtin{
 	{calculatorName, newCalculator},
 	{datetimeName, newDatetime},
+	{pythonName, newPython},
 }
 
 // Names lists the built-in tool names koe knows (for config validation
@@ -92,6 +97,13 @@ func New(enabled []string, opts Options) (*Box, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
+	if slices.Contains(enabled, pythonName) && !opts.Python.Unsandboxed {
+		path, err := findSandbox()
+		if err != nil {
+			return nil, err
+		}
+		opts.pythonSandbox = path
+	}
 	b := &Box{maxResultChars: opts.MaxResultChars}
 	for i, name := range enabled {
 		if slices.Contains(enabled[:i], name) {
@@ -112,6 +124,9 @@ func (o Options) check() error {
 	}
 	if o.CalculatorMaxChars < 0 {
 		return fmt.Errorf("CalculatorMaxChars is %d: it must be 0 (%d) or more", o.CalculatorMaxChars, DefaultCalculatorMaxChars)
+	}
+	if err := o.Python.check(); err != nil {
+		return err
 	}
 	if o.CalculatorMaxNodes < 0 {
 		return fmt.Errorf("CalculatorMaxNodes is %d: it must be 0 (%d) or more", o.CalculatorMaxNodes, DefaultCalculatorMaxNodes)

@@ -18,7 +18,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{"calculator", "get_current_datetime"}
+	want := []string{"calculator", "get_current_datetime", "python"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -41,7 +41,7 @@ func TestNew(t *testing.T) {
 		// The order given is the order of Specs.
 		{enabled: []string{"get_current_datetime", "calculator"}, wantNames: []string{"get_current_datetime", "calculator"}},
 		{enabled: []string{"calculator", "web_browser"},
-			wantErr: `unknown tool "web_browser" (the built-in tools are calculator, get_current_datetime)`},
+			wantErr: `unknown tool "web_browser" (the built-in tools are calculator, get_current_datetime, python)`},
 		{enabled: []string{""}, wantErr: `unknown tool ""`},
 		{enabled: []string{"Calculator"}, wantErr: `unknown tool "Calculator"`},
 		{enabled: []string{"calculator", "get_current_datetime", "calculator"}, wantErr: `tool "calculator" is enabled twice`},

@@ -23,6 +23,8 @@ type Config struct {
 	// saying anything first ("Let me check."), so that a voice user is
 	// not left in silence while they run. It is not part of the reply.
 	SpokenFiller string `yaml:"spoken_filler"`
+	// Python configures the python tool (off unless enabled).
+	Python PythonSettings `yaml:"python"`
 }
 
 // CalculatorSettings bound the calculator's expressions.
@@ -62,6 +64,7 @@ func (c Config) Box(base Options) (*Box, error) {
 	opts.MaxResultChars = c.MaxResultChars
 	opts.CalculatorMaxChars = c.Calculator.MaxChars
 	opts.CalculatorMaxNodes = c.Calculator.MaxNodes
+	opts.Python = c.Python
 	switch {
 	case c.MaxResultChars < 0 || c.MaxResultChars > 0 && c.MaxResultChars < minResultChars:
 		return nil, fmt.Errorf("tools.max_result_chars %d is out of range: 0 (%d) or at least %d", c.MaxResultChars, DefaultMaxResultChars, minResultChars)
