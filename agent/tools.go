@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -179,4 +180,68 @@ func toolsNote(specs []ToolSpec, last bool) string {
 		names[i] = s.Name
 	}
 	return "\n\nTools you can call now: " + strings.Join(names, ", ") + "."
+}
+
+// JoinToolboxes offers the tools of several boxes as one (nil boxes are
+// skipped; none left: nil). A name two boxes both offer goes to the first.
+func JoinToolboxes(boxes ...Toolbox) Toolbox {
+	var j joined
+	for _, b := range boxes {
+		if b != nil && !isNilBox(b) {
+			j = append(j, b)
+		}
+	}
+	switch len(j) {
+	case 0:
+		return nil
+	case 1:
+		return j[0]
+	}
+	return j
+}
+
+// isNilBox catches a typed nil pointer in a Toolbox.
+func isNilBox(b Toolbox) bool {
+	v := reflect.ValueOf(b)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+type joined []Toolbox
+
+func (j joined) Specs() []ToolSpec {
+	var out []ToolSpec
+	seen := map[string]bool{}
+	for _, b := range j {
+		for _, s := range b.Specs() {
+			if !seen[s.Name] {
+				seen[s.Name] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func (j joined) Call(ctx context.Context, c ToolCall) (string, error) {
+	if b := j.owner(c.Name); b != nil {
+		return b.Call(ctx, c)
+	}
+	return "", fmt.Errorf("there is no tool named %q", c.Name)
+}
+
+func (j joined) IsSearch(name string) bool {
+	s, ok := j.owner(name).(Searcher)
+	return ok && s.IsSearch(name)
+}
+
+// owner is the first box that offers name.
+func (j joined) owner(name string) Toolbox {
+	for _, b := range j {
+		for _, s := range b.Specs() {
+			if s.Name == name {
+				return b
+			}
+		}
+	}
+	return nil
 }

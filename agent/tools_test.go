@@ -329,3 +329,37 @@ func TestCitationAfterSearch(t *testing.T) {
 		t.Errorf("the reminder does not follow the search result: %+v", m[len(m)-2])
 	}
 }
+
+// Joined boxes offer every tool once, route each call to its box, and
+// keep search tools searches.
+func TestJoinToolboxes(t *testing.T) {
+	var none *testBox
+	if agent.JoinToolboxes(nil, none) != nil {
+		t.Error("nothing joined is not nil")
+	}
+	one := newTestBox()
+	if agent.JoinToolboxes(none, one) != agent.Toolbox(one) {
+		t.Error("one box is not itself")
+	}
+	j := agent.JoinToolboxes(one, searchBox{newTestBox()})
+	var names []string
+	for _, s := range j.Specs() {
+		names = append(names, s.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"add", "fail", "wait", "search"}) {
+		t.Errorf("names %q", names)
+	}
+	if got, err := j.Call(testCtx(t), agent.ToolCall{Name: "search"}); err != nil || !strings.Contains(got, "documents") {
+		t.Errorf("search: %q, %v", got, err)
+	}
+	if got, err := j.Call(testCtx(t), agent.ToolCall{Name: "add", Arguments: `{"a":1,"b":2}`}); err != nil || got != "3" {
+		t.Errorf("add: %q, %v", got, err)
+	}
+	if _, err := j.Call(testCtx(t), agent.ToolCall{Name: "nope"}); err == nil {
+		t.Error("an unknown tool was called")
+	}
+	s, ok := j.(agent.Searcher)
+	if !ok || !s.IsSearch("search") || s.IsSearch("add") {
+		t.Error("the joined box does not tell searches")
+	}
+}
