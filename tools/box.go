@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -41,6 +42,13 @@ type Options struct {
 	// CalculatorMaxNodes bounds the parts (numbers, operators, calls) of a
 	// calculator expression (0: DefaultCalculatorMaxNodes).
 	CalculatorMaxNodes int
+
+	// HTTP are the web tools' shared settings, as in Config.
+	HTTP HTTPSettings
+	// HTTPClient makes the web tools' requests (nil: a client shared by
+	// every such box, with connect and header timeouts). The call's ctx
+	// bounds and cancels each request.
+	HTTPClient *http.Client
 }
 
 // Box is the set of tools one character may use. It does not change after
@@ -116,7 +124,7 @@ func (o Options) check() error {
 	if o.CalculatorMaxNodes < 0 {
 		return fmt.Errorf("CalculatorMaxNodes is %d: it must be 0 (%d) or more", o.CalculatorMaxNodes, DefaultCalculatorMaxNodes)
 	}
-	return nil
+	return o.HTTP.check()
 }
 
 func (o Options) withDefaults() Options {
@@ -132,6 +140,7 @@ func (o Options) withDefaults() Options {
 	if o.CalculatorMaxNodes == 0 {
 		o.CalculatorMaxNodes = DefaultCalculatorMaxNodes
 	}
+	o.HTTP = o.HTTP.withDefaults()
 	return o
 }
 
@@ -242,8 +251,10 @@ func cut(s string, limit int) string {
 }
 
 // clip shortens a value the model wrote before it is quoted in an error.
-func clip(s string) string {
-	const limit = 60
+func clip(s string) string { return clipTo(s, 60) }
+
+// clipTo bounds s to limit characters, an ellipsis included.
+func clipTo(s string, limit int) string {
 	if utf8.RuneCountInString(s) <= limit {
 		return s
 	}
