@@ -28,7 +28,8 @@ const (
 	maxErrorChars = 300
 )
 
-// Options tune the built-in tools. The zero value is usable.
+// Options tune the built-in tools. The zero value is usable for the
+// tools that need no settings; the others say which key they miss.
 type Options struct {
 	// Now is the clock of get_current_datetime (nil: time.Now).
 	Now func() time.Time
@@ -42,9 +43,15 @@ type Options struct {
 	// CalculatorMaxNodes bounds the parts (numbers, operators, calls) of a
 	// calculator expression (0: DefaultCalculatorMaxNodes).
 	CalculatorMaxNodes int
+	// MaxDocumentChars bounds the contents of each document a search
+	// tool returns (0: DefaultMaxDocumentChars).
+	MaxDocumentChars int
 
-	// HTTP are the web tools' shared settings, as in Config.
-	HTTP HTTPSettings
+	// The settings of the tools that have some, as in Config; a tool's
+	// are checked when it is enabled, and errors name their keys.
+	HTTP    HTTPSettings
+	Weather WeatherSettings
+
 	// HTTPClient makes the web tools' requests (nil: a client shared by
 	// every such box, with connect and header timeouts). The call's ctx
 	// bounds and cancels each request.
@@ -70,16 +77,32 @@ func agentSpec(name, description string, args objectSchema) agent.ToolSpec {
 	return agent.ToolSpec{Name: name, Description: description, Parameters: args.json()}
 }
 
-// builtin is a tool koe knows, built for a Box from its Options.
+// builtin is a tool koe knows, built for a Box from its Options. build
+// fails on settings the tool cannot work with, naming their keys.
 type builtin struct {
 	name  string
-	build func(Options) tool
+	build func(Options) (tool, error)
+	// search tools return documents the model may cite.
+	search bool
 }
 
 // builtins in the order Names lists them.
 var builtins = []builtin{
-	{calculatorName, newCalculator},
-	{datetimeName, newDatetime},
+	{name: calculatorName, build: infallible(newCalculator)},
+	{name: datetimeName, build: infallible(newDatetime)},
+	{name: weatherName, build: newWeather},
+}
+
+func infallible(build func(Options) tool) func(Options) (tool, error) {
+	return func(o Options) (tool, error) { return build(o), nil }
+}
+
+// IsSearch reports whether the built-in tool called name is a search
+// tool: its results are the documents JSON, which the model should cite
+// by number.
+func IsSearch(name string) bool {
+	i := slices.IndexFunc(builtins, func(b builtin) bool { return b.name == name })
+	return i >= 0 && builtins[i].search
 }
 
 // Names lists the built-in tool names koe knows (for config validation
@@ -96,22 +119,36 @@ func Names() []string {
 // tools.enabled), in the order given. An unknown or repeated name is an
 // error naming it; an unknown one also lists the known ones.
 func New(enabled []string, opts Options) (*Box, error) {
+	if err := checkNames(enabled); err != nil {
+		return nil, err
+	}
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()
 	b := &Box{maxResultChars: opts.MaxResultChars}
-	for i, name := range enabled {
-		if slices.Contains(enabled[:i], name) {
-			return nil, fmt.Errorf("tool %q is enabled twice", name)
-		}
+	for _, name := range enabled {
 		j := slices.IndexFunc(builtins, func(b builtin) bool { return b.name == name })
-		if j < 0 {
-			return nil, fmt.Errorf("unknown tool %q (the built-in tools are %s)", name, strings.Join(Names(), ", "))
+		t, err := builtins[j].build(opts)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", name, err)
 		}
-		b.tools = append(b.tools, builtins[j].build(opts))
+		b.tools = append(b.tools, t)
 	}
 	return b, nil
+}
+
+// checkNames refuses an unknown or repeated tool name.
+func checkNames(enabled []string) error {
+	for i, name := range enabled {
+		if slices.Contains(enabled[:i], name) {
+			return fmt.Errorf("tool %q is enabled twice", name)
+		}
+		if !slices.ContainsFunc(builtins, func(b builtin) bool { return b.name == name }) {
+			return fmt.Errorf("unknown tool %q (the built-in tools are %s)", name, strings.Join(Names(), ", "))
+		}
+	}
+	return nil
 }
 
 func (o Options) check() error {
@@ -123,6 +160,9 @@ func (o Options) check() error {
 	}
 	if o.CalculatorMaxNodes < 0 {
 		return fmt.Errorf("CalculatorMaxNodes is %d: it must be 0 (%d) or more", o.CalculatorMaxNodes, DefaultCalculatorMaxNodes)
+	}
+	if o.MaxDocumentChars < 0 || o.MaxDocumentChars > 0 && o.MaxDocumentChars < minDocumentChars {
+		return fmt.Errorf("MaxDocumentChars is %d: it must be 0 (%d) or at least %d", o.MaxDocumentChars, DefaultMaxDocumentChars, minDocumentChars)
 	}
 	return o.HTTP.check()
 }
@@ -139,6 +179,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CalculatorMaxNodes == 0 {
 		o.CalculatorMaxNodes = DefaultCalculatorMaxNodes
+	}
+	if o.MaxDocumentChars == 0 {
+		o.MaxDocumentChars = DefaultMaxDocumentChars
 	}
 	o.HTTP = o.HTTP.withDefaults()
 	return o

@@ -18,6 +18,13 @@ func TestConfig(t *testing.T) {
 		{Config{Timeout: -time.Second}, "tools.timeout -1s is negative"},
 		{Config{Enabled: []string{"calculator"}, MaxResultChars: 10}, "tools.max_result_chars 10 is out of range"},
 		{Config{Enabled: []string{"calculator"}, Calculator: CalculatorSettings{MaxNodes: -1}}, "tools.calculator.max_nodes -1 is negative"},
+		{Config{Enabled: []string{"get_weather"}, HTTP: HTTPSettings{MaxResponseBytes: -1}}, "tools.http.max_response_bytes -1 is negative (default 2097152)"},
+		{Config{Enabled: []string{"get_weather"}, HTTP: HTTPSettings{UserAgent: "koe\r\nX-Evil: 1"}}, "tools.http.user_agent must be one line"},
+		{Config{Enabled: []string{"get_weather"}, Weather: WeatherSettings{Units: "si"}}, `tools.weather.units "si" is neither metric nor imperial`},
+		{Config{Enabled: []string{"get_weather"}, Weather: WeatherSettings{BaseURL: "open-meteo"}}, `tools.weather.base_url "open-meteo" is not an http or https URL`},
+		{Config{Enabled: []string{"get_weather"}, MaxDocumentChars: 99}, "tools.max_document_chars 99 is out of range: 0 (3000) or at least 100"},
+		// A tool's settings matter once it is enabled.
+		{Config{Enabled: []string{"calculator"}, Weather: WeatherSettings{Units: "si"}}, ""},
 	} {
 		err := tc.c.Validate()
 		switch {

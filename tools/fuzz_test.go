@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,19 +63,30 @@ func FuzzCalculator(f *testing.F) {
 }
 
 // FuzzToolArguments gives every built-in tool whatever arguments a model
-// might write.
+// might write. The web tools' client refuses every request, so this stays
+// off the network and fuzzes what happens before one: decoding and
+// checking the arguments, and building the request.
 func FuzzToolArguments(f *testing.F) {
 	for _, seed := range []string{
 		``, `{}`, `null`, `[]`, `"x"`, `1`, `{"expression":"1+1"}`, `{"timezone":"Europe/Berlin"}`,
 		`{"timezone":"../../etc/passwd"}`, `{"timezone":"\u0000"}`, `{"expression":null}`, `{"expression":{}}`,
 		`{"expression":"1","expression":2}`, `{"EXPRESSION":"1"}`, `{"a":1}`, `{"timezone":"UTC"} x`, `{`, "\xff",
+		`{"location":"Berlin"}`, `{"location":"Paris, France","days":7}`, `{"location":"x","days":0}`,
+		`{"location":"x","days":8}`, `{"location":"x","days":2.5}`, `{"location":"x","days":"3"}`, `{"location":"x","days":1e999}`,
+		`{"location":"  "}`, `{"location":","}`, `{"location":"%00&name=x#"}`, `{"location":"\u0000"}`,
 	} {
 		f.Add(seed)
 	}
-	opts := Options{}.withDefaults()
+	opts := Options{
+		HTTPClient: &http.Client{Transport: refuseAll{}},
+	}.withDefaults()
 	var tools []tool
 	for _, b := range builtins {
-		tools = append(tools, b.build(opts))
+		tl, err := b.build(opts)
+		if err != nil {
+			f.Fatalf("%s: %v", b.name, err)
+		}
+		tools = append(tools, tl)
 	}
 	f.Fuzz(func(t *testing.T, args string) {
 		for _, tl := range tools {
@@ -81,6 +94,13 @@ func FuzzToolArguments(f *testing.F) {
 			checkOutcome(t, tl.spec.Name+" "+args, got, err)
 		}
 	})
+}
+
+// refuseAll is a transport that fails every request without sending it.
+type refuseAll struct{}
+
+func (refuseAll) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("no network in this test")
 }
 
 // checkOutcome asserts a tool gave a result or an error, and that an
