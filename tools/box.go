@@ -49,8 +49,9 @@ type Options struct {
 
 	// The settings of the tools that have some, as in Config; a tool's
 	// are checked when it is enabled, and errors name their keys.
-	HTTP    HTTPSettings
-	Weather WeatherSettings
+	HTTP      HTTPSettings
+	Weather   WeatherSettings
+	Wikipedia WikipediaSettings
 
 	// HTTPClient makes the web tools' requests (nil: a client shared by
 	// every such box, with connect and header timeouts). The call's ctx
@@ -91,6 +92,7 @@ var builtins = []builtin{
 	{name: calculatorName, build: infallible(newCalculator)},
 	{name: datetimeName, build: infallible(newDatetime)},
 	{name: weatherName, build: newWeather},
+	{name: wikipediaName, build: newWikipedia, search: true},
 }
 
 func infallible(build func(Options) tool) func(Options) (tool, error) {

@@ -24,6 +24,7 @@ type Config struct {
 	Calculator       CalculatorSettings `yaml:"calculator"`
 	HTTP             HTTPSettings       `yaml:"http"`
 	Weather          WeatherSettings    `yaml:"weather"`
+	Wikipedia        WikipediaSettings  `yaml:"wikipedia"`
 }
 
 // CalculatorSettings bound the calculator's expressions.
@@ -64,6 +65,7 @@ func (c Config) Box(base Options) (*Box, error) {
 	opts.CalculatorMaxNodes = c.Calculator.MaxNodes
 	opts.HTTP = c.HTTP
 	opts.Weather = c.Weather
+	opts.Wikipedia = c.Wikipedia
 	switch {
 	case c.MaxResultChars < 0 || c.MaxResultChars > 0 && c.MaxResultChars < minResultChars:
 		return nil, fmt.Errorf("tools.max_result_chars %d is out of range: 0 (%d) or at least %d", c.MaxResultChars, DefaultMaxResultChars, minResultChars)

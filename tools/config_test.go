@@ -22,9 +22,11 @@ func TestConfig(t *testing.T) {
 		{Config{Enabled: []string{"get_weather"}, HTTP: HTTPSettings{UserAgent: "koe\r\nX-Evil: 1"}}, "tools.http.user_agent must be one line"},
 		{Config{Enabled: []string{"get_weather"}, Weather: WeatherSettings{Units: "si"}}, `tools.weather.units "si" is neither metric nor imperial`},
 		{Config{Enabled: []string{"get_weather"}, Weather: WeatherSettings{BaseURL: "open-meteo"}}, `tools.weather.base_url "open-meteo" is not an http or https URL`},
-		{Config{Enabled: []string{"get_weather"}, MaxDocumentChars: 99}, "tools.max_document_chars 99 is out of range: 0 (3000) or at least 100"},
+		{Config{Enabled: []string{"search_wikipedia"}, Wikipedia: WikipediaSettings{Language: "english"}}, ""},
+		{Config{Enabled: []string{"search_wikipedia"}, Wikipedia: WikipediaSettings{Language: "en_GB"}}, `tools.wikipedia.language "en_GB" is not a Wikipedia language code`},
+		{Config{Enabled: []string{"search_wikipedia"}, MaxDocumentChars: 99}, "tools.max_document_chars 99 is out of range: 0 (3000) or at least 100"},
 		// A tool's settings matter once it is enabled.
-		{Config{Enabled: []string{"calculator"}, Weather: WeatherSettings{Units: "si"}}, ""},
+		{Config{Enabled: []string{"calculator"}, Wikipedia: WikipediaSettings{Language: "EN"}}, ""},
 	} {
 		err := tc.c.Validate()
 		switch {

@@ -74,7 +74,8 @@ func TestDocumentsJSONFitsTheLimit(t *testing.T) {
 
 func TestIsSearch(t *testing.T) {
 	for name, want := range map[string]bool{
-		"get_weather": false, "calculator": false, "get_current_datetime": false, "nope": false, "": false,
+		"search_wikipedia": true,
+		"get_weather": false, "read_file": false, "calculator": false, "get_current_datetime": false, "nope": false, "": false,
 	} {
 		if got := IsSearch(name); got != want {
 			t.Errorf("IsSearch(%q) = %v", name, got)

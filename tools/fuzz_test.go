@@ -74,6 +74,8 @@ func FuzzToolArguments(f *testing.F) {
 		`{"location":"Berlin"}`, `{"location":"Paris, France","days":7}`, `{"location":"x","days":0}`,
 		`{"location":"x","days":8}`, `{"location":"x","days":2.5}`, `{"location":"x","days":"3"}`, `{"location":"x","days":1e999}`,
 		`{"location":"  "}`, `{"location":","}`, `{"location":"%00&name=x#"}`, `{"location":"\u0000"}`,
+		`{"query":"Marie Curie"}`, `{"query":"x","limit":10}`, `{"query":"x","limit":11}`, `{"query":"x","limit":-1}`,
+		`{"query":"a&srsearch=b"}`, `{"query":""}`, `{"query":"x","limit":null}`,
 	} {
 		f.Add(seed)
 	}
