@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -52,11 +53,15 @@ type Options struct {
 	HTTP      HTTPSettings
 	Weather   WeatherSettings
 	Wikipedia WikipediaSettings
+	WebSearch WebSearchSettings
 
 	// HTTPClient makes the web tools' requests (nil: a client shared by
 	// every such box, with connect and header timeouts). The call's ctx
 	// bounds and cancels each request.
 	HTTPClient *http.Client
+	// Getenv reads the environment variables that hold API keys (nil:
+	// os.Getenv).
+	Getenv func(string) string
 }
 
 // Box is the set of tools one character may use. It does not change after
@@ -93,6 +98,7 @@ var builtins = []builtin{
 	{name: datetimeName, build: infallible(newDatetime)},
 	{name: weatherName, build: newWeather},
 	{name: wikipediaName, build: newWikipedia, search: true},
+	{name: webSearchName, build: newWebSearch, search: true},
 }
 
 func infallible(build func(Options) tool) func(Options) (tool, error) {
@@ -186,6 +192,9 @@ func (o Options) withDefaults() Options {
 		o.MaxDocumentChars = DefaultMaxDocumentChars
 	}
 	o.HTTP = o.HTTP.withDefaults()
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
 	return o
 }
 

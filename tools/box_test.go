@@ -19,7 +19,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{"calculator", "get_current_datetime", "get_weather", "search_wikipedia"}
+	want := []string{"calculator", "get_current_datetime", "get_weather", "search_wikipedia", "web_search"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -42,7 +42,7 @@ func TestNew(t *testing.T) {
 		// The order given is the order of Specs.
 		{enabled: []string{"get_current_datetime", "calculator"}, wantNames: []string{"get_current_datetime", "calculator"}},
 		{enabled: []string{"calculator", "web_browser"},
-			wantErr: `unknown tool "web_browser" (the built-in tools are calculator, get_current_datetime, get_weather, search_wikipedia)`},
+			wantErr: `unknown tool "web_browser" (the built-in tools are calculator, get_current_datetime, get_weather, search_wikipedia, web_search)`},
 		{enabled: []string{""}, wantErr: `unknown tool ""`},
 		{enabled: []string{"Calculator"}, wantErr: `unknown tool "Calculator"`},
 		{enabled: []string{"calculator", "get_current_datetime", "calculator"}, wantErr: `tool "calculator" is enabled twice`},
@@ -294,6 +294,7 @@ func TestConcurrentCalls(t *testing.T) {
 func everyToolOptions(t *testing.T) Options {
 	return Options{
 		HTTPClient: &http.Client{Transport: refuseAll{}},
+		WebSearch:  WebSearchSettings{Provider: ProviderSearXNG, BaseURL: "http://search.invalid"},
 	}
 }
 

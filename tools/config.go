@@ -25,6 +25,7 @@ type Config struct {
 	HTTP             HTTPSettings       `yaml:"http"`
 	Weather          WeatherSettings    `yaml:"weather"`
 	Wikipedia        WikipediaSettings  `yaml:"wikipedia"`
+	WebSearch        WebSearchSettings  `yaml:"web_search"`
 }
 
 // CalculatorSettings bound the calculator's expressions.
@@ -37,7 +38,8 @@ type CalculatorSettings struct {
 const DefaultTimeout = agent.DefaultToolTimeout
 
 // Validate reports settings that can never work, by their keys. The
-// settings of a tool are checked when it is enabled.
+// settings of a tool are checked when it is enabled; Tavily's key must
+// be in the environment then.
 func (c Config) Validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("tools.timeout %s is negative (default %s)", c.Timeout, DefaultTimeout)
@@ -50,7 +52,7 @@ func (c Config) Validate() error {
 
 // Box builds the box of the enabled tools with the configured limits
 // (nil when none is enabled). base gives what the configuration does
-// not, such as the clock and the HTTP client.
+// not, such as the clock, the HTTP client and the environment.
 func (c Config) Box(base Options) (*Box, error) {
 	if len(c.Enabled) == 0 {
 		return nil, nil
@@ -66,6 +68,7 @@ func (c Config) Box(base Options) (*Box, error) {
 	opts.HTTP = c.HTTP
 	opts.Weather = c.Weather
 	opts.Wikipedia = c.Wikipedia
+	opts.WebSearch = c.WebSearch
 	switch {
 	case c.MaxResultChars < 0 || c.MaxResultChars > 0 && c.MaxResultChars < minResultChars:
 		return nil, fmt.Errorf("tools.max_result_chars %d is out of range: 0 (%d) or at least %d", c.MaxResultChars, DefaultMaxResultChars, minResultChars)

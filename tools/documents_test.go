@@ -74,7 +74,7 @@ func TestDocumentsJSONFitsTheLimit(t *testing.T) {
 
 func TestIsSearch(t *testing.T) {
 	for name, want := range map[string]bool{
-		"search_wikipedia": true,
+		"search_wikipedia": true, "web_search": true,
 		"get_weather": false, "read_file": false, "calculator": false, "get_current_datetime": false, "nope": false, "": false,
 	} {
 		if got := IsSearch(name); got != want {

@@ -81,6 +81,7 @@ func FuzzToolArguments(f *testing.F) {
 	}
 	opts := Options{
 		HTTPClient: &http.Client{Transport: refuseAll{}},
+		WebSearch:  WebSearchSettings{Provider: ProviderSearXNG, BaseURL: "http://search.invalid"},
 	}.withDefaults()
 	var tools []tool
 	for _, b := range builtins {
