@@ -54,6 +54,7 @@ type Options struct {
 	Weather   WeatherSettings
 	Wikipedia WikipediaSettings
 	WebSearch WebSearchSettings
+	Files     FilesSettings
 
 	// HTTPClient makes the web tools' requests (nil: a client shared by
 	// every such box, with connect and header timeouts). The call's ctx
@@ -99,6 +100,7 @@ var builtins = []builtin{
 	{name: weatherName, build: newWeather},
 	{name: wikipediaName, build: newWikipedia, search: true},
 	{name: webSearchName, build: newWebSearch, search: true},
+	{name: readFileName, build: newReadFile},
 }
 
 func infallible(build func(Options) tool) func(Options) (tool, error) {

@@ -19,7 +19,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{"calculator", "get_current_datetime", "get_weather", "search_wikipedia", "web_search"}
+	want := []string{"calculator", "get_current_datetime", "get_weather", "search_wikipedia", "web_search", "read_file"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -42,7 +42,7 @@ func TestNew(t *testing.T) {
 		// The order given is the order of Specs.
 		{enabled: []string{"get_current_datetime", "calculator"}, wantNames: []string{"get_current_datetime", "calculator"}},
 		{enabled: []string{"calculator", "web_browser"},
-			wantErr: `unknown tool "web_browser" (the built-in tools are calculator, get_current_datetime, get_weather, search_wikipedia, web_search)`},
+			wantErr: `unknown tool "web_browser" (the built-in tools are calculator, get_current_datetime, get_weather, search_wikipedia, web_search, read_file)`},
 		{enabled: []string{""}, wantErr: `unknown tool ""`},
 		{enabled: []string{"Calculator"}, wantErr: `unknown tool "Calculator"`},
 		{enabled: []string{"calculator", "get_current_datetime", "calculator"}, wantErr: `tool "calculator" is enabled twice`},
@@ -268,6 +268,7 @@ func TestConcurrentCalls(t *testing.T) {
 		{agent.ToolCall{Name: "calculator", Arguments: `{"expression":"sqrt(16) + max(1, 2)"}`}, "6"},
 		{agent.ToolCall{Name: "get_current_datetime", Arguments: `{"timezone":"Europe/Berlin"}`},
 			"Monday, 23 November 2026, 14:05:09 CET (Europe/Berlin, UTC+01:00)"},
+		{agent.ToolCall{Name: "read_file", Arguments: `{"path":"."}`}, "[the shared folder is empty]"},
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8*len(calls))
@@ -295,6 +296,7 @@ func everyToolOptions(t *testing.T) Options {
 	return Options{
 		HTTPClient: &http.Client{Transport: refuseAll{}},
 		WebSearch:  WebSearchSettings{Provider: ProviderSearXNG, BaseURL: "http://search.invalid"},
+		Files:      FilesSettings{Root: t.TempDir()},
 	}
 }
 

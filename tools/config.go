@@ -26,6 +26,7 @@ type Config struct {
 	Weather          WeatherSettings    `yaml:"weather"`
 	Wikipedia        WikipediaSettings  `yaml:"wikipedia"`
 	WebSearch        WebSearchSettings  `yaml:"web_search"`
+	Files            FilesSettings      `yaml:"files"`
 }
 
 // CalculatorSettings bound the calculator's expressions.
@@ -38,8 +39,8 @@ type CalculatorSettings struct {
 const DefaultTimeout = agent.DefaultToolTimeout
 
 // Validate reports settings that can never work, by their keys. The
-// settings of a tool are checked when it is enabled; Tavily's key must
-// be in the environment then.
+// settings of a tool are checked when it is enabled; read_file's folder
+// must exist then, and Tavily's key must be in the environment.
 func (c Config) Validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("tools.timeout %s is negative (default %s)", c.Timeout, DefaultTimeout)
@@ -69,6 +70,7 @@ func (c Config) Box(base Options) (*Box, error) {
 	opts.Weather = c.Weather
 	opts.Wikipedia = c.Wikipedia
 	opts.WebSearch = c.WebSearch
+	opts.Files = c.Files
 	switch {
 	case c.MaxResultChars < 0 || c.MaxResultChars > 0 && c.MaxResultChars < minResultChars:
 		return nil, fmt.Errorf("tools.max_result_chars %d is out of range: 0 (%d) or at least %d", c.MaxResultChars, DefaultMaxResultChars, minResultChars)

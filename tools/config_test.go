@@ -34,8 +34,11 @@ func TestConfig(t *testing.T) {
 		{Config{Enabled: []string{"web_search"}, WebSearch: WebSearchSettings{Provider: "searxng"}}, "tools.web_search.base_url is required with provider searxng"},
 		{Config{Enabled: []string{"web_search"}, WebSearch: WebSearchSettings{Provider: "tavily", APIKeyEnv: "KOE_TEST_UNSET_KEY"}},
 			"tools.web_search.api_key_env: the environment variable KOE_TEST_UNSET_KEY is empty or not set"},
+		{Config{Enabled: []string{"read_file"}}, "tools.files.root is required"},
+		{Config{Enabled: []string{"read_file"}, Files: FilesSettings{Root: "/nonexistent/koe"}}, `tools.files.root "/nonexistent/koe": stat /nonexistent/koe: no such file or directory`},
+		{Config{Enabled: []string{"read_file"}, Files: FilesSettings{Root: "/", MaxBytes: -1}}, "tools.files.max_bytes -1 is negative"},
 		// A tool's settings matter once it is enabled.
-		{Config{Enabled: []string{"calculator"}, WebSearch: WebSearchSettings{Provider: "bing"}}, ""},
+		{Config{Enabled: []string{"calculator"}, Files: FilesSettings{MaxBytes: -1}, WebSearch: WebSearchSettings{Provider: "bing"}}, ""},
 	} {
 		err := tc.c.Validate()
 		switch {

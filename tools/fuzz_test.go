@@ -76,12 +76,23 @@ func FuzzToolArguments(f *testing.F) {
 		`{"location":"  "}`, `{"location":","}`, `{"location":"%00&name=x#"}`, `{"location":"\u0000"}`,
 		`{"query":"Marie Curie"}`, `{"query":"x","limit":10}`, `{"query":"x","limit":11}`, `{"query":"x","limit":-1}`,
 		`{"query":"a&srsearch=b"}`, `{"query":""}`, `{"query":"x","limit":null}`,
+		`{"path":"notes/plan.md"}`, `{"path":"."}`, `{"path":""}`, `{"path":"../x"}`, `{"path":"/etc/passwd"}`,
+		`{"path":"a/../../x"}`, `{"path":"a\u0000b"}`, `{"path":"notes/plan.md","start_char":5,"num_chars":3}`,
+		`{"path":"notes/plan.md","start_char":99999999}`, `{"path":"notes/plan.md","num_chars":16001}`,
+		`{"path":"notes/plan.md","start_char":-1}`, `{"path":"bin.dat"}`, `{"path":"doc.pdf"}`, `{"path":"notes"}`,
 	} {
 		f.Add(seed)
 	}
+	root := f.TempDir()
+	writeTree(f, root, map[string]string{
+		"notes/plan.md": "# Plan\n\nGrüße, ünïcödé and more.\n",
+		"bin.dat":       "\x00\x01\x02binary",
+		"doc.pdf":       string(minimalPDF(f, false, "fuzzing a PDF")),
+	})
 	opts := Options{
 		HTTPClient: &http.Client{Transport: refuseAll{}},
 		WebSearch:  WebSearchSettings{Provider: ProviderSearXNG, BaseURL: "http://search.invalid"},
+		Files:      FilesSettings{Root: root},
 	}.withDefaults()
 	var tools []tool
 	for _, b := range builtins {
@@ -96,6 +107,23 @@ func FuzzToolArguments(f *testing.F) {
 			got, err := tl.run(context.Background(), args)
 			checkOutcome(t, tl.spec.Name+" "+args, got, err)
 		}
+	})
+}
+
+// FuzzPDFText gives the PDF reader broken files: a malformed PDF is an
+// error for the call, never a crash of the server.
+func FuzzPDFText(f *testing.F) {
+	f.Add(minimalPDF(f, false, "Hello (world)"))
+	f.Add(minimalPDF(f, true, "deflated"))
+	f.Add(reportPDF(f))
+	f.Add([]byte("%PDF-1.4\n"))
+	f.Add([]byte("%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		got, err := pdfText(context.Background(), "f.pdf", data)
+		checkOutcome(t, "a PDF", got, err)
 	})
 }
 
