@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -19,10 +21,24 @@ type objectSchema struct {
 }
 
 // property is one argument. Type is a JSON schema type: "string",
-// "number", "boolean", "object" or "array".
+// "number", "integer", "boolean", "object" or "array".
 type property struct {
 	Type        string `json:"type"`
 	Description string `json:"description"`
+	// Minimum and Maximum bound an integer, inclusive; the schema tells
+	// the model and decode checks.
+	Minimum *int `json:"minimum,omitempty"`
+	Maximum *int `json:"maximum,omitempty"`
+}
+
+// integer is an integer property of the inclusive range [lo, hi]; hi
+// below lo means no upper bound.
+func integer(lo, hi int, description string) property {
+	p := property{Type: "integer", Description: description, Minimum: &lo}
+	if hi >= lo {
+		p.Maximum = &hi
+	}
+	return p
 }
 
 // newSchema builds the schema of an object with the given properties, the
@@ -72,6 +88,15 @@ func (s objectSchema) decode(args string, dst any) error {
 			return fmt.Errorf("unknown argument %q (%s)", clip(name), s.expected())
 		}
 		kind := jsonKind(fields[name])
+		if p.Type == "integer" && kind == "number" {
+			n, err := p.integer(name, fields[name])
+			if err != nil {
+				return err
+			}
+			// Models write 3.0 now and then; the Go field takes 3.
+			fields[name] = json.RawMessage(strconv.FormatInt(n, 10))
+			continue
+		}
 		if kind != p.Type && kind != "null" {
 			return fmt.Errorf("argument %q must be %s, not %s", name, withArticle(p.Type), withArticle(kind))
 		}
@@ -81,10 +106,35 @@ func (s objectSchema) decode(args string, dst any) error {
 			return fmt.Errorf("missing required argument %q (%s)", name, s.expected())
 		}
 	}
-	if err := json.Unmarshal(raw, dst); err != nil {
+	// The checked fields, not raw: integers may have been rewritten, and
+	// a repeated key was already settled by the map (the last one wins, as
+	// it would in dst).
+	checked, err := json.Marshal(fields)
+	if err != nil {
+		return fmt.Errorf("the arguments could not be read: %v", err)
+	}
+	if err := json.Unmarshal(checked, dst); err != nil {
 		return fmt.Errorf("the arguments could not be read: %v", err)
 	}
 	return nil
+}
+
+// integer reads a number argument of an integer property: a whole number
+// within the property's range.
+func (p property) integer(name string, raw json.RawMessage) (int64, error) {
+	f, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+	whole := err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53
+	switch {
+	case whole && (p.Minimum == nil || f >= float64(*p.Minimum)) && (p.Maximum == nil || f <= float64(*p.Maximum)):
+		return int64(f), nil
+	case p.Minimum != nil && p.Maximum != nil:
+		return 0, fmt.Errorf("argument %q must be a whole number from %d to %d, not %s", name, *p.Minimum, *p.Maximum, clip(string(raw)))
+	case p.Minimum != nil:
+		return 0, fmt.Errorf("argument %q must be a whole number of at least %d, not %s", name, *p.Minimum, clip(string(raw)))
+	case p.Maximum != nil:
+		return 0, fmt.Errorf("argument %q must be a whole number of at most %d, not %s", name, *p.Maximum, clip(string(raw)))
+	}
+	return 0, fmt.Errorf("argument %q must be a whole number, not %s", name, clip(string(raw)))
 }
 
 // expected lists the arguments the schema takes.
@@ -95,6 +145,12 @@ func (s objectSchema) expected() string {
 	var parts []string
 	for name, p := range s.Properties {
 		part := fmt.Sprintf("%q: %s", name, p.Type)
+		switch {
+		case p.Minimum != nil && p.Maximum != nil:
+			part += fmt.Sprintf(" %d..%d", *p.Minimum, *p.Maximum)
+		case p.Minimum != nil:
+			part += fmt.Sprintf(" >= %d", *p.Minimum)
+		}
 		if !slices.Contains(s.Required, name) {
 			part += ", optional"
 		}
@@ -128,7 +184,7 @@ func jsonKind(v []byte) string {
 
 func withArticle(kind string) string {
 	switch kind {
-	case "object", "array":
+	case "object", "array", "integer":
 		return "an " + kind
 	case "null":
 		return kind

@@ -81,3 +81,58 @@ func TestDecodeArgsNoProperties(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestDecodeIntegerArgs(t *testing.T) {
+	schema := newSchema(map[string]property{
+		"days":  integer(1, 7, "how many days"),
+		"start": integer(0, -1, "where to start"),
+	})
+	type args struct {
+		Days  int `json:"days"`
+		Start int `json:"start"`
+	}
+	tests := []struct {
+		in      string
+		want    args
+		wantErr string
+	}{
+		{in: `{}`, want: args{}},
+		{in: `{"days":1}`, want: args{Days: 1}},
+		{in: `{"days":7,"start":123456789}`, want: args{Days: 7, Start: 123456789}},
+		{in: `{"days":3.0}`, want: args{Days: 3}},
+		{in: `{"days":3e0}`, want: args{Days: 3}},
+		{in: `{"days":null}`, want: args{}},
+		{in: `{"days":2,"days":5}`, want: args{Days: 5}},
+
+		{in: `{"days":0}`, wantErr: `argument "days" must be a whole number from 1 to 7, not 0`},
+		{in: `{"days":8}`, wantErr: `argument "days" must be a whole number from 1 to 7, not 8`},
+		{in: `{"days":-1}`, wantErr: `from 1 to 7, not -1`},
+		{in: `{"days":2.5}`, wantErr: `from 1 to 7, not 2.5`},
+		{in: `{"days":1e400}`, wantErr: `from 1 to 7, not 1e400`},
+		{in: `{"days":"3"}`, wantErr: `argument "days" must be an integer, not a string`},
+		{in: `{"start":-1}`, wantErr: `argument "start" must be a whole number of at least 0, not -1`},
+		{in: `{"start":1e300}`, wantErr: `argument "start" must be a whole number of at least 0, not 1e300`},
+		{in: `{"start":9007199254740993}`, wantErr: `of at least 0, not 9007199254740993`},
+		{in: `{"x":1}`, wantErr: `unknown argument "x" (expected "days": integer 1..7, optional; "start": integer >= 0, optional)`},
+	}
+	for _, tt := range tests {
+		var got args
+		err := schema.decode(tt.in, &got)
+		if tt.wantErr == "" {
+			if err != nil {
+				t.Errorf("decode(%q): %v", tt.in, err)
+			} else if got != tt.want {
+				t.Errorf("decode(%q) = %+v, want %+v", tt.in, got, tt.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("decode(%q) = %v, want an error containing %q", tt.in, err, tt.wantErr)
+		}
+	}
+	// The model is told the range.
+	if got := string(schema.json()); !strings.Contains(got, `"days":{"type":"integer","description":"how many days","minimum":1,"maximum":7}`) ||
+		!strings.Contains(got, `"start":{"type":"integer","description":"where to start","minimum":0}`) {
+		t.Errorf("schema %s", got)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -27,7 +29,8 @@ const (
 	maxErrorChars = 300
 )
 
-// Options tune the built-in tools. The zero value is usable.
+// Options tune the built-in tools. The zero value is usable for the
+// tools that need no settings; the others say which key they miss.
 type Options struct {
 	// Now is the clock of get_current_datetime (nil: time.Now).
 	Now func() time.Time
@@ -43,8 +46,25 @@ type Options struct {
 	CalculatorMaxNodes int
 	// Python configures the python tool.
 	Python PythonSettings
-	// pythonSandbox is bubblewrap's path, found by New.
-	pythonSandbox string
+	// MaxDocumentChars bounds the contents of each document a search
+	// tool returns (0: DefaultMaxDocumentChars).
+	MaxDocumentChars int
+
+	// The settings of the tools that have some, as in Config; a tool's
+	// are checked when it is enabled, and errors name their keys.
+	HTTP      HTTPSettings
+	Weather   WeatherSettings
+	Wikipedia WikipediaSettings
+	WebSearch WebSearchSettings
+	Files     FilesSettings
+
+	// HTTPClient makes the web tools' requests (nil: a client shared by
+	// every such box, with connect and header timeouts). The call's ctx
+	// bounds and cancels each request.
+	HTTPClient *http.Client
+	// Getenv reads the environment variables that hold API keys (nil:
+	// os.Getenv).
+	Getenv func(string) string
 }
 
 // Box is the set of tools one character may use. It does not change after
@@ -66,17 +86,36 @@ func agentSpec(name, description string, args objectSchema) agent.ToolSpec {
 	return agent.ToolSpec{Name: name, Description: description, Parameters: args.json()}
 }
 
-// builtin is a tool koe knows, built for a Box from its Options.
+// builtin is a tool koe knows, built for a Box from its Options. build
+// fails on settings the tool cannot work with, naming their keys.
 type builtin struct {
 	name  string
-	build func(Options) tool
+	build func(Options) (tool, error)
+	// search tools return documents the model may cite.
+	search bool
 }
 
 // builtins in the order Names lists them.
 var builtins = []builtin{
-	{calculatorName, newCalculator},
-	{datetimeName, newDatetime},
-	{pythonName, newPython},
+	{name: calculatorName, build: infallible(newCalculator)},
+	{name: datetimeName, build: infallible(newDatetime)},
+	{name: weatherName, build: newWeather},
+	{name: wikipediaName, build: newWikipedia, search: true},
+	{name: webSearchName, build: newWebSearch, search: true},
+	{name: readFileName, build: newReadFile},
+	{name: pythonName, build: newPython},
+}
+
+func infallible(build func(Options) tool) func(Options) (tool, error) {
+	return func(o Options) (tool, error) { return build(o), nil }
+}
+
+// IsSearch reports whether the built-in tool called name is a search
+// tool: its results are the documents JSON, which the model should cite
+// by number.
+func IsSearch(name string) bool {
+	i := slices.IndexFunc(builtins, func(b builtin) bool { return b.name == name })
+	return i >= 0 && builtins[i].search
 }
 
 // Names lists the built-in tool names koe knows (for config validation
@@ -93,29 +132,36 @@ func Names() []string {
 // tools.enabled), in the order given. An unknown or repeated name is an
 // error naming it; an unknown one also lists the known ones.
 func New(enabled []string, opts Options) (*Box, error) {
+	if err := checkNames(enabled); err != nil {
+		return nil, err
+	}
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	if slices.Contains(enabled, pythonName) && !opts.Python.Unsandboxed {
-		path, err := findSandbox()
-		if err != nil {
-			return nil, err
-		}
-		opts.pythonSandbox = path
-	}
 	b := &Box{maxResultChars: opts.MaxResultChars}
-	for i, name := range enabled {
-		if slices.Contains(enabled[:i], name) {
-			return nil, fmt.Errorf("tool %q is enabled twice", name)
-		}
+	for _, name := range enabled {
 		j := slices.IndexFunc(builtins, func(b builtin) bool { return b.name == name })
-		if j < 0 {
-			return nil, fmt.Errorf("unknown tool %q (the built-in tools are %s)", name, strings.Join(Names(), ", "))
+		t, err := builtins[j].build(opts)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", name, err)
 		}
-		b.tools = append(b.tools, builtins[j].build(opts))
+		b.tools = append(b.tools, t)
 	}
 	return b, nil
+}
+
+// checkNames refuses an unknown or repeated tool name.
+func checkNames(enabled []string) error {
+	for i, name := range enabled {
+		if slices.Contains(enabled[:i], name) {
+			return fmt.Errorf("tool %q is enabled twice", name)
+		}
+		if !slices.ContainsFunc(builtins, func(b builtin) bool { return b.name == name }) {
+			return fmt.Errorf("unknown tool %q (the built-in tools are %s)", name, strings.Join(Names(), ", "))
+		}
+	}
+	return nil
 }
 
 func (o Options) check() error {
@@ -131,7 +177,10 @@ func (o Options) check() error {
 	if o.CalculatorMaxNodes < 0 {
 		return fmt.Errorf("CalculatorMaxNodes is %d: it must be 0 (%d) or more", o.CalculatorMaxNodes, DefaultCalculatorMaxNodes)
 	}
-	return nil
+	if o.MaxDocumentChars < 0 || o.MaxDocumentChars > 0 && o.MaxDocumentChars < minDocumentChars {
+		return fmt.Errorf("MaxDocumentChars is %d: it must be 0 (%d) or at least %d", o.MaxDocumentChars, DefaultMaxDocumentChars, minDocumentChars)
+	}
+	return o.HTTP.check()
 }
 
 func (o Options) withDefaults() Options {
@@ -146,6 +195,13 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CalculatorMaxNodes == 0 {
 		o.CalculatorMaxNodes = DefaultCalculatorMaxNodes
+	}
+	if o.MaxDocumentChars == 0 {
+		o.MaxDocumentChars = DefaultMaxDocumentChars
+	}
+	o.HTTP = o.HTTP.withDefaults()
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
 	}
 	return o
 }
@@ -257,10 +313,19 @@ func cut(s string, limit int) string {
 }
 
 // clip shortens a value the model wrote before it is quoted in an error.
-func clip(s string) string {
-	const limit = 60
+func clip(s string) string { return clipTo(s, 60) }
+
+// clipTo bounds s to limit characters, an ellipsis included.
+func clipTo(s string, limit int) string {
 	if utf8.RuneCountInString(s) <= limit {
 		return s
 	}
 	return string([]rune(s)[:limit-1]) + "…"
+}
+
+// IsSearch reports whether the box's tool called name is a search tool,
+// so that the agent loop asks the model to cite its documents.
+func (b *Box) IsSearch(name string) bool {
+	_, ok := b.find(name)
+	return ok && IsSearch(name)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +19,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{"calculator", "get_current_datetime", "python"}
+	want := []string{"calculator", "get_current_datetime", "get_weather", "search_wikipedia", "web_search", "read_file", "python"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -41,7 +42,7 @@ func TestNew(t *testing.T) {
 		// The order given is the order of Specs.
 		{enabled: []string{"get_current_datetime", "calculator"}, wantNames: []string{"get_current_datetime", "calculator"}},
 		{enabled: []string{"calculator", "web_browser"},
-			wantErr: `unknown tool "web_browser" (the built-in tools are calculator, get_current_datetime, python)`},
+			wantErr: `unknown tool "web_browser" (the built-in tools are calculator, get_current_datetime, get_weather, search_wikipedia, web_search, read_file, python)`},
 		{enabled: []string{""}, wantErr: `unknown tool ""`},
 		{enabled: []string{"Calculator"}, wantErr: `unknown tool "Calculator"`},
 		{enabled: []string{"calculator", "get_current_datetime", "calculator"}, wantErr: `tool "calculator" is enabled twice`},
@@ -76,7 +77,7 @@ func TestNew(t *testing.T) {
 // Every spec is what an OpenAI-compatible server takes as a function's
 // parameters, and every spec's name reaches its tool.
 func TestSpecs(t *testing.T) {
-	b := newBox(t, Names(), Options{})
+	b := newBox(t, Names(), everyToolOptions(t))
 	specs := b.Specs()
 	if len(specs) != len(Names()) {
 		t.Fatalf("%d specs for %d tools", len(specs), len(Names()))
@@ -90,6 +91,8 @@ func TestSpecs(t *testing.T) {
 			Properties map[string]struct {
 				Type        string `json:"type"`
 				Description string `json:"description"`
+				Minimum     *int   `json:"minimum"`
+				Maximum     *int   `json:"maximum"`
 			} `json:"properties"`
 			Required             []string `json:"required"`
 			AdditionalProperties *bool    `json:"additionalProperties"`
@@ -105,8 +108,12 @@ func TestSpecs(t *testing.T) {
 			t.Errorf("%s: want an object schema with properties, required and additionalProperties false: %s", s.Name, s.Parameters)
 		}
 		for name, p := range schema.Properties {
-			if !slices.Contains([]string{"string", "number", "boolean"}, p.Type) || p.Description == "" {
+			if !slices.Contains([]string{"string", "number", "integer", "boolean"}, p.Type) || p.Description == "" {
 				t.Errorf("%s.%s: type %q, description %q", s.Name, name, p.Type, p.Description)
+			}
+			if (p.Minimum != nil || p.Maximum != nil) && p.Type != "integer" ||
+				p.Minimum != nil && p.Maximum != nil && *p.Minimum > *p.Maximum {
+				t.Errorf("%s.%s: bounds %v..%v on a %s", s.Name, name, p.Minimum, p.Maximum, p.Type)
 			}
 		}
 		for _, r := range schema.Required {
@@ -149,7 +156,7 @@ func TestCallUnknownTool(t *testing.T) {
 }
 
 func TestCallContext(t *testing.T) {
-	b := newBox(t, Names(), Options{})
+	b := newBox(t, Names(), everyToolOptions(t))
 	call := agent.ToolCall{Name: "calculator", Arguments: `{"expression":"1+1"}`}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -250,7 +257,9 @@ func TestCallRecoversFromAPanickingTool(t *testing.T) {
 // One box serves every call of a character at once (run with -race).
 func TestConcurrentCalls(t *testing.T) {
 	clock := func() time.Time { return time.Date(2026, 11, 23, 13, 5, 9, 0, time.UTC) }
-	b := newBox(t, Names(), Options{Now: clock})
+	opts := everyToolOptions(t)
+	opts.Now = clock
+	b := newBox(t, Names(), opts)
 	calls := []struct {
 		call agent.ToolCall
 		want string
@@ -259,6 +268,7 @@ func TestConcurrentCalls(t *testing.T) {
 		{agent.ToolCall{Name: "calculator", Arguments: `{"expression":"sqrt(16) + max(1, 2)"}`}, "6"},
 		{agent.ToolCall{Name: "get_current_datetime", Arguments: `{"timezone":"Europe/Berlin"}`},
 			"Monday, 23 November 2026, 14:05:09 CET (Europe/Berlin, UTC+01:00)"},
+		{agent.ToolCall{Name: "read_file", Arguments: `{"path":"."}`}, "[the shared folder is empty]"},
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8*len(calls))
@@ -279,6 +289,17 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 }
 
+// everyToolOptions are settings every built-in tool can be built with,
+// for tests of the box as a whole; the web tools' requests fail without
+// leaving the machine.
+func everyToolOptions(t *testing.T) Options {
+	return Options{
+		HTTPClient: &http.Client{Transport: refuseAll{}},
+		WebSearch:  WebSearchSettings{Provider: ProviderSearXNG, BaseURL: "http://search.invalid"},
+		Files:      FilesSettings{Root: t.TempDir()},
+	}
+}
+
 func newBox(t *testing.T, enabled []string, opts Options) *Box {
 	t.Helper()
 	b, err := New(enabled, opts)
@@ -286,4 +307,16 @@ func newBox(t *testing.T, enabled []string, opts Options) *Box {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The box tells the agent which of its tools search.
+func TestBoxIsSearch(t *testing.T) {
+	b, err := New([]string{"calculator", "search_wikipedia"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s agent.Searcher = b
+	if !s.IsSearch("search_wikipedia") || s.IsSearch("calculator") || s.IsSearch("web_search") {
+		t.Error("IsSearch is wrong")
+	}
 }

@@ -17,14 +17,22 @@ type Config struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxResultChars bounds what one call returns to the model (0:
 	// DefaultMaxResultChars).
-	MaxResultChars int                `yaml:"max_result_chars"`
-	Calculator     CalculatorSettings `yaml:"calculator"`
+	MaxResultChars int `yaml:"max_result_chars"`
+	// MaxDocumentChars bounds each document a search tool returns (0:
+	// DefaultMaxDocumentChars).
+	MaxDocumentChars int                `yaml:"max_document_chars"`
+	Calculator       CalculatorSettings `yaml:"calculator"`
+	HTTP             HTTPSettings       `yaml:"http"`
+	Weather          WeatherSettings    `yaml:"weather"`
+	Wikipedia        WikipediaSettings  `yaml:"wikipedia"`
+	WebSearch        WebSearchSettings  `yaml:"web_search"`
+	Files            FilesSettings      `yaml:"files"`
+	// Python configures the python tool (off unless enabled).
+	Python PythonSettings `yaml:"python"`
 	// SpokenFiller, if set, is spoken when the model calls tools without
 	// saying anything first ("Let me check."), so that a voice user is
 	// not left in silence while they run. It is not part of the reply.
 	SpokenFiller string `yaml:"spoken_filler"`
-	// Python configures the python tool (off unless enabled).
-	Python PythonSettings `yaml:"python"`
 }
 
 // CalculatorSettings bound the calculator's expressions.
@@ -39,7 +47,9 @@ const maxFillerRunes = 200
 // DefaultTimeout bounds one tool call unless tools.timeout says otherwise.
 const DefaultTimeout = agent.DefaultToolTimeout
 
-// Validate reports settings that can never work, by their keys.
+// Validate reports settings that can never work, by their keys. The
+// settings of a tool are checked when it is enabled; read_file's folder
+// must exist then, and Tavily's key must be in the environment.
 func (c Config) Validate() error {
 	if n := len([]rune(c.SpokenFiller)); n > maxFillerRunes {
 		return fmt.Errorf("tools.spoken_filler is %d characters long; at most %d: it is said while tools run", n, maxFillerRunes)
@@ -55,16 +65,25 @@ func (c Config) Validate() error {
 
 // Box builds the box of the enabled tools with the configured limits
 // (nil when none is enabled). base gives what the configuration does
-// not, such as the clock.
+// not, such as the clock, the HTTP client and the environment.
 func (c Config) Box(base Options) (*Box, error) {
 	if len(c.Enabled) == 0 {
 		return nil, nil
 	}
+	if err := checkNames(c.Enabled); err != nil {
+		return nil, fmt.Errorf("tools.enabled: %w", err)
+	}
 	opts := base
 	opts.MaxResultChars = c.MaxResultChars
+	opts.MaxDocumentChars = c.MaxDocumentChars
 	opts.CalculatorMaxChars = c.Calculator.MaxChars
 	opts.CalculatorMaxNodes = c.Calculator.MaxNodes
 	opts.Python = c.Python
+	opts.HTTP = c.HTTP
+	opts.Weather = c.Weather
+	opts.Wikipedia = c.Wikipedia
+	opts.WebSearch = c.WebSearch
+	opts.Files = c.Files
 	switch {
 	case c.MaxResultChars < 0 || c.MaxResultChars > 0 && c.MaxResultChars < minResultChars:
 		return nil, fmt.Errorf("tools.max_result_chars %d is out of range: 0 (%d) or at least %d", c.MaxResultChars, DefaultMaxResultChars, minResultChars)
@@ -72,10 +91,9 @@ func (c Config) Box(base Options) (*Box, error) {
 		return nil, fmt.Errorf("tools.calculator.max_chars %d is negative (default %d)", c.Calculator.MaxChars, DefaultCalculatorMaxChars)
 	case c.Calculator.MaxNodes < 0:
 		return nil, fmt.Errorf("tools.calculator.max_nodes %d is negative (default %d)", c.Calculator.MaxNodes, DefaultCalculatorMaxNodes)
+	case c.MaxDocumentChars < 0 || c.MaxDocumentChars > 0 && c.MaxDocumentChars < minDocumentChars:
+		return nil, fmt.Errorf("tools.max_document_chars %d is out of range: 0 (%d) or at least %d", c.MaxDocumentChars, DefaultMaxDocumentChars, minDocumentChars)
 	}
-	b, err := New(c.Enabled, opts)
-	if err != nil {
-		return nil, fmt.Errorf("tools.enabled: %w", err)
-	}
-	return b, nil
+	// What is left to check names its own keys.
+	return New(c.Enabled, opts)
 }

@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,19 +63,44 @@ func FuzzCalculator(f *testing.F) {
 }
 
 // FuzzToolArguments gives every built-in tool whatever arguments a model
-// might write.
+// might write. The web tools' client refuses every request, so this stays
+// off the network and fuzzes what happens before one: decoding and
+// checking the arguments, and building the request.
 func FuzzToolArguments(f *testing.F) {
 	for _, seed := range []string{
 		``, `{}`, `null`, `[]`, `"x"`, `1`, `{"expression":"1+1"}`, `{"timezone":"Europe/Berlin"}`,
 		`{"timezone":"../../etc/passwd"}`, `{"timezone":"\u0000"}`, `{"expression":null}`, `{"expression":{}}`,
 		`{"expression":"1","expression":2}`, `{"EXPRESSION":"1"}`, `{"a":1}`, `{"timezone":"UTC"} x`, `{`, "\xff",
+		`{"location":"Berlin"}`, `{"location":"Paris, France","days":7}`, `{"location":"x","days":0}`,
+		`{"location":"x","days":8}`, `{"location":"x","days":2.5}`, `{"location":"x","days":"3"}`, `{"location":"x","days":1e999}`,
+		`{"location":"  "}`, `{"location":","}`, `{"location":"%00&name=x#"}`, `{"location":"\u0000"}`,
+		`{"query":"Marie Curie"}`, `{"query":"x","limit":10}`, `{"query":"x","limit":11}`, `{"query":"x","limit":-1}`,
+		`{"query":"a&srsearch=b"}`, `{"query":""}`, `{"query":"x","limit":null}`,
+		`{"path":"notes/plan.md"}`, `{"path":"."}`, `{"path":""}`, `{"path":"../x"}`, `{"path":"/etc/passwd"}`,
+		`{"path":"a/../../x"}`, `{"path":"a\u0000b"}`, `{"path":"notes/plan.md","start_char":5,"num_chars":3}`,
+		`{"path":"notes/plan.md","start_char":99999999}`, `{"path":"notes/plan.md","num_chars":16001}`,
+		`{"path":"notes/plan.md","start_char":-1}`, `{"path":"bin.dat"}`, `{"path":"doc.pdf"}`, `{"path":"notes"}`,
 	} {
 		f.Add(seed)
 	}
-	opts := Options{}.withDefaults()
+	root := f.TempDir()
+	writeTree(f, root, map[string]string{
+		"notes/plan.md": "# Plan\n\nGrüße, ünïcödé and more.\n",
+		"bin.dat":       "\x00\x01\x02binary",
+		"doc.pdf":       string(minimalPDF(f, false, "fuzzing a PDF")),
+	})
+	opts := Options{
+		HTTPClient: &http.Client{Transport: refuseAll{}},
+		WebSearch:  WebSearchSettings{Provider: ProviderSearXNG, BaseURL: "http://search.invalid"},
+		Files:      FilesSettings{Root: root},
+	}.withDefaults()
 	var tools []tool
 	for _, b := range builtins {
-		tools = append(tools, b.build(opts))
+		tl, err := b.build(opts)
+		if err != nil {
+			f.Fatalf("%s: %v", b.name, err)
+		}
+		tools = append(tools, tl)
 	}
 	f.Fuzz(func(t *testing.T, args string) {
 		for _, tl := range tools {
@@ -81,6 +108,30 @@ func FuzzToolArguments(f *testing.F) {
 			checkOutcome(t, tl.spec.Name+" "+args, got, err)
 		}
 	})
+}
+
+// FuzzPDFText gives the PDF reader broken files: a malformed PDF is an
+// error for the call, never a crash of the server.
+func FuzzPDFText(f *testing.F) {
+	f.Add(minimalPDF(f, false, "Hello (world)"))
+	f.Add(minimalPDF(f, true, "deflated"))
+	f.Add(reportPDF(f))
+	f.Add([]byte("%PDF-1.4\n"))
+	f.Add([]byte("%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		got, err := pdfText(context.Background(), "f.pdf", data)
+		checkOutcome(t, "a PDF", got, err)
+	})
+}
+
+// refuseAll is a transport that fails every request without sending it.
+type refuseAll struct{}
+
+func (refuseAll) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("no network in this test")
 }
 
 // checkOutcome asserts a tool gave a result or an error, and that an

@@ -111,8 +111,15 @@ type python struct {
 	sandbox  string // bwrap's path; "" runs without one (tools.python.unsandboxed)
 }
 
-func newPython(opts Options) tool {
-	p := &python{settings: opts.Python.withDefaults(), sandbox: opts.pythonSandbox}
+func newPython(opts Options) (tool, error) {
+	p := &python{settings: opts.Python.withDefaults()}
+	if !p.settings.Unsandboxed {
+		path, err := findSandbox()
+		if err != nil {
+			return tool{}, err
+		}
+		p.sandbox = path
+	}
 	return tool{
 		spec: agentSpec(pythonName,
 			"Runs a Python 3 program and returns what it printed (standard output and errors) and its exit status. "+
@@ -126,7 +133,7 @@ func newPython(opts Options) tool {
 			}
 			return p.run(ctx, a.Code)
 		},
-	}
+	}, nil
 }
 
 func (p *python) run(ctx context.Context, code string) (string, error) {
