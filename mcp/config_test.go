@@ -45,6 +45,10 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
+	// Start refuses what Validate refuses.
+	if _, err := Start(t.Context(), Config{Servers: map[string]ServerConfig{"x": {}}}, nil); err == nil {
+		t.Error("Start took an invalid config")
+	}
 }
 
 func TestCheckServers(t *testing.T) {
