@@ -250,6 +250,17 @@ func TestToolListChanged(t *testing.T) {
 	if rec.count(slog.LevelInfo, "MCP server's tools changed") == 0 {
 		t.Error("the change was not logged")
 	}
+
+	// A tool named like another's fitted name is left out, and said so;
+	// the first keeps its name.
+	weird := toolName("test", "weird.name")
+	mustCall(t, tb, "test__add_tool", `{"name":"`+strings.TrimPrefix(weird, "test__")+`"}`)
+	waitFor(t, m, "the collision reported", func() bool {
+		return rec.count(slog.LevelWarn, "MCP tool left out: its name for the model is another tool's") > 0
+	})
+	if out := mustCall(t, tb, weird, `{}`); out != "weird" {
+		t.Errorf("%s = %q, want weird.name's answer", weird, out)
+	}
 	m.Close()
 }
 

@@ -46,3 +46,23 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+// A tool's spec carries the server's schema as it is, or any object.
+func TestToolSpec(t *testing.T) {
+	schema := map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []any{"q"}}
+	for _, tc := range []struct {
+		tool       sdk.Tool
+		desc, want string
+	}{
+		{sdk.Tool{Name: "search", Description: "Searches.", InputSchema: schema}, "Searches.", `{"properties":{"q":{"type":"string"}},"required":["q"],"type":"object"}`},
+		{sdk.Tool{Name: "now", Title: "Current time"}, "Current time", `{"type":"object"}`},
+	} {
+		spec, err := toolSpec("s__"+tc.tool.Name, &tc.tool)
+		if err != nil || spec.Name != "s__"+tc.tool.Name || spec.Description != tc.desc || string(spec.Parameters) != tc.want {
+			t.Errorf("%s: %+v %s, %v", tc.tool.Name, spec, spec.Parameters, err)
+		}
+	}
+	if _, err := toolSpec("s__bad", &sdk.Tool{Name: "bad", InputSchema: map[string]any{"x": func() {}}}); err == nil {
+		t.Error("a schema that is not JSON: no error")
+	}
+}

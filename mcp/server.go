@@ -279,24 +279,31 @@ func (s *server) listTools(ctx context.Context, session *sdk.ClientSession) ([]t
 			continue
 		}
 		owner[name] = t.Name
-		params := json.RawMessage(`{"type":"object"}`)
-		if t.InputSchema != nil {
-			b, err := json.Marshal(t.InputSchema)
-			if err != nil {
-				return nil, fmt.Errorf("tool %q: its input schema: %w", t.Name, err)
-			}
-			params = b
+		spec, err := toolSpec(name, t)
+		if err != nil {
+			return nil, err
 		}
-		description := t.Description
-		if description == "" {
-			description = t.Title
-		}
-		tools = append(tools, tool{
-			spec: agent.ToolSpec{Name: name, Description: description, Parameters: params},
-			name: t.Name,
-		})
+		tools = append(tools, tool{spec: spec, name: t.Name})
 	}
 	return tools, nil
+}
+
+// toolSpec describes a server's tool to the model under name: its input
+// schema as the server wrote it, or any object when it wrote none.
+func toolSpec(name string, t *sdk.Tool) (agent.ToolSpec, error) {
+	params := json.RawMessage(`{"type":"object"}`)
+	if t.InputSchema != nil {
+		b, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			return agent.ToolSpec{}, fmt.Errorf("tool %q: its input schema: %w", t.Name, err)
+		}
+		params = b
+	}
+	description := t.Description
+	if description == "" {
+		description = t.Title
+	}
+	return agent.ToolSpec{Name: name, Description: description, Parameters: params}, nil
 }
 
 func (s *server) set(st state, session *sdk.ClientSession, live context.Context, tools []tool) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -245,14 +246,25 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // stderrLog logs what a stdio server writes to stderr, line by line at
-// debug level, and keeps the last line for the error when it fails.
+// debug level, and keeps a line that says why it failed, for the error.
 type stderrLog struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
 	partial []byte
 	lastOne string
+	// lastError is the last line that reads like an error, and lines the
+	// count of lines when it came.
+	lastError        string
+	lines, errorLine int
 }
+
+// errorWords mark the line worth quoting: the last line is often a stack
+// frame or, after Node's uncaught errors, "Node.js v20.x".
+var errorWords = regexp.MustCompile(`(?i)error|panic|exception|fatal|not found|cannot|denied|no such|invalid|failed`)
+
+// recentError is how many lines an error line stays the one quoted.
+const recentError = 20
 
 // maxStderrLine bounds a line kept in memory; a longer one is logged in
 // pieces.
@@ -275,6 +287,10 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 		if strings.TrimSpace(line) != "" {
 			lines = append(lines, line)
 			w.lastOne = line
+			w.lines++
+			if errorWords.MatchString(line) {
+				w.lastError, w.errorLine = line, w.lines
+			}
 		}
 	}
 	w.mu.Unlock()
@@ -284,9 +300,14 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// last returns the line that best says why the server failed: the last
+// error among the last lines, else the last line.
 func (w *stderrLog) last() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.lastError != "" && w.lines-w.errorLine < recentError {
+		return w.lastError
+	}
 	if w.lastOne == "" && strings.TrimSpace(string(w.partial)) != "" {
 		return strings.TrimSpace(string(w.partial))
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// stderr is logged line by line, a long line in pieces, and the last line
-// is kept for the error.
+// stderr is logged line by line, a long line in pieces, and the line that
+// says what went wrong is kept for the error.
 func TestStderrLog(t *testing.T) {
 	rec := newRecorder(t)
 	w := &stderrLog{log: slog.New(rec)}
@@ -31,12 +31,14 @@ func TestStderrLog(t *testing.T) {
 	if n := len(*rec.records); n != 5 || len((*rec.records)[4].attrs["line"]) != maxStderrLine {
 		t.Errorf("a long line: %d records", n)
 	}
-	if w.last() != strings.Repeat("y", maxStderrLine) {
-		t.Errorf("last after a long line: %d bytes", len(w.last()))
-	}
 	_, _ = w.Write([]byte("tail without newline"))
-	if w.last() != strings.Repeat("y", maxStderrLine) {
-		t.Errorf("a partial line replaced the last full one")
+	if w.last() != "ModuleNotFoundError: mcp" {
+		t.Errorf("last after a long line and a partial one: %q", w.last())
+	}
+	w = &stderrLog{log: slog.New(newRecorder(t))}
+	_, _ = w.Write([]byte("listening\nstill listening\npartial"))
+	if w.last() != "still listening" {
+		t.Errorf("no error line: last = %q, want the last full line", w.last())
 	}
 	if (&stderrLog{partial: []byte("only partial ")}).last() != "only partial" {
 		t.Error("a partial line alone is not reported")
@@ -52,5 +54,20 @@ func TestServerEnv(t *testing.T) {
 	want := []string{"API_TOKEN=t", "HOME=/home/k", "PATH=/usr/bin", "TZ=Asia/Tokyo"}
 	if !slices.Equal(env, want) {
 		t.Errorf("env = %q, want %q", env, want)
+	}
+}
+
+// After a Node or Go crash the last line is noise; the error line is
+// quoted, unless it is old news.
+func TestStderrQuotesTheError(t *testing.T) {
+	node := "node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\nError: Cannot find module '/srv/index.js'\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)\n    at node:internal/main/run_main_module:28:49 {\n  code: 'MODULE_NOT_FOUND',\n  requireStack: []\n}\n\nNode.js v20.20.2\n"
+	w := &stderrLog{log: slog.New(newRecorder(t))}
+	_, _ = w.Write([]byte(node))
+	if got := w.last(); got != "Error: Cannot find module '/srv/index.js'" {
+		t.Errorf("node: %q", got)
+	}
+	_, _ = w.Write([]byte(strings.Repeat("serving request\n", recentError)))
+	if got := w.last(); got != "serving request" {
+		t.Errorf("an old error is still quoted: %q", got)
 	}
 }
