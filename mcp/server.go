@@ -169,7 +169,7 @@ func (s *server) connect(ctx context.Context) (*link, *sdk.ClientSession, []tool
 		}
 		_ = session.Close()
 	}
-	if ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within %s (mcp_servers.%s.timeout): %w", s.cfg.timeout(), s.name, err)
 	}
 	if exit := l.close(); exit != "" {

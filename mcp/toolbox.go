@@ -117,7 +117,7 @@ func (tb *toolbox) unknownTool(name string) error {
 	if len(names) == 0 {
 		return fmt.Errorf("unknown tool %q: no MCP tools are available now", clip(name, 80))
 	}
-	return fmt.Errorf("unknown tool %q (available: %s)", clip(name, 80), strings.Join(names, ", "))
+	return fmt.Errorf("unknown tool %q (available: %s)", clip(name, 80), clip(strings.Join(names, ", "), 400))
 }
 
 func notConnected(server string, st state) error {
