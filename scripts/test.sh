@@ -14,10 +14,24 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# Node.js runs the MCP reference server in the mcp tests; a machine may
+# have it from elsewhere than Debian.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The MCP reference server (@modelcontextprotocol/server-everything) from
+# npm, pinned, kept between runs in a cache directory the mcp tests find
+# through KOE_TEST_NPM_DIR.
+export KOE_TEST_NPM_DIR="${KOE_TEST_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/koe-test-npm}"
+everything_version=2026.8.31
+everything_pkg="$KOE_TEST_NPM_DIR/node_modules/@modelcontextprotocol/server-everything/package.json"
+if ! grep -qs "\"version\": \"$everything_version\"" "$everything_pkg"; then
+  npm install --prefix "$KOE_TEST_NPM_DIR" --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/server-everything@$everything_version"
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
