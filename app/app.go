@@ -23,6 +23,7 @@ import (
 	"koe/conversation"
 	"koe/history"
 	"koe/llm"
+	"koe/mcp"
 	"koe/server"
 	"koe/static"
 	"koe/tts"
@@ -40,6 +41,7 @@ type Main struct {
 	Getenv func(string) string
 
 	store  *history.Store
+	mcp    *mcp.Manager
 	hub    *conversation.Hub
 	server *server.Server
 	ln     net.Listener
@@ -98,6 +100,18 @@ func (m *Main) Open() error {
 	if recognizer != nil {
 		transcriber = recognizer
 	}
+	// MCP servers connect in the background; their tools appear as
+	// they come up. Without any configured, the manager holds nothing.
+	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger)
+	if err != nil {
+		_ = store.Close()
+		return err
+	}
+	m.mcp = tools
+	var toolServers conversation.ToolServers
+	if len(cfg.MCP.Servers) > 0 {
+		toolServers = tools
+	}
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
 		Store:      store,
@@ -109,6 +123,7 @@ func (m *Main) Open() error {
 		ASR:         transcriber,
 		ASRErr:      asrErr,
 		Backgrounds: func() []string { return server.BackgroundFiles(cfg.Server.BackgroundsDir) },
+		ToolServers: toolServers,
 		Logger:      m.Logger,
 	})
 	m.server = server.New(server.Options{
@@ -121,6 +136,7 @@ func (m *Main) Open() error {
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		m.mcp.Close()
 		_ = store.Close()
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -184,6 +200,7 @@ func (m *Main) shutdown() error {
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.
 	m.hub.Close()
+	m.mcp.Close()
 	m.llm.CloseIdleConnections()
 	if cerr := m.store.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close database: %w", cerr))

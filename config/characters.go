@@ -270,6 +270,9 @@ func readCharacter(cfg Config, getenv func(string) string, file string) (convers
 	if err := ch.Validate(); err != nil {
 		return conversation.Character{}, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := cfg.checkMCPServers(ch); err != nil {
+		return conversation.Character{}, fmt.Errorf("%s: %w", path, err)
+	}
 	return ch, nil
 }
 

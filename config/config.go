@@ -18,6 +18,7 @@ import (
 	"koe/agent"
 	"koe/asr"
 	"koe/conversation"
+	"koe/mcp"
 	"koe/server"
 	"koe/tts"
 )
@@ -36,6 +37,10 @@ type Config struct {
 	Character     conversation.Character `yaml:"character"`
 	// ASR is the speech recogniser shared by all characters.
 	ASR asr.Config `yaml:"asr"`
+	// MCP lists the MCP servers (mcp_servers, mcp_max_result_chars at the
+	// top level, as Open-LLM-VTuber users write them); characters enable
+	// them by name in tools.mcp_servers.
+	MCP mcp.Config `yaml:",inline"`
 
 	// fileName is the base name of the configuration file; the client sees
 	// it as the default character's "file".
@@ -160,10 +165,19 @@ func (c Config) Validate() error {
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return err
 	}
-	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR} {
+	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
+	}
+	return c.checkMCPServers(c.Character)
+}
+
+// checkMCPServers refuses a character that enables MCP servers the file
+// does not configure.
+func (c Config) checkMCPServers(ch conversation.Character) error {
+	if err := c.MCP.CheckServers(ch.Tools.MCPServers); err != nil {
+		return fmt.Errorf("character %q: tools.mcp_servers: %w", ch.ConfName, err)
 	}
 	return nil
 }

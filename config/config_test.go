@@ -304,3 +304,49 @@ func TestExampleConfigIsTheDefaults(t *testing.T) {
 		t.Fatalf("conf.example.yaml differs from the defaults:\n got %+v\nwant %+v", cfg, want)
 	}
 }
+
+// MCP servers are configured at the top level, as OLV users write them,
+// and a character may only enable servers that are configured.
+func TestMCPServersConfig(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "conf.yaml", `
+mcp_servers:
+  time:
+    command: uvx
+    args: [mcp-server-time]
+  search:
+    url: http://127.0.0.1:8931/mcp
+character:
+  tts:
+    engine: none
+  tools:
+    mcp_servers: [time]
+`)
+	cfg, err := config.Load(path, true, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.MCP.Servers["time"]; s.Command != "uvx" || len(s.Args) != 1 || cfg.MCP.Servers["search"].URL == "" {
+		t.Errorf("mcp_servers = %+v", cfg.MCP.Servers)
+	}
+	if got := cfg.Character.Tools.MCPServers; len(got) != 1 || got[0] != "time" {
+		t.Errorf("tools.mcp_servers = %q", got)
+	}
+
+	path = writeFile(t, t.TempDir(), "conf.yaml", `
+mcp_servers:
+  time: {command: uvx}
+character:
+  tts: {engine: none}
+  tools: {mcp_servers: [weather]}
+`)
+	if _, err := config.Load(path, true, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "tools.mcp_servers") || !strings.Contains(err.Error(), "weather") {
+		t.Errorf("an unknown server: %v", err)
+	}
+	path = writeFile(t, t.TempDir(), "conf.yaml", `
+mcp_servers:
+  time: {command: uvx, url: http://127.0.0.1:1/mcp}
+`)
+	if _, err := config.Load(path, true, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "mcp_servers.time") {
+		t.Errorf("command and url: %v", err)
+	}
+}

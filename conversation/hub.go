@@ -76,7 +76,18 @@ type Deps struct {
 	// Backgrounds lists the background images clients may choose from
 	// (fetch-backgrounds); nil means none.
 	Backgrounds func() []string
+	// ToolServers gives the tools of the MCP servers a character enables
+	// (nil: none are configured).
+	ToolServers ToolServers
 	Logger      *slog.Logger
+}
+
+// ToolServers are the tool servers koe is connected to, shared by every
+// session (package mcp's Manager).
+type ToolServers interface {
+	// Toolbox returns the tools of the named servers, as they are at each
+	// call.
+	Toolbox(servers []string) agent.Toolbox
 }
 
 // Hub is the conversation side of a server: it opens sessions, knows the

@@ -97,14 +97,18 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions) *S
 // do I/O, so it runs before the session's lock is taken.
 func (s *Session) buildCast(char Character) cast {
 	c := cast{char: char, emotions: emotionKeywords(char.ModelInfo)}
-	var box agent.Toolbox
+	var builtin, servers agent.Toolbox
 	// Validated when the character was loaded; a failure here is a
-	// character that skipped validation, and it talks without tools.
+	// character that skipped validation, and it talks without them.
 	if b, err := char.Tools.Box(tools.Options{}); err != nil {
 		s.log.Error("tools unavailable; the character talks without them", "conf_uid", char.ConfUID, "err", err)
 	} else if b != nil {
-		box = b
+		builtin = b
 	}
+	if len(char.Tools.MCPServers) > 0 && s.deps.ToolServers != nil {
+		servers = s.deps.ToolServers.Toolbox(char.Tools.MCPServers)
+	}
+	box := agent.JoinToolboxes(builtin, servers)
 	var a *agent.Agent
 	a = agent.New(agent.Options{
 		LLM:           s.deps.NewLLM(char.LLM),

@@ -1,11 +1,13 @@
 package conversation_test
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"koe/agent"
 	"koe/conversation"
 	"koe/internal/fakellm"
 	"koe/internal/mock"
@@ -188,5 +190,48 @@ func TestSpokenFiller(t *testing.T) {
 	}
 	if got := aiRecords(r.records()); !reflect.DeepEqual(got, []string{"It is late."}) {
 		t.Errorf("history %q", got)
+	}
+}
+
+// serverTools stands in for the MCP servers: one tool per enabled server.
+type serverTools struct{}
+
+func (serverTools) Toolbox(servers []string) agent.Toolbox {
+	return serverBox(servers)
+}
+
+type serverBox []string
+
+func (b serverBox) Specs() []agent.ToolSpec {
+	var out []agent.ToolSpec
+	for _, s := range b {
+		out = append(out, agent.ToolSpec{Name: s + "__echo", Description: "Echoes."})
+	}
+	return out
+}
+
+func (b serverBox) Call(_ context.Context, c agent.ToolCall) (string, error) {
+	return "echo from " + c.Name, nil
+}
+
+// A character's MCP servers' tools are offered with its built-in ones,
+// and their calls reach the server.
+func TestServerToolsJoinBuiltins(t *testing.T) {
+	r := newRig(t, fakellm.Script(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "c", Name: "files__echo", Arguments: `{}`}}},
+		fakellm.Reply{Tokens: fakellm.Words("Done.")},
+	), func(d *conversation.Deps) {
+		d.ToolServers = serverTools{}
+		ch := &d.Characters.(*mock.Characters).DefaultChar
+		ch.Tools = tools.Config{Enabled: []string{"calculator"}, MCPServers: []string{"files"}}
+	})
+	r.turn("echo something")
+	reqs := r.llm.Requests()
+	if !reflect.DeepEqual(reqs[0].Tools, []string{"calculator", "files__echo"}) {
+		t.Errorf("tools offered: %q", reqs[0].Tools)
+	}
+	m := reqs[1].Messages
+	if last := m[len(m)-1]; last.Role != "tool" || last.Content != "echo from files__echo" {
+		t.Errorf("the server's result went back as %+v", last)
 	}
 }

@@ -29,6 +29,9 @@ type Config struct {
 	Files            FilesSettings      `yaml:"files"`
 	// Python configures the python tool (off unless enabled).
 	Python PythonSettings `yaml:"python"`
+	// MCPServers names the MCP servers (top-level mcp_servers) whose
+	// tools the character may call.
+	MCPServers []string `yaml:"mcp_servers"`
 	// SpokenFiller, if set, is spoken when the model calls tools without
 	// saying anything first ("Let me check."), so that a voice user is
 	// not left in silence while they run. It is not part of the reply.
