@@ -135,7 +135,7 @@ func (w *wikipedia) search(ctx context.Context, a wikipediaArgs) (string, error)
 	}
 	// MediaWiki reports a bad request with status 200.
 	if res.Error != nil {
-		return "", fmt.Errorf("Wikipedia refused the search: %s", clipTo(cmp.Or(res.Error.Info, res.Error.Code), 160))
+		return "", fmt.Errorf("the Wikipedia API refused the search: %s", clipTo(cmp.Or(res.Error.Info, res.Error.Code), 160))
 	}
 	if res.Query == nil || len(res.Query.Pages) == 0 {
 		return noResults(query), nil

@@ -154,7 +154,7 @@ func TestWikipediaFailures(t *testing.T) {
 		{name: "no results", handle: fixture(t, 200, "mediawiki/no_results.json"), args: `{"query":"zzxqv"}`, want: `No results were found for "zzxqv".`},
 		{name: "no pages", handle: answer(200, "application/json", `{"batchcomplete":true,"query":{"pages":[]}}`), args: `{"query":"zzxqv"}`, want: `No results were found for "zzxqv".`},
 		{name: "api error with 200", handle: fixture(t, 200, "mediawiki/error_badvalue.json"), args: `{"query":"x"}`, isErr: true,
-			want: `Wikipedia refused the search: Unrecognized value for parameter "list": searc.`},
+			want: `the Wikipedia API refused the search: Unrecognized value for parameter "list": searc.`},
 		{name: "rate limited", handle: answer(429, "text/html; charset=utf-8", "<!DOCTYPE html>\n<html lang=\"en\"><head><title>Wikimedia Error</title></head><body>"+strings.Repeat("x", 5000)+"</body></html>"),
 			args: `{"query":"x"}`, isErr: true, want: "Wikipedia answered HTTP 429 Too Many Requests: Wikimedia Error"},
 		{name: "empty query", handle: fixture(t, 200, "mediawiki/no_results.json"), args: `{"query":"   "}`, isErr: true, want: "the query is empty"},
