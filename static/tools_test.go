@@ -167,7 +167,9 @@ func TestChatPageTools(t *testing.T) {
 	p.waitTurn(m)
 	calc := part{Kind: "tool", ID: "call_1", Name: "calculator", State: "done", Badge: "done",
 		Input: "{\n  \"expression\": \"6 * 7\"\n}", OutputLabel: "Output", Output: "42"}
-	p.expectParts(-1, textPart("Let me check."), calc, textPart("Six times seven is 42."))
+	// The next cycle's tokens start with the space that separates it in
+	// the stored reply.
+	p.expectParts(-1, textPart("Let me check."), calc, textPart(" Six times seven is 42."))
 	log := p.toolLog()
 	if !seen(log, "step running|Running calculator", "call_1 running") {
 		t.Fatalf("the call was never shown running with its status line: %+v", log)
@@ -200,7 +202,7 @@ func TestChatPageTools(t *testing.T) {
 	m = p.mark()
 	p.say(divideByZero)
 	p.waitTurn(m)
-	p.expectParts(0, textPart("Let me check."), calc, textPart("Six times seven is 42."))
+	p.expectParts(0, textPart("Let me check."), calc, textPart(" Six times seven is 42."))
 	got := p.parts(-1)
 	if len(got) != 4 || got[3] != textPart("One by zero has no answer. Two and two make 4.") {
 		p.fail(fmt.Errorf("the second reply shows %+v", got))
