@@ -20,6 +20,7 @@ import (
 	"koe/conversation"
 	"koe/mcp"
 	"koe/server"
+	"koe/tools"
 	"koe/tts"
 )
 
@@ -64,6 +65,7 @@ func Default() Config {
 		Conversation:  conversation.DefaultConfig(),
 		Character:     defaultCharacter(),
 		ASR:           asr.DefaultConfig(),
+		MCP:           mcp.Config{Servers: map[string]mcp.ServerConfig{}},
 		fileName:      "conf.yaml",
 	}
 }
@@ -83,6 +85,10 @@ func defaultCharacter() conversation.Character {
 		LLM:       agent.DefaultConfig(),
 		Memory:    agent.DefaultMemoryConfig(),
 		TTS:       tts.DefaultConfig(),
+		Tools: tools.Config{
+			Enabled: []string{}, MCPServers: []string{},
+			Timeout: tools.DefaultTimeout, MaxResultChars: tools.DefaultMaxResultChars,
+		},
 	}
 }
 
