@@ -91,7 +91,7 @@ func TestToolChoiceNone(t *testing.T) {
 // that turns them off; the same refusal without tools stays a bad request.
 func TestToolsRefused(t *testing.T) {
 	for _, refusal := range []fakellm.Reply{
-		{Status: 400, ErrorMessage: "registry.ollama.ai/library/gemma:2b does not support tools"},
+		{Status: 400, ErrorMessage: "gemma:2b does not support tools"},
 		{Status: 500, ErrorMessage: "tools param requires --jinja flag"},
 		{Status: 400, ErrorMessage: `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`},
 	} {
