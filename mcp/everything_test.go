@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,17 +93,7 @@ func startEverythingHTTP(t testing.TB, node, entry, port string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-	}
-	t.Cleanup(stop)
+	stop := startUntilCleanup(t, cmd)
 	// Only a hang makes the guard fire: the kill ends the read below.
 	guard := time.AfterFunc(hangGuard, stop)
 	defer guard.Stop()

@@ -230,3 +230,21 @@ func (g *gate) recorded() []time.Duration {
 func stdio(args ...string) ServerConfig {
 	return ServerConfig{Command: testServer, Args: args}
 }
+
+// startUntilCleanup starts cmd and kills it when the test ends; the
+// returned stop kills it sooner (once, whoever calls it first).
+func startUntilCleanup(t testing.TB, cmd *exec.Cmd) (stop func()) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
