@@ -51,20 +51,9 @@ func TestDecodeArgs(t *testing.T) {
 		{in: `{'name':'x'}`, wantErr: "the arguments are not valid JSON"},
 	}
 	for _, tt := range tests {
+		checkDecode(t, schema, tt.in, tt.want, tt.wantErr)
 		var got args
-		err := schema.decode(tt.in, &got)
-		if tt.wantErr == "" {
-			if err != nil {
-				t.Errorf("decode(%q): %v", tt.in, err)
-			} else if got != tt.want {
-				t.Errorf("decode(%q) = %+v, want %+v", tt.in, got, tt.want)
-			}
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("decode(%q) = %v, want an error containing %q", tt.in, err, tt.wantErr)
-		}
-		if err != nil && len(err.Error()) > maxErrorChars {
+		if err := schema.decode(tt.in, &got); err != nil && len(err.Error()) > maxErrorChars {
 			t.Errorf("decode(%q): error of %d bytes: %v", tt.in, len(err.Error()), err)
 		}
 	}
@@ -116,23 +105,30 @@ func TestDecodeIntegerArgs(t *testing.T) {
 		{in: `{"x":1}`, wantErr: `unknown argument "x" (expected "days": integer 1..7, optional; "start": integer >= 0, optional)`},
 	}
 	for _, tt := range tests {
-		var got args
-		err := schema.decode(tt.in, &got)
-		if tt.wantErr == "" {
-			if err != nil {
-				t.Errorf("decode(%q): %v", tt.in, err)
-			} else if got != tt.want {
-				t.Errorf("decode(%q) = %+v, want %+v", tt.in, got, tt.want)
-			}
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("decode(%q) = %v, want an error containing %q", tt.in, err, tt.wantErr)
-		}
+		checkDecode(t, schema, tt.in, tt.want, tt.wantErr)
 	}
 	// The model is told the range.
 	if got := string(schema.json()); !strings.Contains(got, `"days":{"type":"integer","description":"how many days","minimum":1,"maximum":7}`) ||
 		!strings.Contains(got, `"start":{"type":"integer","description":"where to start","minimum":0}`) {
 		t.Errorf("schema %s", got)
+	}
+}
+
+// checkDecode decodes in with schema and wants either want or an error
+// containing wantErr.
+func checkDecode[T comparable](t *testing.T, schema objectSchema, in string, want T, wantErr string) {
+	t.Helper()
+	var got T
+	err := schema.decode(in, &got)
+	if wantErr == "" {
+		if err != nil {
+			t.Errorf("decode(%q): %v", in, err)
+		} else if got != want {
+			t.Errorf("decode(%q) = %+v, want %+v", in, got, want)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Errorf("decode(%q) = %v, want an error containing %q", in, err, wantErr)
 	}
 }
