@@ -45,6 +45,9 @@ const (
 	// pythonProcs bounds the processes a run may have at once (a fork
 	// bomb stops there).
 	pythonProcs = 64
+	// pythonWaitDelay bounds how long a finished run waits for output
+	// still held open by a process that outlived it.
+	pythonWaitDelay = 5 * time.Second
 )
 
 func (p PythonSettings) withDefaults() PythonSettings {
@@ -166,8 +169,11 @@ func (p *python) run(ctx context.Context, code string) (string, error) {
 		argv = append([]string{"prlimit"}, limits...)
 		argv = append(argv, p.sandbox,
 			// New namespaces of every kind: no network (only a loopback
-			// that is down), no view of other processes.
-			"--unshare-all", "--die-with-parent", "--new-session",
+			// that is down), no view of other processes. No
+			// --new-session: the run already has a session of its own
+			// without a terminal (Setsid below), and bwrap's would take
+			// the sandbox out of the process group that a cancel kills.
+			"--unshare-all", "--die-with-parent",
 			// The system read-only; merged /usr as Debian has it.
 			"--ro-bind", "/usr", "/usr",
 			"--symlink", "usr/lib", "/lib",
@@ -196,8 +202,17 @@ func (p *python) run(ctx context.Context, code string) (string, error) {
 	cmd.Stdin = strings.NewReader(code)
 	out := &capped{max: s.MaxOutputBytes}
 	cmd.Stdout, cmd.Stderr = out, out
-	// Its own process group, so that a cancelled run is killed whole.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own session and process group, without a controlling terminal
+	// (nothing inside can open /dev/tty to type into koe's). Every process
+	// of the run stays in that group, the sandbox's init included, so one
+	// kill of the group ends the run whole, even while bwrap is still
+	// setting up: bwrap's --die-with-parent alone misses a child it
+	// cloned but had not yet armed. Pipes reach EOF only when the last
+	// process holding them is gone, so Wait returns after all of them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// A backstop only: should anything outlive the group, Wait gives up
+	// on the output after this long rather than hold the turn.
+	cmd.WaitDelay = pythonWaitDelay
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("could not start python: %w", err)

@@ -144,33 +144,52 @@ func TestPythonLimits(t *testing.T) {
 		t.Errorf("long output: %d bytes %q…, %v", len(got), got[:min(len(got), 80)], err)
 	}
 
+	// Cancelled while the program sleeps, and cancelled while bubblewrap
+	// is still building the sandbox (where its --die-with-parent alone
+	// leaves a child it has not armed yet running).
+	cancelRun(t, b, `^python3 -I -u -$`)
+	for range 10 {
+		cancelRun(t, b, `python3 -I -u -`)
+	}
+}
+
+// cancelRun starts a program that sleeps for ten minutes, cancels it once
+// a process whose command line matches started exists, and checks that the
+// call returns and that no process of the run is left.
+func cancelRun(t *testing.T, b *Box, started string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
 		_, err := b.Call(ctx, agent.ToolCall{Name: pythonName, Arguments: `{"code":"import time\nprint('started', flush=True)\ntime.sleep(600)"}`})
 		errc <- err
 	}()
-	// The run is under way once a sleeping python3 exists; then cancel.
 	deadline := time.Now().Add(30 * time.Second)
-	for !sleepingPython(t) {
+	for !running(started) {
 		if time.Now().After(deadline) {
 			t.Fatal("the program never started")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled run: %v", err)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled run: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a cancelled run did not return: a process of it survived")
 	}
-	if sleepingPython(t) {
-		t.Error("the cancelled program is still running")
+	if running(`python3 -I -u -`) {
+		t.Fatal("a process of the cancelled run is still there")
 	}
 }
 
-// sleepingPython reports whether a python3 of a run of this test is alive.
-func sleepingPython(t *testing.T) bool {
-	t.Helper()
-	out, _ := exec.Command("pgrep", "-f", "time.sleep\\(600\\)|python3 -I -").Output()
+// running reports whether a live process's command line matches the
+// pattern: the sandboxed python3 itself or bubblewrap starting it.
+func running(pattern string) bool {
+	out, _ := exec.Command("pgrep", "-f", pattern).Output()
 	return strings.TrimSpace(string(out)) != ""
 }
 
