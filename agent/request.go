@@ -27,6 +27,9 @@ type StreamResult struct {
 	ToolCalls []ToolCall
 	// Usage is what the server reported (nil if it did not).
 	Usage *Usage
+	// FinishReason is why the server ended the reply ("stop", "length",
+	// "tool_calls"; "" if it did not say).
+	FinishReason string
 }
 
 // WireMessage is one message of a Request: the request's shape of a

@@ -44,6 +44,27 @@ type ToolEmitter interface {
 	ToolFinished(call ToolCall, result string, err error)
 }
 
+// CycleEmitter is an Emitter told when each LLM call of a turn starts and
+// how it ended, so that clients can show the calls and what each cost.
+// Its methods are called from Reply's goroutine, in order: CycleEnded
+// before the cycle's ToolsCalled.
+type CycleEmitter interface {
+	Emitter
+	CycleStarted(cycle int)
+	CycleEnded(cycle int, r CycleResult)
+}
+
+// CycleResult is how one LLM call ended.
+type CycleResult struct {
+	// Model is the model the call asked for.
+	Model string
+	// FinishReason and Usage are what the server reported, if it did.
+	FinishReason string
+	Usage        *Usage
+	// Err is the call's failure (nil: it answered).
+	Err error
+}
+
 // DefaultToolTimeout bounds one tool call unless tools.timeout says
 // otherwise.
 const DefaultToolTimeout = 20 * time.Second
@@ -62,6 +83,7 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 		specs = a.opts.Tools.Specs()
 	}
 	watcher, _ := emit.(ToolEmitter)
+	cycles, _ := emit.(CycleEmitter)
 	searcher, _ := a.opts.Tools.(Searcher)
 	searched := false
 	for cycle := 1; ; cycle++ {
@@ -79,11 +101,17 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 			req.ToolChoice = ToolChoiceNone
 		}
 		var said strings.Builder
+		if cycles != nil {
+			cycles.CycleStarted(cycle)
+		}
 		res, err := a.opts.LLM.Stream(ctx, req, func(d string) {
 			said.WriteString(d)
 			emit.Token(d)
 		})
 		a.recordUsage(rep, res.Usage)
+		if cycles != nil {
+			cycles.CycleEnded(cycle, CycleResult{Model: a.opts.Model, FinishReason: res.FinishReason, Usage: res.Usage, Err: err})
+		}
 		if err != nil || len(res.ToolCalls) == 0 {
 			return err
 		}

@@ -73,20 +73,26 @@ func (c *Characters) List() ([]protocol.ConfigFile, error) {
 // the default one or a character file that loads. A file added while koe
 // runs counts from the next call on.
 func (c *Characters) Has(confUID string) bool {
+	_, ok := c.Find(confUID)
+	return ok
+}
+
+// Find returns the character whose conf_uid is confUID, as Has finds it.
+func (c *Characters) Find(confUID string) (conversation.Character, bool) {
 	if confUID == c.cfg.Character.ConfUID {
-		return true
+		return c.cfg.Character, true
 	}
 	files, err := c.scan()
 	if err != nil {
 		slog.Warn("cannot list the characters", "err", err)
-		return false
+		return conversation.Character{}, false
 	}
 	for _, f := range files {
 		if f.err == nil && f.ch.ConfUID == confUID {
-			return true
+			return f.ch, true
 		}
 	}
-	return false
+	return conversation.Character{}, false
 }
 
 // Load returns the character of file: the default for the configuration

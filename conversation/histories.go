@@ -25,30 +25,55 @@ func (s *Session) HistoryList() (protocol.HistoryList, error) {
 // its newest messages. A bad or unknown id changes nothing.
 func (s *Session) SetHistory(uid string) (protocol.HistoryData, error) {
 	conf := s.Character().ConfUID
-	if _, err := s.deps.Store.Messages(conf, uid); err != nil {
-		return protocol.HistoryData{}, fmt.Errorf("load history: %w", err)
+	records, err := s.loadHistory(conf, uid)
+	if err != nil {
+		return protocol.HistoryData{}, err
 	}
-	// Read again once the running turn has stopped: it may just have
-	// stored its reply in this very history.
+	return historyDataMessage(conf, uid, records, s.deps.Config.HistoryMessages), nil
+}
+
+// loadHistory switches to history uid of conf and rebuilds memory from it.
+// A bad or unknown id changes nothing.
+func (s *Session) loadHistory(conf, uid string) ([]history.Record, error) {
+	if _, err := s.deps.Store.LastSeq(conf, uid); err != nil {
+		return nil, fmt.Errorf("load history: %w", err)
+	}
+	// Read once the running turn has stopped: it may just have stored its
+	// reply in this very history.
 	s.turns.stop(errHistoryChanged)
+	c, _ := s.current()
+	records, seen, err := s.readMemory(c, conf, uid)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	prev := s.place
+	s.place = place{uid: uid, used: true, seen: seen}
+	s.mu.Unlock()
+	if prev.uid != uid {
+		s.dropIfUnused(conf, prev)
+	}
+	return records, nil
+}
+
+// readMemory rebuilds c's memory from the stored history uid and returns
+// its records and the newest one's sequence number.
+func (s *Session) readMemory(c cast, conf, uid string) ([]history.Record, uint64, error) {
 	records, err := s.deps.Store.Messages(conf, uid)
 	if err != nil {
-		return protocol.HistoryData{}, fmt.Errorf("load history: %w", err)
+		return nil, 0, fmt.Errorf("load history: %w", err)
 	}
 	summaries, err := s.deps.Store.Summaries(conf, uid)
 	if err != nil {
 		s.log.Warn("could not load the history's summaries; they will be made again", "history_uid", uid, "err", err)
 		summaries = nil
 	}
-	s.mu.Lock()
-	c, prev := s.cast, s.place
-	s.place = place{uid: uid, used: true}
-	s.mu.Unlock()
-	if prev.uid != uid {
-		s.dropIfUnused(conf, prev)
-	}
 	c.agent.Load(agent.Thread{ConfUID: conf, HistoryUID: uid}, toMemory(records), summaries)
-	return historyDataMessage(conf, uid, records, s.deps.Config.HistoryMessages), nil
+	var seen uint64
+	if len(records) > 0 {
+		seen = records[len(records)-1].Seq
+	}
+	return records, seen, nil
 }
 
 // NewHistory starts a fresh, empty history.

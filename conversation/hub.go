@@ -31,6 +31,8 @@ type HistoryStore interface {
 	Page(confUID, historyUID string, before uint64, limit int) (records []history.Record, more bool, err error)
 	// Image reads one image of a history by its reference.
 	Image(confUID, historyUID, ref string) (mime string, data []byte, err error)
+	// LastSeq is the sequence number of the history's newest record.
+	LastSeq(confUID, historyUID string) (uint64, error)
 }
 
 // Errors a CharacterSource wraps when a client asks for a character it
@@ -50,6 +52,8 @@ type CharacterSource interface {
 	Load(file string) (Character, error)
 	// Has reports whether a configured character has this conf_uid.
 	Has(confUID string) bool
+	// Find returns the character with this conf_uid, if there is one.
+	Find(confUID string) (Character, bool)
 }
 
 // Sender delivers messages to one client, in the order they were sent.
@@ -99,6 +103,9 @@ type Hub struct {
 	// speech and asr bound CPU-heavy work across every session.
 	speech, asr *Slots
 
+	// running is the turn running in each history.
+	running historyTurns
+
 	// retiring tracks agents being closed in the background (their
 	// summaries may still be storing); Close waits for them.
 	retiring sync.WaitGroup
@@ -135,13 +142,16 @@ type SessionOptions struct {
 	// KoeEvents: the client asked for koe's own events (token deltas,
 	// memory-state after every turn) besides the OLV message set.
 	KoeEvents bool
-	Logger    *slog.Logger
+	// TextOnly: the client reads replies as text (the chat API): no
+	// speech is made and no playback is waited for.
+	TextOnly bool
+	Logger   *slog.Logger
 }
 
 // Open starts a session for one client with the default character. ctx
 // bounds its life; Close ends it. It returns nil once the hub is closing.
 func (h *Hub) Open(ctx context.Context, out Sender, opts SessionOptions) *Session {
-	s := newSession(ctx, h, out, opts)
+	s := newSession(ctx, h, out, opts, h.deps.Characters.Default())
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()

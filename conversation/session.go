@@ -49,6 +49,7 @@ type Session struct {
 	ctx       context.Context
 	clientUID string
 	koeEvents bool
+	textOnly  bool
 
 	turns turns
 	voice voice // the read loop's own
@@ -72,9 +73,13 @@ type cast struct {
 type place struct {
 	uid  string // "" until the first turn or create-new-history
 	used bool   // it holds more than its metadata record
+	// seen is the newest record of the history that memory holds: when
+	// the stored history has moved past it (another session talked in
+	// it), memory is read again before the next turn.
+	seen uint64
 }
 
-func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions) *Session {
+func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, char Character) *Session {
 	log := opts.Logger
 	if log == nil {
 		log = h.log
@@ -87,9 +92,10 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions) *S
 		ctx:       ctx,
 		clientUID: opts.ClientUID,
 		koeEvents: opts.KoeEvents,
+		textOnly:  opts.TextOnly,
 	}
 	s.voice.rate = defaultRawRate
-	s.cast = s.buildCast(h.deps.Characters.Default())
+	s.cast = s.buildCast(char)
 	return s
 }
 
@@ -129,7 +135,7 @@ func (s *Session) buildCast(char Character) cast {
 		Logger:        s.log,
 	})
 	c.agent = a
-	if s.deps.NewTTS != nil {
+	if s.deps.NewTTS != nil && !s.textOnly {
 		c.tts, c.ttsErr = s.deps.NewTTS(char.TTS)
 		if c.ttsErr != nil {
 			s.log.Error("speech engine unavailable; replies will be text only", "conf_uid", char.ConfUID, "err", c.ttsErr)

@@ -70,8 +70,45 @@ func TestToolTurn(t *testing.T) {
 			t.Errorf("timestamp %q: %v", s.Timestamp, err)
 		}
 	}
-	if !reflect.DeepEqual(events, []string{"tool:call_1 start", "tool:call_1 end"}) {
-		t.Errorf("status events %q", events)
+	if want := []string{"llm:1 start", "llm:1 end", "tool:call_1 start", "tool:call_1 end", "llm:2 start", "llm:2 end"}; !reflect.DeepEqual(events, want) {
+		t.Errorf("status events %q, want %q", events, want)
+	}
+	// The turn's finished messages, as the chat API streams them.
+	var msgs []string
+	runID := ""
+	for _, f := range frames {
+		if f.Type != protocol.TypeMessage {
+			continue
+		}
+		var m protocol.MessageEvent
+		mustUnmarshal(t, f.JSON, &m)
+		c := m.Content
+		desc := c.Type + ":" + c.Content
+		for _, tc := range c.ToolCalls {
+			desc += " call " + tc.ID + " " + tc.Name + string(tc.Args)
+		}
+		if c.Type == protocol.MessageTool {
+			desc += " (" + c.ToolCallID + " " + c.Name + " " + c.Status + ")"
+		}
+		if c.ResponseMetadata.FinishReason != "" {
+			desc += " [" + c.ResponseMetadata.FinishReason + "]"
+		}
+		msgs = append(msgs, desc)
+		if runID == "" {
+			runID = c.RunID
+		}
+		if c.RunID == "" || c.RunID != runID {
+			t.Errorf("message %q has run_id %q, the turn's first %q", desc, c.RunID, runID)
+		}
+	}
+	wantMsgs := []string{
+		"human:what is six times seven?",
+		`ai:Let me work that out. call call_1 calculator{"expression":"6 * 7"} [tool_calls]`,
+		"tool:42 (call_1 calculator success)",
+		"ai:It is 42. [stop]",
+	}
+	if !reflect.DeepEqual(msgs, wantMsgs) {
+		t.Errorf("message events\n got %q\nwant %q", msgs, wantMsgs)
 	}
 	if got := strings.Join(spoken, " "); got != "Let me work that out. It is 42." {
 		t.Errorf("spoken %q", spoken)

@@ -3,6 +3,7 @@ package conversation
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -40,8 +41,8 @@ func (s *Session) StartText(text string, images []protocol.Image) error {
 	return nil
 }
 
-func (s *Session) start(in turnInput) {
-	s.turns.start(s.ctx, func(t *turn) { s.runTurn(t, in) })
+func (s *Session) start(in turnInput) *turn {
+	return s.turns.start(s.ctx, func(t *turn) { s.runTurn(t, in) })
 }
 
 // Interrupt stops the running turn at once. heard is what the user actually
@@ -77,11 +78,14 @@ type turnState struct {
 	// turn's answer (what cycles that called tools said is kept with
 	// their calls); nil: all of it.
 	final func(string) string
+	// run is the turn's run_id; cycle is how its latest LLM call ended.
+	run   string
+	cycle agent.CycleResult
 }
 
 func (s *Session) runTurn(t *turn, in turnInput) {
 	var st turnState
-	defer s.waitSaved(&st)
+	defer s.afterTurn(t, &st)
 	ctx := t.ctx
 	s.send(ctx, protocol.Control(protocol.ControlChainStart))
 	s.send(ctx, protocol.FullText(protocol.ThinkingText))
@@ -93,9 +97,13 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		in.text = text
 	}
 	t.replying.Store(true)
-	st = s.beginTurn(in)
+	st = s.beginTurn(t, in)
 	if st.ttsErr != nil {
 		s.send(ctx, protocol.NewError("speech is off for this character, so replies come as text only: "+st.ttsErr.Error()))
+	}
+	if !in.proactive {
+		s.message(ctx, protocol.ChatMessage{Type: protocol.MessageHuman, Content: in.text, Name: st.cast.char.HumanName, RunID: t.id,
+			AdditionalKwargs: protocol.AdditionalKwargs{ConfUID: st.conf, HistoryUID: st.uid}})
 	}
 
 	em := s.newEmitter(t, st.cast)
@@ -111,6 +119,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		return
 	}
 	if err != nil {
+		t.err = err
 		s.logFailure("LLM call failed", err, "conf_uid", st.conf)
 		// What was said before the failure is kept, marked as cut short.
 		if partial := em.reply.String(); partial != "" {
@@ -129,23 +138,48 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		return
 	}
 
-	// The client may still be playing everything that was sent.
-	wait := spoken + s.deps.Config.PlaybackTimeout
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-t.playback:
-	case <-timer.C:
-		s.log.Debug("no frontend-playback-complete; ending the turn anyway", "waited", wait)
-	case <-ctx.Done():
-		s.finishCancelled(t, &st, reply, true)
-		return
+	// The client may still be playing everything that was sent; a client
+	// that reads text plays nothing.
+	if !s.textOnly {
+		wait := spoken + s.deps.Config.PlaybackTimeout
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-t.playback:
+		case <-timer.C:
+			s.log.Debug("no frontend-playback-complete; ending the turn anyway", "waited", wait)
+		case <-ctx.Done():
+			s.finishCancelled(t, &st, reply, true)
+			return
+		}
 	}
 	// Stored before chain-end so that a client asking for the history right
 	// after the turn already finds the reply.
 	s.persistReply(&st, reply, false)
 	s.Notify(memoryStateMessage(st.cast.agent.State()))
 	s.endChain(ctx)
+}
+
+// afterTurn ends every turn: its records are stored (or their failure
+// told), memory notes the history's newest record, and the history is
+// free for the next turn, whichever session runs it.
+func (s *Session) afterTurn(t *turn, st *turnState) {
+	s.waitSaved(st)
+	if st.uid == "" {
+		return
+	}
+	defer s.hub.running.release(st.uid, t)
+	seq, err := s.deps.Store.LastSeq(st.conf, st.uid)
+	if err != nil {
+		// Memory is read again at the next turn.
+		s.log.Debug("could not read the history's newest record", "history_uid", st.uid, "err", err)
+		return
+	}
+	s.mu.Lock()
+	if s.place.uid == st.uid {
+		s.place.seen = seq
+	}
+	s.mu.Unlock()
 }
 
 // endChain closes the turn for the client. It waits for the write: the
@@ -166,8 +200,10 @@ func (s *Session) failTurn(ctx context.Context, message string) {
 }
 
 // beginTurn adds the user's message to memory and starts storing it,
-// creating the history with it when there is none yet.
-func (s *Session) beginTurn(in turnInput) turnState {
+// creating the history with it when there is none yet. The history is the
+// turn's from here on: a turn another session runs in it is stopped first,
+// and memory is read again if the history moved on since it was read.
+func (s *Session) beginTurn(t *turn, in turnInput) turnState {
 	rec := history.Record{Role: history.RoleHuman, Content: in.text}
 	for _, img := range in.images {
 		rec.Images = append(rec.Images, history.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
@@ -179,26 +215,46 @@ func (s *Session) beginTurn(in turnInput) turnState {
 		s.place.uid = history.NewUID(time.Now())
 	}
 	s.place.used = true
-	uid := s.place.uid
+	uid, seen := s.place.uid, s.place.seen
 	// The engine's failure is told once per cast, at its first turn.
 	s.cast.ttsErr = nil
 	s.mu.Unlock()
 
+	conf := c.char.ConfUID
+	s.hub.takeOver(uid, t)
+	if !fresh {
+		s.refreshMemory(c, conf, uid, seen)
+	}
 	rec.Name = c.char.HumanName
 	if in.proactive {
 		// The instruction is kept for the model, hidden from the chat.
 		rec = history.Record{Role: history.RoleSystem, Name: proactiveName, Content: in.text}
 	}
-	conf := c.char.ConfUID
 	save := func() error { return s.deps.Store.Append(conf, uid, rec) }
 	if fresh {
 		save = func() error { return s.deps.Store.CreateWith(conf, uid, rec) }
 		c.agent.SetThread(agent.Thread{ConfUID: conf, HistoryUID: uid})
 	}
 	c.agent.AddUser(in.text, in.images...)
-	st := turnState{cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1)}
+	st := turnState{cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id}
 	go func() { st.saved <- save() }()
 	return st
+}
+
+// refreshMemory reads the history into memory again when its newest
+// stored record is not the one memory has: another session (a chat API
+// request, another tab) talked in it since.
+func (s *Session) refreshMemory(c cast, conf, uid string, seen uint64) {
+	last, err := s.deps.Store.LastSeq(conf, uid)
+	if err != nil || last == seen {
+		// A history that cannot be read fails at the turn's first write.
+		return
+	}
+	if _, _, err := s.readMemory(c, conf, uid); err != nil {
+		s.log.Warn("could not read the history again; memory may miss its newest turns", "history_uid", uid, "err", err)
+		return
+	}
+	s.log.Debug("history changed elsewhere; memory read again", "history_uid", uid)
 }
 
 // later stores rec after every record of the turn written so far, off the
@@ -232,13 +288,26 @@ func (s *Session) waitSaved(st *turnState) {
 
 // finishCancelled persists what a stopped turn leaves behind: the heard part
 // after an interrupt, otherwise what was generated (complete or cut short).
+// A client whose turn was stopped from outside (a stop request, another
+// client's turn in the same history) is told to stop playing.
 func (s *Session) finishCancelled(t *turn, st *turnState, generated string, complete bool) {
+	cause := context.Cause(t.ctx)
 	var ic interruptCause
-	if errors.As(context.Cause(t.ctx), &ic) {
+	switch {
+	case errors.As(cause, &ic):
 		if ic.heard != "" || generated != "" {
 			s.persistReply(st, ic.heard, true)
 		}
 		return
+	case stoppedFromOutside(cause):
+		s.send(s.ctx, protocol.Control(protocol.ControlInterrupt))
+		if st.cast.tts != nil {
+			// What the client had played of it when it was told.
+			if heard := t.heardText(); heard != "" || generated != "" {
+				s.persistReply(st, heard, true)
+			}
+			return
+		}
 	}
 	if generated != "" {
 		s.persistReply(st, generated, !complete)
@@ -263,7 +332,17 @@ func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
 		text = st.final(text)
 	}
 	st.cast.agent.AddAssistant(text, interrupted)
+	answer := protocol.ChatMessage{Type: protocol.MessageAI, Content: text, Name: ch.Name, RunID: st.run,
+		ResponseMetadata: responseMetadata(st.cycle),
+		AdditionalKwargs: protocol.AdditionalKwargs{ConfUID: st.conf, HistoryUID: st.uid, Interrupted: interrupted}}
+	if interrupted {
+		answer.ResponseMetadata.FinishReason = finishInterrupted
+	}
+	s.message(s.ctx, answer)
 }
+
+// finishInterrupted is the finish reason of a reply koe cut short.
+const finishInterrupted = "interrupted"
 
 // logFailure logs a failure the client is told about: at warn level with
 // its details when it is a dependency's (the client heard the cause), at
@@ -296,6 +375,7 @@ type turnEmitter struct {
 	// start it without the space that would separate it in the text.
 	newCycle bool
 	charName string
+	model    string
 	filler   string // tools.spoken_filler
 	// st is the turn's state, for storing its tool steps in order.
 	st *turnState
@@ -308,6 +388,7 @@ func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
 		ctx:      t.ctx,
 		tokens:   s.koeEvents,
 		charName: c.char.Name,
+		model:    c.char.LLM.Model,
 		filler:   c.char.Tools.SpokenFiller,
 		splitter: sentence.New(sentence.Options{
 			FasterFirstResponse: cfg.FasterFirstResponse,
@@ -342,6 +423,25 @@ func (e *turnEmitter) Token(delta string) {
 	}
 }
 
+// CycleStarted tells a koe client that an LLM call began.
+func (e *turnEmitter) CycleStarted(cycle int) {
+	e.statusOf(cycleTask(cycle), protocol.StatusStart, "Asking "+e.model, "")
+}
+
+// CycleEnded tells how the LLM call ended; a stopped turn says nothing
+// more.
+func (e *turnEmitter) CycleEnded(cycle int, r agent.CycleResult) {
+	e.st.cycle = r
+	switch {
+	case r.Err == nil:
+		e.statusOf(cycleTask(cycle), protocol.StatusEnd, e.model+" answered", "")
+	case e.ctx.Err() == nil:
+		e.statusOf(cycleTask(cycle), protocol.StatusError, e.model+" failed", Explain(r.Err).Message)
+	}
+}
+
+func cycleTask(cycle int) string { return "llm:" + strconv.Itoa(cycle) }
+
 // ToolsCalled ends a cycle that called tools: what it said is spoken now,
 // whole, before the tools run, and is not part of the final answer.
 func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
@@ -358,6 +458,9 @@ func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 		rec.ToolCalls = append(rec.ToolCalls, history.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
 	e.s.later(e.st, rec)
+	if e.s.koeEvents {
+		e.speaker.addMessage(messageEvent(toolCallMessage(rec, e.st.run, responseMetadata(e.st.cycle))))
+	}
 }
 
 // ToolStarted shows a call in the OLV client, and as a status to koe's.
@@ -368,14 +471,20 @@ func (e *turnEmitter) ToolStarted(c agent.ToolCall) {
 
 // ToolFinished updates the call's entry with its result or failure.
 func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
-	e.s.later(e.st, history.Record{Role: history.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: agent.ToolResultText(result, err)})
+	rec := history.Record{Role: history.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: agent.ToolResultText(result, err)}
+	e.s.later(e.st, rec)
+	m := toolResultMessage(rec, e.st.run)
 	if err != nil {
 		e.toolStatus(c, protocol.ToolError, "Error: "+err.Error())
 		e.status(c, protocol.StatusError, c.Name+" failed", err.Error())
-		return
+		m.Status = protocol.ToolFailed
+	} else {
+		e.toolStatus(c, protocol.ToolCompleted, result)
+		e.status(c, protocol.StatusEnd, c.Name+" finished", "")
 	}
-	e.toolStatus(c, protocol.ToolCompleted, result)
-	e.status(c, protocol.StatusEnd, c.Name+" finished", "")
+	if e.s.koeEvents {
+		e.speaker.addMessage(messageEvent(m))
+	}
 }
 
 func (e *turnEmitter) toolStatus(c agent.ToolCall, state, content string) {
@@ -386,11 +495,16 @@ func (e *turnEmitter) toolStatus(c agent.ToolCall, state, content string) {
 }
 
 func (e *turnEmitter) status(c agent.ToolCall, state, content, details string) {
+	e.statusOf("tool:"+c.ID, state, content, details)
+}
+
+// statusOf sends a koe client a step of the turn, in the reply's order.
+func (e *turnEmitter) statusOf(task, state, content, details string) {
 	if !e.s.koeEvents {
 		return
 	}
 	e.speaker.addMessage(protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
-		TaskID: "tool:" + c.ID, State: state, Content: content, ErrorDetails: details,
+		TaskID: task, State: state, Content: content, ErrorDetails: details,
 	}})
 }
 

@@ -2,6 +2,8 @@ package conversation
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +67,11 @@ type turn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	// id is the turn's run_id in koe's message events.
+	id string
+	// err is why the turn failed (the LLM, the history), for the chat
+	// API; written by the turn's goroutine before done is closed.
+	err error
 
 	awaitingPlayback atomic.Bool
 	playback         chan struct{}
@@ -85,7 +92,14 @@ type sentPiece struct {
 
 func newTurn(parent context.Context) *turn {
 	ctx, cancel := context.WithCancelCause(parent)
-	return &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), playback: make(chan struct{}, 1)}
+	return &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), playback: make(chan struct{}, 1), id: newRunID()}
+}
+
+// newRunID is a random id for a turn.
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
 }
 
 // playbackComplete counts only once backend-synth-complete is out: a late

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -451,4 +452,28 @@ func messagesBucket(tx *bolt.Tx, confUID, historyUID string) *bolt.Bucket {
 		return nil
 	}
 	return h.Bucket(bucketMessages)
+}
+
+// LastSeq returns the sequence number of the history's newest record: it
+// changes with every record stored, so a reader that remembers it can tell
+// whether someone else has written to the history since.
+func (s *Store) LastSeq(confUID, historyUID string) (uint64, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return 0, err
+	}
+	var seq uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		msgs := messagesBucket(tx, confUID, historyUID)
+		if msgs == nil {
+			return ErrNotFound
+		}
+		if k, _ := msgs.Cursor().Last(); len(k) == 8 {
+			seq = binary.BigEndian.Uint64(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	return seq, nil
 }

@@ -608,3 +608,27 @@ func putRawRecord(msgs *bolt.Bucket, v []byte) error {
 	k := seqKey(seq)
 	return msgs.Put(k[:], v)
 }
+
+// LastSeq moves with every record stored and names the newest one.
+func TestLastSeq(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	h := mustCreate(t, s, "c")
+	first, err := s.LastSeq("c", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append("c", h, Record{Role: RoleHuman, Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	next, err := s.LastSeq("c", h)
+	if err != nil || next == first {
+		t.Fatalf("LastSeq after an append = %d, %v; before it %d", next, err, first)
+	}
+	msgs, _ := s.Messages("c", h)
+	if last := msgs[len(msgs)-1].Seq; last != next {
+		t.Errorf("LastSeq = %d, the newest record is %d", next, last)
+	}
+	if _, err := s.LastSeq("c", "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("LastSeq of a missing history: %v", err)
+	}
+}

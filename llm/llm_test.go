@@ -356,6 +356,9 @@ func TestStreamUsage(t *testing.T) {
 	if !reflect.DeepEqual(res.Usage, want) {
 		t.Errorf("usage = %+v, want %+v", res.Usage, want)
 	}
+	if res.FinishReason != "stop" {
+		t.Errorf("finish reason = %q, want the server's \"stop\"", res.FinishReason)
+	}
 	opts, ok := rawField(t, s.Requests()[0], "stream_options")
 	if !ok || !reflect.DeepEqual(opts, map[string]any{"include_usage": true}) {
 		t.Errorf("stream_options = %v (sent: %v), want {include_usage: true}", opts, ok)

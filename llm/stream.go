@@ -96,6 +96,7 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 		}
 		idle.resume()
 	}
+	res.FinishReason = finish
 	res.ToolCalls, err = calls.complete()
 	if err != nil {
 		return res, c.llmError(agent.KindBrokenStream, err.Error())

@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -23,6 +22,8 @@ import (
 //	PUT  /api/characters/:conf_uid/prompts/:name         {"text": "..."} ("" = default)
 //	GET  /api/histories/:conf_uid/:history_uid/messages  ?before=ID&limit=N
 //	GET  /api/histories/:conf_uid/:history_uid/images/:ref
+//
+// and the chat API (chat.go).
 func (s *Server) apiRoutes() {
 	hub := s.opts.Hub
 	api := s.app.Group("/api")
@@ -80,13 +81,9 @@ func (s *Server) apiRoutes() {
 		return c.JSON(promptBody(c, p.Text, p.Default))
 	})
 	api.Get("/histories/:conf_uid/:history_uid/messages", func(c *fiber.Ctx) error {
-		before, err := strconv.ParseUint(c.Query("before", "0"), 10, 64)
+		before, limit, err := pageQuery(c)
 		if err != nil {
-			return fiber.NewError(fiber.StatusBadRequest, "before must be a message id (a whole number)")
-		}
-		limit, err := strconv.Atoi(c.Query("limit", "0"))
-		if err != nil {
-			return fiber.NewError(fiber.StatusBadRequest, "limit must be a whole number")
+			return err
 		}
 		page, err := hub.HistoryPage(c.Params("conf_uid"), c.Params("history_uid"), before, limit)
 		if err != nil {
@@ -103,6 +100,7 @@ func (s *Server) apiRoutes() {
 		c.Set(fiber.HeaderCacheControl, "private, max-age=86400, immutable")
 		return c.Send(data)
 	})
+	s.chatRoutes(api)
 }
 
 func promptBody(c *fiber.Ctx, text string, isDefault bool) fiber.Map {

@@ -265,7 +265,7 @@ func (c *client) record(dir string, data []byte) {
 // normalise replaces per-run values (ids, times) so traces compare.
 func normalise(lines []string) []string {
 	ids := map[string]string{}
-	idKeys := map[string]bool{"client_uid": true, "history_uid": true, "uid": true, "thread_id": true}
+	idKeys := map[string]bool{"client_uid": true, "history_uid": true, "uid": true, "thread_id": true, "run_id": true}
 	var walk func(v any) any
 	walk = func(v any) any {
 		switch x := v.(type) {
@@ -282,6 +282,9 @@ func normalise(lines []string) []string {
 					x[k] = ids[s]
 				case (k == "timestamp" || k == "created_at") && isStr:
 					x[k] = "<time>"
+				case k == "prompt_tokens" || k == "total_tokens":
+					// The prompt holds today's date, whose length varies.
+					x[k] = "<count>"
 				case k == "url" && isStr:
 					// Image URLs hold history ids.
 					for id, name := range ids {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -246,6 +247,15 @@ func (c *trackedConn) setPhase(p connPhase) {
 	if closeNow {
 		_ = c.Close()
 	}
+}
+
+// SyscallConn reaches the socket under the tracking (see watchPeer).
+func (c *trackedConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }
 
 func (c *trackedConn) Close() error {

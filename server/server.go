@@ -83,7 +83,10 @@ func New(opts Options) *Server {
 		AppName:               "koe",
 		ErrorHandler:          s.httpError,
 		ReadTimeout:           s.cfg.ReadTimeout,
-		IdleTimeout:           s.cfg.IdleTimeout,
+		// Request bodies (the chat API's, images included) are bounded
+		// like WebSocket messages.
+		BodyLimit:   s.cfg.MaxMessageBytes,
+		IdleTimeout: s.cfg.IdleTimeout,
 	})
 	srv := s.app.Server()
 	srv.Logger = fasthttpLogger{s.log}

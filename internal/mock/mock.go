@@ -157,15 +157,21 @@ func (c *Characters) Load(file string) (conversation.Character, error) {
 
 // Has implements conversation.CharacterSource.
 func (c *Characters) Has(confUID string) bool {
+	_, ok := c.Find(confUID)
+	return ok
+}
+
+// Find implements conversation.CharacterSource.
+func (c *Characters) Find(confUID string) (conversation.Character, bool) {
 	if confUID == c.DefaultChar.ConfUID {
-		return true
+		return c.DefaultChar, true
 	}
 	for _, ch := range c.Files {
 		if ch.ConfUID == confUID {
-			return true
+			return ch, true
 		}
 	}
-	return false
+	return conversation.Character{}, false
 }
 
 // Synthesizer is a speech engine whose SynthesizeFn the test sets.

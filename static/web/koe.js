@@ -549,6 +549,8 @@
   function step(c) {
     if (!c || typeof c !== "object" || !c.task_id) return;
     const id = String(c.task_id), what = typeof c.content === "string" ? c.content : "";
+    // The reply itself shows that the model is answering.
+    if (id.startsWith("llm:")) return;
     steps.tasks.delete(id);
     if (c.state === "start") steps.error = "";
     if (c.state === "start" || c.state === "progress") steps.tasks.set(id, what);

@@ -1,0 +1,92 @@
+package conversation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"koe/internal/quote"
+	"koe/protocol"
+)
+
+// ChatRequest is one turn asked for over the chat API.
+type ChatRequest struct {
+	Text   string
+	Images []protocol.Image
+	// ConfUID names the character ("": the default one).
+	ConfUID string
+	// HistoryUID continues a history ("": a new one).
+	HistoryUID string
+	// CompressionRate, if set, is the rate of the summaries the turn
+	// starts.
+	CompressionRate *float64
+}
+
+// Chat is one chat API turn, ready to run on a session of its own.
+type Chat struct {
+	s     *Session
+	in    turnInput
+	close sync.Once
+}
+
+// OpenChat checks req and readies its turn: the character, the history and
+// its memory, on a text-only session (no speech, koe's events) that sends
+// to out. ctx bounds the turn: the client's request. The turn runs
+// through the same code as a WebSocket client's, and a history can be
+// continued from either. Errors are for the client (see Explain).
+func (h *Hub) OpenChat(ctx context.Context, req ChatRequest, out Sender) (*Chat, error) {
+	char := h.deps.Characters.Default()
+	if req.ConfUID != "" {
+		var ok bool
+		if char, ok = h.deps.Characters.Find(req.ConfUID); !ok {
+			return nil, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(req.ConfUID, 80))}
+		}
+	}
+	imgs, err := validateImages(req.Images, h.deps.Config)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.Text) == "" && len(imgs) == 0 {
+		return nil, invalid(`"message" is empty: send some text or an image`)
+	}
+	if h.isClosed() {
+		return nil, &clientError{kind: KindUnavailable, msg: "koe is shutting down"}
+	}
+	s := newSession(ctx, h, out, SessionOptions{ClientUID: newRunID(), KoeEvents: true, TextOnly: true}, char)
+	h.applyPrompts(s.cast)
+	c := &Chat{s: s, in: turnInput{text: req.Text, images: imgs}}
+	if req.CompressionRate != nil {
+		if _, err := s.SetCompressionRate(*req.CompressionRate); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if req.HistoryUID != "" {
+		if _, err := s.loadHistory(char.ConfUID, req.HistoryUID); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Run runs the turn and returns once it has ended and its records are
+// stored, then closes the chat's session. The error is the turn's failure
+// (the LLM's, say), worded for the client by Explain; a turn stopped or
+// cancelled (ctx) is no failure.
+func (c *Chat) Run() error {
+	t := c.s.start(c.in)
+	<-t.done
+	c.Close()
+	return t.err
+}
+
+// Close gives up a chat that will not run; after Run it does nothing more.
+func (c *Chat) Close() { c.close.Do(c.s.Close) }
+
+func (h *Hub) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}

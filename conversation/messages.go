@@ -1,0 +1,119 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"koe/agent"
+	"koe/history"
+	"koe/internal/quote"
+	"koe/protocol"
+)
+
+// koe's message events: each finished message of a turn, in the shape the
+// chat API streams (the human message, each tool call and result, the
+// answer), sent to clients that asked for koe's events.
+
+// message sends m to a koe client.
+func (s *Session) message(ctx context.Context, m protocol.ChatMessage) {
+	if s.koeEvents {
+		s.send(ctx, messageEvent(m))
+	}
+}
+
+func messageEvent(m protocol.ChatMessage) protocol.MessageEvent {
+	return protocol.MessageEvent{Type: protocol.TypeMessage, Content: m}
+}
+
+// toolCallMessage is the ai message of a cycle that called tools.
+func toolCallMessage(r history.Record, run string, meta protocol.ResponseMetadata) protocol.ChatMessage {
+	m := protocol.ChatMessage{Type: protocol.MessageAI, Content: r.Content, Name: r.Name, RunID: run, ResponseMetadata: meta}
+	for _, c := range r.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, protocol.ChatToolCall{ID: c.ID, Name: c.Name, Args: toolArgs(c.Arguments), Type: "tool_call"})
+	}
+	return m
+}
+
+// toolResultMessage is the tool message of one call's result.
+func toolResultMessage(r history.Record, run string) protocol.ChatMessage {
+	return protocol.ChatMessage{Type: protocol.MessageTool, Content: r.Content, ToolCallID: r.ToolCallID, Name: r.Name,
+		Status: protocol.ToolSuccess, RunID: run}
+}
+
+// toolArgs is a call's arguments as JSON: the object the model wrote, or
+// the text as a JSON string when it is not valid JSON.
+func toolArgs(args string) json.RawMessage {
+	if args == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(args)) {
+		return json.RawMessage(args)
+	}
+	quoted, _ := json.Marshal(args)
+	return quoted
+}
+
+// responseMetadata is what an LLM call reported.
+func responseMetadata(r agent.CycleResult) protocol.ResponseMetadata {
+	meta := protocol.ResponseMetadata{FinishReason: r.FinishReason, ModelName: r.Model}
+	if u := r.Usage; u != nil {
+		meta.TokenUsage = &protocol.TokenUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	}
+	return meta
+}
+
+// Histories lists a character's non-empty histories, newest first.
+func (h *Hub) Histories(conf string) (protocol.HistoryList, error) {
+	list, err := h.deps.Store.List(conf)
+	if err != nil {
+		return protocol.HistoryList{}, fmt.Errorf("list histories: %w", err)
+	}
+	if len(list) == 0 && !h.deps.Characters.Has(conf) {
+		return protocol.HistoryList{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(conf, 80))}
+	}
+	return historyListMessage(conf, list), nil
+}
+
+// ChatHistory reads up to limit records of a history older than record
+// before (0: the newest) as the chat API's messages, tool calls and
+// results included.
+func (h *Hub) ChatHistory(conf, uid string, before uint64, limit int) (protocol.ChatHistory, error) {
+	records, more, err := h.deps.Store.Page(conf, uid, before, pageLimit(limit, h.deps.Config.HistoryMessages))
+	if err != nil {
+		return protocol.ChatHistory{}, fmt.Errorf("read history: %w", err)
+	}
+	out := protocol.ChatHistory{ConfUID: conf, HistoryUID: uid, Messages: []protocol.ChatMessage{}, More: more}
+	said := "" // what the turn's tool cycles said, which its AI record repeats
+	for _, r := range records {
+		var m protocol.ChatMessage
+		switch {
+		case r.Role == history.RoleHuman:
+			m = protocol.ChatMessage{Type: protocol.MessageHuman, Content: r.Content, Name: r.Name}
+			for _, img := range r.Images {
+				m.AdditionalKwargs.Images = append(m.AdditionalKwargs.Images, protocol.HistoryImage{Source: img.Source, MimeType: img.MimeType, URL: ImagePath(conf, uid, img.Ref)})
+			}
+			said = ""
+		case r.Role == history.RoleToolCall:
+			m = toolCallMessage(r, "", protocol.ResponseMetadata{})
+			said = joinSaid(said, r.Content)
+		case r.Role == history.RoleTool:
+			m = toolResultMessage(r, "")
+			if strings.HasPrefix(r.Content, "Error: ") {
+				m.Status = protocol.ToolFailed
+			}
+		case r.Role == history.RoleAI:
+			text := strings.TrimLeftFunc(strings.TrimPrefix(r.Content, said), unicode.IsSpace)
+			m = protocol.ChatMessage{Type: protocol.MessageAI, Content: text, Name: r.Name}
+			m.AdditionalKwargs.Interrupted = r.Interrupted
+			said = ""
+		default:
+			continue // metadata, proactive instructions
+		}
+		m.AdditionalKwargs.ID, m.AdditionalKwargs.Timestamp = r.Seq, r.Timestamp
+		out.Messages = append(out.Messages, m)
+	}
+	return out, nil
+}

@@ -1,0 +1,229 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"koe/conversation"
+	"koe/protocol"
+)
+
+// The chat API: one HTTP request per turn, for bots, scripts and back ends.
+//
+//	POST /api/chat/stream              the turn as Server-Sent Events
+//	POST /api/chat/invoke              the turn's answer as one JSON message
+//	POST /api/chat/:history_uid/stop   stop the turn running in a history
+//	GET  /api/histories/:conf_uid      a character's histories
+//	GET  /api/histories/:conf_uid/:history_uid   ?before=ID&limit=N
+//
+// Turns run through the same conversation code as WebSocket turns.
+func (s *Server) chatRoutes(api fiber.Router) {
+	hub := s.opts.Hub
+	api.Post("/chat/stream", s.chatStream)
+	api.Post("/chat/invoke", s.chatInvoke)
+	api.Post("/chat/:history_uid/stop", func(c *fiber.Ctx) error {
+		uid := c.Params("history_uid")
+		if !hub.StopHistory(uid) {
+			return fiber.NewError(fiber.StatusNotFound, "no turn is running in that history")
+		}
+		return c.JSON(protocol.StopResult{HistoryUID: uid, Stopped: true})
+	})
+	api.Get("/histories/:conf_uid", func(c *fiber.Ctx) error {
+		list, err := hub.Histories(c.Params("conf_uid"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(list)
+	})
+	api.Get("/histories/:conf_uid/:history_uid", func(c *fiber.Ctx) error {
+		before, limit, err := pageQuery(c)
+		if err != nil {
+			return err
+		}
+		h, err := hub.ChatHistory(c.Params("conf_uid"), c.Params("history_uid"), before, limit)
+		if err != nil {
+			return err
+		}
+		return c.JSON(h)
+	})
+}
+
+// pageQuery reads ?before=ID&limit=N.
+func pageQuery(c *fiber.Ctx) (before uint64, limit int, err error) {
+	before, err = strconv.ParseUint(c.Query("before", "0"), 10, 64)
+	if err != nil {
+		return 0, 0, fiber.NewError(fiber.StatusBadRequest, "before must be a message id (a whole number)")
+	}
+	limit, err = strconv.Atoi(c.Query("limit", "0"))
+	if err != nil {
+		return 0, 0, fiber.NewError(fiber.StatusBadRequest, "limit must be a whole number")
+	}
+	return before, limit, nil
+}
+
+// chatRequest reads and checks the body of a chat request.
+func chatRequest(c *fiber.Ctx) (conversation.ChatRequest, protocol.ChatRequest, error) {
+	var body protocol.ChatRequest
+	if err := decodeJSON(c, &body); err != nil {
+		return conversation.ChatRequest{}, body, err
+	}
+	return conversation.ChatRequest{
+		Text:            body.Message,
+		Images:          body.Images,
+		ConfUID:         body.ConfUID,
+		HistoryUID:      body.HistoryUID,
+		CompressionRate: body.CompressionRate,
+	}, body, nil
+}
+
+// startChat registers a chat turn with the server, so that Shutdown waits
+// for it to store what it has. It returns false once shutdown has begun.
+func (s *Server) startChat() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.conns.Add(1)
+	return true
+}
+
+var errShuttingDown = fiber.NewError(fiber.StatusServiceUnavailable, "koe is shutting down")
+
+// chatStream answers with the turn's events. Everything that can be
+// refused is refused before the stream starts, with an HTTP status; once
+// it has started, failures are error events, and end is always last.
+func (s *Server) chatStream(c *fiber.Ctx) error {
+	req, body, err := chatRequest(c)
+	if err != nil {
+		return err
+	}
+	tokens := body.StreamTokens == nil || *body.StreamTokens
+	ctx, cancel := context.WithCancel(s.base)
+	log := s.log.With("chat", uuid.NewString())
+	st := newSSEStream(s.cfg, log, c.Context().Conn(), tokens, cancel)
+	chat, err := s.opts.Hub.OpenChat(ctx, req, st)
+	if err != nil {
+		cancel()
+		return err
+	}
+	if !s.startChat() {
+		cancel()
+		chat.Close()
+		return errShuttingDown
+	}
+	c.Set(fiber.HeaderContentType, "text/event-stream; charset=utf-8")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	// Proxies that buffer responses (nginx) would hold the events back.
+	c.Set("X-Accel-Buffering", "no")
+
+	// The turn runs beside the writer; the writer owns it (cancel) and
+	// ends with it (end).
+	go func() {
+		defer s.conns.Done()
+		if err := chat.Run(); err != nil && conversation.IsInternal(err) {
+			log.Error("chat turn failed", "err", err)
+		}
+		if s.base.Err() != nil {
+			_ = st.Send(context.Background(), protocol.NewError("koe is shutting down; the reply so far is stored"))
+		}
+		st.end()
+	}()
+	conn := c.Context().Conn()
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		gone, stopWatch := watchPeer(conn)
+		defer stopWatch()
+		st.write(w, gone)
+	})
+	return nil
+}
+
+// chatInvoke runs the turn and answers with its final message.
+func (s *Server) chatInvoke(c *fiber.Ctx) error {
+	req, _, err := chatRequest(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(s.base)
+	defer cancel()
+	out := &answerCollector{}
+	chat, err := s.opts.Hub.OpenChat(ctx, req, out)
+	if err != nil {
+		return err
+	}
+	if !s.startChat() {
+		chat.Close()
+		return errShuttingDown
+	}
+	// A client that leaves stops the turn, as with the stream.
+	gone, stopWatch := watchPeer(c.Context().Conn())
+	go func() {
+		select {
+		case <-gone:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err = chat.Run()
+	cancel()
+	stopWatch()
+	s.conns.Done()
+	if err != nil {
+		return err
+	}
+	answer, ok := out.answer()
+	if !ok {
+		// Stopped before it said anything: nothing was stored.
+		answer = protocol.ChatMessage{Type: protocol.MessageAI, ResponseMetadata: protocol.ResponseMetadata{FinishReason: "interrupted"},
+			AdditionalKwargs: protocol.AdditionalKwargs{HistoryUID: out.historyUID(), Interrupted: true}}
+	}
+	return c.JSON(answer)
+}
+
+// answerCollector is the Sender of an invoked turn: it keeps the turn's
+// final answer (the last ai message that calls no tools) and where the
+// turn is stored.
+type answerCollector struct {
+	mu      sync.Mutex
+	final   *protocol.ChatMessage
+	history string
+}
+
+func (a *answerCollector) Send(_ context.Context, msg any) error {
+	m, ok := msg.(protocol.MessageEvent)
+	if !ok {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if uid := m.Content.AdditionalKwargs.HistoryUID; uid != "" {
+		a.history = uid
+	}
+	if m.Content.Type == protocol.MessageAI && len(m.Content.ToolCalls) == 0 {
+		final := m.Content
+		a.final = &final
+	}
+	return nil
+}
+
+func (a *answerCollector) SendWait(ctx context.Context, msg any) error { return a.Send(ctx, msg) }
+
+func (a *answerCollector) answer() (protocol.ChatMessage, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.final == nil {
+		return protocol.ChatMessage{}, false
+	}
+	return *a.final, true
+}
+
+func (a *answerCollector) historyUID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.history
+}
