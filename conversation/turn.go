@@ -338,7 +338,9 @@ func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
 	if interrupted {
 		answer.ResponseMetadata.FinishReason = finishInterrupted
 	}
-	s.message(s.ctx, answer)
+	// Sent even when the session's context has ended (the server is
+	// shutting down): a client still connected learns what was stored.
+	s.message(context.WithoutCancel(s.ctx), answer)
 }
 
 // finishInterrupted is the finish reason of a reply koe cut short.

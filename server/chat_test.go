@@ -9,11 +9,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"koe/app"
+	"koe/history"
 	"koe/internal/fakellm"
 	"koe/protocol"
 )
@@ -497,7 +501,9 @@ func TestChatInvoke(t *testing.T) {
 // before any stream starts; the server keeps working.
 func TestChatBadRequests(t *testing.T) {
 	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("Still here.")}))
-	m := startKoe(t, testConfig(t, t.TempDir(), llm.URL()))
+	cfg := testConfig(t, t.TempDir(), llm.URL())
+	cfg.Server.MaxMessageBytes = 1 << 20
+	m := startKoe(t, cfg)
 	url := "http://" + m.Addr() + "/api/chat/stream"
 	cases := []struct {
 		name, ctype, body string
@@ -511,6 +517,7 @@ func TestChatBadRequests(t *testing.T) {
 		{"bad history id", "application/json", `{"message":"hi","history_uid":"../../etc"}`, 400, "not valid"},
 		{"unknown character", "application/json", `{"message":"hi","conf_uid":"nobody"}`, 404, "nobody"},
 		{"bad rate", "application/json", `{"message":"hi","compression_rate":0.9}`, 400, "compression rate"},
+		{"too big", "application/json", `{"message":"` + strings.Repeat("x", 2<<20) + `"}`, 413, "Too Large"},
 		{"bad image", "application/json", `{"message":"hi","images":[{"source":"upload","data":"data:image/png;base64,AAAA","mime_type":"image/png"}]}`, 400, "image"},
 	}
 	for _, c := range cases {
@@ -583,5 +590,99 @@ func TestChatStreamStartsBeforeTheLLM(t *testing.T) {
 		if strings.Contains(line, `"type":"end"`) {
 			break
 		}
+	}
+}
+
+// TestChatStreamHeartbeat: a stream whose LLM says nothing for a while
+// carries comment lines meanwhile.
+func TestChatStreamHeartbeat(t *testing.T) {
+	llm := startLLM(t, fakellm.Script(fakellm.Reply{Hang: true}))
+	cfg := testConfig(t, t.TempDir(), llm.URL())
+	cfg.Server.SSEHeartbeat = 20 * time.Millisecond
+	cfg.Character.LLM.IdleTimeout = time.Hour
+	m := startKoe(t, cfg)
+	s := openStream(t, m.Addr(), protocol.ChatRequest{Message: "hi"})
+	uid := s.next().message().AdditionalKwargs.HistoryUID
+	s.next() // llm:1 start
+	// Read raw lines until two heartbeats have come.
+	beats := 0
+	for beats < 2 {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, ":") {
+			beats++
+		} else if strings.TrimSpace(line) != "" {
+			t.Fatalf("unexpected line while the LLM says nothing: %q", line)
+		}
+	}
+	resp := postJSON(t, "http://"+m.Addr()+"/api/chat/"+uid+"/stop", nil)
+	resp.Body.Close()
+	if got := describe(s.all()); got[len(got)-1] != "end" {
+		t.Errorf("after stop: %q", got)
+	}
+}
+
+// TestShutdownEndsChatStreams: shutting down ends a running stream with
+// an error event and end, and stores what was said.
+func TestShutdownEndsChatStreams(t *testing.T) {
+	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(strings.Repeat("long ", 500)), Interval: 10 * time.Millisecond}))
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, llm.URL())
+	m := startKoe(t, cfg)
+	s := openStream(t, m.Addr(), protocol.ChatRequest{Message: "keep talking"})
+	s.until(func(ev chatEvent) bool { return ev.Type == protocol.EventToken })
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close() }()
+	got := describe(s.all())
+	if n := len(got); n < 3 || got[n-3] != "message ai interrupted" || got[n-2] != "error" || got[n-1] != "end" {
+		t.Errorf("stream at shutdown: %q", got)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	store, err := history.Open(filepath.Join(dir, app.DatabaseFile), history.Options{})
+	if err != nil {
+		t.Fatalf("database not released: %v", err)
+	}
+	defer store.Close()
+	list, err := store.List(cfg.Character.ConfUID)
+	if err != nil || len(list) != 1 || !list[0].LatestMessage.Interrupted || !strings.HasPrefix(list[0].LatestMessage.Content, "long") {
+		t.Fatalf("stored: %+v, %v", list, err)
+	}
+}
+
+// TestChatStreamSlowReader: a client that stops reading is dropped once
+// its queue has stayed full for server.write_timeout; its turn stops and
+// everyone else goes on.
+func TestChatStreamSlowReader(t *testing.T) {
+	llm := startLLM(t, func(r fakellm.Request) fakellm.Reply {
+		if strings.Contains(contentOf(r), "flood") {
+			// Big tokens fill the socket's buffers in few events.
+			return fakellm.Reply{Tokens: []string{strings.Repeat("lorem ipsum dolor sit amet ", 100)}, Endless: true}
+		}
+		return fakellm.Reply{Tokens: fakellm.Words("Still here.")}
+	})
+	cfg := testConfig(t, t.TempDir(), llm.URL())
+	cfg.Server.SendQueueSize = 8
+	cfg.Server.WriteTimeout = 200 * time.Millisecond
+	cfg.Character.LLM.MaxReplyTokens = 1 << 30
+	m := startKoe(t, cfg)
+	// A small receive window, so that koe's side fills soon.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", m.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"message":"flood"}`
+	fmt.Fprintf(conn, "POST /api/chat/stream HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", m.Addr(), len(body), body)
+	// Never read.
+	waitDisconnect(t, llm, "the client stopped reading")
+	if got := describe(openStream(t, m.Addr(), protocol.ChatRequest{Message: "hi"}).all()); got[len(got)-2] != "message ai" {
+		t.Errorf("another client afterwards: %q", got)
 	}
 }

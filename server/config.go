@@ -58,6 +58,9 @@ type Config struct {
 	// upgraded.
 	ReadTimeout time.Duration `yaml:"read_timeout"`
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// SSEHeartbeat is how often a chat API event stream with nothing to
+	// say gets a comment line, so that proxies keep it open.
+	SSEHeartbeat time.Duration `yaml:"sse_heartbeat"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -77,6 +80,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout: 5 * time.Second,
 		ReadTimeout:     10 * time.Second,
 		IdleTimeout:     60 * time.Second,
+		SSEHeartbeat:    15 * time.Second,
 	}
 }
 
@@ -99,7 +103,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server.max_message_bytes %d is too small (at least 1024)", c.MaxMessageBytes)
 	case c.SendQueueSize < 8:
 		return fmt.Errorf("server.send_queue_size %d is too small (at least 8)", c.SendQueueSize)
-	case c.WriteTimeout <= 0 || c.PingInterval <= 0 || c.ShutdownTimeout <= 0 || c.ReadTimeout <= 0 || c.IdleTimeout <= 0:
+	case c.WriteTimeout <= 0 || c.PingInterval <= 0 || c.ShutdownTimeout <= 0 || c.ReadTimeout <= 0 || c.IdleTimeout <= 0 || c.SSEHeartbeat <= 0:
 		return fmt.Errorf("server timeouts must be positive")
 	case c.PongTimeout <= c.PingInterval:
 		return fmt.Errorf("server.pong_timeout (%s) must be longer than server.ping_interval (%s)", c.PongTimeout, c.PingInterval)

@@ -14,11 +14,6 @@ import (
 	"koe/protocol"
 )
 
-// sseHeartbeat is how often an idle event stream gets a comment line, so
-// that proxies and clients see it alive while the LLM thinks or a tool
-// runs.
-const sseHeartbeat = 15 * time.Second
-
 var errStreamEnded = errors.New("event stream ended")
 
 // sseStream is one chat API response. The turn's session sends it
@@ -27,12 +22,11 @@ var errStreamEnded = errors.New("event stream ended")
 // writes them in order with heartbeats in between. It is the turn's owner
 // too: when the client leaves, it cancels the turn.
 type sseStream struct {
-	cfg       Config
-	log       *slog.Logger
-	tokens    bool               // the client asked for token events
-	cancel    context.CancelFunc // ends the turn
-	conn      net.Conn           // for write deadlines and to see the client leave
-	heartbeat time.Duration
+	cfg    Config
+	log    *slog.Logger
+	tokens bool               // the client asked for token events
+	cancel context.CancelFunc // ends the turn
+	conn   net.Conn           // for write deadlines and to see the client leave
 
 	wake chan struct{} // capacity 1: something was queued or the turn ended
 
@@ -44,7 +38,7 @@ type sseStream struct {
 }
 
 func newSSEStream(cfg Config, log *slog.Logger, conn net.Conn, tokens bool, cancel context.CancelFunc) *sseStream {
-	return &sseStream{cfg: cfg, log: log, conn: conn, tokens: tokens, cancel: cancel, heartbeat: sseHeartbeat, wake: make(chan struct{}, 1)}
+	return &sseStream{cfg: cfg, log: log, conn: conn, tokens: tokens, cancel: cancel, wake: make(chan struct{}, 1)}
 }
 
 // Send queues msg as an event if the stream carries it. It blocks only
@@ -215,7 +209,9 @@ func (st *sseStream) write(w *bufio.Writer, clientGone <-chan struct{}) {
 		// connection: no deadline of the stream's may outlive it.
 		_ = st.conn.SetWriteDeadline(time.Time{})
 	}()
-	heartbeat := time.NewTicker(st.heartbeat)
+	// Heartbeats show the stream alive to proxies and clients while the
+	// LLM thinks or a tool runs.
+	heartbeat := time.NewTicker(st.cfg.SSEHeartbeat)
 	defer heartbeat.Stop()
 	for {
 		frames, last := st.take()
