@@ -1,5 +1,6 @@
 // Command koe is a real-time voice conversation server speaking the
-// Open-LLM-VTuber WebSocket protocol.
+// Open-LLM-VTuber WebSocket protocol. `koe chat` chats with a running koe
+// from a terminal.
 package main
 
 import (
@@ -15,10 +16,16 @@ import (
 
 	"koe/app"
 	"koe/config"
+	"koe/internal/chatcli"
 	"koe/internal/pprofserve"
 )
 
 func main() {
+	// koe chat is a client: it takes Ctrl-C for itself, so it goes its
+	// own way before the server's signal handling.
+	if len(os.Args) > 1 && os.Args[1] == "chat" {
+		os.Exit(chatcli.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	}
 	ctx, stop := signalContext()
 	err := run(ctx, os.Args[1:], os.Stderr, os.Getenv)
 	stop()

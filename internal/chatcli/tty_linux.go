@@ -1,0 +1,15 @@
+package chatcli
+
+import (
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// isTerminal reports whether f is a terminal: whether it has terminal
+// attributes, which a file, a pipe or /dev/null has not.
+func isTerminal(f *os.File) bool {
+	var t syscall.Termios
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&t)))
+	return errno == 0
+}
