@@ -138,14 +138,20 @@ func (v *view) show(ev client.Event) {
 }
 
 func (v *view) token(s string) {
+	v.streamed.WriteString(s)
 	if !v.answering {
+		// A cycle after a tool call starts with the space that joins
+		// it to the text before the call; its line needs none.
+		s = strings.TrimLeft(s, " \t\r\n")
+		if s == "" {
+			return
+		}
 		if !v.atLineStart {
 			v.write("\n")
 		}
 		v.write(answerPrompt)
 		v.answering = true
 	}
-	v.streamed.WriteString(s)
 	v.write(s)
 }
 
@@ -183,9 +189,9 @@ func (v *view) status(s *protocol.StatusBody) {
 			v.line(markFailed + " " + label + failure(s))
 			return
 		}
-		// An LLM cycle's result is its answer, already shown.
+		// An LLM cycle's result is its answer, shown as it streamed; its
+		// line ends with the message that follows.
 		if strings.HasPrefix(s.TaskID, "llm:") {
-			v.endAnswer()
 			return
 		}
 		v.line(markDone + " " + label)
@@ -242,12 +248,7 @@ func (v *view) message(m *protocol.ChatMessage) {
 			}
 			v.calls[c.ID] = c
 		}
-		// The text was streamed unless the server sent no tokens (or
-		// fewer: an interrupted reply may have been cut after them).
-		if m.Content != "" && !strings.HasPrefix(v.streamed.String(), m.Content) {
-			v.line(answerPrompt + m.Content)
-		}
-		v.streamed.Reset()
+		v.finishAnswer(m.Content)
 		v.endAnswer()
 		if m.AdditionalKwargs.Interrupted {
 			v.line(markInterrupted + " interrupted")
@@ -256,6 +257,22 @@ func (v *view) message(m *protocol.ChatMessage) {
 		}
 	case protocol.MessageTool:
 		v.line(markResult + result(m))
+	}
+}
+
+// finishAnswer makes the answer line show the message's text: the tokens
+// did, unless koe sent none (stream_tokens false), or kept more than it
+// streamed (a stopped turn keeps what the LLM had written).
+func (v *view) finishAnswer(content string) {
+	text := strings.TrimSpace(content)
+	shown := strings.TrimLeft(v.streamed.String(), " \t\r\n")
+	v.streamed.Reset()
+	switch {
+	case text == "" || strings.HasPrefix(shown, text):
+	case v.answering && shown != "" && strings.HasPrefix(text, shown):
+		v.write(text[len(shown):])
+	default:
+		v.line(answerPrompt + text)
 	}
 }
 
