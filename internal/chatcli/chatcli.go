@@ -154,8 +154,7 @@ func Run(ctx context.Context, api *client.Client, s Settings, term Terminal) err
 		}
 	}
 	for {
-		_, _ = io.WriteString(term.Out, userPrompt)
-		c.view.atLineStart = false
+		c.view.write(userPrompt)
 		c.input.next()
 		var in lineResult
 		select {
@@ -175,9 +174,10 @@ func Run(ctx context.Context, api *client.Client, s Settings, term Terminal) err
 			return fmt.Errorf("reading the terminal: %w", in.err)
 		}
 		if term.Echo {
-			_, _ = io.WriteString(term.Out, in.text+"\n")
+			c.view.write(in.text + "\n")
+		} else {
+			c.view.atLineStart = true // the terminal echoed the line's end
 		}
-		c.view.atLineStart = true
 		text := strings.TrimSpace(in.text)
 		var err error
 		switch {
