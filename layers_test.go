@@ -39,6 +39,13 @@ func TestPackageLayers(t *testing.T) {
 			}
 		}
 	}
+	// The chat API's Go client is imported by other programs: of koe it
+	// takes the wire types only.
+	for _, imp := range imports["client"] {
+		if strings.HasPrefix(imp, "koe/") && imp != "koe/protocol" {
+			t.Errorf("client imports %s; of koe it may import koe/protocol only", imp)
+		}
+	}
 	// go-openai: the LLM edge and the audio edge, nowhere else in koe. The
 	// load tool's floor is not koe: it is the bare relay koe is measured
 	// against, built from the same stack on purpose.
