@@ -13,12 +13,8 @@ import (
 
 // HistoryList lists the character's non-empty histories, newest first.
 func (s *Session) HistoryList() (protocol.HistoryList, error) {
-	conf := s.Character().ConfUID
-	list, err := s.deps.Store.List(conf)
-	if err != nil {
-		return protocol.HistoryList{}, fmt.Errorf("list histories: %w", err)
-	}
-	return historyListMessage(conf, list), nil
+	// The session's character, even one whose file has gone since.
+	return s.hub.histories(s.Character().ConfUID)
 }
 
 // SetHistory switches to history uid, rebuilds memory from it and returns
@@ -157,12 +153,18 @@ func toMemory(records []history.Record) []agent.Message {
 		case r.Role == history.RoleTool:
 			msgs = append(msgs, agent.Message{Role: agent.RoleTool, ToolCallID: r.ToolCallID, Name: r.Name, Content: r.Content})
 		case r.Role == history.RoleAI:
-			text := strings.TrimLeftFunc(strings.TrimPrefix(r.Content, said), unicode.IsSpace)
+			text := afterSaid(r.Content, said)
 			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Content: text, Interrupted: r.Interrupted})
 			said = ""
 		}
 	}
 	return msgs
+}
+
+// afterSaid is a reply's text without what its tool cycles said (said),
+// which the stored reply and the streamed text begin with.
+func afterSaid(text, said string) string {
+	return strings.TrimLeftFunc(strings.TrimPrefix(text, said), unicode.IsSpace)
 }
 
 // joinSaid joins what two cycles said the way the reply's text joins them.

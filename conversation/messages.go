@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"koe/agent"
 	"koe/history"
@@ -66,13 +65,19 @@ func responseMetadata(r agent.CycleResult) protocol.ResponseMetadata {
 }
 
 // Histories lists a character's non-empty histories, newest first.
+// A conf_uid that is no character's and has no histories is not found.
 func (h *Hub) Histories(conf string) (protocol.HistoryList, error) {
+	list, err := h.histories(conf)
+	if err == nil && len(list.Histories) == 0 && !h.deps.Characters.Has(conf) {
+		return protocol.HistoryList{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(conf, 80))}
+	}
+	return list, err
+}
+
+func (h *Hub) histories(conf string) (protocol.HistoryList, error) {
 	list, err := h.deps.Store.List(conf)
 	if err != nil {
 		return protocol.HistoryList{}, fmt.Errorf("list histories: %w", err)
-	}
-	if len(list) == 0 && !h.deps.Characters.Has(conf) {
-		return protocol.HistoryList{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(conf, 80))}
 	}
 	return historyListMessage(conf, list), nil
 }
@@ -105,7 +110,7 @@ func (h *Hub) ChatHistory(conf, uid string, before uint64, limit int) (protocol.
 				m.Status = protocol.ToolFailed
 			}
 		case r.Role == history.RoleAI:
-			text := strings.TrimLeftFunc(strings.TrimPrefix(r.Content, said), unicode.IsSpace)
+			text := afterSaid(r.Content, said)
 			m = protocol.ChatMessage{Type: protocol.MessageAI, Content: text, Name: r.Name}
 			m.AdditionalKwargs.Interrupted = r.Interrupted
 			said = ""

@@ -449,7 +449,7 @@ func cycleTask(cycle int) string { return "llm:" + strconv.Itoa(cycle) }
 func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 	e.flush()
 	text := e.reply.String()
-	cycle := strings.TrimLeftFunc(strings.TrimPrefix(text, e.beforeTools), unicode.IsSpace)
+	cycle := afterSaid(text, e.beforeTools)
 	if cycle == "" && e.filler != "" {
 		e.speaker.add(sentence.Piece{Display: e.filler, Speech: e.filler})
 	}
@@ -512,7 +512,7 @@ func (e *turnEmitter) statusOf(task, state, content, details string) {
 
 // final is the reply's text without what cycles that called tools said.
 func (e *turnEmitter) final(text string) string {
-	return strings.TrimLeftFunc(strings.TrimPrefix(text, e.beforeTools), unicode.IsSpace)
+	return afterSaid(text, e.beforeTools)
 }
 
 func endsInSpace(s string) bool {
