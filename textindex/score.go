@@ -36,6 +36,9 @@ type queryTerm struct {
 // terms the index has never seen are ignored. IDF is the non-negative form
 // log(1 + (N - n + 0.5)/(n + 0.5)) of Lucene and BM25+, so a term in most
 // documents still adds a little instead of subtracting.
+//
+// Score runs under the read lock. When it finds a posting list a quarter
+// dead it takes the write lock afterwards, briefly, to compact that list.
 func (ix *Index) Score(query []string) []Hit {
 	ix.mu.RLock()
 	hits, stale := ix.score(query)
@@ -69,7 +72,8 @@ func (ix *Index) score(query []string) (hits []Hit, stale []uint32) {
 	}
 	acc := accumulators.Get().(*accumulator)
 	if len(acc.score) < len(ix.docLen) {
-		acc.score = make([]float64, len(ix.docLen), len(ix.docLen)+len(ix.docLen)/4)
+		// Headroom, so that a growing index does not outgrow it per Add.
+		acc.score = make([]float64, len(ix.docLen)+len(ix.docLen)/4)
 	}
 	score, touched := acc.score, acc.touched[:0]
 
@@ -107,7 +111,9 @@ func (ix *Index) score(query []string) (hits []Hit, stale []uint32) {
 		}
 	}
 
-	hits = make([]Hit, len(touched))
+	if len(touched) > 0 {
+		hits = make([]Hit, len(touched))
+	}
 	for i, d := range touched {
 		hits[i] = Hit{ID: d, Score: score[d]}
 		score[d] = 0
