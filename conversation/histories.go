@@ -105,6 +105,7 @@ func (s *Session) DeleteHistory(uid string) (bool, error) {
 		}
 		return false, fmt.Errorf("delete history: %w", err)
 	}
+	s.hub.forgotten(conf, uid)
 	if current {
 		s.mu.Lock()
 		if s.place.uid == uid {
@@ -136,7 +137,7 @@ func toMemory(records []history.Record) []agent.Message {
 	said := "" // what this turn's tool cycles said, as the AI record has it
 	for _, r := range records {
 		switch {
-		case r.Role == history.RoleHuman || (r.Role == history.RoleSystem && r.Name == proactiveName):
+		case history.StartsTurn(r):
 			m := agent.Message{Role: agent.RoleUser, Content: r.Content}
 			for _, img := range r.Images {
 				m.Images = append(m.Images, agent.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})

@@ -25,9 +25,6 @@ type turnInput struct {
 	proactive bool
 }
 
-// proactiveName marks a stored proactive instruction.
-const proactiveName = "proactive"
-
 // StartText cancels the running turn, if any, and starts a new one.
 func (s *Session) StartText(text string, images []protocol.Image) error {
 	imgs, err := validateImages(images, s.deps.Config)
@@ -228,12 +225,22 @@ func (s *Session) beginTurn(t *turn, in turnInput) turnState {
 	rec.Name = c.char.HumanName
 	if in.proactive {
 		// The instruction is kept for the model, hidden from the chat.
-		rec = history.Record{Role: history.RoleSystem, Name: proactiveName, Content: in.text}
+		rec = history.Record{Role: history.RoleSystem, Name: history.NameProactive, Content: in.text}
 	}
 	save := func() error { return s.deps.Store.Append(conf, uid, rec) }
 	if fresh {
 		save = func() error { return s.deps.Store.CreateWith(conf, uid, rec) }
 		c.agent.SetThread(agent.Thread{ConfUID: conf, HistoryUID: uid})
+	}
+	if rec.Role == history.RoleHuman {
+		store := save
+		save = func() error {
+			err := store()
+			if err == nil {
+				s.hub.noted(conf, uid)
+			}
+			return err
+		}
 	}
 	c.agent.AddUser(in.text, in.images...)
 	st := turnState{cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id}
@@ -327,6 +334,8 @@ func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
 	if err := s.deps.Store.Append(st.conf, st.uid, rec); err != nil {
 		s.log.Error("could not save the reply", "history_uid", st.uid, "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history; the reason is in its log"))
+	} else {
+		s.hub.noted(st.conf, st.uid)
 	}
 	if st.final != nil {
 		text = st.final(text)

@@ -25,8 +25,9 @@ type storedRecord struct {
 	Interrupted bool          `json:"interrupted,omitempty"`
 	Images      []storedImage `json:"images,omitempty"`
 	// koe's tool steps (roles tool_call and tool), not in OLV's format.
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
+	ToolCalls  []ToolCall        `json:"tool_calls,omitempty"`
+	ToolCallID string            `json:"tool_call_id,omitempty"`
+	Meta       map[string]string `json:"metadata,omitempty"`
 }
 
 // storedImage describes an image of a stored record. Records written since
@@ -121,7 +122,7 @@ func encodeRecord(r Record) (pendingRecord, error) {
 	sr := storedRecord{
 		Role: r.Role, Timestamp: r.Timestamp, Content: r.Content,
 		Name: r.Name, Avatar: r.Avatar, Interrupted: r.Interrupted,
-		ToolCalls: r.ToolCalls, ToolCallID: r.ToolCallID,
+		ToolCalls: r.ToolCalls, ToolCallID: r.ToolCallID, Meta: r.Meta,
 	}
 	var p pendingRecord
 	for i, img := range r.Images {
@@ -178,7 +179,7 @@ func decodeRecord(k, v []byte) (Record, error) {
 		Seq:  seq,
 		Role: sr.Role, Timestamp: sr.Timestamp, Content: sr.Content,
 		Name: sr.Name, Avatar: sr.Avatar, Interrupted: sr.Interrupted,
-		ToolCalls: sr.ToolCalls, ToolCallID: sr.ToolCallID,
+		ToolCalls: sr.ToolCalls, ToolCallID: sr.ToolCallID, Meta: sr.Meta,
 	}
 	for i, si := range sr.Images {
 		size := si.Size

@@ -82,6 +82,9 @@ type Record struct {
 	// tool record answers (its Name is the tool's).
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Meta is free metadata kept with the record (e.g. an imported
+	// dialogue's own id); koe shows it nowhere.
+	Meta map[string]string `json:"metadata,omitempty"`
 }
 
 // ToolCall is one function call the model made.
@@ -405,7 +408,12 @@ func (s *Store) Delete(confUID, historyUID string) error {
 		if errors.Is(err, berrors.ErrBucketNotFound) || errors.Is(err, berrors.ErrIncompatibleValue) {
 			return ErrNotFound
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// Its memories go with it, in the same transaction: a character
+		// must not recall a conversation that was deleted.
+		return dropRecall(tx, confUID, historyUID)
 	})
 	if err != nil {
 		return fmt.Errorf("delete history %q of conf %q: %w", historyUID, confUID, err)

@@ -1,0 +1,479 @@
+package history
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// NameProactive marks a stored proactive instruction: a system record that
+// starts a turn the way a human message does.
+const NameProactive = "proactive"
+
+// StartsTurn reports whether r begins a turn: a human message, or a
+// proactive instruction standing in for one. Turn numbers (1, 2, …) count
+// these records from a history's start; summaries and recall use them.
+func StartsTurn(r Record) bool {
+	return r.Role == RoleHuman || (r.Role == RoleSystem && r.Name == NameProactive)
+}
+
+// Recall buckets, under the root "recall", one bucket per conf uid:
+var (
+	bucketRecall     = []byte("recall")
+	bucketEntries    = []byte("entries")   // recallKey -> JSON RecallEntry
+	bucketVectors    = []byte("vectors")   // recallKey -> little-endian float32s
+	bucketMarks      = []byte("marks")     // history uid -> JSON RecallMark
+	bucketForgotten  = []byte("forgotten") // recallKey -> empty: never index again
+	bucketRecallMeta = []byte("meta")
+	keyVectorModel   = []byte("vector_model")
+)
+
+// RecallEntry is one remembered message of a character: a human or AI
+// record of one of its histories, as the recall index keeps it.
+type RecallEntry struct {
+	HistoryUID string `json:"-"`
+	Seq        uint64 `json:"-"` // the record's sequence number in its history
+	// Turn is the record's turn number in its history (see StartsTurn).
+	Turn      int               `json:"turn"`
+	Role      string            `json:"role"`
+	Name      string            `json:"name,omitempty"`
+	Timestamp string            `json:"timestamp"`
+	Text      string            `json:"text"`
+	Meta      map[string]string `json:"metadata,omitempty"`
+	// Vector is the text's embedding, if one was made (see
+	// SetRecallVectors); it is stored apart from the entry.
+	Vector []float32 `json:"-"`
+}
+
+// RecallMark is how far a history has been indexed: its last record read
+// and the turn number reached there.
+type RecallMark struct {
+	Seq  uint64 `json:"seq"`
+	Turn int    `json:"turn"`
+}
+
+// recallKey orders a conf's entries by history, then sequence, so that a
+// history's entries are one key range.
+func recallKey(historyUID string, seq uint64) []byte {
+	k := make([]byte, 0, len(historyUID)+9)
+	k = append(k, historyUID...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func parseRecallKey(k []byte) (string, uint64, bool) {
+	i := bytes.IndexByte(k, 0)
+	if i < 0 || len(k) != i+9 {
+		return "", 0, false
+	}
+	return string(k[:i]), binary.BigEndian.Uint64(k[i+1:]), true
+}
+
+func historyPrefix(historyUID string) []byte { return append([]byte(historyUID), 0) }
+
+// RecallMark returns how far a history has been indexed (ok false: not
+// at all).
+func (s *Store) RecallMark(confUID, historyUID string) (mark RecallMark, ok bool, err error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return RecallMark{}, false, err
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := recallSub(tx, confUID, bucketMarks)
+		if b == nil {
+			return nil
+		}
+		v := b.Get([]byte(historyUID))
+		if v == nil {
+			return nil
+		}
+		ok = true
+		return json.Unmarshal(v, &mark)
+	})
+	if err != nil {
+		return RecallMark{}, false, fmt.Errorf("read recall mark of history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	return mark, ok, nil
+}
+
+// SaveRecall stores entries of a history and moves its mark, in one
+// transaction, and returns the entries stored: those forgotten before are
+// skipped. A history that no longer exists gets nothing (ErrNotFound): an
+// indexer that read it just before it was deleted must not bring its
+// memories back.
+func (s *Store) SaveRecall(confUID, historyUID string, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return nil, err
+	}
+	vals := make([][]byte, len(entries))
+	for i, e := range entries {
+		v, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("encode recall entry: %w", err)
+		}
+		vals[i] = v
+	}
+	markVal, err := json.Marshal(mark)
+	if err != nil {
+		return nil, fmt.Errorf("encode recall mark: %w", err)
+	}
+	var missing bool
+	var saved []RecallEntry
+	err = s.write(func(tx *bolt.Tx) error {
+		missing = false
+		saved = saved[:0]
+		if historyBucket(tx, confUID, historyUID) == nil {
+			missing = true
+			return nil
+		}
+		conf, err := recallConf(tx, confUID)
+		if err != nil {
+			return err
+		}
+		forgotten := conf.Bucket(bucketForgotten)
+		for i, e := range entries {
+			k := recallKey(historyUID, e.Seq)
+			if forgotten != nil && forgotten.Get(k) != nil {
+				continue
+			}
+			saved = append(saved, e)
+			if err := conf.Bucket(bucketEntries).Put(k, vals[i]); err != nil {
+				return fmt.Errorf("put recall entry: %w", err)
+			}
+			if e.Vector != nil {
+				if err := conf.Bucket(bucketVectors).Put(k, encodeVector(e.Vector)); err != nil {
+					return fmt.Errorf("put recall vector: %w", err)
+				}
+			}
+		}
+		return conf.Bucket(bucketMarks).Put([]byte(historyUID), markVal)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	if missing {
+		return nil, fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+	}
+	return saved, nil
+}
+
+// SetRecallVectors stores the embeddings of entries already saved (their
+// HistoryUID, Seq and Vector count), made with model. Entries gone since
+// are skipped. Vectors of another model are dropped first: they could not
+// be compared with these.
+func (s *Store) SetRecallVectors(confUID, model string, entries []RecallEntry) error {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return err
+	}
+	err := s.write(func(tx *bolt.Tx) error {
+		conf, err := recallConf(tx, confUID)
+		if err != nil {
+			return err
+		}
+		if err := setVectorModel(conf, model); err != nil {
+			return err
+		}
+		ents, vecs := conf.Bucket(bucketEntries), conf.Bucket(bucketVectors)
+		for _, e := range entries {
+			k := recallKey(e.HistoryUID, e.Seq)
+			if ents.Get(k) == nil || e.Vector == nil {
+				continue
+			}
+			if err := vecs.Put(k, encodeVector(e.Vector)); err != nil {
+				return fmt.Errorf("put recall vector: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store recall vectors of conf %q: %w", confUID, err)
+	}
+	return nil
+}
+
+// setVectorModel records the model of a conf's vectors, dropping every
+// vector made by another.
+func setVectorModel(conf *bolt.Bucket, model string) error {
+	meta := conf.Bucket(bucketRecallMeta)
+	if string(meta.Get(keyVectorModel)) == model {
+		return nil
+	}
+	if err := conf.DeleteBucket(bucketVectors); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+		return fmt.Errorf("drop vectors: %w", err)
+	}
+	if _, err := conf.CreateBucket(bucketVectors); err != nil {
+		return fmt.Errorf("vectors bucket: %w", err)
+	}
+	return meta.Put(keyVectorModel, []byte(model))
+}
+
+// RecallVectorModel is the model that made the conf's stored vectors ("":
+// none).
+func (s *Store) RecallVectorModel(confUID string) (string, error) {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return "", err
+	}
+	var model string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if meta := recallSub(tx, confUID, bucketRecallMeta); meta != nil {
+			model = string(meta.Get(keyVectorModel))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("read recall vector model of conf %q: %w", confUID, err)
+	}
+	return model, nil
+}
+
+// ForEachRecall calls fn with every entry of a conf, with its vector, in
+// history and sequence order. fn must not call the store.
+func (s *Store) ForEachRecall(confUID string, fn func(RecallEntry) error) error {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return err
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ents := recallSub(tx, confUID, bucketEntries)
+		if ents == nil {
+			return nil
+		}
+		vecs := recallSub(tx, confUID, bucketVectors)
+		return ents.ForEach(func(k, v []byte) error {
+			uid, seq, ok := parseRecallKey(k)
+			if !ok {
+				return fmt.Errorf("recall key %x is malformed", k)
+			}
+			var e RecallEntry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode recall entry %s/%d: %w", uid, seq, err)
+			}
+			e.HistoryUID, e.Seq = uid, seq
+			if vecs != nil {
+				e.Vector = decodeVector(vecs.Get(k))
+			}
+			return fn(e)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("read recall of conf %q: %w", confUID, err)
+	}
+	return nil
+}
+
+// RecallMarks returns the mark of every indexed history of a conf.
+func (s *Store) RecallMarks(confUID string) (map[string]RecallMark, error) {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return nil, err
+	}
+	marks := map[string]RecallMark{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := recallSub(tx, confUID, bucketMarks)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var m RecallMark
+			if err := json.Unmarshal(v, &m); err != nil {
+				return fmt.Errorf("decode recall mark of %q: %w", k, err)
+			}
+			marks[string(k)] = m
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read recall marks of conf %q: %w", confUID, err)
+	}
+	return marks, nil
+}
+
+// ForgetRecall removes one entry for good: it stays forgotten through
+// rebuilds. It reports whether the entry existed.
+func (s *Store) ForgetRecall(confUID, historyUID string, seq uint64) (bool, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return false, err
+	}
+	var existed bool
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if historyBucket(tx, confUID, historyUID) == nil {
+			return nil // nothing to forget, and no tombstone to leak
+		}
+		conf, err := recallConf(tx, confUID)
+		if err != nil {
+			return err
+		}
+		k := recallKey(historyUID, seq)
+		existed = conf.Bucket(bucketEntries).Get(k) != nil
+		if err := conf.Bucket(bucketEntries).Delete(k); err != nil {
+			return err
+		}
+		if err := conf.Bucket(bucketVectors).Delete(k); err != nil {
+			return err
+		}
+		return conf.Bucket(bucketForgotten).Put(k, nil)
+	})
+	if err != nil {
+		return false, fmt.Errorf("forget recall entry %d of history %q of conf %q: %w", seq, historyUID, confUID, err)
+	}
+	return existed, nil
+}
+
+// ClearRecall drops a conf's entries, vectors and marks so that its index
+// is built again from the histories. What was forgotten stays forgotten.
+func (s *Store) ClearRecall(confUID string) error {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		conf, err := recallConf(tx, confUID)
+		if err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bucketEntries, bucketVectors, bucketMarks} {
+			if err := conf.DeleteBucket(name); err != nil {
+				return err
+			}
+			if _, err := conf.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return conf.Bucket(bucketRecallMeta).Delete(keyVectorModel)
+	})
+	if err != nil {
+		return fmt.Errorf("clear recall of conf %q: %w", confUID, err)
+	}
+	return nil
+}
+
+// dropRecall removes everything recall holds of one history (called by
+// Delete, in its transaction).
+func dropRecall(tx *bolt.Tx, confUID, historyUID string) error {
+	root := tx.Bucket(bucketRecall)
+	if root == nil {
+		return nil
+	}
+	conf := root.Bucket([]byte(confUID))
+	if conf == nil {
+		return nil
+	}
+	prefix := historyPrefix(historyUID)
+	for _, name := range [][]byte{bucketEntries, bucketVectors, bucketForgotten} {
+		b := conf.Bucket(name)
+		if b == nil {
+			continue
+		}
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+			if err := c.Delete(); err != nil {
+				return fmt.Errorf("drop recall of history %q: %w", historyUID, err)
+			}
+		}
+	}
+	if marks := conf.Bucket(bucketMarks); marks != nil {
+		return marks.Delete([]byte(historyUID))
+	}
+	return nil
+}
+
+// Confs lists the conf uids that have histories.
+func (s *Store) Confs() ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketHistories).ForEachBucket(func(k []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list confs: %w", err)
+	}
+	return out, nil
+}
+
+// Since returns up to limit records of a history stored after sequence
+// after, oldest first, metadata included (Seq tells where to go on).
+func (s *Store) Since(confUID, historyUID string, after uint64, limit int) ([]Record, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return nil, err
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+	}
+	var out []Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		msgs := messagesBucket(tx, confUID, historyUID)
+		if msgs == nil {
+			return ErrNotFound
+		}
+		c := msgs.Cursor()
+		start := seqKey(after + 1)
+		for k, v := c.Seek(start[:]); k != nil && len(out) < limit; k, v = c.Next() {
+			r, err := decodeRecord(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	return out, nil
+}
+
+// recallConf returns a conf's recall bucket with its sub-buckets, creating
+// what is missing.
+func recallConf(tx *bolt.Tx, confUID string) (*bolt.Bucket, error) {
+	root, err := tx.CreateBucketIfNotExists(bucketRecall)
+	if err != nil {
+		return nil, fmt.Errorf("recall bucket: %w", err)
+	}
+	conf, err := root.CreateBucketIfNotExists([]byte(confUID))
+	if err != nil {
+		return nil, fmt.Errorf("recall conf bucket: %w", err)
+	}
+	for _, name := range [][]byte{bucketEntries, bucketVectors, bucketMarks, bucketForgotten, bucketRecallMeta} {
+		if _, err := conf.CreateBucketIfNotExists(name); err != nil {
+			return nil, fmt.Errorf("recall bucket %q: %w", name, err)
+		}
+	}
+	return conf, nil
+}
+
+// recallSub returns a sub-bucket of a conf's recall bucket, or nil.
+func recallSub(tx *bolt.Tx, confUID string, name []byte) *bolt.Bucket {
+	root := tx.Bucket(bucketRecall)
+	if root == nil {
+		return nil
+	}
+	conf := root.Bucket([]byte(confUID))
+	if conf == nil {
+		return nil
+	}
+	return conf.Bucket(name)
+}
+
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+// decodeVector copies: bbolt's bytes are only valid in the transaction.
+func decodeVector(b []byte) []float32 {
+	if len(b) == 0 || len(b)%4 != 0 {
+		return nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
