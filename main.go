@@ -17,6 +17,7 @@ import (
 	"koe/app"
 	"koe/config"
 	"koe/internal/chatcli"
+	"koe/internal/memorycmd"
 	"koe/internal/pprofserve"
 )
 
@@ -25,6 +26,18 @@ func main() {
 	// own way before the server's signal handling.
 	if len(os.Args) > 1 && os.Args[1] == "chat" {
 		os.Exit(chatcli.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	}
+	if len(os.Args) > 1 && (os.Args[1] == "memory" || os.Args[1] == "eval") {
+		ctx, stop := signalContext()
+		code := memorycmd.Memory
+		if os.Args[1] == "eval" {
+			code = func(ctx context.Context, args []string, stdout, stderr io.Writer, _ func(string) string) int {
+				return memorycmd.Eval(ctx, args, stdout, stderr)
+			}
+		}
+		status := code(ctx, os.Args[2:], os.Stdout, os.Stderr, os.Getenv)
+		stop()
+		os.Exit(status)
 	}
 	ctx, stop := signalContext()
 	err := run(ctx, os.Args[1:], os.Stderr, os.Getenv)

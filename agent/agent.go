@@ -71,6 +71,11 @@ type Options struct {
 	// agent's, one call at a time, in order, with no lock of the agent's
 	// held; a slow receiver delays later notices, never a turn.
 	OnSummary func(MemoryState)
+	// Recall, if set, brings back what the character remembers of other
+	// conversations (and of this one's summarised past) before each
+	// reply, in at most RecallBudget tokens.
+	Recall       Recaller
+	RecallBudget int
 	// Tools the model may call (nil: none, one LLM call per turn).
 	Tools Toolbox
 	// MaxCycles bounds the LLM calls of a turn with tools (0:
@@ -281,7 +286,8 @@ func (a *Agent) add(m Message) {
 // toolsNote, when not empty, ends the system prompt's per-request part: the
 // tools available in this cycle. extraReminder, when not empty, follows
 // the user's reminder at the end of the request (a citation reminder).
-func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder string) (Request, *ContextReport, error) {
+// memories is the turn's recall block ("" = none).
+func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder, memories string) (Request, *ContextReport, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	turns := splitTurns(a.msgs)
@@ -315,6 +321,7 @@ func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder string) 
 		system:      system,
 		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + "." + toolsNote,
 		summaries:   sums,
+		memories:    memories,
 		earlier:     earlier,
 		lastReply:   lastReply,
 		persona:     persona,

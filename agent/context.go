@@ -37,6 +37,7 @@ type ContextReport struct {
 	ContextWindow    int
 	Calibration      float64 // provider-reported / koe-estimated, applied to the budget
 	Summaries        int     // summaries included
+	RecallTokens     int     // the memories block (0: none or dropped)
 	RawTurns         int     // earlier turns included verbatim
 	DroppedTurns     int
 	DroppedSummaries int
@@ -64,6 +65,7 @@ type contextParts struct {
 	system    string                  // the system prompt (or the persona replacing it)
 	dynamic   string                  // per-request parts: date and time, tools
 	summaries []history.SummaryRecord // oldest first, already limited by the policy
+	memories  string                  // the recall block ("" = none)
 	earlier   []turn                  // complete turns not summarised, oldest first
 	persona   string                  // the custom prompt above the latest user message ("" = none)
 	current   []Message               // the current turn: its user message and tool cycle
@@ -122,6 +124,21 @@ func build(tok *Tokenizer, p contextParts) (Request, ContextReport, error) {
 	}
 	left := budget - cost(fixed)
 
+	// The memories block comes right after what is never cut: it was
+	// chosen for this very message. It goes above the persona, so it
+	// moves down with the conversation and the history before it stays
+	// a stable prefix for the server's prompt cache. A block the window
+	// cannot hold is dropped whole, never the current turn.
+	recallTokens := 0
+	if p.memories != "" {
+		m := WireMessage{Role: RoleUser, Content: p.memories}
+		if n := tok.CountMessage(m); cost(n) <= left {
+			left -= cost(n)
+			recallTokens = n
+			tail = append([]WireMessage{m}, tail...)
+		}
+	}
+
 	// Summaries first: they stand for the oldest part of the conversation
 	// at a fraction of its size. Drop the oldest if even they do not fit.
 	sums := p.summaries
@@ -163,6 +180,7 @@ func build(tok *Tokenizer, p contextParts) (Request, ContextReport, error) {
 			ContextWindow:    p.window,
 			Calibration:      cal,
 			Summaries:        len(sums),
+			RecallTokens:     recallTokens,
 			RawTurns:         len(p.earlier) - keep,
 			DroppedTurns:     keep,
 			DroppedSummaries: len(p.summaries) - len(sums),

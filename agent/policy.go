@@ -31,12 +31,26 @@ type MemoryConfig struct {
 	// PersonaAsSystem puts the character's persona in place of the system
 	// prompt instead of as a message right above the latest user message.
 	PersonaAsSystem bool `yaml:"persona_as_system"`
+	// Recall brings back, before each reply, what the character said and
+	// heard in its other conversations (and in this one's summarised
+	// past) that bears on the user's message, in at most RecallBudget
+	// tokens.
+	Recall       bool `yaml:"recall"`
+	RecallBudget int  `yaml:"recall_budget"`
 }
 
 // DefaultMemoryConfig is the sliding policy of the product design.
 func DefaultMemoryConfig() MemoryConfig {
-	return MemoryConfig{Policy: PolicySliding, Every: 3, MaxMessages: 10, KeepRecent: 5, CompressionRate: 0.3}
+	return MemoryConfig{Policy: PolicySliding, Every: 3, MaxMessages: 10, KeepRecent: 5, CompressionRate: 0.3,
+		Recall: true, RecallBudget: DefaultRecallBudget}
 }
+
+// Recall budget bounds: a block needs room for its dated header and a
+// line or two; past the upper bound it would crowd out the conversation.
+const (
+	MinRecallBudget = 50
+	MaxRecallBudget = 32000
+)
 
 // Compression rate bounds.
 const (
@@ -57,6 +71,9 @@ func (c MemoryConfig) Validate() error {
 		}
 	default:
 		return fmt.Errorf("memory.policy %q is unknown: use %s or %s", c.Policy, PolicySliding, PolicyWindow)
+	}
+	if c.Recall && (c.RecallBudget < MinRecallBudget || c.RecallBudget > MaxRecallBudget) {
+		return fmt.Errorf("memory.recall_budget %d is out of range: %d to %d tokens (default %d), or set memory.recall: false", c.RecallBudget, MinRecallBudget, MaxRecallBudget, DefaultRecallBudget)
 	}
 	if c.MaxSummaries < 0 {
 		return fmt.Errorf("memory.max_summaries must not be negative, got %d", c.MaxSummaries)

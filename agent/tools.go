@@ -86,6 +86,7 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 	cycles, _ := emit.(CycleEmitter)
 	searcher, _ := a.opts.Tools.(Searcher)
 	searched := false
+	memories := a.recall(ctx)
 	for cycle := 1; ; cycle++ {
 		last := cycle >= a.opts.MaxCycles
 		note, reminder := toolsNote(specs, last), ""
@@ -93,7 +94,7 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 			note += citationNote
 			reminder = citationReminder
 		}
-		req, rep, err := a.buildContext(specs, note, reminder)
+		req, rep, err := a.buildContext(specs, note, reminder, memories)
 		if err != nil {
 			return err
 		}

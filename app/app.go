@@ -24,6 +24,7 @@ import (
 	"koe/history"
 	"koe/llm"
 	"koe/mcp"
+	"koe/recall"
 	"koe/server"
 	"koe/static"
 	"koe/tts"
@@ -41,6 +42,7 @@ type Main struct {
 	Getenv func(string) string
 
 	store  *history.Store
+	recall *recall.Service
 	mcp    *mcp.Manager
 	hub    *conversation.Hub
 	server *server.Server
@@ -51,6 +53,9 @@ type Main struct {
 	// The start-up probe of the LLM runs in the background; Close stops it.
 	stopProbe context.CancelFunc
 	probed    chan struct{}
+	// So does loading the characters' recall indexes.
+	stopPreload context.CancelFunc
+	preloaded   chan struct{}
 
 	// Close shuts down once; callers after the first (a signal and a
 	// deferred Close, say) get its result.
@@ -78,7 +83,8 @@ func (m *Main) Open() error {
 	m.store = store
 	// Build the tokenizer's vocabulary now (about a quarter of a second)
 	// rather than in the first user's first turn.
-	agent.NewTokenizer(cfg.Character.LLM.Model).Count("warm up")
+	tok := agent.NewTokenizer(cfg.Character.LLM.Model)
+	tok.Count("warm up")
 	// Building it left tens of megabytes of garbage and a heap goal the
 	// next collection would meet mid-turn: collect now, once, and give
 	// the garbage back to the system.
@@ -104,6 +110,7 @@ func (m *Main) Open() error {
 	// they come up. Without any configured, the manager holds nothing.
 	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger)
 	if err != nil {
+		m.stopRecall()
 		_ = store.Close()
 		return err
 	}
@@ -112,6 +119,8 @@ func (m *Main) Open() error {
 	if len(cfg.MCP.Servers) > 0 {
 		toolServers = tools
 	}
+	m.recall = recall.New(recall.Options{Store: store, Count: tok.Count, Logger: m.Logger})
+	m.preload()
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
 		Store:      store,
@@ -124,6 +133,7 @@ func (m *Main) Open() error {
 		ASRErr:      asrErr,
 		Backgrounds: func() []string { return server.BackgroundFiles(cfg.Server.BackgroundsDir) },
 		ToolServers: toolServers,
+		Recall:      m.recall,
 		Logger:      m.Logger,
 	})
 	m.server = server.New(server.Options{
@@ -137,6 +147,7 @@ func (m *Main) Open() error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		m.mcp.Close()
+		m.stopRecall()
 		_ = store.Close()
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -150,6 +161,33 @@ func (m *Main) Open() error {
 		"llm", cfg.Character.LLM.BaseURL, "model", cfg.Character.LLM.Model,
 		"data", cfg.DataDir)
 	return nil
+}
+
+// preload loads every character's recall index in the background, so the
+// first turn after a restart finds it ready (a turn that comes sooner
+// waits for its own character's).
+func (m *Main) preload() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopPreload, m.preloaded = cancel, make(chan struct{})
+	go func() {
+		defer close(m.preloaded)
+		start := time.Now()
+		if err := m.recall.Preload(ctx); err != nil {
+			if ctx.Err() == nil {
+				m.Logger.Error("recall: could not load the characters' memories; they are loaded at their next turn", "err", err)
+			}
+			return
+		}
+		m.Logger.Debug("recall: memories loaded", "took", time.Since(start).Round(time.Millisecond))
+	}()
+}
+
+// stopRecall stops loading and indexing; what is left to index is caught
+// up at the next start.
+func (m *Main) stopRecall() {
+	m.stopPreload()
+	<-m.preloaded
+	m.recall.Close()
 }
 
 // probeLLM checks the default character's LLM server in the background:
@@ -200,6 +238,7 @@ func (m *Main) shutdown() error {
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.
 	m.hub.Close()
+	m.stopRecall()
 	m.mcp.Close()
 	m.llm.CloseIdleConnections()
 	if cerr := m.store.Close(); cerr != nil {

@@ -147,6 +147,9 @@ func (c Character) Validate() error {
 	if err := c.Memory.Validate(); err != nil {
 		return fmt.Errorf("character %q: %w", c.ConfName, err)
 	}
+	if c.Memory.Recall && c.Memory.RecallBudget > c.LLM.ContextWindow/2 {
+		return fmt.Errorf("character %q: memory.recall_budget %d is more than half of llm.context_window %d: lower it, or raise the window", c.ConfName, c.Memory.RecallBudget, c.LLM.ContextWindow)
+	}
 	if err := c.TTS.Validate(); err != nil {
 		return fmt.Errorf("character %q: tts: %w", c.ConfName, err)
 	}

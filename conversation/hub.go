@@ -83,7 +83,9 @@ type Deps struct {
 	// ToolServers gives the tools of the MCP servers a character enables
 	// (nil: none are configured).
 	ToolServers ToolServers
-	Logger      *slog.Logger
+	// Recall is the characters' long-term memory (nil: none).
+	Recall Recall
+	Logger *slog.Logger
 }
 
 // ToolServers are the tool servers koe is connected to, shared by every

@@ -1,0 +1,70 @@
+package conversation
+
+import (
+	"context"
+
+	"koe/agent"
+	"koe/history"
+	"koe/recall"
+)
+
+// Recall is the characters' long-term memory (package recall's Service):
+// told of every record stored and every history deleted, asked before
+// every reply.
+type Recall interface {
+	Noted(confUID, historyUID string)
+	ForgetHistory(confUID, historyUID string)
+	Recall(ctx context.Context, q recall.Query) (recall.Block, error)
+}
+
+// characterRecall is one character's memory as its agent asks it.
+type characterRecall struct {
+	r    Recall
+	conf string
+}
+
+func (c characterRecall) Recall(ctx context.Context, q agent.RecallQuery) (string, error) {
+	b, err := c.r.Recall(ctx, recall.Query{
+		ConfUID: c.conf, HistoryUID: q.HistoryUID, Exclude: q.Exclude,
+		Text: q.Text, Budget: q.Budget,
+	})
+	return b.Text, err
+}
+
+// recaller is the agent's view of a character's memory (nil: recall is
+// off for it, or koe runs without one).
+func (h *Hub) recaller(char Character) agent.Recaller {
+	if h.deps.Recall == nil || !char.Memory.Recall {
+		return nil
+	}
+	return characterRecall{r: h.deps.Recall, conf: char.ConfUID}
+}
+
+// noted tells recall a history has new records to index.
+func (h *Hub) noted(conf, uid string) {
+	if h.deps.Recall != nil {
+		h.deps.Recall.Noted(conf, uid)
+	}
+}
+
+// forgotten tells recall a history was deleted.
+func (h *Hub) forgotten(conf, uid string) {
+	if h.deps.Recall != nil {
+		h.deps.Recall.ForgetHistory(conf, uid)
+	}
+}
+
+// notingSummaries is the summary store an agent writes to: each summary
+// stored is also a view recall indexes.
+type notingSummaries struct {
+	store HistoryStore
+	hub   *Hub
+}
+
+func (n notingSummaries) AddSummary(conf, uid string, r history.SummaryRecord) error {
+	if err := n.store.AddSummary(conf, uid, r); err != nil {
+		return err
+	}
+	n.hub.noted(conf, uid)
+	return nil
+}

@@ -1,0 +1,166 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"koe/history"
+)
+
+// readBatch is how many records the indexer reads (and saves) at a time.
+const readBatch = 256
+
+// backfillBatch bounds the vectors made for older entries per pass, so
+// that a character gaining an embeddings endpoint does not hold up the
+// indexing of new messages.
+const backfillBatch = 256
+
+// indexHistory indexes a history's records past its mark and its
+// summaries, then makes vectors that are missing.
+func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
+	c, err := s.character(ctx, conf)
+	if err != nil {
+		return err
+	}
+	marks, err := s.opts.Store.RecallMarks(conf)
+	if err != nil {
+		return err
+	}
+	mark := marks[uid]
+	for {
+		recs, err := s.opts.Store.Since(conf, uid, mark.Seq, readBatch)
+		if errors.Is(err, history.ErrNotFound) {
+			c.dropHistory(uid)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			break
+		}
+		var entries []history.RecallEntry
+		for _, r := range recs {
+			mark.Seq = r.Seq
+			if history.StartsTurn(r) {
+				mark.Turn++
+			}
+			if e, ok := entryOf(r, mark.Turn); ok {
+				e.HistoryUID = uid
+				entries = append(entries, e)
+			}
+		}
+		s.embedEntries(ctx, entries)
+		if len(entries) > 0 && entries[0].Vector != nil {
+			// Name the vectors' model before storing them: vectors of
+			// another model are dropped then, not these.
+			if err := s.opts.Store.SetRecallVectors(conf, s.opts.Embedder.Model(), nil); err != nil {
+				return err
+			}
+		}
+		saved, err := s.opts.Store.SaveRecall(conf, uid, mark, entries)
+		if errors.Is(err, history.ErrNotFound) {
+			c.dropHistory(uid)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		c.add(saved)
+		if len(recs) < readBatch {
+			break
+		}
+	}
+	sums, err := s.opts.Store.Summaries(conf, uid)
+	if err != nil && !errors.Is(err, history.ErrNotFound) {
+		return err
+	}
+	c.setSummaries(uid, sums)
+	return s.backfill(ctx, conf, uid, c)
+}
+
+// entryOf is what recall keeps of a record: the human's and the AI's
+// words, nothing of tool steps, metadata or instructions.
+func entryOf(r history.Record, turn int) (history.RecallEntry, bool) {
+	if r.Role != history.RoleHuman && r.Role != history.RoleAI {
+		return history.RecallEntry{}, false
+	}
+	if strings.TrimSpace(r.Content) == "" {
+		return history.RecallEntry{}, false
+	}
+	return history.RecallEntry{
+		Seq: r.Seq, Turn: turn, Role: r.Role, Name: r.Name,
+		Timestamp: r.Timestamp, Text: r.Content, Meta: r.Meta,
+	}, true
+}
+
+// embedEntries gives entries their vectors when an endpoint is configured
+// and answers; otherwise they stay keyword-only until a later backfill.
+func (s *Service) embedEntries(ctx context.Context, entries []history.RecallEntry) {
+	if s.opts.Embedder == nil || len(entries) == 0 {
+		return
+	}
+	texts := make([]string, len(entries))
+	for i, e := range entries {
+		texts[i] = e.Text
+	}
+	vecs, err := s.opts.Embedder.Embed(ctx, texts)
+	if !s.embedOutcome(err) || len(vecs) != len(entries) {
+		return
+	}
+	for i := range entries {
+		entries[i].Vector = vecs[i]
+	}
+}
+
+// embedOutcome logs an embedding failure once per streak of failures and
+// reports whether the call worked.
+func (s *Service) embedOutcome(err error) bool {
+	s.mu.Lock()
+	was := s.embedFailing
+	s.embedFailing = err != nil && s.ctx.Err() == nil
+	s.mu.Unlock()
+	switch {
+	case err == nil:
+		if was {
+			s.log.Info("recall: the embeddings endpoint answers again; vectors are being made for what was missed")
+		}
+		return true
+	case !was && s.ctx.Err() == nil:
+		s.log.Warn("recall: the embeddings endpoint failed; memories rank by keywords until it answers", "err", err)
+	}
+	return false
+}
+
+// backfill makes vectors for up to backfillBatch entries that lack one,
+// and notes the history again if more remain.
+func (s *Service) backfill(ctx context.Context, conf, uid string, c *character) error {
+	if s.opts.Embedder == nil {
+		return nil
+	}
+	s.mu.Lock()
+	failing := s.embedFailing
+	s.mu.Unlock()
+	if failing {
+		// New messages retry the endpoint; old ones wait until it works.
+		return nil
+	}
+	todo := c.withoutVectors(backfillBatch)
+	if len(todo) == 0 {
+		return nil
+	}
+	s.embedEntries(ctx, todo)
+	if todo[0].Vector == nil {
+		return nil
+	}
+	if err := s.opts.Store.SetRecallVectors(conf, s.opts.Embedder.Model(), todo); err != nil {
+		return fmt.Errorf("store vectors: %w", err)
+	}
+	c.setVectors(todo)
+	if len(todo) == backfillBatch {
+		s.Noted(conf, uid)
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package recall
+
+import (
+	"context"
+	"strings"
+
+	"koe/textindex"
+)
+
+// Ranking weighs what a message's score is made of. Every part is a share
+// of a BM25 score, so the weights are comparable whatever the query.
+type Ranking struct {
+	// Near and Far weigh the scores of the messages one and two places
+	// away in the same session: evidence is often a reply to a question
+	// that holds the words, or the message after one that does.
+	Near, Far float64
+	// Session weighs the session's score (the sum of its messages',
+	// scaled to the best message's): a session about the subject lifts
+	// all of its messages a little.
+	Session float64
+	// Named multiplies the score of a message by a person the query names.
+	Named float64
+	// Summaries lets the agent's summaries that match the query lift the
+	// messages of the turns they cover.
+	Summaries bool
+}
+
+// DefaultRanking is what live turns and the evaluation use.
+var DefaultRanking = Ranking{Near: 0.5, Far: 0.25, Session: 0.3, Named: 1.3, Summaries: true}
+
+// rrfK is the reciprocal-rank-fusion constant (the usual 60).
+const rrfK = 60
+
+// neighbours is how far scoring looks either way within a session.
+const neighbours = 2
+
+// ranked is one candidate message.
+type ranked struct {
+	id    textindex.DocID
+	score float64
+}
+
+// rankLocked orders the character's messages for a query, best first,
+// keeping at most limit. exclude says which messages may not be returned
+// (they still lend their score to their neighbours). qvec, if set, adds a
+// vector ranking. Called with c.mu read-locked.
+func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, qvec []float32, limit int) []ranked {
+	terms := textindex.Terms(q)
+	hits := c.words.Score(terms)
+	own := make(map[textindex.DocID]float64, len(hits))
+	sess := map[int]float64{}
+	best, bestSess := 0.0, 0.0
+	for _, h := range hits {
+		own[h.ID] = h.Score
+		best = max(best, h.Score)
+		s := c.entries[h.ID].session
+		sess[s] += h.Score
+		bestSess = max(bestSess, sess[s])
+	}
+	named := map[string]bool{}
+	for _, w := range textindex.Words(q) {
+		if c.names[w] {
+			named[w] = true
+		}
+	}
+
+	// Every hit and its neighbours are candidates: a message without the
+	// words may be the answer to one with them.
+	cand := make(map[textindex.DocID]float64, len(hits)*3)
+	for _, h := range hits {
+		e := &c.entries[h.ID]
+		docs := c.sessions[e.session].docs
+		for p := max(0, e.pos-neighbours); p <= min(len(docs)-1, e.pos+neighbours); p++ {
+			cand[docs[p]] = 0
+		}
+	}
+	var keyword []textindex.Hit
+	for id := range cand {
+		e := &c.entries[id]
+		if e.dead || (exclude != nil && exclude(e)) {
+			continue
+		}
+		docs := c.sessions[e.session].docs
+		score := own[id]
+		for d := 1; d <= neighbours; d++ {
+			w := rk.Near
+			if d == 2 {
+				w = rk.Far
+			}
+			if e.pos-d >= 0 {
+				score += w * own[docs[e.pos-d]]
+			}
+			if e.pos+d < len(docs) {
+				score += w * own[docs[e.pos+d]]
+			}
+		}
+		if bestSess > 0 {
+			score += rk.Session * best * sess[e.session] / bestSess
+		}
+		if rk.Named > 0 && named[strings.ToLower(e.name)] {
+			score *= rk.Named
+		}
+		keyword = append(keyword, textindex.Hit{ID: id, Score: score})
+	}
+	keyword = textindex.Top(keyword, limit)
+
+	lists := [][]textindex.Hit{keyword}
+	if qvec != nil {
+		lists = append(lists, c.nearestLocked(qvec, exclude, limit))
+	}
+	if rk.Summaries {
+		if s := c.summaryHitsLocked(terms, exclude, limit); len(s) > 0 {
+			lists = append(lists, s)
+		}
+	}
+	fused := keyword
+	if len(lists) > 1 {
+		fused = textindex.Top(textindex.Fuse(rrfK, lists...), limit)
+	}
+	out := make([]ranked, len(fused))
+	for i, h := range fused {
+		out[i] = ranked{id: h.ID, score: h.Score}
+	}
+	return out
+}
+
+// nearestLocked ranks messages by cosine similarity to qvec (vectors are
+// unit length, so a dot product).
+func (c *character) nearestLocked(qvec []float32, exclude func(*entry) bool, limit int) []textindex.Hit {
+	var hits []textindex.Hit
+	for i := range c.entries {
+		e := &c.entries[i]
+		if e.dead || len(e.vector) != len(qvec) || (exclude != nil && exclude(e)) {
+			continue
+		}
+		var dot float32
+		for j, x := range qvec {
+			dot += x * e.vector[j]
+		}
+		hits = append(hits, textindex.Hit{ID: textindex.DocID(i), Score: float64(dot)})
+	}
+	return textindex.Top(hits, limit)
+}
+
+// summaryHitsLocked ranks the messages of the turns that the best
+// matching summaries cover, summary by summary.
+func (c *character) summaryHitsLocked(terms []string, exclude func(*entry) bool, limit int) []textindex.Hit {
+	const summariesUsed = 3
+	top := textindex.Top(c.sums.Score(terms), summariesUsed)
+	var out []textindex.Hit
+	for _, h := range top {
+		d := c.sumDocs[h.ID]
+		if d.dead {
+			continue
+		}
+		for _, id := range c.turnDocsLocked(d.history, d.turns) {
+			if exclude != nil && exclude(&c.entries[id]) {
+				continue
+			}
+			out = append(out, textindex.Hit{ID: id, Score: h.Score})
+			if len(out) == limit {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// embedQuery embeds a live turn's message within the query timeout; nil
+// means rank by keywords (no endpoint, no vectors yet, or it failed).
+func (s *Service) embedQuery(ctx context.Context, c *character, text string) []float32 {
+	if s.opts.Embedder == nil {
+		return nil
+	}
+	c.mu.RLock()
+	some := c.live > c.missing
+	c.mu.RUnlock()
+	if !some {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	vecs, err := s.opts.Embedder.Embed(ctx, []string{text})
+	if err != nil || len(vecs) != 1 {
+		if err != nil && ctx.Err() == nil {
+			s.embedOutcome(err)
+		}
+		return nil
+	}
+	return vecs[0]
+}
