@@ -23,7 +23,7 @@ func (e *EmbedError) Error() string {
 	case agent.KindUnreachable:
 		return fmt.Sprintf("cannot reach the embeddings server at %s%s. Start it, or set embeddings.base_url in conf.yaml (empty: koe ranks by keywords only)", e.BaseURL, detail)
 	case agent.KindUnauthorized:
-		return fmt.Sprintf("the embeddings server at %s rejected the API key (HTTP %d)%s. Set KOE_EMBEDDINGS_API_KEY or embeddings.api_key", e.BaseURL, e.Status, detail)
+		return fmt.Sprintf("the embeddings server at %s rejected the API key (HTTP %d)%s. Set %s or embeddings.api_key", e.BaseURL, e.Status, detail, EnvEmbeddingsAPIKey)
 	case agent.KindNotFound:
 		if modelMissing(e.Detail) {
 			return fmt.Sprintf("the embeddings server at %s does not have model %q (HTTP %d)%s. Fetch it (for Ollama: ollama pull %s), or set embeddings.model to a model the server serves", e.BaseURL, e.Model, e.Status, detail, e.Model)

@@ -36,6 +36,20 @@ const (
 	MaxEmbedBatch            = 2048
 )
 
+// EnvEmbeddingsAPIKey overrides embeddings.api_key, so that a key need not
+// be written in the file.
+const EnvEmbeddingsAPIKey = "KOE_EMBEDDINGS_API_KEY"
+
+// ApplyEnv applies the environment overrides; getenv may be nil.
+func (c *EmbeddingsConfig) ApplyEnv(getenv func(string) string) {
+	if getenv == nil {
+		return
+	}
+	if v := getenv(EnvEmbeddingsAPIKey); v != "" {
+		c.APIKey = v
+	}
+}
+
 // DefaultEmbeddingsConfig has no endpoint, so koe ranks by keywords until
 // the user names one.
 func DefaultEmbeddingsConfig() EmbeddingsConfig {
