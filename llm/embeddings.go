@@ -34,9 +34,10 @@ func (e *Embedder) Model() string { return e.cfg.Model }
 
 // Embed returns one L2-normalised vector per text, in order, all of the
 // same length. It sends the texts in batches of embeddings.batch, one
-// after the other, each within embeddings.timeout. No text may be empty.
-// Failures are *EmbedError, except that a cancelled or expired ctx returns
-// ctx's error; nothing is returned for any text when one batch fails.
+// after the other, each within embeddings.timeout. An empty text is the
+// caller's mistake: a plain error, before any request. Failures of the
+// server are *EmbedError; a cancelled or expired ctx returns ctx's error.
+// Nothing is returned for any text when one batch fails.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return e.embed(ctx, texts, e.cfg.Timeout, "embeddings.timeout")
 }
