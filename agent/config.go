@@ -90,15 +90,8 @@ func DefaultConfig() Config {
 
 // Validate reports settings that can never work.
 func (c Config) Validate() error {
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return fmt.Errorf("llm.base_url %q is not an http(s) URL with a host (example: http://127.0.0.1:11434/v1)", c.BaseURL)
-	}
-	// A local server always listens on its own port (Ollama 11434,
-	// llama.cpp 8080, vLLM 8000); a plain http URL without one is almost
-	// always a typo that would only show up at the first turn.
-	if u.Scheme == "http" && u.Port() == "" {
-		return fmt.Errorf("llm.base_url %q names no port: write it, e.g. http://%s:11434/v1 for Ollama (or :80 if you mean port 80)", c.BaseURL, u.Hostname())
+	if err := CheckBaseURL("llm.base_url", c.BaseURL); err != nil {
+		return err
 	}
 	if c.Model == "" {
 		return errors.New("llm.model is empty: set it in the config file or KOE_LLM_MODEL")
@@ -118,6 +111,22 @@ func (c Config) Validate() error {
 			key = "llm.max_tokens"
 		}
 		return fmt.Errorf("%s %d is too small: a reply needs at least %d tokens (default %d)", key, n, MinReplyTokens, DefaultMaxReplyTokens)
+	}
+	return nil
+}
+
+// CheckBaseURL reports an OpenAI-compatible base URL, the value of key in
+// the config file, that can never work.
+func CheckBaseURL(key, baseURL string) error {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return fmt.Errorf("%s %q is not an http(s) URL with a host (example: http://127.0.0.1:11434/v1)", key, baseURL)
+	}
+	// A local server always listens on its own port (Ollama 11434,
+	// llama.cpp 8080, vLLM 8000); a plain http URL without one is almost
+	// always a typo that would only show up at the first request.
+	if u.Scheme == "http" && u.Port() == "" {
+		return fmt.Errorf("%s %q names no port: write it, e.g. http://%s:11434/v1 for Ollama (or :80 if you mean port 80)", key, baseURL, u.Hostname())
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"koe/agent"
 	"koe/asr"
 	"koe/conversation"
+	"koe/llm"
 	"koe/mcp"
 	"koe/server"
 	"koe/tools"
@@ -42,6 +43,9 @@ type Config struct {
 	// top level, as Open-LLM-VTuber users write them); characters enable
 	// them by name in tools.mcp_servers.
 	MCP mcp.Config `yaml:",inline"`
+	// Embeddings is the endpoint long-term recall and the knowledge base
+	// rank with besides keywords; shared by all characters.
+	Embeddings llm.EmbeddingsConfig `yaml:"embeddings"`
 
 	// fileName is the base name of the configuration file; the client sees
 	// it as the default character's "file".
@@ -66,6 +70,7 @@ func Default() Config {
 		Character:     defaultCharacter(),
 		ASR:           asr.DefaultConfig(),
 		MCP:           mcp.Config{Servers: map[string]mcp.ServerConfig{}},
+		Embeddings:    llm.DefaultEmbeddingsConfig(),
 		fileName:      "conf.yaml",
 	}
 }
@@ -151,6 +156,7 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 	}
 	cfg.Character = finishCharacter(cfg.Character, getenv)
 	cfg.Server.ApplyEnv(getenv)
+	cfg.Embeddings.ApplyEnv(getenv)
 	for _, override := range overrides {
 		override(&cfg)
 	}
@@ -171,7 +177,7 @@ func (c Config) Validate() error {
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return err
 	}
-	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP} {
+	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

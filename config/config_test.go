@@ -300,7 +300,7 @@ func TestExampleConfigIsTheDefaults(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cfg.Server, want.Server) || !reflect.DeepEqual(cfg.Conversation, want.Conversation) ||
 		!reflect.DeepEqual(cfg.Character, want.Character) || cfg.DataDir != want.DataDir ||
-		cfg.CharactersDir != want.CharactersDir || cfg.LogLevel != want.LogLevel {
+		cfg.CharactersDir != want.CharactersDir || cfg.LogLevel != want.LogLevel || cfg.Embeddings != want.Embeddings {
 		t.Fatalf("conf.example.yaml differs from the defaults:\n got %+v\nwant %+v", cfg, want)
 	}
 }

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -24,44 +25,66 @@ func (c *Client) classify(err error, kindIfUnknown agent.ErrorKind) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	e := &agent.LLMError{BaseURL: c.cfg.BaseURL, Model: c.cfg.Model, Err: err}
+	f := classifyFailure(err, kindIfUnknown)
+	return &agent.LLMError{Kind: f.kind, BaseURL: c.cfg.BaseURL, Model: c.cfg.Model, Status: f.status, Detail: f.detail, Err: err}
+}
+
+// failure is a failed request to an OpenAI-compatible server, sorted: the
+// chat and the embeddings clients each word it for their own settings.
+type failure struct {
+	kind   agent.ErrorKind
+	status int    // HTTP status, when the server sent one
+	detail string // what the server said, or what the client saw
+}
+
+// classifyFailure sorts whatever go-openai or net/http returned by what a
+// person can do about it.
+func classifyFailure(err error, kindIfUnknown agent.ErrorKind) failure {
+	var f failure
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	var netErr net.Error
 	switch {
 	case errors.As(err, &apiErr):
-		e.Status, e.Detail = apiErr.HTTPStatusCode, apiErr.Message
+		f.status, f.detail = apiErr.HTTPStatusCode, apiErr.Message
 	case errors.As(err, &reqErr):
-		e.Status = reqErr.HTTPStatusCode
+		f.status = reqErr.HTTPStatusCode
 		// Not an OpenAI-style error body: often a proxy's HTML page, so
 		// quote only its start.
-		e.Detail = quote.Shorten(strings.TrimSpace(string(reqErr.Body)), 200)
+		f.detail = quote.Shorten(strings.TrimSpace(string(reqErr.Body)), 200)
 	case errors.As(err, &netErr) && netErr.Timeout():
-		e.Kind, e.Detail = agent.KindTimeout, err.Error()
-		return e
+		return failure{kind: agent.KindTimeout, detail: err.Error()}
 	}
 	switch {
-	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
-		e.Kind = agent.KindUnauthorized
-	case e.Status == http.StatusNotFound:
-		e.Kind = agent.KindNotFound
-	case e.Status == http.StatusTooManyRequests:
-		e.Kind = agent.KindRateLimited
-	case e.Status >= 500:
-		e.Kind = agent.KindServer
-	case e.Status >= 400:
-		e.Kind = agent.KindBadRequest
+	case f.status == http.StatusUnauthorized || f.status == http.StatusForbidden:
+		f.kind = agent.KindUnauthorized
+	case f.status == http.StatusNotFound:
+		f.kind = agent.KindNotFound
+	case f.status == http.StatusTooManyRequests:
+		f.kind = agent.KindRateLimited
+	case f.status >= 500:
+		f.kind = agent.KindServer
+	case f.status >= 400:
+		f.kind = agent.KindBadRequest
 	default:
 		var opErr *net.OpError
 		var dnsErr *net.DNSError
 		if errors.As(err, &opErr) || errors.As(err, &dnsErr) {
-			e.Kind = agent.KindUnreachable
+			f.kind = agent.KindUnreachable
 		} else {
-			e.Kind = kindIfUnknown
+			f.kind = kindIfUnknown
 		}
-		e.Detail = err.Error()
+		f.detail = err.Error()
 	}
-	return e
+	return f
+}
+
+// undecodable reports whether err is a 200 answer that was not the JSON
+// asked for: a web page, or another API at that URL.
+func undecodable(err error) bool {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &syntax) || errors.As(err, &typ)
 }
 
 // noText is the error for an answer that held no reply text. If nothing

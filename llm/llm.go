@@ -6,8 +6,6 @@ package llm
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -34,25 +32,26 @@ var _ agent.LLM = (*Client)(nil)
 // New builds a client; httpClient may be shared by many sessions so that
 // they share one connection pool (nil: go-openai's default client).
 func New(cfg agent.Config, httpClient *http.Client) *Client {
-	oc := openai.DefaultConfig(cfg.APIKey)
+	return &Client{cfg: cfg, api: apiClient(cfg.BaseURL, cfg.APIKey, httpClient), tok: agent.NewTokenizer(cfg.Model), startIdle: startIdleClock}
+}
+
+// apiClient is go-openai's client for one server.
+func apiClient(baseURL, apiKey string, httpClient *http.Client) *openai.Client {
+	oc := openai.DefaultConfig(apiKey)
 	// People paste base URLs with a trailing slash; the paths go-openai
 	// appends start with one.
-	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.BaseURL = strings.TrimRight(baseURL, "/")
 	if httpClient != nil {
 		oc.HTTPClient = httpClient
 	}
-	return &Client{cfg: cfg, api: openai.NewClientWithConfig(oc), tok: agent.NewTokenizer(cfg.Model), startIdle: startIdleClock}
+	return openai.NewClientWithConfig(oc)
 }
 
 // Complete returns a whole (non-streamed) answer; summaries use it.
 func (c *Client) Complete(ctx context.Context, req agent.Request) (string, *agent.Usage, error) {
 	resp, err := c.api.CreateChatCompletion(ctx, c.chatRequest(req))
 	if err != nil {
-		var syntax *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &syntax) || errors.As(err, &typ) {
-			// A 200 answer that is not a chat completion: a web page, or
-			// another API at that URL.
+		if undecodable(err) {
 			return "", nil, c.noText(resp.Header(), false, "")
 		}
 		return "", nil, c.classify(err, agent.KindUnreachable)

@@ -1,5 +1,5 @@
-// Package fakellm is a fake OpenAI-compatible chat-completions, speech and
-// transcription server.
+// Package fakellm is a fake OpenAI-compatible chat-completions, speech,
+// transcription and embeddings server.
 //
 // It speaks the real wire format (JSON bodies, SSE streaming, OpenAI-style
 // error bodies) over real HTTP so that koe's tests and its load-test command
@@ -9,7 +9,9 @@
 // POST /v1/audio/speech answers with deterministic synthetic speech (see
 // speech.go) so text-to-speech clients can be tested the same way, and
 // POST /v1/audio/transcriptions answers with a scripted transcript (see
-// transcription.go) for speech-recognition clients.
+// transcription.go) for speech-recognition clients. POST /v1/embeddings
+// answers with deterministic bag-of-words vectors (see embeddings.go) for
+// embedding clients and ranking tests.
 //
 // It is a test/benchmark tool, never a product path, but it is written to be
 // safe against arbitrary input: malformed requests get OpenAI-style errors,
@@ -159,6 +161,9 @@ type Server struct {
 	// transcriptionRespond is nil for the default transcription behaviour.
 	transcriptionRespond  func(TranscriptionRequest) TranscriptionReply
 	transcriptionRequests []TranscriptionRequest
+	// embeddingRespond is nil for the default embedding behaviour.
+	embeddingRespond  func(EmbeddingRequest) EmbeddingReply
+	embeddingRequests []EmbeddingRequest
 	// handlers tracks in-flight handlers so Close can wait for them.
 	// Add is only called under mu while !closed, and Wait only after closed
 	// is set, which is the ordering sync.WaitGroup requires.
@@ -241,6 +246,7 @@ func (s *Server) SetRecording(enabled bool) {
 		s.requests = nil
 		s.speechRequests = nil
 		s.transcriptionRequests = nil
+		s.embeddingRequests = nil
 	}
 }
 
@@ -264,8 +270,8 @@ func (s *Server) SetStrictRoles(on bool) {
 // stream. Server shutdown is not reported.
 func (s *Server) Disconnects() <-chan struct{} { return s.disconnects }
 
-// Active returns the number of chat, speech and transcription requests
-// currently being served.
+// Active returns the number of chat, speech, transcription and embedding
+// requests currently being served.
 func (s *Server) Active() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -303,6 +309,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.speech(w, r)
 	case r.URL.Path == "/v1/audio/transcriptions" && r.Method == http.MethodPost:
 		s.transcription(w, r)
+	case r.URL.Path == "/v1/embeddings" && r.Method == http.MethodPost:
+		s.embeddings(w, r)
 	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, modelList{
 			Object: "list",
@@ -313,7 +321,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// begin registers a chat, speech or transcription handler. Once Close has
+// begin registers a chat, speech, transcription or embedding handler. Once Close has
 // started it answers 503 itself and fails, so that handlers.Add never races
 // with handlers.Wait.
 func (s *Server) begin(w http.ResponseWriter) bool {
@@ -392,14 +400,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reply.Body != "" {
-		ct := reply.ContentType
-		if ct == "" {
-			ct = "text/plain; charset=utf-8"
-		}
-		w.Header().Set("Content-Type", ct)
-		w.WriteHeader(http.StatusOK)
-		// A failed write means the client left; there is no one to tell.
-		_, _ = io.WriteString(w, reply.Body)
+		writeBody(w, reply.Body, reply.ContentType)
 		return
 	}
 
@@ -450,6 +451,46 @@ func recorded[R recordedRequest[R]](s *Server, log *[]R) []R {
 		out[i] = r.clone()
 	}
 	return out
+}
+
+// heldReply is a speech, transcription or embedding reply: before
+// anything else it may hang, wait, or fail with an error status.
+type heldReply interface {
+	held() (hang bool, delay time.Duration, status int, errorMessage string)
+}
+
+// answerHeld is answer for the endpoints whose replies are heldReply: it
+// also plays out the hang or delay (a hang sends contentType) and the error
+// status. ok is false when that ended the response; otherwise c writes the
+// rest.
+func answerHeld[R recordedRequest[R], A heldReply](s *Server, w http.ResponseWriter, r *http.Request, log *[]R, respond *func(R) A, what string, req R, contentType string) (reply A, c *call, ok bool) {
+	reply, err := answer(s, log, respond, what, req)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return reply, nil, false
+	}
+	hang, delay, status, msg := reply.held()
+	c = &call{s: s, w: w, ctx: r.Context()}
+	if !c.hold(hang, delay, contentType) {
+		return reply, nil, false
+	}
+	if status != 0 && status != http.StatusOK {
+		writeFailure(w, status, msg)
+		return reply, nil, false
+	}
+	return reply, c, true
+}
+
+// writeBody answers with body as is: a server that is not OpenAI-compatible
+// (contentType "" means plain text).
+func writeBody(w http.ResponseWriter, body, contentType string) {
+	if contentType == "" {
+		contentType = "text/plain; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	// A failed write means the client left; there is no one to tell.
+	_, _ = io.WriteString(w, body)
 }
 
 // writeFailure answers with the error status a reply asked for, and its

@@ -89,6 +89,10 @@ func speechSamplesPerRune(speed float64) int {
 	return int(math.Round(SpeechRuneDuration.Seconds() * SpeechSampleRate / speed))
 }
 
+func (r SpeechReply) held() (bool, time.Duration, int, string) {
+	return r.Hang, r.Delay, r.Status, r.ErrorMessage
+}
+
 func (r SpeechRequest) clone() SpeechRequest {
 	c := r
 	c.Raw = append([]byte(nil), r.Raw...)
@@ -114,18 +118,8 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	req.Raw = body
 	req.Header = r.Header.Clone()
 
-	reply, err := answer(s, &s.speechRequests, &s.speechRespond, "speech responder", req)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-
-	c := &call{s: s, w: w, ctx: r.Context()}
-	if !c.hold(reply.Hang, reply.Delay, "application/octet-stream") {
-		return
-	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		writeFailure(w, reply.Status, reply.ErrorMessage)
+	reply, c, ok := answerHeld(s, w, r, &s.speechRequests, &s.speechRespond, "speech responder", req, "application/octet-stream")
+	if !ok {
 		return
 	}
 

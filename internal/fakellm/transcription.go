@@ -70,6 +70,10 @@ func (s *Server) TranscriptionRequests() []TranscriptionRequest {
 	return recorded(s, &s.transcriptionRequests)
 }
 
+func (r TranscriptionReply) held() (bool, time.Duration, int, string) {
+	return r.Hang, r.Delay, r.Status, r.ErrorMessage
+}
+
 func (r TranscriptionRequest) clone() TranscriptionRequest {
 	c := r
 	c.Audio = append([]byte(nil), r.Audio...)
@@ -90,18 +94,8 @@ func (s *Server) transcription(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header = r.Header.Clone()
 
-	reply, err := answer(s, &s.transcriptionRequests, &s.transcriptionRespond, "transcription responder", req)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-
-	c := &call{s: s, w: w, ctx: r.Context()}
-	if !c.hold(reply.Hang, reply.Delay, "application/json") {
-		return
-	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		writeFailure(w, reply.Status, reply.ErrorMessage)
+	reply, c, ok := answerHeld(s, w, r, &s.transcriptionRequests, &s.transcriptionRespond, "transcription responder", req, "application/json")
+	if !ok {
 		return
 	}
 
