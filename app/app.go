@@ -119,7 +119,7 @@ func (m *Main) Open() error {
 	if len(cfg.MCP.Servers) > 0 {
 		toolServers = tools
 	}
-	m.recall = recall.New(recall.Options{Store: store, Count: tok.Count, Logger: m.Logger})
+	m.recall = recall.New(recallOptions(cfg, store, tok, m.llm, m.Logger))
 	m.preload()
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
@@ -161,6 +161,20 @@ func (m *Main) Open() error {
 		"llm", cfg.Character.LLM.BaseURL, "model", cfg.Character.LLM.Model,
 		"data", cfg.DataDir)
 	return nil
+}
+
+// recallOptions builds the recall service's options: keywords always,
+// vectors too when an embeddings endpoint is configured.
+func recallOptions(cfg config.Config, store *history.Store, tok *agent.Tokenizer, client *http.Client, log *slog.Logger) recall.Options {
+	opts := recall.Options{Store: store, Count: tok.Count, Logger: log}
+	if !cfg.Embeddings.Enabled() {
+		log.Info("recall ranks memories by keywords (set embeddings.base_url to add vectors)")
+		return opts
+	}
+	opts.Embedder = llm.NewEmbedder(cfg.Embeddings, client)
+	opts.QueryTimeout = cfg.Embeddings.QueryTimeout
+	log.Info("recall ranks memories by keywords and vectors", "embeddings", cfg.Embeddings.BaseURL, "model", cfg.Embeddings.Model)
+	return opts
 }
 
 // preload loads every character's recall index in the background, so the

@@ -26,7 +26,7 @@ type Ranking struct {
 }
 
 // DefaultRanking is what live turns and the evaluation use.
-var DefaultRanking = Ranking{Near: 0.5, Far: 0.25, Session: 0.3, Named: 1.3, Summaries: true}
+var DefaultRanking = Ranking{Near: 0.4, Far: 0.3, Session: 0.3, Named: 1.8, Summaries: true}
 
 // rrfK is the reciprocal-rank-fusion constant (the usual 60).
 const rrfK = 60

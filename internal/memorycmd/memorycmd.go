@@ -20,6 +20,7 @@ import (
 	"koe/agent"
 	"koe/config"
 	"koe/history"
+	"koe/llm"
 	"koe/recall"
 	"koe/recall/locomo"
 )
@@ -76,8 +77,13 @@ func rebuild(ctx context.Context, cfg config.Config, only string, stdout, stderr
 	}
 	defer store.Close()
 	tok := agent.NewTokenizer(cfg.Character.LLM.Model)
-	svc := recall.New(recall.Options{Store: store, Count: tok.Count,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	opts := recall.Options{Store: store, Count: tok.Count,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if cfg.Embeddings.Enabled() {
+		// The vectors are made again too, with the configured model.
+		opts.Embedder = llm.NewEmbedder(cfg.Embeddings, nil)
+	}
+	svc := recall.New(opts)
 	defer svc.Close()
 	confs := []string{only}
 	if only == "" {
