@@ -18,6 +18,13 @@
 //	"prompts"                   root bucket
 //	  <conf uid>                one bucket per character configuration
 //	    <prompt name>           -> prompt text as is (not JSON)
+//	"recall"                    root bucket, created by the first indexing
+//	  <conf uid>                a character's long-term memory (package recall)
+//	    "entries"               <history uid> 0x00 <8-byte seq> -> JSON RecallEntry
+//	    "vectors"               same key -> little-endian float32 embedding
+//	    "marks"                 <history uid> -> JSON RecallMark (indexed up to)
+//	    "forgotten"             same key as entries -> empty: never index again
+//	    "meta"                  "vector_model" -> the embeddings model's name
 //
 // Messages live in their own nested bucket, rather than directly in the
 // history bucket, so that per-history side data can sit beside them as
