@@ -204,6 +204,11 @@ func (m *Main) stopRecall() {
 	m.recall.Close()
 }
 
+// SettleMemories waits until every message stored so far is in its
+// character's recall index (or ctx ends). Live turns never wait for
+// indexing; tests and tools that need what was just said use this.
+func (m *Main) SettleMemories(ctx context.Context) error { return m.recall.Settle(ctx) }
+
 // probeLLM checks the default character's LLM server in the background:
 // a wrong URL, key or model is logged at start instead of being found by
 // the first user. It never blocks start-up.

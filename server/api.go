@@ -23,7 +23,7 @@ import (
 //	GET  /api/histories/:conf_uid/:history_uid/messages  ?before=ID&limit=N
 //	GET  /api/histories/:conf_uid/:history_uid/images/:ref
 //
-// and the chat API (chat.go).
+// the memories API (memories.go) and the chat API (chat.go).
 func (s *Server) apiRoutes() {
 	hub := s.opts.Hub
 	api := s.app.Group("/api")
@@ -100,6 +100,7 @@ func (s *Server) apiRoutes() {
 		c.Set(fiber.HeaderCacheControl, "private, max-age=86400, immutable")
 		return c.Send(data)
 	})
+	s.memoryRoutes(api)
 	s.chatRoutes(api)
 }
 

@@ -1,0 +1,70 @@
+package history
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func recallSeqs(t *testing.T, s *Store, conf string) []uint64 {
+	t.Helper()
+	var out []uint64
+	if err := s.ForEachRecall(conf, func(e RecallEntry) error {
+		out = append(out, e.Seq)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestForgetRecalls: many entries forgotten in one call stay forgotten
+// when saved again and through a cleared index, entries not yet saved
+// included; other histories keep theirs.
+func TestForgetRecalls(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	const conf = "koe_default"
+	uid, other := mustCreate(t, s, conf), mustCreate(t, s, conf)
+	entry := func(seq uint64) RecallEntry {
+		return RecallEntry{HistoryUID: uid, Seq: seq, Turn: 1, Role: RoleHuman, Text: "bees", Vector: []float32{1, 0}}
+	}
+	if _, err := s.SaveRecall(conf, uid, RecallMark{Seq: 3, Turn: 1}, []RecallEntry{entry(2), entry(3)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveRecall(conf, other, RecallMark{Seq: 2, Turn: 1}, []RecallEntry{{HistoryUID: other, Seq: 2, Role: RoleHuman, Text: "milk"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// 4 is not indexed yet: it must never be.
+	n, err := s.ForgetRecalls(conf, uid, []uint64{2, 3, 4})
+	if err != nil || n != 2 {
+		t.Fatalf("ForgetRecalls = %d, %v; want 2 entries that existed", n, err)
+	}
+	if got := recallSeqs(t, s, conf); !slices.Equal(got, []uint64{2}) {
+		t.Fatalf("entries left %v, want only the other history's seq 2", got)
+	}
+	saved, err := s.SaveRecall(conf, uid, RecallMark{Seq: 4, Turn: 2}, []RecallEntry{entry(2), entry(4), entry(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved) != 1 || saved[0].Seq != 5 {
+		t.Fatalf("saved again %v, want only seq 5", saved)
+	}
+	if err := s.ClearRecall(conf); err != nil {
+		t.Fatal(err)
+	}
+	saved, err = s.SaveRecall(conf, uid, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{entry(2), entry(3), entry(4), entry(5)})
+	if err != nil || len(saved) != 1 || saved[0].Seq != 5 {
+		t.Fatalf("after a clear, saved %v, %v; want only seq 5", saved, err)
+	}
+
+	if n, err := s.ForgetRecalls(conf, uid, []uint64{2}); err != nil || n != 0 {
+		t.Errorf("forgetting again = %d, %v; want 0", n, err)
+	}
+	if n, err := s.ForgetRecalls(conf, "2025-01-01_00-00-00_00000000000000000000000000000000", []uint64{2}); err != nil || n != 0 {
+		t.Errorf("a missing history = %d, %v; want 0, nil", n, err)
+	}
+	if _, err := s.ForgetRecalls(conf, "../x", []uint64{2}); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("a bad id: %v, want ErrInvalidID", err)
+	}
+}
