@@ -145,12 +145,6 @@ func (h *newestHeap) Pop() any {
 	return x
 }
 
-// batchForgetter is a Store that forgets many entries in one transaction
-// (*history.Store is one); another forgets them one at a time.
-type batchForgetter interface {
-	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
-}
-
 // ForgetConversation forgets for good every memory of what has been said
 // in one history so far, messages not indexed yet included; the history
 // itself stays, and what is said in it later is remembered. It reports
@@ -228,20 +222,7 @@ func (s *Service) outlastIndexer(ctx context.Context, remove func()) error {
 }
 
 func (s *Service) forgetSeqs(confUID, historyUID string, seqs []uint64) (int, error) {
-	if b, ok := s.opts.Store.(batchForgetter); ok {
-		return b.ForgetRecalls(confUID, historyUID, seqs)
-	}
-	n := 0
-	for _, seq := range seqs {
-		ok, err := s.opts.Store.ForgetRecall(confUID, historyUID, seq)
-		if err != nil {
-			return n, err
-		}
-		if ok {
-			n++
-		}
-	}
-	return n, nil
+	return s.opts.Store.ForgetRecalls(confUID, historyUID, seqs)
 }
 
 // ForgetEverything forgets for good every memory of a character, as

@@ -42,6 +42,7 @@ type Store interface {
 	RecallVectorModel(confUID string) (string, error)
 	ForEachRecall(confUID string, fn func(history.RecallEntry) error) error
 	ForgetRecall(confUID, historyUID string, seq uint64) (bool, error)
+	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
 	ClearRecall(confUID string) error
 }
 
