@@ -219,20 +219,44 @@ func texts(b Block) []string {
 }
 
 // testEmbedder stands in for an embeddings endpoint (package llm's
-// Embedder is on another branch): a hashed bag of stems, with a few
-// synonyms folded together so that a question can match a message by
-// meaning without sharing its words. It fails while fail is set.
+// Embedder is on another branch): a bag of stems, each stem its own
+// dimension (so that unrelated words never collide), with a few synonyms
+// folded together so that a question can match a message by meaning
+// without sharing its words. It fails while fail is set.
 type testEmbedder struct {
 	model string
 	fail  atomic.Bool
 	calls atomic.Int64
+
+	mu   sync.Mutex
+	dims map[string]int
 }
 
-const testDims = 64
+const testDims = 2048
 
 var synonyms = map[string]string{"canin": "dog", "pup": "dog", "puppi": "dog", "hound": "dog"}
 
 func (e *testEmbedder) Model() string { return e.model }
+
+// dim is a stem's dimension: its own while there are dimensions left.
+func (e *testEmbedder) dim(term string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if d, ok := e.dims[term]; ok {
+		return d
+	}
+	if e.dims == nil {
+		e.dims = map[string]int{}
+	}
+	d := len(e.dims)
+	if d >= testDims {
+		h := fnv.New32a()
+		h.Write([]byte(term))
+		return int(h.Sum32() % testDims)
+	}
+	e.dims[term] = d
+	return d
+}
 
 func (e *testEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	e.calls.Add(1)
@@ -249,9 +273,7 @@ func (e *testEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 			if s, ok := synonyms[term]; ok {
 				term = s
 			}
-			h := fnv.New32a()
-			h.Write([]byte(term))
-			v[h.Sum32()%testDims]++
+			v[e.dim(term)]++
 		}
 		var norm float64
 		for _, x := range v {
