@@ -43,19 +43,33 @@ func talk(start time.Time, lines ...say) []history.Record {
 	return out
 }
 
-// countingStore is the history store with a count of the records read
-// for indexing, and a hook run after each SaveRecall.
+// countingStore is the history store with a count of the reads of
+// records for indexing, and hooks run before each Since and after each
+// SaveRecall.
 type countingStore struct {
 	*history.Store
 	since atomic.Int64
 
 	mu        sync.Mutex
 	afterSave func(conf, uid string, saved []history.RecallEntry)
+	onSince   func()
 }
 
 func (s *countingStore) Since(conf, uid string, after uint64, limit int) ([]history.Record, error) {
 	s.since.Add(1)
+	s.mu.Lock()
+	hook := s.onSince
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	return s.Store.Since(conf, uid, after, limit)
+}
+
+func (s *countingStore) setOnSince(fn func()) {
+	s.mu.Lock()
+	s.onSince = fn
+	s.mu.Unlock()
 }
 
 func (s *countingStore) SaveRecall(conf, uid string, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {

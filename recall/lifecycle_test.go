@@ -1,9 +1,12 @@
 package recall
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"koe/history"
@@ -296,4 +299,51 @@ func TestSummariesLiftTheirTurns(t *testing.T) {
 	if b := f.recall(Query{ConfUID: "mika", Text: "how was her Kyoto trip?"}); !has(b, "yes, it shone in the sun") {
 		t.Fatalf("after a restart the summary does not lift its turns:\n%s", strings.TrimSpace(b.Text))
 	}
+}
+
+// TestRebuildWhileIndexing rebuilds a character while the indexer is in
+// the middle of a job: the job read the history's mark before the rebuild
+// cleared the index, and saves after. The store must not end up claiming
+// records indexed that are not. synctest holds the job until Rebuild has
+// gone as far as it can.
+func TestRebuildWhileIndexing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, Options{})
+		f.create("mika", "a", talk(t0,
+			user("Ann", "my dog is called Biscuit"),
+			mika("What a name!"),
+			user("Ann", "he likes to fetch sticks"),
+		)...)
+		f.settle()
+
+		release := make(chan struct{})
+		var once sync.Once
+		f.cs.setOnSince(func() { once.Do(func() { <-release }) })
+		f.add("mika", "a", talk(t0.Add(10*time.Minute), user("Ann", "Biscuit is asleep now"))...)
+		synctest.Wait() // the job has read the mark and waits in Since
+
+		rebuilt := make(chan error, 1)
+		go func() { rebuilt <- f.svc.Rebuild(context.Background(), "mika") }()
+		synctest.Wait() // Rebuild went as far as it could beside the job
+		close(release)
+		if err := <-rebuilt; err != nil {
+			t.Fatal(err)
+		}
+		f.settle()
+
+		check := func(when string) {
+			t.Helper()
+			st, err := f.svc.Stats(context.Background(), "mika")
+			if err != nil || st.Memories != 4 {
+				t.Fatalf("%s: %d memories indexed, want 4 (%v)", when, st.Memories, err)
+			}
+			if b := f.recall(Query{ConfUID: "mika", Text: "what is my dog called?"}); !has(b, "my dog is called Biscuit") {
+				t.Fatalf("%s: the fact is lost:\n%s", when, b.Text)
+			}
+		}
+		check("after the rebuild")
+		f.restart()
+		f.settle()
+		check("after a restart")
+	})
 }
