@@ -59,6 +59,9 @@ type character struct {
 	byHistory map[string][]textindex.DocID // in seq order
 	bySeq     map[key]textindex.DocID
 	deleted   map[string]bool // histories deleted: nothing of them comes back
+	// forgotten memories stay out even when an indexer that saved one
+	// just before Forget adds it after.
+	forgotten map[key]bool
 	names     map[string]bool // lowercased speaker names
 	live      int
 	missing   int // live entries without a vector
@@ -86,6 +89,7 @@ func newCharacter(count func(string) int) *character {
 		byHistory:   map[string][]textindex.DocID{},
 		bySeq:       map[key]textindex.DocID{},
 		deleted:     map[string]bool{},
+		forgotten:   map[key]bool{},
 		names:       map[string]bool{},
 		sums:        textindex.New(textindex.Params{}),
 		sumByHist:   map[string][]textindex.DocID{},
@@ -139,7 +143,7 @@ func (c *character) add(entries []history.RecallEntry) {
 	for _, p := range prep {
 		e := p.e
 		k := key{e.HistoryUID, e.Seq}
-		if c.deleted[e.HistoryUID] {
+		if c.deleted[e.HistoryUID] || c.forgotten[k] {
 			continue
 		}
 		if _, dup := c.bySeq[k]; dup {
@@ -190,10 +194,11 @@ func (c *character) sessionFor(h string, t time.Time, headerTokens int) int {
 	return len(c.sessions) - 1
 }
 
-// remove drops one entry.
+// remove drops one entry, for good.
 func (c *character) remove(uid string, seq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgotten[key{uid, seq}] = true
 	if id, ok := c.bySeq[key{uid, seq}]; ok {
 		c.killLocked(id)
 	}

@@ -84,12 +84,22 @@ type Service struct {
 	queued  map[noted]bool
 	idle    *sync.Cond // signalled when pending empties and no job runs
 	working bool
+	// clears are Rebuild's: the indexer runs them between its jobs, so
+	// that no job reads a mark before a clear and saves after it.
+	clears []clearReq
 	// embedFailing: the last embedding request failed; the warning is
 	// logged once per streak.
 	embedFailing bool
 }
 
 type noted struct{ conf, uid string }
+
+// clearReq asks the indexer to drop a character's index; done (buffered)
+// gets the outcome.
+type clearReq struct {
+	conf string
+	done chan error
+}
 
 // loading is a character's index, ready once done is closed.
 type loading struct {
@@ -156,7 +166,7 @@ func (s *Service) Settle(ctx context.Context) error {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for (len(s.pending) > 0 || s.working) && ctx.Err() == nil && s.ctx.Err() == nil {
+	for (len(s.pending) > 0 || len(s.clears) > 0 || s.working) && ctx.Err() == nil && s.ctx.Err() == nil {
 		s.idle.Wait()
 	}
 	if err := ctx.Err(); err != nil {
@@ -165,11 +175,20 @@ func (s *Service) Settle(ctx context.Context) error {
 	return s.ctx.Err()
 }
 
-// run is the indexer: it takes noted histories one at a time.
+// run is the indexer: it takes noted histories one at a time, and the
+// clears of Rebuild between them.
 func (s *Service) run() {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
+		if len(s.clears) > 0 {
+			r := s.clears[0]
+			s.clears = s.clears[1:]
+			s.working = true
+			s.mu.Unlock()
+			r.done <- s.clear(r.conf)
+			continue
+		}
 		if len(s.pending) == 0 {
 			s.working = false
 			s.idle.Broadcast()
@@ -330,16 +349,40 @@ func (s *Service) Forget(ctx context.Context, confUID, historyUID string, seq ui
 // Rebuild drops a character's index and builds it again from its
 // histories (forgotten memories stay forgotten). It returns once done.
 func (s *Service) Rebuild(ctx context.Context, confUID string) error {
-	if err := s.opts.Store.ClearRecall(confUID); err != nil {
-		return err
-	}
+	done := make(chan error, 1)
 	s.mu.Lock()
-	delete(s.chars, confUID)
+	s.clears = append(s.clears, clearReq{conf: confUID, done: done})
 	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
 	if _, err := s.character(ctx, confUID); err != nil {
 		return err
 	}
 	return s.Settle(ctx)
+}
+
+// clear drops a character's stored and loaded index (the indexer's part
+// of Rebuild).
+func (s *Service) clear(conf string) error {
+	if err := s.opts.Store.ClearRecall(conf); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.chars, conf)
+	s.mu.Unlock()
+	return nil
 }
 
 // Stats describe a character's index.

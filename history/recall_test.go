@@ -1,0 +1,515 @@
+package history
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// recallOf reads every recall entry of conf, failing the test on error.
+func recallOf(t *testing.T, s *Store, conf string) []RecallEntry {
+	t.Helper()
+	var out []RecallEntry
+	if err := s.ForEachRecall(conf, func(e RecallEntry) error {
+		out = append(out, e)
+		return nil
+	}); err != nil {
+		t.Fatalf("ForEachRecall(%q): %v", conf, err)
+	}
+	return out
+}
+
+// recallKeys lists "uid/seq" of the entries, in the order read.
+func recallKeys(es []RecallEntry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = fmt.Sprintf("%s/%d", e.HistoryUID, e.Seq)
+	}
+	return out
+}
+
+func mustCreateWith(t *testing.T, s *Store, conf, uid string, records ...Record) {
+	t.Helper()
+	if err := s.CreateWith(conf, uid, records...); err != nil {
+		t.Fatalf("CreateWith(%q, %q): %v", conf, uid, err)
+	}
+}
+
+func mustSaveRecall(t *testing.T, s *Store, conf, uid string, mark RecallMark, es ...RecallEntry) []RecallEntry {
+	t.Helper()
+	saved, err := s.SaveRecall(conf, uid, mark, es)
+	if err != nil {
+		t.Fatalf("SaveRecall(%q, %q): %v", conf, uid, err)
+	}
+	return saved
+}
+
+func ent(uid string, seq uint64, text string) RecallEntry {
+	return RecallEntry{HistoryUID: uid, Seq: seq, Turn: int(seq), Role: RoleHuman, Timestamp: "2025-03-04T05:06:07", Text: text}
+}
+
+// rawRecallKeys counts the keys of a conf's recall sub-bucket that belong
+// to history uid, read straight from bbolt: an orphan (say, a vector whose
+// entry is gone) is invisible to ForEachRecall.
+func rawRecallKeys(t *testing.T, s *Store, conf string, name []byte, uid string) int {
+	t.Helper()
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := recallSub(tx, conf, name)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			if name != nil && bytes.Equal(name, bucketMarks) {
+				if string(k) == uid {
+					n++
+				}
+				return nil
+			}
+			if got, _, ok := parseRecallKey(k); ok && got == uid {
+				n++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestRecallRoundTrip(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	mustCreateWith(t, s, "c", "h1")
+	mustCreateWith(t, s, "c", "h10")
+
+	if _, ok, err := s.RecallMark("c", "h1"); err != nil || ok {
+		t.Fatalf("RecallMark before any save = ok %v, err %v; want not found", ok, err)
+	}
+	if got := recallOf(t, s, "c"); len(got) != 0 {
+		t.Fatalf("entries before any save: %v", recallKeys(got))
+	}
+
+	a := RecallEntry{HistoryUID: "h1", Seq: 256, Turn: 7, Role: RoleAI, Name: "Mika", Timestamp: "2025-03-04T06:00:00",
+		Text: "a long answer", Meta: map[string]string{"dia_id": "D1:3"}, Vector: []float32{0.6, -0.8}}
+	b := RecallEntry{HistoryUID: "h1", Seq: 3, Turn: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:59:00", Text: "a question"}
+	c := RecallEntry{HistoryUID: "h10", Seq: 2, Turn: 1, Role: RoleHuman, Name: "Ann", Timestamp: "2025-03-05T05:59:00",
+		Text: "another history", Vector: []float32{1}}
+	// Saved out of order, across calls: reads come in history, then
+	// sequence order (256 after 3: keys must sort as numbers).
+	mustSaveRecall(t, s, "c", "h10", RecallMark{Seq: 2, Turn: 1}, c)
+	if saved := mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 256, Turn: 7}, a, b); !reflect.DeepEqual(saved, []RecallEntry{a, b}) {
+		t.Fatalf("saved = %+v, want both entries", saved)
+	}
+
+	got := recallOf(t, s, "c")
+	want := []RecallEntry{b, a, c}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ForEachRecall:\n got %+v\nwant %+v", got, want)
+	}
+	if got[0].Vector != nil {
+		t.Fatalf("an entry saved without a vector reads back with %v", got[0].Vector)
+	}
+
+	if m, ok, err := s.RecallMark("c", "h1"); err != nil || !ok || m != (RecallMark{Seq: 256, Turn: 7}) {
+		t.Fatalf("RecallMark(h1) = %+v, %v, %v", m, ok, err)
+	}
+	marks, err := s.RecallMarks("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]RecallMark{"h1": {256, 7}, "h10": {2, 1}}; !reflect.DeepEqual(marks, want) {
+		t.Fatalf("RecallMarks = %v, want %v", marks, want)
+	}
+	// A mark only moves with a save, even one without entries.
+	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 300, Turn: 9})
+	if m, _, _ := s.RecallMark("c", "h1"); m != (RecallMark{Seq: 300, Turn: 9}) {
+		t.Fatalf("mark after an empty save = %+v", m)
+	}
+	if got := recallOf(t, s, "c"); len(got) != 3 {
+		t.Fatalf("an empty save changed the entries: %v", recallKeys(got))
+	}
+
+	// Another conf shares nothing.
+	if got := recallOf(t, s, "other"); len(got) != 0 {
+		t.Fatalf("conf other sees %v", recallKeys(got))
+	}
+	if marks, err := s.RecallMarks("other"); err != nil || len(marks) != 0 {
+		t.Fatalf("RecallMarks(other) = %v, %v", marks, err)
+	}
+}
+
+func TestSaveRecallMissingHistory(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	mustCreateWith(t, s, "c", "h1")
+	mustCreateWith(t, s, "c", "gone")
+	if err := s.Delete("c", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []string{"gone", "never"} {
+		saved, err := s.SaveRecall("c", uid, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{ent(uid, 2, "hello")})
+		if !errors.Is(err, ErrNotFound) || saved != nil {
+			t.Fatalf("SaveRecall(%s) = %v, %v; want ErrNotFound and nothing", uid, saved, err)
+		}
+		if _, ok, _ := s.RecallMark("c", uid); ok {
+			t.Fatalf("SaveRecall(%s) moved a mark", uid)
+		}
+	}
+	// The conf has no history at all: still nothing.
+	if _, err := s.SaveRecall("nobody", "h1", RecallMark{Seq: 1}, []RecallEntry{ent("h1", 1, "x")}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("SaveRecall in an unknown conf: %v", err)
+	}
+	if got := recallOf(t, s, "c"); len(got) != 0 {
+		t.Fatalf("entries written for missing histories: %v", recallKeys(got))
+	}
+	if n := rawRecallKeys(t, s, "c", bucketEntries, "gone") + rawRecallKeys(t, s, "c", bucketEntries, "never"); n != 0 {
+		t.Fatalf("%d raw entries for missing histories", n)
+	}
+	if _, err := s.SaveRecall("c", "../h1", RecallMark{}, nil); !errors.Is(err, ErrInvalidID) {
+		t.Fatalf("SaveRecall with a bad uid: %v", err)
+	}
+}
+
+func TestForgetRecallTombstone(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	mustCreateWith(t, s, "c", "h1")
+	e2, e3 := ent("h1", 2, "two"), ent("h1", 3, "three")
+	e2.Vector = []float32{1, 0}
+	if err := s.SetRecallVectors("c", "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 3, Turn: 3}, e2, e3)
+
+	existed, err := s.ForgetRecall("c", "h1", 2)
+	if err != nil || !existed {
+		t.Fatalf("ForgetRecall(2) = %v, %v; want true", existed, err)
+	}
+	if got := recallKeys(recallOf(t, s, "c")); !slices.Equal(got, []string{"h1/3"}) {
+		t.Fatalf("after forgetting 2: %v", got)
+	}
+	if n := rawRecallKeys(t, s, "c", bucketVectors, "h1"); n != 0 {
+		t.Fatalf("the forgotten entry's vector is left: %d vectors", n)
+	}
+	// Forgetting what was never indexed (yet) is no error, and it stays
+	// out when the indexer gets to it.
+	if existed, err := s.ForgetRecall("c", "h1", 4); err != nil || existed {
+		t.Fatalf("ForgetRecall(4) = %v, %v; want false", existed, err)
+	}
+
+	saved := mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 5, Turn: 5}, e2, e3, ent("h1", 4, "four"), ent("h1", 5, "five"))
+	if got := recallKeys(saved); !slices.Equal(got, []string{"h1/3", "h1/5"}) {
+		t.Fatalf("saved = %v, want the entries not forgotten", got)
+	}
+	if got := recallKeys(recallOf(t, s, "c")); !slices.Equal(got, []string{"h1/3", "h1/5"}) {
+		t.Fatalf("stored = %v", got)
+	}
+	if n := rawRecallKeys(t, s, "c", bucketVectors, "h1"); n != 0 {
+		t.Fatalf("a forgotten entry's vector was stored again: %d vectors", n)
+	}
+
+	// A rebuild starts from nothing but what was forgotten.
+	if err := s.ClearRecall("c"); err != nil {
+		t.Fatal(err)
+	}
+	if got := recallOf(t, s, "c"); len(got) != 0 {
+		t.Fatalf("entries after ClearRecall: %v", recallKeys(got))
+	}
+	if marks, _ := s.RecallMarks("c"); len(marks) != 0 {
+		t.Fatalf("marks after ClearRecall: %v", marks)
+	}
+	if m, _ := s.RecallVectorModel("c"); m != "" {
+		t.Fatalf("vector model after ClearRecall = %q", m)
+	}
+	saved = mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 5, Turn: 5}, e2, e3, ent("h1", 4, "four"), ent("h1", 5, "five"))
+	if got := recallKeys(saved); !slices.Equal(got, []string{"h1/3", "h1/5"}) {
+		t.Fatalf("saved after ClearRecall = %v: a tombstone did not survive", got)
+	}
+}
+
+func TestForgetRecallMissingHistoryLeavesNoTombstone(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	if existed, err := s.ForgetRecall("c", "h1", 2); err != nil || existed {
+		t.Fatalf("ForgetRecall on a missing history = %v, %v", existed, err)
+	}
+	if n := rawRecallKeys(t, s, "c", bucketForgotten, "h1"); n != 0 {
+		t.Fatalf("a tombstone for a history that does not exist")
+	}
+	mustCreateWith(t, s, "c", "h1")
+	if got := mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 2}, ent("h1", 2, "x")); len(got) != 1 {
+		t.Fatalf("saved = %v", recallKeys(got))
+	}
+}
+
+// TestDeleteDropsRecall deletes h1 beside h10 and h2: every key of h1 is
+// "h1\x00"+seq, which a plain "h1" prefix would confuse with h10's.
+func TestDeleteDropsRecall(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	uids := []string{"h1", "h10", "h2"}
+	if err := s.SetRecallVectors("c", "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range uids {
+		mustCreateWith(t, s, "c", uid)
+		var es []RecallEntry
+		for seq := uint64(2); seq <= 4; seq++ {
+			e := ent(uid, seq, uid+" says "+fmt.Sprint(seq))
+			e.Vector = []float32{float32(seq)}
+			es = append(es, e)
+		}
+		mustSaveRecall(t, s, "c", uid, RecallMark{Seq: 4, Turn: 4}, es...)
+		if _, err := s.ForgetRecall("c", uid, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same uid in another conf is another history.
+	mustCreateWith(t, s, "d", "h1")
+	mustSaveRecall(t, s, "d", "h1", RecallMark{Seq: 2, Turn: 2}, ent("h1", 2, "elsewhere"))
+
+	if err := s.Delete("c", "h1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{bucketEntries, bucketVectors, bucketForgotten, bucketMarks} {
+		if n := rawRecallKeys(t, s, "c", b, "h1"); n != 0 {
+			t.Errorf("%d keys of h1 left in %s", n, b)
+		}
+	}
+	for _, uid := range []string{"h10", "h2"} {
+		for b, want := range map[string]int{"entries": 2, "vectors": 2, "forgotten": 1, "marks": 1} {
+			if n := rawRecallKeys(t, s, "c", []byte(b), uid); n != want {
+				t.Errorf("%s: %d keys in %s, want %d", uid, n, b, want)
+			}
+		}
+	}
+	if got := recallKeys(recallOf(t, s, "c")); !slices.Equal(got, []string{"h10/2", "h10/4", "h2/2", "h2/4"}) {
+		t.Fatalf("entries after deleting h1: %v", got)
+	}
+	if got := recallKeys(recallOf(t, s, "d")); !slices.Equal(got, []string{"h1/2"}) {
+		t.Fatalf("conf d lost its h1: %v", got)
+	}
+	marks, _ := s.RecallMarks("c")
+	if _, ok := marks["h1"]; ok || len(marks) != 2 {
+		t.Fatalf("marks after deleting h1: %v", marks)
+	}
+	// h10 keeps its tombstone.
+	if got := mustSaveRecall(t, s, "c", "h10", RecallMark{Seq: 4, Turn: 4}, ent("h10", 3, "again")); len(got) != 0 {
+		t.Fatalf("h10's forgotten entry was saved again: %v", recallKeys(got))
+	}
+	// Deleting a history that has no recall data is fine too.
+	mustCreateWith(t, s, "c", "h3")
+	if err := s.Delete("c", "h3"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSetRecallVectorsModel(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	mustCreateWith(t, s, "c", "h1")
+	if m, err := s.RecallVectorModel("c"); err != nil || m != "" {
+		t.Fatalf("RecallVectorModel of a new conf = %q, %v", m, err)
+	}
+	if err := s.SetRecallVectors("c", "small", nil); err != nil {
+		t.Fatal(err)
+	}
+	var es []RecallEntry
+	for seq := uint64(2); seq <= 4; seq++ {
+		e := ent("h1", seq, "x")
+		e.Vector = []float32{float32(seq), 0.5}
+		es = append(es, e)
+	}
+	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 4}, es...)
+	if m, _ := s.RecallVectorModel("c"); m != "small" {
+		t.Fatalf("model = %q", m)
+	}
+
+	// The same model adds to what is there.
+	if err := s.SetRecallVectors("c", "small", []RecallEntry{{HistoryUID: "h1", Seq: 2, Vector: []float32{9}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := recallOf(t, s, "c")
+	if !reflect.DeepEqual(got[0].Vector, []float32{9}) || !reflect.DeepEqual(got[1].Vector, []float32{3, 0.5}) {
+		t.Fatalf("vectors after a same-model update: %v, %v", got[0].Vector, got[1].Vector)
+	}
+
+	// Another model: the old vectors cannot be compared with its, so they go.
+	if _, err := s.ForgetRecall("c", "h1", 4); err != nil {
+		t.Fatal(err)
+	}
+	err := s.SetRecallVectors("c", "large", []RecallEntry{
+		{HistoryUID: "h1", Seq: 3, Vector: []float32{-1, 2, 3}},
+		{HistoryUID: "h1", Seq: 4, Vector: []float32{7}},  // forgotten: skipped
+		{HistoryUID: "h1", Seq: 99, Vector: []float32{7}}, // never saved: skipped
+		{HistoryUID: "h1", Seq: 2},                        // no vector: skipped
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := s.RecallVectorModel("c"); m != "large" {
+		t.Fatalf("model = %q, want large", m)
+	}
+	got = recallOf(t, s, "c")
+	if len(got) != 2 || got[0].Vector != nil || !reflect.DeepEqual(got[1].Vector, []float32{-1, 2, 3}) {
+		t.Fatalf("after the model changed: %+v", got)
+	}
+	if n := rawRecallKeys(t, s, "c", bucketVectors, "h1"); n != 1 {
+		t.Fatalf("%d vectors stored, want only the new model's one", n)
+	}
+}
+
+func TestSince(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	mustCreateWith(t, s, "c", "h1",
+		Record{Role: RoleHuman, Content: "one", Meta: map[string]string{"dia_id": "D1:1"}},
+		Record{Role: RoleAI, Content: "two"})
+	mustAppend(t, s, "c", "h1", Record{Role: RoleHuman, Content: "three"})
+	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "four"})
+
+	all, err := s.Since("c", "h1", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range all {
+		got = append(got, fmt.Sprintf("%d:%s:%s", r.Seq, r.Role, r.Content))
+	}
+	if want := []string{"1:metadata:", "2:human:one", "3:ai:two", "4:human:three", "5:ai:four"}; !slices.Equal(got, want) {
+		t.Fatalf("Since(0) = %v, want %v", got, want)
+	}
+	if !reflect.DeepEqual(all[1].Meta, map[string]string{"dia_id": "D1:1"}) {
+		t.Fatalf("Since lost the metadata: %v", all[1].Meta)
+	}
+
+	page, err := s.Since("c", "h1", 2, 2)
+	if err != nil || len(page) != 2 || page[0].Seq != 3 || page[1].Seq != 4 {
+		t.Fatalf("Since(2, limit 2) = %+v, %v", page, err)
+	}
+	if rest, err := s.Since("c", "h1", 5, 10); err != nil || len(rest) != 0 {
+		t.Fatalf("Since past the end = %+v, %v", rest, err)
+	}
+	if _, err := s.Since("c", "h1", 0, 0); !errors.Is(err, ErrInvalidPage) {
+		t.Fatalf("Since with limit 0: %v", err)
+	}
+	if _, err := s.Since("c", "nope", 0, 1); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Since of a missing history: %v", err)
+	}
+}
+
+func TestRecordMetaRoundTrip(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	meta := map[string]string{"dia_id": "D3:14", "source": "locomo"}
+	mustCreateWith(t, s, "c", "h1", Record{Role: RoleHuman, Content: "created", Meta: meta})
+	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "appended", Meta: map[string]string{"k": "v"}})
+	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "plain"})
+	msgs, err := s.Messages("c", "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 4 || !reflect.DeepEqual(msgs[1].Meta, meta) || !reflect.DeepEqual(msgs[2].Meta, map[string]string{"k": "v"}) || msgs[3].Meta != nil {
+		t.Fatalf("metadata read back: %+v", msgs)
+	}
+	// Stored as "metadata", beside OLV's fields.
+	raw := rawRecord(t, s, "c", "h1", 2)
+	if !bytes.Contains(raw, []byte(`"metadata":{"dia_id":"D3:14","source":"locomo"}`)) {
+		t.Fatalf("stored record: %s", raw)
+	}
+	if raw := rawRecord(t, s, "c", "h1", 4); bytes.Contains(raw, []byte("metadata")) {
+		t.Fatalf("a record without metadata stores %s", raw)
+	}
+}
+
+func rawRecord(t *testing.T, s *Store, conf, uid string, seq uint64) []byte {
+	t.Helper()
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		k := seqKey(seq)
+		out = bytes.Clone(messagesBucket(tx, conf, uid).Get(k[:]))
+		return nil
+	})
+	if err != nil || out == nil {
+		t.Fatalf("raw record %d: %v", seq, err)
+	}
+	return out
+}
+
+func TestRecallReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "koe.db")
+	s, err := Open(path, Options{Now: stepClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreateWith(t, s, "c", "h1", Record{Role: RoleHuman, Content: "hi", Meta: map[string]string{"a": "b"}})
+	if err := s.SetRecallVectors("c", "m1", nil); err != nil {
+		t.Fatal(err)
+	}
+	e := ent("h1", 2, "hi")
+	e.Meta, e.Vector = map[string]string{"a": "b"}, []float32{0.25, 0.5}
+	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 2, Turn: 1}, e, ent("h1", 3, "forget me"))
+	if _, err := s.ForgetRecall("c", "h1", 3); err != nil {
+		t.Fatal(err)
+	}
+	want := recallOf(t, s, "c")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s2.Close()
+	if got := recallOf(t, s2, "c"); !reflect.DeepEqual(got, want) || len(got) != 1 || !reflect.DeepEqual(got[0].Vector, e.Vector) {
+		t.Fatalf("after reopen: %+v, want %+v", got, want)
+	}
+	if m, ok, err := s2.RecallMark("c", "h1"); err != nil || !ok || m != (RecallMark{Seq: 2, Turn: 1}) {
+		t.Fatalf("mark after reopen: %+v %v %v", m, ok, err)
+	}
+	if m, _ := s2.RecallVectorModel("c"); m != "m1" {
+		t.Fatalf("model after reopen = %q", m)
+	}
+	if saved, err := s2.SaveRecall("c", "h1", RecallMark{Seq: 3, Turn: 2}, []RecallEntry{ent("h1", 3, "forget me")}); err != nil || len(saved) != 0 {
+		t.Fatalf("the tombstone did not survive the reopen: %v, %v", saved, err)
+	}
+	msgs, err := s2.Messages("c", "h1")
+	if err != nil || !reflect.DeepEqual(msgs[1].Meta, map[string]string{"a": "b"}) {
+		t.Fatalf("record metadata after reopen: %+v, %v", msgs, err)
+	}
+	if confs, err := s2.Confs(); err != nil || !slices.Equal(confs, []string{"c"}) {
+		t.Fatalf("Confs after reopen = %v, %v", confs, err)
+	}
+}
+
+func TestConfs(t *testing.T) {
+	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	if confs, err := s.Confs(); err != nil || len(confs) != 0 {
+		t.Fatalf("Confs of an empty store = %v, %v", confs, err)
+	}
+	mustCreateWith(t, s, "b", "h1")
+	mustCreateWith(t, s, "a", "h1")
+	mustCreateWith(t, s, "a", "h2")
+	if confs, err := s.Confs(); err != nil || !slices.Equal(confs, []string{"a", "b"}) {
+		t.Fatalf("Confs = %v, %v", confs, err)
+	}
+}
+
+func TestStartsTurn(t *testing.T) {
+	for _, c := range []struct {
+		r    Record
+		want bool
+	}{
+		{Record{Role: RoleHuman}, true},
+		{Record{Role: RoleSystem, Name: NameProactive}, true},
+		{Record{Role: RoleSystem}, false},
+		{Record{Role: RoleAI}, false},
+		{Record{Role: RoleMetadata}, false},
+		{Record{Role: RoleToolCall}, false},
+	} {
+		if got := StartsTurn(c.r); got != c.want {
+			t.Errorf("StartsTurn(%+v) = %v", c.r, got)
+		}
+	}
+}
