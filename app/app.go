@@ -266,7 +266,3 @@ func (m *Main) shutdown() error {
 	m.Logger.Info("koe stopped", "took", time.Since(start).Round(time.Millisecond))
 	return err
 }
-
-// SettleRecall waits until every message stored so far is indexed for
-// recall. Live turns never wait for indexing; tests and tools do.
-func (m *Main) SettleRecall(ctx context.Context) error { return m.recall.Settle(ctx) }

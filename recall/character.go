@@ -22,6 +22,7 @@ type entry struct {
 	turn    int
 	human   bool
 	name    string
+	nameKey string // name lowercased, matched against a query's words
 	time    time.Time
 	text    string
 	meta    map[string]string
@@ -158,7 +159,7 @@ func (c *character) add(entries []history.RecallEntry) {
 		sess := c.sessionFor(h, t, p.header)
 		c.entries[id] = entry{
 			history: h, seq: e.Seq, turn: e.Turn, human: e.Role == history.RoleHuman,
-			name: e.Name, time: t, text: e.Text, meta: e.Meta, tokens: p.tokens,
+			name: e.Name, nameKey: strings.ToLower(e.Name), time: t, text: e.Text, meta: e.Meta, tokens: p.tokens,
 			session: sess, pos: len(c.sessions[sess].docs), vector: e.Vector,
 		}
 		c.sessions[sess].docs = append(c.sessions[sess].docs, id)

@@ -2,7 +2,7 @@ package recall
 
 import (
 	"context"
-	"strings"
+	"slices"
 
 	"koe/textindex"
 )
@@ -64,10 +64,17 @@ func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, 
 		}
 	}
 
-	// Every hit and its neighbours are candidates: a message without the
-	// words may be the answer to one with them.
-	cand := make(map[textindex.DocID]float64, len(hits)*3)
-	for _, h := range hits {
+	// The best hits and their neighbours are candidates: a message
+	// without the words may be the answer to one with them. Weak hits
+	// (a common word in a large index) still count in their session's
+	// and neighbours' scores, but are not expanded: that keeps a query's
+	// cost bounded by what a block can hold, not by the index's size.
+	expand := hits
+	if n := 8 * limit; len(hits) > n {
+		expand = textindex.Top(slices.Clone(hits), n)
+	}
+	cand := make(map[textindex.DocID]float64, len(expand)*3)
+	for _, h := range expand {
 		e := &c.entries[h.ID]
 		docs := c.sessions[e.session].docs
 		for p := max(0, e.pos-neighbours); p <= min(len(docs)-1, e.pos+neighbours); p++ {
@@ -97,7 +104,7 @@ func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, 
 		if bestSess > 0 {
 			score += rk.Session * best * sess[e.session] / bestSess
 		}
-		if rk.Named > 0 && named[strings.ToLower(e.name)] {
+		if rk.Named > 0 && named[e.nameKey] {
 			score *= rk.Named
 		}
 		keyword = append(keyword, textindex.Hit{ID: id, Score: score})

@@ -1,14 +1,14 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"koe/agent"
 	"koe/app"
@@ -26,15 +26,6 @@ func invoke(t *testing.T, m *app.Main, req protocol.ChatRequest) protocol.ChatMe
 		t.Fatalf("invoke %q: %d %v", req.Message, resp.StatusCode, err)
 	}
 	return answer
-}
-
-func settle(t *testing.T, m *app.Main) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := m.SettleRecall(ctx); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // lastChat is the newest streamed chat request the fake LLM received.
@@ -170,5 +161,42 @@ func TestRecallKeepsTheContextSmall(t *testing.T) {
 	t.Logf("turn 50: %d of %d history tokens sent (%.1f%%)", sent, full, 100*share)
 	if share > 0.15 {
 		t.Errorf("the request holds %.1f%% of the history's %d tokens, want at most 15%%", 100*share, full)
+	}
+}
+
+// TestRecallWithEmbeddings: with an embeddings endpoint configured, the
+// messages are embedded through it as they are indexed and the question
+// too, and the vector ranking takes part; the endpoint going down leaves
+// recall working by keywords.
+func TestRecallWithEmbeddings(t *testing.T) {
+	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("Noted.")}))
+	cfg := testConfig(t, t.TempDir(), llm.URL())
+	cfg.Embeddings.BaseURL, cfg.Embeddings.Model = llm.URL(), "fake-embed"
+	m := startKoe(t, cfg)
+	invoke(t, m, protocol.ChatRequest{Message: "My dog is called Biscuit and he loves the beach."})
+	settle(t, m)
+	embedded := false
+	for _, r := range llm.EmbeddingRequests() {
+		embedded = embedded || slices.Contains(r.Input, "My dog is called Biscuit and he loves the beach.")
+	}
+	if !embedded {
+		t.Fatalf("the message was not embedded: %+v", llm.EmbeddingRequests())
+	}
+	var got struct {
+		Vectors  bool   `json:"vectors"`
+		Block    string `json:"block"`
+		Indexed  int    `json:"indexed"`
+		Memories []struct {
+			Text string `json:"text"`
+		} `json:"memories"`
+	}
+	url := "http://" + m.Addr() + "/api/characters/" + koeConf(t) + "/memories?q=" + neturl.QueryEscape("what is my dog called?")
+	if code := getJSON(t, url, &got); code != 200 || !got.Vectors || !strings.Contains(got.Block, "Biscuit") {
+		t.Fatalf("recall with vectors: %d %+v", code, got)
+	}
+
+	llm.SetEmbeddings(func(fakellm.EmbeddingRequest) fakellm.EmbeddingReply { return fakellm.EmbeddingReply{Status: 503} })
+	if code := getJSON(t, url, &got); code != 200 || got.Vectors || !strings.Contains(got.Block, "Biscuit") {
+		t.Fatalf("recall with the endpoint down: %d %+v", code, got)
 	}
 }
