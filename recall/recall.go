@@ -266,6 +266,15 @@ func (s *Service) load(conf string) (*character, error) {
 	if err := s.catchUp(conf, c); err != nil {
 		return nil, err
 	}
+	if s.opts.Embedder != nil && c.missing > 0 {
+		// Vectors to make (a new endpoint, another model): the indexer's
+		// backfill runs with any history's job; give it one now rather
+		// than at the character's next message.
+		for uid := range c.byHistory {
+			s.Noted(conf, uid)
+			break
+		}
+	}
 	return c, nil
 }
 
