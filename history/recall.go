@@ -403,27 +403,7 @@ func (s *Store) Since(confUID, historyUID string, after uint64, limit int) ([]Re
 	if limit < 1 {
 		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
 	}
-	var out []Record
-	err := s.db.View(func(tx *bolt.Tx) error {
-		msgs := messagesBucket(tx, confUID, historyUID)
-		if msgs == nil {
-			return ErrNotFound
-		}
-		c := msgs.Cursor()
-		start := seqKey(after + 1)
-		for k, v := c.Seek(start[:]); k != nil && len(out) < limit; k, v = c.Next() {
-			r, err := decodeRecord(k, v)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
-	}
-	return out, nil
+	return s.records(confUID, historyUID, after, limit)
 }
 
 // recallConf returns a conf's recall bucket with its sub-buckets, creating

@@ -310,20 +310,28 @@ func (s *Store) Messages(confUID, historyUID string) ([]Record, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
+	return s.records(confUID, historyUID, 0, 0)
+}
+
+// records reads a history's records after sequence after, oldest first,
+// at most limit of them (0: all).
+func (s *Store) records(confUID, historyUID string, after uint64, limit int) ([]Record, error) {
 	var out []Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		msgs := messagesBucket(tx, confUID, historyUID)
 		if msgs == nil {
 			return ErrNotFound
 		}
-		return msgs.ForEach(func(k, v []byte) error {
+		c := msgs.Cursor()
+		start := seqKey(after + 1)
+		for k, v := c.Seek(start[:]); k != nil && (limit == 0 || len(out) < limit); k, v = c.Next() {
 			r, err := decodeRecord(k, v)
 			if err != nil {
 				return err
 			}
 			out = append(out, r)
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
