@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -224,14 +223,6 @@ func rankOf(b Block, text string) int {
 	return 0
 }
 
-func texts(b Block) []string {
-	out := make([]string, len(b.Memories))
-	for i, m := range b.Memories {
-		out[i] = m.Name + ": " + m.Text
-	}
-	return out
-}
-
 // testEmbedder stands in for an embeddings endpoint (package llm's
 // Embedder is on another branch): a bag of stems, each stem its own
 // dimension (so that unrelated words never collide), with a few synonyms
@@ -308,5 +299,3 @@ func ctxT(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-func joined(b Block) string { return strings.Join(texts(b), "\n") }
