@@ -24,11 +24,12 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	if err != nil {
 		return err
 	}
-	marks, err := s.opts.Store.RecallMarks(conf)
+	// Only this history's mark: reading every history's would cost a
+	// character with many conversations a scan per message.
+	mark, _, err := s.opts.Store.RecallMark(conf, uid)
 	if err != nil {
 		return err
 	}
-	mark := marks[uid]
 	for {
 		recs, err := s.opts.Store.Since(conf, uid, mark.Seq, readBatch)
 		if errors.Is(err, history.ErrNotFound) {

@@ -185,10 +185,12 @@ func (s *Service) embedQuery(ctx context.Context, c *character, text string) []f
 	if !some {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
-	vecs, err := s.opts.Embedder.Embed(ctx, []string{text})
+	vecs, err := s.opts.Embedder.Embed(qctx, []string{text})
 	if err != nil || len(vecs) != 1 {
+		// A slow endpoint is logged like a failing one; a turn that
+		// was stopped is nobody's failure.
 		if err != nil && ctx.Err() == nil {
 			s.embedOutcome(err)
 		}

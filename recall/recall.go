@@ -37,6 +37,7 @@ type Store interface {
 	Since(confUID, historyUID string, after uint64, limit int) ([]history.Record, error)
 	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
 	RecallMarks(confUID string) (map[string]history.RecallMark, error)
+	RecallMark(confUID, historyUID string) (history.RecallMark, bool, error)
 	SaveRecall(confUID, historyUID string, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error)
 	SetRecallVectors(confUID, model string, entries []history.RecallEntry) error
 	RecallVectorModel(confUID string) (string, error)
