@@ -34,7 +34,7 @@ func Split(t Text, count func(string) int, size, overlap int) []Piece {
 	for _, b := range s.blocks() {
 		s.place(b)
 	}
-	s.flush(false)
+	s.flush(false, true)
 	for i := range s.out {
 		s.out[i].Page = t.PageAt(s.starts[i])
 	}
@@ -47,6 +47,7 @@ type span struct {
 	start, end int
 	tokens     int
 	heading    bool
+	overlap    bool // repeated from the previous piece
 }
 
 type splitter struct {
@@ -136,7 +137,7 @@ func (s *splitter) place(b span) {
 	b.tokens = s.count(s.text(b))
 	if b.heading && b.tokens <= s.size {
 		if s.curTokens >= s.size/4 {
-			s.flush(false)
+			s.flush(false, false)
 		}
 		s.add(b)
 		return
@@ -155,12 +156,16 @@ func (s *splitter) place(b span) {
 // starts the next piece with it.
 func (s *splitter) placeSmall(sp span) {
 	if !s.fits(sp) {
-		s.flush(true)
+		s.flush(true, false)
 	}
-	// The overlap gives way to new text.
-	for !s.fits(sp) && len(s.cur) > 0 {
+	// The overlap gives way to new text; headings that cannot share a
+	// piece with it make one of their own.
+	for !s.fits(sp) && len(s.cur) > 0 && s.cur[0].overlap {
 		s.cur = s.cur[1:]
 		s.recount()
+	}
+	if !s.fits(sp) {
+		s.flush(false, true)
 	}
 	s.add(sp)
 }
@@ -192,29 +197,20 @@ func (s *splitter) add(sp span) {
 }
 
 func (s *splitter) recount() {
-	s.curTokens = 0
 	cur := s.cur
-	s.cur = nil
+	s.cur, s.curTokens = nil, 0
 	for _, sp := range cur {
 		s.curTokens += s.between(sp) + sp.tokens
 		s.cur = append(s.cur, sp)
 	}
-	if len(s.cur) > 0 && !s.cur[0].heading {
-		// The heading in force is cur's own first heading, or the one
-		// before it, which s.heading still holds.
-		return
-	}
-	if len(s.cur) > 0 {
-		s.heading = headingText(s.text(s.cur[0]))
-	}
 }
 
 // flush ends the current piece. Headings at its end move to the next
-// piece, which they head; with overlap, the next piece starts with the
-// end of this one.
-func (s *splitter) flush(overlap bool) {
+// piece, which they head, unless this is the last; with overlap, the
+// next piece starts with the end of this one.
+func (s *splitter) flush(overlap, last bool) {
 	var carried []span
-	for len(s.cur) > 0 && s.cur[len(s.cur)-1].heading {
+	for !last && len(s.cur) > 0 && s.cur[len(s.cur)-1].heading {
 		carried = append([]span{s.cur[len(s.cur)-1]}, carried...)
 		s.cur = s.cur[:len(s.cur)-1]
 	}
@@ -234,7 +230,16 @@ func (s *splitter) flush(overlap bool) {
 		end = s.cur[len(s.cur)-1].end
 		tokens = s.count(s.body[start:end])
 	}
-	s.out = append(s.out, Piece{Text: s.body[start:end], Heading: s.heading, Tokens: tokens})
+	// The piece is headed by the heading its text is under: the last of
+	// the headings it starts with, else the one in force before it.
+	heading := s.heading
+	for _, sp := range s.cur {
+		if !sp.heading {
+			break
+		}
+		heading = headingText(s.text(sp))
+	}
+	s.out = append(s.out, Piece{Text: s.body[start:end], Heading: heading, Tokens: tokens})
 	s.starts = append(s.starts, start)
 
 	after := s.heading
@@ -251,6 +256,7 @@ func (s *splitter) flush(overlap bool) {
 		}
 	} else if overlap && s.overlap > 0 {
 		if tail, ok := s.tail(start, end); ok {
+			tail.overlap = true
 			s.add(tail)
 		}
 	}
@@ -260,38 +266,21 @@ func (s *splitter) flush(overlap bool) {
 }
 
 // tail is the end of [start, end) of at most overlap tokens: whole
-// sentences (lines in code) where they fit, else words.
+// sentences (lines in code) where they fit, else words; never a heading.
 func (s *splitter) tail(start, end int) (span, bool) {
 	whole := span{start: start, end: end}
 	for _, level := range []int{levelSentences, levelWords} {
 		units := s.cut(whole, level)
-		from, tokens := -1, 0
-		for i := len(units) - 1; i >= 0; i-- {
-			if units[i].heading {
+		best := span{}
+		for i := len(units) - 1; i >= 0 && !units[i].heading; i-- {
+			t := s.count(s.body[units[i].start:end])
+			if t > s.overlap {
 				break
 			}
-			t := s.count(s.text(units[i]))
-			if tokens+t > s.overlap {
-				break
-			}
-			tokens += t
-			from = units[i].start
+			best = span{start: units[i].start, end: end, tokens: t}
 		}
-		if from < 0 {
-			continue
-		}
-		for from < end {
-			sp := span{start: from, end: end, tokens: s.count(s.body[from:end])}
-			if sp.tokens <= s.overlap {
-				return sp, true
-			}
-			// Joined, the units count more than alone: drop the first.
-			_, size := utf8.DecodeRuneInString(s.body[from:])
-			next := strings.IndexFunc(s.body[from+size:end], unicode.IsSpace)
-			if next < 0 {
-				break
-			}
-			from = s.trimmed(from+size+next, end, false).start
+		if best.end > 0 {
+			return best, true
 		}
 	}
 	return span{}, false
