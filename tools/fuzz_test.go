@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"koe/internal/pdftext/pdftest"
 )
 
 // FuzzCalculator runs the calculator's tool function itself, not Box.Call,
@@ -87,7 +89,7 @@ func FuzzToolArguments(f *testing.F) {
 	writeTree(f, root, map[string]string{
 		"notes/plan.md": "# Plan\n\nGrüße, ünïcödé and more.\n",
 		"bin.dat":       "\x00\x01\x02binary",
-		"doc.pdf":       string(minimalPDF(f, false, "fuzzing a PDF")),
+		"doc.pdf":       string(pdftest.Minimal(false, "fuzzing a PDF")),
 	})
 	opts := Options{
 		HTTPClient: &http.Client{Transport: refuseAll{}},
@@ -113,9 +115,9 @@ func FuzzToolArguments(f *testing.F) {
 // FuzzPDFText gives the PDF reader broken files: a malformed PDF is an
 // error for the call, never a crash of the server.
 func FuzzPDFText(f *testing.F) {
-	f.Add(minimalPDF(f, false, "Hello (world)"))
-	f.Add(minimalPDF(f, true, "deflated"))
-	f.Add(reportPDF(f))
+	f.Add(pdftest.Minimal(false, "Hello (world)"))
+	f.Add(pdftest.Minimal(true, "deflated"))
+	f.Add(reportPDF())
 	f.Add([]byte("%PDF-1.4\n"))
 	f.Add([]byte("%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"koe/agent"
+	"koe/internal/pdftext/pdftest"
 )
 
 func writeTree(tb testing.TB, root string, files map[string]string) {
@@ -33,10 +34,10 @@ const planText = "# Plan\n\nGrüße aus Köln — 日本語も少し。\nLast li
 // reportPDF has two pages: lines placed with Td in Helvetica (no widths),
 // then, deflated, words spaced by TJ kerning in Courier, as TeX writes
 // them.
-func reportPDF(tb testing.TB) []byte {
-	return buildPDF(tb,
-		pdfPage{content: "BT /F1 12 Tf 72 720 Td (Hello from koe.) Tj 0 -16 Td (Second line, caf\\351.) Tj ET"},
-		pdfPage{content: "BT /F2 10 Tf 72 700 Td [(W)20(ord)-600(spacing)-600(by)-600(kerning.)] TJ 0 -14 Td (Courier keeps its widths.) Tj ET", compress: true},
+func reportPDF() []byte {
+	return pdftest.Build("",
+		pdftest.Page{Content: "BT /F1 12 Tf 72 720 Td (Hello from koe.) Tj 0 -16 Td (Second line, caf\\351.) Tj ET"},
+		pdftest.Page{Content: "BT /F2 10 Tf 72 700 Td [(W)20(ord)-600(spacing)-600(by)-600(kerning.)] TJ 0 -14 Td (Courier keeps its widths.) Tj ET", Compress: true},
 	)
 }
 
@@ -57,8 +58,8 @@ func fileTree(t *testing.T) (root string) {
 		"shared/latin1.txt":                 "caf\xe9 cr\xe8me",
 		"shared/image.png":                  "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01",
 		"shared/big.txt":                    strings.Repeat("x", 2000),
-		"shared/report.pdf":                 string(reportPDF(t)),
-		"shared/scanned.pdf":                string(buildPDF(t, pdfPage{content: "0 0 m 100 100 l S"})),
+		"shared/report.pdf":                 string(reportPDF()),
+		"shared/scanned.pdf":                string(pdftest.Build("", pdftest.Page{Content: "0 0 m 100 100 l S"})),
 		"shared/broken.pdf":                 "%PDF-1.4\nthis is not a PDF at all\n",
 	})
 	if err := os.Mkdir(filepath.Join(root, "void"), 0o755); err != nil {
@@ -209,7 +210,7 @@ func TestReadFilePDF(t *testing.T) {
 		t.Fatalf("window: %q, %v", got, err)
 	}
 	// A PDF of one page has no page marks.
-	writeTree(t, root, map[string]string{"one.pdf": string(minimalPDF(t, true, "Only (one) page, ½ of it."))})
+	writeTree(t, root, map[string]string{"one.pdf": string(pdftest.Minimal(true, "Only (one) page, ½ of it."))})
 	got, err = readFile(t, b, `{"path":"one.pdf"}`)
 	if err != nil || got != "[one.pdf: characters 0–25 of 25]\nOnly (one) page, ½ of it." {
 		t.Fatalf("one page: %q, %v", got, err)
@@ -220,7 +221,7 @@ func TestReadFilePDF(t *testing.T) {
 func TestPDFTextHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := pdfText(ctx, "report.pdf", reportPDF(t))
+	_, err := pdfText(ctx, "report.pdf", reportPDF())
 	if err == nil || !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
@@ -315,7 +316,7 @@ func TestReadFileFIFOInPlaceOfAFile(t *testing.T) {
 // A page tree that holds itself (a broken or hostile file) is an error,
 // not a call that spins where no ctx reaches it.
 func TestPDFTextPageTreeLoop(t *testing.T) {
-	good := string(reportPDF(t))
+	good := string(reportPDF())
 	// Same length, so the cross-reference offsets still hold.
 	looped := strings.Replace(good, "/Kids [6 0 R 8 0 R]", "/Kids [2 0 R 8 0 R]", 1)
 	if looped == good {

@@ -1,26 +1,26 @@
-package tools
+// Package pdftest writes small PDF files for tests: by the book, with the
+// objects' real offsets, so that a reader that fails on them has a bug.
+package pdftest
 
 import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
 	"strings"
-	"testing"
 )
 
-// pdfPage is one page of a test PDF: its content stream, and whether the
+// Page is one page of a test PDF: its content stream, and whether the
 // stream is stored deflated as most producers store it.
-type pdfPage struct {
-	content  string
-	compress bool
+type Page struct {
+	Content  string
+	Compress bool
 }
 
-// buildPDF writes a PDF 1.4 file by the book: a catalog, a page tree, two
-// standard fonts (Helvetica without widths, Courier with its 600-unit
-// widths, both WinAnsi), the pages, and a cross-reference table whose
-// offsets are the objects' real ones.
-func buildPDF(tb testing.TB, pages ...pdfPage) []byte {
-	tb.Helper()
+// Build writes a PDF 1.4 file: a catalog, a page tree, two standard fonts
+// (F1: Helvetica without widths, F2: Courier with its 600-unit widths,
+// both WinAnsi), the pages, an Info dictionary with title when title is
+// not "", and a cross-reference table.
+func Build(title string, pages ...Page) []byte {
 	var objects []string
 	add := func(body string) int {
 		objects = append(objects, body)
@@ -33,9 +33,9 @@ func buildPDF(tb testing.TB, pages ...pdfPage) []byte {
 	courier := add(fmt.Sprintf("<< /Type /Font /Subtype /Type1 /BaseFont /Courier /Encoding /WinAnsiEncoding /FirstChar 32 /LastChar 126 /Widths [%s] >>", widths))
 	var kids []string
 	for _, p := range pages {
-		stream := []byte(p.content)
+		stream := []byte(p.Content)
 		filter := ""
-		if p.compress {
+		if p.Compress {
 			var z bytes.Buffer
 			zw := zlib.NewWriter(&z)
 			zw.Write(stream)
@@ -49,6 +49,10 @@ func buildPDF(tb testing.TB, pages ...pdfPage) []byte {
 	}
 	objects[catalog-1] = fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree)
 	objects[tree-1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(kids))
+	info := ""
+	if title != "" {
+		info = fmt.Sprintf(" /Info %d 0 R", add(fmt.Sprintf("<< /Title (%s) >>", String(title))))
+	}
 
 	var out bytes.Buffer
 	out.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
@@ -62,18 +66,18 @@ func buildPDF(tb testing.TB, pages ...pdfPage) []byte {
 	for _, off := range offsets {
 		fmt.Fprintf(&out, "%010d 00000 n \n", off)
 	}
-	fmt.Fprintf(&out, "trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objects)+1, catalog, xref)
+	fmt.Fprintf(&out, "trailer\n<< /Size %d /Root %d 0 R%s >>\nstartxref\n%d\n%%%%EOF\n", len(objects)+1, catalog, info, xref)
 	return out.Bytes()
 }
 
-// minimalPDF is a one-page PDF showing text in Helvetica.
-func minimalPDF(tb testing.TB, compress bool, text string) []byte {
-	tb.Helper()
-	return buildPDF(tb, pdfPage{content: fmt.Sprintf("BT /F1 12 Tf 72 720 Td (%s) Tj ET", pdfString(text)), compress: compress})
+// Minimal is a one-page PDF showing text in Helvetica.
+func Minimal(compress bool, text string) []byte {
+	return Build("", Page{Content: fmt.Sprintf("BT /F1 12 Tf 72 720 Td (%s) Tj ET", String(text)), Compress: compress})
 }
 
-// pdfString escapes text for a PDF literal string, in WinAnsi.
-func pdfString(s string) string {
+// String escapes s for a PDF literal string, in WinAnsi (Latin-1 here;
+// other characters become "?").
+func String(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
