@@ -435,13 +435,13 @@ func (p *PostgresIndex) vectorHits(ctx context.Context, conf string, vec []float
 		// An HNSW scan yields ef_search rows before the conf_uid filter:
 		// at least as many as wanted, and, with pgvector 0.8+, more
 		// until enough pass the filter.
-		if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(max(limit, 40))); err != nil {
-			return err
-		}
+		// (Before 0.8, pgvector refuses the name hnsw.iterative_scan.)
+		set := `SELECT set_config('hnsw.ef_search', $1, true)`
 		if p.iterativeScan {
-			if _, err := tx.Exec(ctx, `SET LOCAL hnsw.iterative_scan = strict_order`); err != nil {
-				return err
-			}
+			set += `, set_config('hnsw.iterative_scan', 'strict_order', true)`
+		}
+		if _, err := tx.Exec(ctx, set, strconv.Itoa(max(limit, 40))); err != nil {
+			return err
 		}
 		rows, err := tx.Query(ctx, query, conf, pgvector.NewVector(vec).String(), limit)
 		if err != nil {

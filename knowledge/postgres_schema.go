@@ -105,17 +105,13 @@ func migrate(ctx context.Context, conn *pgx.Conn, table string, lockKey int64, m
 
 // applyMigration applies m unless it is recorded in table, and reports
 // whether it did.
-func applyMigration(ctx context.Context, conn *pgx.Conn, table string, lockKey int64, m migration, known int) (applied bool, err error) {
+func applyMigration(ctx context.Context, conn *pgx.Conn, table string, lockKey int64, m migration, known int) (bool, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("begin: %w", err)
 	}
-	defer func() {
-		if !applied || err != nil {
-			// After a commit this is a no-op.
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
+	// After a commit this is a no-op.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey); err != nil {
 		return false, fmt.Errorf("lock: %w", err)
 	}
