@@ -34,6 +34,38 @@ if ! grep -qs "\"version\": \"$everything_version\"" "$everything_pkg"; then
     "@modelcontextprotocol/server-everything@$everything_version"
 fi
 
+# PostgreSQL with pgvector for the knowledge store's tests: Debian has no
+# pgvector, so PGlite (PostgreSQL in WebAssembly, with its pgvector build)
+# served over the wire protocol by scripts/pglite/server.mjs, its npm
+# packages pinned in scripts/pglite/package.json and kept with the others.
+# A DSN already in KOE_TEST_POSTGRES_DSN (a real PostgreSQL with pgvector)
+# is used instead.
+pglite_pkgs=$(node -e 'const d = require(process.argv[1]).dependencies; console.log(Object.entries(d).map(([n, v]) => n + "@" + v).join(" "))' "$PWD/scripts/pglite/package.json")
+for spec in $pglite_pkgs; do
+  name=${spec%@*} version=${spec##*@}
+  if ! grep -qs "\"version\": \"$version\"" "$KOE_TEST_NPM_DIR/node_modules/$name/package.json"; then
+    npm install --prefix "$KOE_TEST_NPM_DIR" --no-audit --no-fund --loglevel=error $pglite_pkgs
+    break
+  fi
+done
+if [ -z "${KOE_TEST_POSTGRES_DSN:-}" ]; then
+  pglite_out=$(mktemp)
+  KOE_TEST_NPM_DIR="$KOE_TEST_NPM_DIR" node scripts/pglite/server.mjs 0 >"$pglite_out" &
+  pglite_pid=$!
+  trap 'kill "$pglite_pid" 2>/dev/null; wait "$pglite_pid" 2>/dev/null; rm -f "$pglite_out"' EXIT
+  # It prints "listening 127.0.0.1:PORT" when ready (a few seconds).
+  for _ in $(seq 300); do
+    grep -q '^listening ' "$pglite_out" && break
+    kill -0 "$pglite_pid" 2>/dev/null || { echo "PGlite did not start"; exit 1; }
+    sleep 0.2
+  done
+  pglite_addr=$(sed -n 's/^listening //p' "$pglite_out")
+  [ -n "$pglite_addr" ] || { echo "PGlite did not listen"; exit 1; }
+  # PGlite is one backend behind every connection: pgx must use the simple
+  # protocol (see scripts/pglite/server.mjs).
+  export KOE_TEST_POSTGRES_DSN="postgres://postgres@$pglite_addr/postgres?sslmode=disable&default_query_exec_mode=simple_protocol&pool_max_conns=4"
+fi
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
