@@ -37,7 +37,9 @@ type KnowledgeDoc struct {
 	Added  time.Time `json:"added"`
 }
 
-// KnowledgeChunk is a stored chunk (the local store keeps them with their vectors).
+// KnowledgeChunk is a stored chunk (the local store keeps them with their
+// vectors). Its fields are knowledge.Chunk's, in the same order, so the
+// knowledge package converts one to the other without copying fields.
 type KnowledgeChunk struct {
 	DocID   string `json:"-"`
 	Seq     int    `json:"-"`
@@ -45,8 +47,8 @@ type KnowledgeChunk struct {
 	Title   string `json:"title,omitempty"`
 	Heading string `json:"heading,omitempty"`
 	Page    int    `json:"page,omitempty"`
-	Tokens  int    `json:"tokens"`
 	Text    string `json:"text"`
+	Tokens  int    `json:"tokens"`
 	// Vector is stored apart from the chunk, compactly.
 	Vector []float32 `json:"-"`
 }
