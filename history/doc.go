@@ -25,6 +25,14 @@
 //	    "marks"                 <history uid> -> JSON RecallMark (indexed up to)
 //	    "forgotten"             same key as entries -> empty: never index again
 //	    "meta"                  "vector_model" -> the embeddings model's name
+//	"knowledge"                 root bucket, created by the first document
+//	  <conf uid>                a character's knowledge base (package knowledge);
+//	                            removed when its last document goes
+//	    "docs"                  <doc id> -> JSON KnowledgeDoc (no text)
+//	    "texts"                 <doc id> -> uvarint page count, uvarint page
+//	                            offsets, then the document's text as is
+//	    "chunks"                <doc id> 0x00 <4-byte seq> -> JSON KnowledgeChunk
+//	    "vectors"               same key -> little-endian float32 embedding
 //
 // Messages live in their own nested bucket, rather than directly in the
 // history bucket, so that per-history side data can sit beside them as
@@ -33,6 +41,12 @@
 // simply lack it, and Delete removes it with the history. Keying summaries
 // by their first turn lists them in turn order and makes re-summarising the
 // same range an overwrite.
+//
+// Knowledge is kept per character, not per history: deleting a history
+// leaves it alone. A document's text is apart from its listing entry so
+// that listing a knowledge base does not read megabytes of text, and its
+// chunks are keyed like recall entries so that replacing or deleting a
+// document's chunks is one key range.
 //
 // Image bytes are kept out of the records so that reading a history (to
 // show it, to list it, to rebuild an agent's memory) costs the size of its

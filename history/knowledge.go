@@ -1,0 +1,439 @@
+package history
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Knowledge buckets, under the root "knowledge", one bucket per conf uid:
+var (
+	bucketKnowledge = []byte("knowledge")
+	bucketDocs      = []byte("docs")    // doc id -> JSON KnowledgeDoc
+	bucketTexts     = []byte("texts")   // doc id -> page offsets and text (encodeText)
+	bucketChunks    = []byte("chunks")  // chunkKey -> JSON KnowledgeChunk
+	bucketChunkVecs = []byte("vectors") // chunkKey -> little-endian float32s
+)
+
+// KnowledgeDoc is one document of a character's knowledge base, without its text.
+type KnowledgeDoc struct {
+	ID     string    `json:"-"`
+	Name   string    `json:"name"`
+	Mime   string    `json:"mime"`
+	Format string    `json:"format"`
+	Title  string    `json:"title"`
+	Bytes  int       `json:"bytes"`
+	Tokens int       `json:"tokens"`
+	Pages  int       `json:"pages,omitempty"`
+	Chunks int       `json:"chunks"`
+	Added  time.Time `json:"added"`
+}
+
+// KnowledgeChunk is a stored chunk (the local store keeps them with their
+// vectors). Its fields are knowledge.Chunk's, in the same order, so the
+// knowledge package converts one to the other without copying fields.
+type KnowledgeChunk struct {
+	DocID   string `json:"-"`
+	Seq     int    `json:"-"`
+	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
+	Heading string `json:"heading,omitempty"`
+	Page    int    `json:"page,omitempty"`
+	Text    string `json:"text"`
+	Tokens  int    `json:"tokens"`
+	// Vector is stored apart from the chunk, compactly.
+	Vector []float32 `json:"-"`
+}
+
+func documentID(id string) idArg { return idArg{kind: "document id", id: id} }
+
+// chunkKey orders a conf's chunks by document, then sequence, so that a
+// document's chunks are one key range. Valid ids hold no 0x00, so the
+// separator also keeps ids that prefix one another apart.
+func chunkKey(docID string, seq int) []byte {
+	k := make([]byte, 0, len(docID)+5)
+	k = append(k, docID...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint32(k, uint32(seq))
+}
+
+func parseChunkKey(k []byte) (string, int, bool) {
+	i := bytes.IndexByte(k, 0)
+	if i < 0 || len(k) != i+5 {
+		return "", 0, false
+	}
+	return string(k[:i]), int(binary.BigEndian.Uint32(k[i+1:])), true
+}
+
+func docPrefix(docID string) []byte { return append([]byte(docID), 0) }
+
+// PutKnowledgeDoc creates or replaces (by d.ID) a document and its text;
+// pages are the byte offsets in text where each page starts (nil: none).
+func (s *Store) PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, pages []int) error {
+	if err := checkIDs(confID(conf), documentID(d.ID)); err != nil {
+		return err
+	}
+	for i, p := range pages {
+		if p < 0 || p > len(text) || (i > 0 && p < pages[i-1]) {
+			return fmt.Errorf("put document %q of conf %q: page %d starts at %d, outside the text or before the page above: %w",
+				d.ID, conf, i+1, p, ErrInvalidRecord)
+		}
+	}
+	meta, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encode document %q: %w", d.ID, err)
+	}
+	body := encodeText(text, pages)
+	err = s.write(func(tx *bolt.Tx) error {
+		kb, err := knowledgeConf(tx, conf)
+		if err != nil {
+			return err
+		}
+		if err := kb.Bucket(bucketDocs).Put([]byte(d.ID), meta); err != nil {
+			return fmt.Errorf("put document: %w", err)
+		}
+		return kb.Bucket(bucketTexts).Put([]byte(d.ID), body)
+	})
+	if err != nil {
+		return fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, err)
+	}
+	return nil
+}
+
+// KnowledgeDocs lists a conf's documents, oldest first.
+func (s *Store) KnowledgeDocs(conf string) ([]KnowledgeDoc, error) {
+	if err := checkIDs(confID(conf)); err != nil {
+		return nil, err
+	}
+	out := []KnowledgeDoc{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := knowledgeSub(tx, conf, bucketDocs)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var d KnowledgeDoc
+			if err := json.Unmarshal(v, &d); err != nil {
+				return fmt.Errorf("decode document %q: %w", k, err)
+			}
+			d.ID = string(k)
+			out = append(out, d)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list documents of conf %q: %w", conf, err)
+	}
+	// Stable: documents added in the same instant keep their id order.
+	slices.SortStableFunc(out, func(a, b KnowledgeDoc) int { return a.Added.Compare(b.Added) })
+	return out, nil
+}
+
+// KnowledgeText returns a document's text and page offsets; ErrNotFound
+// when it has none.
+func (s *Store) KnowledgeText(conf, id string) (text string, pages []int, err error) {
+	if err := checkIDs(confID(conf), documentID(id)); err != nil {
+		return "", nil, err
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := knowledgeSub(tx, conf, bucketTexts)
+		if b == nil {
+			return ErrNotFound
+		}
+		v := b.Get([]byte(id))
+		if v == nil {
+			return ErrNotFound
+		}
+		var derr error
+		text, pages, derr = decodeText(v)
+		return derr
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("read text of document %q of conf %q: %w", id, conf, err)
+	}
+	return text, pages, nil
+}
+
+// DeleteKnowledgeDoc removes a document, its text and its chunks, in one
+// transaction, and reports whether there was anything to remove. A conf
+// left with nothing loses its bucket, so that KnowledgeConfs stops
+// listing it.
+func (s *Store) DeleteKnowledgeDoc(conf, id string) (bool, error) {
+	if err := checkIDs(confID(conf), documentID(id)); err != nil {
+		return false, err
+	}
+	var existed bool
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		existed = false
+		kb := knowledgeBucket(tx, conf)
+		if kb == nil {
+			return nil
+		}
+		for _, name := range [][]byte{bucketDocs, bucketTexts} {
+			b := kb.Bucket(name)
+			if b == nil || b.Get([]byte(id)) == nil {
+				continue
+			}
+			existed = true
+			if err := b.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		n, err := dropChunks(kb, id)
+		if err != nil {
+			return err
+		}
+		existed = existed || n > 0
+		return dropIfEmpty(tx, conf)
+	})
+	if err != nil {
+		return false, fmt.Errorf("delete document %q of conf %q: %w", id, conf, err)
+	}
+	return existed, nil
+}
+
+// KnowledgeConfs lists the confs that have a knowledge base: documents,
+// or chunks of documents.
+func (s *Store) KnowledgeConfs() ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketKnowledge)
+		if root == nil {
+			return nil
+		}
+		return root.ForEachBucket(func(k []byte) error {
+			if !knowledgeEmpty(root.Bucket(k)) {
+				out = append(out, string(k))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list confs with knowledge: %w", err)
+	}
+	return out, nil
+}
+
+// PutKnowledgeChunks replaces every chunk of a document with chunks, in one
+// transaction. A chunk's DocID must be docID or empty; seqs must be
+// distinct and fit in 32 bits.
+func (s *Store) PutKnowledgeChunks(conf, docID string, chunks []KnowledgeChunk) error {
+	if err := checkIDs(confID(conf), documentID(docID)); err != nil {
+		return err
+	}
+	keys := make([][]byte, len(chunks))
+	vals := make([][]byte, len(chunks))
+	seen := make(map[int]bool, len(chunks))
+	for i, c := range chunks {
+		if c.DocID != "" && c.DocID != docID {
+			return fmt.Errorf("put chunks of document %q of conf %q: chunk %d belongs to document %q: %w",
+				docID, conf, c.Seq, truncateID(c.DocID), ErrInvalidRecord)
+		}
+		if c.Seq < 0 || int64(c.Seq) > math.MaxUint32 || seen[c.Seq] {
+			return fmt.Errorf("put chunks of document %q of conf %q: chunk seq %d is negative, too large or repeated: %w",
+				docID, conf, c.Seq, ErrInvalidRecord)
+		}
+		seen[c.Seq] = true
+		v, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("encode chunk %d: %w", c.Seq, err)
+		}
+		keys[i], vals[i] = chunkKey(docID, c.Seq), v
+	}
+	err := s.write(func(tx *bolt.Tx) error {
+		kb, err := knowledgeConf(tx, conf)
+		if err != nil {
+			return err
+		}
+		if _, err := dropChunks(kb, docID); err != nil {
+			return err
+		}
+		cb, vb := kb.Bucket(bucketChunks), kb.Bucket(bucketChunkVecs)
+		for i, c := range chunks {
+			if err := cb.Put(keys[i], vals[i]); err != nil {
+				return fmt.Errorf("put chunk: %w", err)
+			}
+			if len(c.Vector) > 0 {
+				if err := vb.Put(keys[i], encodeVector(c.Vector)); err != nil {
+					return fmt.Errorf("put chunk vector: %w", err)
+				}
+			}
+		}
+		if len(chunks) == 0 {
+			return dropIfEmpty(tx, conf)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put chunks of document %q of conf %q: %w", docID, conf, err)
+	}
+	return nil
+}
+
+// DeleteKnowledgeChunks removes every chunk of a document (none: no error).
+func (s *Store) DeleteKnowledgeChunks(conf, docID string) error {
+	return s.PutKnowledgeChunks(conf, docID, nil)
+}
+
+// ForEachKnowledgeChunk calls fn with every chunk of a conf, with its
+// vector, in document and sequence order. fn must not call the store.
+func (s *Store) ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) error) error {
+	if err := checkIDs(confID(conf)); err != nil {
+		return err
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		cb := knowledgeSub(tx, conf, bucketChunks)
+		if cb == nil {
+			return nil
+		}
+		vb := knowledgeSub(tx, conf, bucketChunkVecs)
+		return cb.ForEach(func(k, v []byte) error {
+			id, seq, ok := parseChunkKey(k)
+			if !ok {
+				return fmt.Errorf("chunk key %x is malformed", k)
+			}
+			var c KnowledgeChunk
+			if err := json.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("decode chunk %s/%d: %w", id, seq, err)
+			}
+			c.DocID, c.Seq = id, seq
+			if vb != nil {
+				c.Vector = decodeVector(vb.Get(k))
+			}
+			return fn(c)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("read chunks of conf %q: %w", conf, err)
+	}
+	return nil
+}
+
+// dropChunks removes a document's chunks and vectors and returns how many
+// chunks there were.
+func dropChunks(kb *bolt.Bucket, docID string) (int, error) {
+	prefix := docPrefix(docID)
+	n := 0
+	for _, name := range [][]byte{bucketChunks, bucketChunkVecs} {
+		b := kb.Bucket(name)
+		if b == nil {
+			continue
+		}
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+			if err := c.Delete(); err != nil {
+				return 0, fmt.Errorf("drop chunks of document %q: %w", docID, err)
+			}
+			if bytes.Equal(name, bucketChunks) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// dropIfEmpty removes a conf's knowledge bucket once it holds nothing.
+func dropIfEmpty(tx *bolt.Tx, conf string) error {
+	root := tx.Bucket(bucketKnowledge)
+	if root == nil {
+		return nil
+	}
+	kb := root.Bucket([]byte(conf))
+	if kb == nil || !knowledgeEmpty(kb) {
+		return nil
+	}
+	if err := root.DeleteBucket([]byte(conf)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+		return fmt.Errorf("drop empty knowledge of conf %q: %w", conf, err)
+	}
+	return nil
+}
+
+func knowledgeEmpty(kb *bolt.Bucket) bool {
+	if kb == nil {
+		return true
+	}
+	for _, name := range [][]byte{bucketDocs, bucketTexts, bucketChunks} {
+		if b := kb.Bucket(name); b != nil {
+			if k, _ := b.Cursor().First(); k != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// knowledgeConf returns a conf's knowledge bucket with its sub-buckets,
+// creating what is missing.
+func knowledgeConf(tx *bolt.Tx, conf string) (*bolt.Bucket, error) {
+	root, err := tx.CreateBucketIfNotExists(bucketKnowledge)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge bucket: %w", err)
+	}
+	kb, err := root.CreateBucketIfNotExists([]byte(conf))
+	if err != nil {
+		return nil, fmt.Errorf("knowledge conf bucket: %w", err)
+	}
+	for _, name := range [][]byte{bucketDocs, bucketTexts, bucketChunks, bucketChunkVecs} {
+		if _, err := kb.CreateBucketIfNotExists(name); err != nil {
+			return nil, fmt.Errorf("knowledge bucket %q: %w", name, err)
+		}
+	}
+	return kb, nil
+}
+
+func knowledgeBucket(tx *bolt.Tx, conf string) *bolt.Bucket {
+	root := tx.Bucket(bucketKnowledge)
+	if root == nil {
+		return nil
+	}
+	return root.Bucket([]byte(conf))
+}
+
+// knowledgeSub returns a sub-bucket of a conf's knowledge bucket, or nil.
+func knowledgeSub(tx *bolt.Tx, conf string, name []byte) *bolt.Bucket {
+	kb := knowledgeBucket(tx, conf)
+	if kb == nil {
+		return nil
+	}
+	return kb.Bucket(name)
+}
+
+// encodeText is a uvarint page count, the pages' uvarint offsets, then the
+// text as is: a 10 MiB document is not worth escaping into JSON.
+func encodeText(text string, pages []int) []byte {
+	b := make([]byte, 0, binary.MaxVarintLen64*(len(pages)+1)+len(text))
+	b = binary.AppendUvarint(b, uint64(len(pages)))
+	for _, p := range pages {
+		b = binary.AppendUvarint(b, uint64(p))
+	}
+	return append(b, text...)
+}
+
+// decodeText copies: bbolt's bytes are only valid in the transaction.
+func decodeText(b []byte) (string, []int, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)) {
+		return "", nil, errors.New("stored text is malformed")
+	}
+	b = b[w:]
+	var pages []int
+	if n > 0 {
+		pages = make([]int, n)
+	}
+	for i := range pages {
+		p, w := binary.Uvarint(b)
+		if w <= 0 || p > math.MaxInt32 {
+			return "", nil, errors.New("stored page offsets are malformed")
+		}
+		pages[i], b = int(p), b[w:]
+	}
+	return string(b), pages, nil
+}

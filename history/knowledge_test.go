@@ -1,0 +1,344 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func knowledgeDoc(id string, added time.Time) KnowledgeDoc {
+	return KnowledgeDoc{ID: id, Name: id + ".pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual " + id,
+		Bytes: 1234, Tokens: 300, Pages: 2, Chunks: 2, Added: added}
+}
+
+func knowledgeChunks(docID string, n int, dim int) []KnowledgeChunk {
+	out := make([]KnowledgeChunk, n)
+	for i := range out {
+		out[i] = KnowledgeChunk{DocID: docID, Seq: i, Name: docID + ".pdf", Title: "Manual", Heading: fmt.Sprintf("Section %d", i),
+			Page: i + 1, Tokens: 10 + i, Text: fmt.Sprintf("chunk %d of %s", i, docID)}
+		if dim > 0 {
+			out[i].Vector = make([]float32, dim)
+			for j := range out[i].Vector {
+				out[i].Vector[j] = float32(i) + float32(j)/10
+			}
+		}
+	}
+	return out
+}
+
+func chunksOf(t *testing.T, s *Store, conf string) []KnowledgeChunk {
+	t.Helper()
+	var out []KnowledgeChunk
+	if err := s.ForEachKnowledgeChunk(conf, func(c KnowledgeChunk) error {
+		out = append(out, c)
+		return nil
+	}); err != nil {
+		t.Fatalf("ForEachKnowledgeChunk(%q): %v", conf, err)
+	}
+	return out
+}
+
+func TestKnowledgeDocRoundTrip(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	docs, err := s.KnowledgeDocs("c")
+	if err != nil || docs == nil || len(docs) != 0 {
+		t.Fatalf("KnowledgeDocs of a conf without any = %#v, %v; want empty, no error", docs, err)
+	}
+	// Added out of id order, to see that the listing sorts by time.
+	b := knowledgeDoc("b", t0)
+	a := knowledgeDoc("a", t0.Add(time.Hour))
+	text := "page one\fpage two"
+	if err := s.PutKnowledgeDoc("c", a, "alpha", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutKnowledgeDoc("c", b, text, []int{0, 9}); err != nil {
+		t.Fatal(err)
+	}
+	docs, err = s.KnowledgeDocs("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 2 || docs[0].ID != "b" || docs[1].ID != "a" {
+		t.Fatalf("KnowledgeDocs = %+v, want b then a (oldest first)", docs)
+	}
+	if !docs[0].Added.Equal(b.Added) || docs[0].Title != b.Title || docs[0].Pages != 2 || docs[0].Bytes != 1234 {
+		t.Fatalf("doc b came back as %+v, want %+v", docs[0], b)
+	}
+	got, pages, err := s.KnowledgeText("c", "b")
+	if err != nil || got != text || !reflect.DeepEqual(pages, []int{0, 9}) {
+		t.Fatalf("KnowledgeText(b) = %q, %v, %v", got, pages, err)
+	}
+	got, pages, err = s.KnowledgeText("c", "a")
+	if err != nil || got != "alpha" || pages != nil {
+		t.Fatalf("KnowledgeText(a) = %q, %v, %v; want no pages", got, pages, err)
+	}
+
+	// Replace by id: one document, new text, no pages.
+	b.Title, b.Pages = "Manual, second edition", 0
+	if err := s.PutKnowledgeDoc("c", b, "rewritten", nil); err != nil {
+		t.Fatal(err)
+	}
+	docs, _ = s.KnowledgeDocs("c")
+	if len(docs) != 2 || docs[0].Title != "Manual, second edition" {
+		t.Fatalf("after replace, KnowledgeDocs = %+v", docs)
+	}
+	if got, pages, _ := s.KnowledgeText("c", "b"); got != "rewritten" || pages != nil {
+		t.Fatalf("after replace, text = %q, pages %v", got, pages)
+	}
+
+	if _, _, err := s.KnowledgeText("c", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("KnowledgeText of an unknown doc: err = %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.KnowledgeText("other", "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("KnowledgeText of another conf's doc: err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestKnowledgeDocPagesChecked(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	for _, pages := range [][]int{{0, 50}, {0, 5, 3}, {-1}} {
+		err := s.PutKnowledgeDoc("c", knowledgeDoc("d", t0), "0123456789", pages)
+		if !errors.Is(err, ErrInvalidRecord) {
+			t.Errorf("pages %v: err = %v, want ErrInvalidRecord", pages, err)
+		}
+	}
+	if confs, _ := s.KnowledgeConfs(); len(confs) != 0 {
+		t.Fatalf("refused documents left a knowledge base: %v", confs)
+	}
+}
+
+func TestKnowledgeChunksRoundTripAndOrder(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	// "a-b" sorts after "a" as a string, and must as keys too.
+	for _, id := range []string{"a-b", "a", "B"} {
+		cs := knowledgeChunks(id, 3, 4)
+		// Put out of order: the store orders by seq.
+		cs[0], cs[2] = cs[2], cs[0]
+		if err := s.PutKnowledgeChunks("c", id, cs); err != nil {
+			t.Fatalf("PutKnowledgeChunks(%q): %v", id, err)
+		}
+	}
+	got := chunksOf(t, s, "c")
+	var order []string
+	for _, c := range got {
+		order = append(order, fmt.Sprintf("%s/%d", c.DocID, c.Seq))
+	}
+	want := "B/0 B/1 B/2 a/0 a/1 a/2 a-b/0 a-b/1 a-b/2"
+	if strings.Join(order, " ") != want {
+		t.Fatalf("chunk order = %v, want %s", order, want)
+	}
+	wantChunk := knowledgeChunks("a", 3, 4)[1]
+	if !reflect.DeepEqual(got[4], wantChunk) {
+		t.Fatalf("chunk a/1 came back as %+v, want %+v", got[4], wantChunk)
+	}
+}
+
+func TestKnowledgeChunksReplace(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	if err := s.PutKnowledgeChunks("c", "d", knowledgeChunks("d", 5, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutKnowledgeChunks("c", "e", knowledgeChunks("e", 2, 8)); err != nil {
+		t.Fatal(err)
+	}
+	// Fewer chunks, no vectors: nothing of the old five may remain.
+	if err := s.PutKnowledgeChunks("c", "d", knowledgeChunks("d", 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	got := chunksOf(t, s, "c")
+	if len(got) != 4 {
+		t.Fatalf("after replace, %d chunks, want 4: %+v", len(got), got)
+	}
+	for _, c := range got[:2] {
+		if c.DocID != "d" || c.Vector != nil {
+			t.Fatalf("replaced chunk %+v: want doc d without a vector", c)
+		}
+	}
+	if got[2].DocID != "e" || len(got[2].Vector) != 8 {
+		t.Fatalf("the other document's chunk changed: %+v", got[2])
+	}
+	if strings.Contains(dump(t, s), "chunk 4 of d") {
+		t.Fatal("replace left an old chunk behind")
+	}
+	// An empty list removes them.
+	if err := s.DeleteKnowledgeChunks("c", "d"); err != nil {
+		t.Fatal(err)
+	}
+	if got := chunksOf(t, s, "c"); len(got) != 2 || got[0].DocID != "e" {
+		t.Fatalf("after DeleteKnowledgeChunks, chunks = %+v", got)
+	}
+}
+
+func TestKnowledgeChunksRefused(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	if err := s.PutKnowledgeChunks("c", "d", knowledgeChunks("d", 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, s)
+	repeated := knowledgeChunks("d", 3, 0)
+	repeated[2].Seq = 0
+	foreign := knowledgeChunks("d", 3, 0)
+	foreign[1].DocID = "e"
+	negative := knowledgeChunks("d", 1, 0)
+	negative[0].Seq = -1
+	for name, cs := range map[string][]KnowledgeChunk{"repeated seq": repeated, "foreign doc": foreign, "negative seq": negative} {
+		if err := s.PutKnowledgeChunks("c", "d", cs); !errors.Is(err, ErrInvalidRecord) {
+			t.Errorf("%s: err = %v, want ErrInvalidRecord", name, err)
+		}
+	}
+	if dump(t, s) != before {
+		t.Fatal("a refused put changed the database")
+	}
+}
+
+func TestKnowledgeDeleteDoc(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	for _, id := range []string{"d", "e"} {
+		if err := s.PutKnowledgeDoc("c", knowledgeDoc(id, t0), "text of "+id, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutKnowledgeChunks("c", id, knowledgeChunks(id, 3, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	existed, err := s.DeleteKnowledgeDoc("c", "d")
+	if err != nil || !existed {
+		t.Fatalf("DeleteKnowledgeDoc(d) = %v, %v; want true", existed, err)
+	}
+	if _, _, err := s.KnowledgeText("c", "d"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("text of a deleted doc: err = %v, want ErrNotFound", err)
+	}
+	for _, c := range chunksOf(t, s, "c") {
+		if c.DocID == "d" {
+			t.Fatalf("chunk %+v of the deleted doc remains", c)
+		}
+	}
+	if strings.Contains(dump(t, s), "text of d") {
+		t.Fatal("the deleted document's text remains")
+	}
+	if docs, _ := s.KnowledgeDocs("c"); len(docs) != 1 || docs[0].ID != "e" {
+		t.Fatalf("after delete, docs = %+v", docs)
+	}
+	if existed, err := s.DeleteKnowledgeDoc("c", "d"); err != nil || existed {
+		t.Fatalf("deleting again = %v, %v; want false, no error", existed, err)
+	}
+	if existed, err := s.DeleteKnowledgeDoc("nobody", "d"); err != nil || existed {
+		t.Fatalf("deleting from a conf without knowledge = %v, %v; want false, no error", existed, err)
+	}
+	// Chunks alone (an index written before its document) count too.
+	if err := s.PutKnowledgeChunks("c", "f", knowledgeChunks("f", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if existed, err := s.DeleteKnowledgeDoc("c", "f"); err != nil || !existed {
+		t.Fatalf("deleting a doc that has only chunks = %v, %v; want true", existed, err)
+	}
+}
+
+func TestKnowledgeConfs(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	if confs, err := s.KnowledgeConfs(); err != nil || len(confs) != 0 {
+		t.Fatalf("KnowledgeConfs of a new database = %v, %v", confs, err)
+	}
+	if err := s.PutKnowledgeDoc("docs-only", knowledgeDoc("d", t0), "x", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutKnowledgeChunks("chunks-only", "d", knowledgeChunks("d", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutKnowledgeChunks("emptied", "d", knowledgeChunks("d", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteKnowledgeChunks("emptied", "d"); err != nil {
+		t.Fatal(err)
+	}
+	confs, err := s.KnowledgeConfs()
+	if err != nil || strings.Join(confs, ",") != "chunks-only,docs-only" {
+		t.Fatalf("KnowledgeConfs = %v, %v; want chunks-only, docs-only", confs, err)
+	}
+	if _, err := s.DeleteKnowledgeDoc("docs-only", "d"); err != nil {
+		t.Fatal(err)
+	}
+	if confs, _ := s.KnowledgeConfs(); strings.Join(confs, ",") != "chunks-only" {
+		t.Fatalf("after deleting the last doc, KnowledgeConfs = %v", confs)
+	}
+	if strings.Contains(dump(t, s), "docs-only") || strings.Contains(dump(t, s), "emptied") {
+		t.Fatal("an emptied knowledge base left its bucket")
+	}
+}
+
+func TestKnowledgeInvalidIDs(t *testing.T) {
+	s, _ := openTest(t, Options{})
+	before := dump(t, s)
+	bad := []string{"", "../x", ".hidden", "a/b", "a\x00b", strings.Repeat("x", 200)}
+	for _, id := range bad {
+		checks := map[string]error{
+			"PutKnowledgeDoc conf":  s.PutKnowledgeDoc(id, knowledgeDoc("d", t0), "x", nil),
+			"PutKnowledgeDoc id":    s.PutKnowledgeDoc("c", knowledgeDoc(id, t0), "x", nil),
+			"PutKnowledgeChunks":    s.PutKnowledgeChunks("c", id, knowledgeChunks("", 1, 0)),
+			"DeleteKnowledgeChunks": s.DeleteKnowledgeChunks(id, "d"),
+			"ForEachKnowledgeChunk": s.ForEachKnowledgeChunk(id, func(KnowledgeChunk) error {
+				return nil
+			}),
+		}
+		_, err := s.KnowledgeDocs(id)
+		checks["KnowledgeDocs"] = err
+		_, _, err = s.KnowledgeText("c", id)
+		checks["KnowledgeText"] = err
+		_, err = s.DeleteKnowledgeDoc("c", id)
+		checks["DeleteKnowledgeDoc"] = err
+		for name, err := range checks {
+			if !errors.Is(err, ErrInvalidID) {
+				t.Errorf("%s(%q): err = %v, want ErrInvalidID", name, id, err)
+			}
+		}
+	}
+	if dump(t, s) != before {
+		t.Fatal("calls with invalid ids changed the database")
+	}
+}
+
+func TestKnowledgeSurvivesHistoryDeleteAndReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "koe.db")
+	s, err := Open(path, Options{Now: stepClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mustCreate(t, s, "c")
+	doc := knowledgeDoc("d", t0)
+	if err := s.PutKnowledgeDoc("c", doc, "the handbook", []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	chunks := knowledgeChunks("d", 3, 16)
+	if err := s.PutKnowledgeChunks("c", "d", chunks); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete("c", h); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	docs, err := s.KnowledgeDocs("c")
+	if err != nil || len(docs) != 1 || docs[0].ID != "d" || !docs[0].Added.Equal(doc.Added) {
+		t.Fatalf("after history delete and reopen, docs = %+v, %v", docs, err)
+	}
+	if text, pages, err := s.KnowledgeText("c", "d"); err != nil || text != "the handbook" || !reflect.DeepEqual(pages, []int{0}) {
+		t.Fatalf("after reopen, text = %q, %v, %v", text, pages, err)
+	}
+	if got := chunksOf(t, s, "c"); !reflect.DeepEqual(got, chunks) {
+		t.Fatalf("after reopen, chunks = %+v, want %+v", got, chunks)
+	}
+	if confs, _ := s.KnowledgeConfs(); len(confs) != 1 || confs[0] != "c" {
+		t.Fatalf("after reopen, KnowledgeConfs = %v", confs)
+	}
+}

@@ -1,0 +1,211 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"koe/history"
+)
+
+// ChunkStore is where the local index keeps its chunks: koe's bbolt file
+// (history.Store).
+type ChunkStore interface {
+	PutKnowledgeChunks(conf, docID string, chunks []history.KnowledgeChunk) error
+	DeleteKnowledgeChunks(conf, docID string) error
+	ForEachKnowledgeChunk(conf string, fn func(history.KnowledgeChunk) error) error
+	KnowledgeConfs() ([]string, error)
+}
+
+// LocalIndex is the persistent embedded store: chunks and their vectors
+// in koe's database, searched in memory by BM25 fused with cosine
+// similarity. Every write goes to the database first, so what a search
+// finds has been stored.
+type LocalIndex struct {
+	store  ChunkStore
+	cat    *catalog
+	docs   keyedLocks
+	closed atomic.Bool
+}
+
+var _ Index = (*LocalIndex)(nil)
+
+// ErrClosed is returned by an index used after Close.
+var ErrClosed = errors.New("knowledge index is closed")
+
+// OpenLocalIndex loads every character's stored chunks into memory.
+func OpenLocalIndex(ctx context.Context, chunks ChunkStore, log *slog.Logger) (*LocalIndex, error) {
+	start := time.Now()
+	x := &LocalIndex{store: chunks, cat: newCatalog(true)}
+	confs, err := chunks.KnowledgeConfs()
+	if err != nil {
+		return nil, fmt.Errorf("open local knowledge index: %w", err)
+	}
+	total, vectors := 0, 0
+	for _, conf := range confs {
+		n, v, err := x.load(ctx, conf)
+		if err != nil {
+			return nil, fmt.Errorf("open local knowledge index: %w", err)
+		}
+		total, vectors = total+n, vectors+v
+	}
+	if log != nil {
+		log.Info("knowledge index loaded", "store", "local", "characters", len(confs),
+			"chunks", total, "with_vectors", vectors, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return x, nil
+}
+
+// load reads one character's chunks into the catalog, document by
+// document. The analysis is done after the read transaction: a long one
+// would hold up the database's growth for every writer.
+func (x *LocalIndex) load(ctx context.Context, conf string) (chunks, vectors int, err error) {
+	var stored []Chunk
+	err = x.store.ForEachKnowledgeChunk(conf, func(c history.KnowledgeChunk) error {
+		stored = append(stored, Chunk(c))
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	for start := 0; start < len(stored); {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, fmt.Errorf("load knowledge of %q: %w", conf, err)
+		}
+		end := start + 1
+		for end < len(stored) && stored[end].DocID == stored[start].DocID {
+			end++
+		}
+		doc := stored[start:end]
+		ps, err := x.cat.prepare(doc[0].DocID, doc)
+		if err != nil {
+			return 0, 0, fmt.Errorf("load knowledge of %q: document %q: %w", conf, doc[0].DocID, err)
+		}
+		for _, p := range ps {
+			if p.vector != nil {
+				vectors++
+			}
+		}
+		x.cat.put(conf, doc[0].DocID, ps)
+		chunks += len(doc)
+		start = end
+	}
+	return chunks, vectors, nil
+}
+
+// Put stores document docID's chunks with their vectors, replacing what
+// it had, then indexes them. Vectors of one document must share one
+// dimension.
+func (x *LocalIndex) Put(ctx context.Context, conf, docID string, chunks []Chunk) error {
+	if x.closed.Load() {
+		return ErrClosed
+	}
+	ps, err := x.cat.prepare(docID, chunks)
+	if err != nil {
+		return fmt.Errorf("index chunks of document %q of %q: %w", docID, conf, err)
+	}
+	stored := make([]history.KnowledgeChunk, len(chunks))
+	for i, c := range chunks {
+		c.DocID = docID
+		stored[i] = history.KnowledgeChunk(c)
+	}
+	return x.write(ctx, conf, docID, ps, func() error { return x.store.PutKnowledgeChunks(conf, docID, stored) })
+}
+
+// Delete removes document docID's chunks from the database and the index.
+func (x *LocalIndex) Delete(ctx context.Context, conf, docID string) error {
+	if x.closed.Load() {
+		return ErrClosed
+	}
+	return x.write(ctx, conf, docID, nil, func() error { return x.store.DeleteKnowledgeChunks(conf, docID) })
+}
+
+// write stores, then indexes, one document's change. Writes of the same
+// document wait for one another across the database write: otherwise two
+// Puts could commit in one order and reach the index in the other, and
+// the index would disagree with the disk until the next start. Writes of
+// other documents, and every search, go on meanwhile.
+func (x *LocalIndex) write(ctx context.Context, conf, docID string, ps []prepared, store func() error) error {
+	unlock := x.docs.lock(conf + "\x00" + docID)
+	defer unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store chunks of document %q of %q: %w", docID, conf, err)
+	}
+	if err := store(); err != nil {
+		return fmt.Errorf("store chunks of document %q of %q: %w", docID, conf, err)
+	}
+	x.cat.put(conf, docID, ps)
+	return nil
+}
+
+// Search ranks conf's chunks by keywords, fused with vector similarity
+// when q.Vector is set. Stored vectors of another dimension than the
+// query's (another model's) are not compared.
+func (x *LocalIndex) Search(_ context.Context, conf string, q SearchQuery) ([]Hit, error) {
+	if x.closed.Load() {
+		return nil, ErrClosed
+	}
+	hits, err := x.cat.search(conf, q)
+	if err != nil {
+		return nil, fmt.Errorf("search knowledge of %q: %w", conf, err)
+	}
+	return hits, nil
+}
+
+// Len is how many chunks conf has.
+func (x *LocalIndex) Len(_ context.Context, conf string) (int, error) {
+	if x.closed.Load() {
+		return 0, ErrClosed
+	}
+	return x.cat.len(conf), nil
+}
+
+// Vectors is true: this store ranks by vectors when it has them.
+func (x *LocalIndex) Vectors() bool { return true }
+
+// Close makes the index refuse further use. The database is not its to
+// close.
+func (x *LocalIndex) Close() error {
+	x.closed.Store(true)
+	return nil
+}
+
+// keyedLocks is a mutex per key, made on demand and dropped when nobody
+// holds or waits for it.
+type keyedLocks struct {
+	mu   sync.Mutex
+	held map[string]*keyedLock
+}
+
+type keyedLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyedLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.held == nil {
+		k.held = map[string]*keyedLock{}
+	}
+	l := k.held[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.held[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.held, key)
+		}
+		k.mu.Unlock()
+	}
+}
