@@ -76,6 +76,13 @@ type Options struct {
 	// reply, in at most RecallBudget tokens.
 	Recall       Recaller
 	RecallBudget int
+	// Knowledge, if set, is the character's knowledge base: a turn reads
+	// it whole when it is small, or the passages retrieved for its
+	// message, as numbered documents. Router is knowledge.router: "llm"
+	// asks the model first whether to retrieve; otherwise passages are
+	// read when they match the message well enough.
+	Knowledge Knowledge
+	Router    string
 	// Tools the model may call (nil: none, one LLM call per turn).
 	Tools Toolbox
 	// MaxCycles bounds the LLM calls of a turn with tools (0:
@@ -110,6 +117,9 @@ type Agent struct {
 	thread      Thread
 	msgs        []Message
 	summaries   []history.SummaryRecord // oldest first
+	// pendingFiles were attached since the last user message; they ride
+	// with the next one.
+	pendingFiles []File
 	pending     map[pendingKey]int      // summaries being computed → turns they span
 	rate        float64
 	system      string
@@ -212,6 +222,7 @@ func (a *Agent) Load(thread Thread, msgs []Message, summaries []history.SummaryR
 	defer a.mu.Unlock()
 	a.thread = thread
 	a.msgs = append([]Message(nil), msgs...)
+	a.pendingFiles = nil
 	a.summaries = append([]history.SummaryRecord(nil), summaries...)
 	sortSummaries(a.summaries)
 	a.scheduleLocked()
@@ -235,8 +246,10 @@ func (a *Agent) Memory() []Message {
 func (a *Agent) AddUser(text string, images ...Image) {
 	a.mu.Lock()
 	a.dropImageBytesLocked()
+	files := a.pendingFiles
+	a.pendingFiles = nil
 	a.mu.Unlock()
-	a.add(Message{Role: RoleUser, Content: text, Images: images, Time: a.opts.Now()})
+	a.add(Message{Role: RoleUser, Content: text, Images: images, Files: files, Time: a.opts.Now()})
 }
 
 // AddAssistant ends the turn with the assistant's reply (or the heard part
@@ -286,8 +299,9 @@ func (a *Agent) add(m Message) {
 // toolsNote, when not empty, ends the system prompt's per-request part: the
 // tools available in this cycle. extraReminder, when not empty, follows
 // the user's reminder at the end of the request (a citation reminder).
-// memories is the turn's recall block ("" = none).
-func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder, memories string) (Request, *ContextReport, error) {
+// memories is the turn's recall block ("" = none); docs are what the
+// knowledge base gave the turn.
+func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder, memories string, docs []Document) (Request, *ContextReport, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	turns := splitTurns(a.msgs)
@@ -322,6 +336,7 @@ func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder, memorie
 		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + "." + toolsNote,
 		summaries:   sums,
 		memories:    memories,
+		documents:   documentsMessage(docs),
 		earlier:     earlier,
 		lastReply:   lastReply,
 		persona:     persona,

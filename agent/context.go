@@ -38,6 +38,7 @@ type ContextReport struct {
 	Calibration      float64 // provider-reported / koe-estimated, applied to the budget
 	Summaries        int     // summaries included
 	RecallTokens     int     // the memories block (0: none or dropped)
+	DocumentTokens   int     // the knowledge base's documents (0: none or dropped)
 	RawTurns         int     // earlier turns included verbatim
 	DroppedTurns     int
 	DroppedSummaries int
@@ -66,6 +67,7 @@ type contextParts struct {
 	dynamic   string                  // per-request parts: date and time, tools
 	summaries []history.SummaryRecord // oldest first, already limited by the policy
 	memories  string                  // the recall block ("" = none)
+	documents string                  // the knowledge base's documents JSON ("" = none)
 	earlier   []turn                  // complete turns not summarised, oldest first
 	persona   string                  // the custom prompt above the latest user message ("" = none)
 	current   []Message               // the current turn: its user message and tool cycle
@@ -138,6 +140,19 @@ func build(tok *Tokenizer, p contextParts) (Request, ContextReport, error) {
 			tail = append([]WireMessage{m}, tail...)
 		}
 	}
+	// The knowledge base's documents go above the memories: read whole,
+	// they are the same every turn, so the prefix up to them stays
+	// cacheable too. Like the memories, they were chosen for this message
+	// and are dropped whole rather than cut.
+	documentTokens := 0
+	if p.documents != "" {
+		m := WireMessage{Role: RoleUser, Content: p.documents}
+		if n := tok.CountMessage(m); cost(n) <= left {
+			left -= cost(n)
+			documentTokens = n
+			tail = append([]WireMessage{m}, tail...)
+		}
+	}
 
 	// Summaries first: they stand for the oldest part of the conversation
 	// at a fraction of its size. Drop the oldest if even they do not fit.
@@ -181,6 +196,7 @@ func build(tok *Tokenizer, p contextParts) (Request, ContextReport, error) {
 			Calibration:      cal,
 			Summaries:        len(sums),
 			RecallTokens:     recallTokens,
+			DocumentTokens:   documentTokens,
 			RawTurns:         len(p.earlier) - keep,
 			DroppedTurns:     keep,
 			DroppedSummaries: len(p.summaries) - len(sums),

@@ -30,7 +30,7 @@ func (a *Agent) Append(msgs ...Message) {
 // BuildContext builds the next request with tools, as a cycle of Reply
 // that may call them does.
 func (a *Agent) BuildContext(tools []ToolSpec) (Request, *ContextReport, error) {
-	return a.buildContext(tools, toolsNote(tools, false), "", "")
+	return a.buildContext(tools, toolsNote(tools, false), "", "", nil)
 }
 
 // SetCalibration sets the ratio learnt from provider-reported usage.

@@ -37,6 +37,9 @@ type Message struct {
 	// Images ride in a user message as content parts, in the turn they
 	// were attached to only (see wire).
 	Images []Image
+	// Files attached before a user message ride with it, as numbered
+	// documents ahead of its text.
+	Files []File
 	// ToolCalls are set on an assistant message that calls tools; such a
 	// message does not end its turn.
 	ToolCalls []ToolCall
@@ -80,6 +83,9 @@ func (m Message) wire(images imageMode) WireMessage {
 		// in history, but sending it back only spends the context.
 		m.Content = stripThink(m.Content)
 	}
+	if len(m.Files) > 0 {
+		m.Content = joinText(filesText(m.Files), m.Content)
+	}
 	switch {
 	case len(m.Images) == 0:
 		w.Content = m.Content
@@ -104,6 +110,15 @@ func (m Message) wire(images imageMode) WireMessage {
 	}
 	w.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
 	return w
+}
+
+// filesText is the files shared with a message as the documents JSON.
+func filesText(files []File) string {
+	docs := make([]Document, len(files))
+	for i, f := range files {
+		docs[i] = f.document()
+	}
+	return DocumentsJSON(docs)
 }
 
 // thinkBlock matches <think>…</think>, and an unclosed one at the end

@@ -16,6 +16,17 @@ type Request struct {
 	// offered) or ToolChoiceNone: the tools are described but the model
 	// must answer in text.
 	ToolChoice string
+	// Temperature, if set, overrides the character's temperature (the
+	// router asks at 0 so that its answer is repeatable).
+	Temperature *float32
+	// JSONSchema, if set, asks for a structured answer of that schema.
+	JSONSchema *JSONSchema
+}
+
+// JSONSchema names the schema a structured answer must follow.
+type JSONSchema struct {
+	Name   string
+	Schema json.RawMessage
 }
 
 // ToolChoiceNone makes the model answer without calling a tool.

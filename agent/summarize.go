@@ -174,6 +174,11 @@ func (a *Agent) summaryRequest(turns []turn, target int) Request {
 		for _, m := range t.Messages {
 			switch {
 			case m.Role == RoleUser:
+				for _, f := range m.Files {
+					// The summary keeps that the file was shared, not
+					// the file: it would outweigh the conversation.
+					fmt.Fprintf(&b, "(%s shared the file %q)\n", human, f.Name)
+				}
 				fmt.Fprintf(&b, "%s: %s\n", human, m.Content)
 			case m.Role == RoleTool:
 				fmt.Fprintf(&b, "(result of %s: %s)\n", m.Name, m.Content)

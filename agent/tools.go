@@ -29,6 +29,7 @@ type Searcher interface {
 const (
 	citationNote     = "\n\nCitations: the search results in this turn are numbered documents. When you use one, cite it by its number in square brackets, like [1], right after what it supports; cite nothing else."
 	citationReminder = "Cite the documents you used by their number, like [1]."
+	documentsNote    = "\n\nCitations: the documents in this conversation are numbered. When you use one, cite it by its number in square brackets, like [1], right after what it supports; cite nothing else."
 )
 
 // ToolEmitter is an Emitter that follows tool use, so that clients can
@@ -87,14 +88,20 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 	searcher, _ := a.opts.Tools.(Searcher)
 	searched := false
 	memories := a.recall(ctx)
+	docs := a.readKnowledge(ctx, emit)
+	hasDocs := a.offerDocuments(docs, emit)
 	for cycle := 1; ; cycle++ {
 		last := cycle >= a.opts.MaxCycles
 		note, reminder := toolsNote(specs, last), ""
-		if searched {
+		switch {
+		case searched:
 			note += citationNote
 			reminder = citationReminder
+		case hasDocs:
+			note += documentsNote
+			reminder = citationReminder
 		}
-		req, rep, err := a.buildContext(specs, note, reminder, memories)
+		req, rep, err := a.buildContext(specs, note, reminder, memories, docs)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ package llm
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -80,6 +81,23 @@ func (c *Client) chatRequest(req agent.Request) openai.ChatCompletionRequest {
 	}
 	if c.cfg.Temperature != nil {
 		r.Temperature = *c.cfg.Temperature
+	}
+	if req.Temperature != nil {
+		r.Temperature = *req.Temperature
+	}
+	if r.Temperature == 0 && (req.Temperature != nil || c.cfg.Temperature != nil) {
+		// go-openai leaves a zero temperature out of the request (the
+		// server's default, often 0.7, would apply); its documented way
+		// to ask for 0 is the smallest float above it.
+		r.Temperature = math.SmallestNonzeroFloat32
+	}
+	if req.JSONSchema != nil {
+		r.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+				Name: req.JSONSchema.Name, Schema: req.JSONSchema.Schema, Strict: true,
+			},
+		}
 	}
 	//lint:ignore SA1019 max_tokens is the field Ollama, llama.cpp and vLLM read; OpenAI's newer max_completion_tokens is not known to all of them.
 	r.MaxTokens = c.cfg.ReplyTokenLimit()
