@@ -18,6 +18,7 @@ import (
 	"koe/agent"
 	"koe/asr"
 	"koe/conversation"
+	"koe/knowledge"
 	"koe/llm"
 	"koe/mcp"
 	"koe/server"
@@ -46,6 +47,9 @@ type Config struct {
 	// Embeddings is the endpoint long-term recall and the knowledge base
 	// rank with besides keywords; shared by all characters.
 	Embeddings llm.EmbeddingsConfig `yaml:"embeddings"`
+	// Knowledge is where characters' documents are kept and how turns
+	// read them.
+	Knowledge knowledge.Config `yaml:"knowledge"`
 
 	// fileName is the base name of the configuration file; the client sees
 	// it as the default character's "file".
@@ -71,6 +75,7 @@ func Default() Config {
 		ASR:           asr.DefaultConfig(),
 		MCP:           mcp.Config{Servers: map[string]mcp.ServerConfig{}},
 		Embeddings:    llm.DefaultEmbeddingsConfig(),
+		Knowledge:     knowledge.DefaultConfig(),
 		fileName:      "conf.yaml",
 	}
 }
@@ -157,6 +162,7 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 	cfg.Character = finishCharacter(cfg.Character, getenv)
 	cfg.Server.ApplyEnv(getenv)
 	cfg.Embeddings.ApplyEnv(getenv)
+	cfg.Knowledge.ApplyEnv(getenv)
 	for _, override := range overrides {
 		override(&cfg)
 	}
@@ -177,7 +183,7 @@ func (c Config) Validate() error {
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return err
 	}
-	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings} {
+	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings, c.Knowledge} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

@@ -136,6 +136,8 @@ const (
 	ErrKindTooLong   FileErrorKind = "too_long"  // more tokens than the context can hold
 	ErrKindTooMany   FileErrorKind = "too_many"  // over knowledge.max_documents
 	ErrKindEncrypted FileErrorKind = "encrypted" // a password-protected PDF
+	ErrKindName      FileErrorKind = "name"      // no usable file name
+	ErrKindBusy      FileErrorKind = "busy"      // the same file is being read already
 )
 
 // IsFileError reports whether err is a refusal of the file (as opposed to

@@ -78,14 +78,14 @@ func hitKeys(hits []Hit) []string {
 	return keys
 }
 
-func mustPut(tb testing.TB, p *PostgresIndex, conf, doc string, chunks ...Chunk) {
+func pgPut(tb testing.TB, p *PostgresIndex, conf, doc string, chunks ...Chunk) {
 	tb.Helper()
 	if err := p.Put(pgContext(tb), conf, doc, chunks); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-func mustSearch(tb testing.TB, p *PostgresIndex, conf string, q SearchQuery) []Hit {
+func pgSearch(tb testing.TB, p *PostgresIndex, conf string, q SearchQuery) []Hit {
 	tb.Helper()
 	hits, err := p.Search(pgContext(tb), conf, q)
 	if err != nil {
@@ -94,7 +94,7 @@ func mustSearch(tb testing.TB, p *PostgresIndex, conf string, q SearchQuery) []H
 	return hits
 }
 
-func mustLen(tb testing.TB, p *PostgresIndex, conf string) int {
+func pgLen(tb testing.TB, p *PostgresIndex, conf string) int {
 	tb.Helper()
 	n, err := p.Len(pgContext(tb), conf)
 	if err != nil {
@@ -223,17 +223,17 @@ func TestPostgresMigrate(t *testing.T) {
 func TestPostgresPutSearchReplaceDelete(t *testing.T) {
 	p := openTestPostgres(t)
 	conf := testConf(t, p)
-	mustPut(t, p, conf, "rules",
+	pgPut(t, p, conf, "rules",
 		chunk(0, "Channel rules", "Be kind to everyone in chat. No spam, no links without asking."),
 		chunk(1, "Schedule", "Streams start at eight in the evening on weekdays."),
 	)
-	mustPut(t, p, conf, "lore",
+	pgPut(t, p, conf, "lore",
 		chunk(0, "The dragon", "The dragon sleeps under the mountain and hoards copper coins."),
 	)
-	if n := mustLen(t, p, conf); n != 3 {
+	if n := pgLen(t, p, conf); n != 3 {
 		t.Fatalf("Len = %d, want 3", n)
 	}
-	hits := mustSearch(t, p, conf, SearchQuery{Text: "when do the streams start?", Limit: 5})
+	hits := pgSearch(t, p, conf, SearchQuery{Text: "when do the streams start?", Limit: 5})
 	if got := hitKeys(hits); len(got) != 1 || got[0] != "rules/1" {
 		t.Fatalf("hits %v, want rules/1", got)
 	}
@@ -243,29 +243,29 @@ func TestPostgresPutSearchReplaceDelete(t *testing.T) {
 	}
 
 	// Re-ingesting replaces every chunk of the document.
-	mustPut(t, p, conf, "rules", chunk(0, "Channel rules", "Only English in chat, please."))
-	if n := mustLen(t, p, conf); n != 2 {
+	pgPut(t, p, conf, "rules", chunk(0, "Channel rules", "Only English in chat, please."))
+	if n := pgLen(t, p, conf); n != 2 {
 		t.Fatalf("Len after replace = %d, want 2", n)
 	}
-	if hits := mustSearch(t, p, conf, SearchQuery{Text: "streams start evening", Limit: 5}); len(hits) != 0 {
+	if hits := pgSearch(t, p, conf, SearchQuery{Text: "streams start evening", Limit: 5}); len(hits) != 0 {
 		t.Fatalf("a replaced chunk is found: %v", hitKeys(hits))
 	}
-	if got := hitKeys(mustSearch(t, p, conf, SearchQuery{Text: "english", Limit: 5})); len(got) != 1 || got[0] != "rules/0" {
+	if got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "english", Limit: 5})); len(got) != 1 || got[0] != "rules/0" {
 		t.Fatalf("hits %v, want the new rules/0", got)
 	}
 
 	// An empty Put removes, Delete removes, deleting nothing is no error.
-	mustPut(t, p, conf, "rules")
+	pgPut(t, p, conf, "rules")
 	if err := p.Delete(pgContext(t), conf, "lore"); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Delete(pgContext(t), conf, "lore"); err != nil {
 		t.Fatal(err)
 	}
-	if n := mustLen(t, p, conf); n != 0 {
+	if n := pgLen(t, p, conf); n != 0 {
 		t.Fatalf("Len after delete = %d, want 0", n)
 	}
-	if hits := mustSearch(t, p, conf, SearchQuery{Text: "dragon", Limit: 5}); len(hits) != 0 {
+	if hits := pgSearch(t, p, conf, SearchQuery{Text: "dragon", Limit: 5}); len(hits) != 0 {
 		t.Fatalf("a deleted chunk is found: %v", hitKeys(hits))
 	}
 }
@@ -273,13 +273,13 @@ func TestPostgresPutSearchReplaceDelete(t *testing.T) {
 func TestPostgresConfIsolation(t *testing.T) {
 	p := openTestPostgres(t)
 	alice, bob := testConf(t, p), testConf(t, p)
-	mustPut(t, p, alice, "same-id", Chunk{Seq: 0, Name: "a.md", Title: "A", Text: "Alice's secret garden", Vector: axis(64, 0, 1, 0)})
-	mustPut(t, p, bob, "same-id", Chunk{Seq: 0, Name: "b.md", Title: "B", Text: "Bob's secret workshop", Vector: axis(64, 0, 1, 0)})
+	pgPut(t, p, alice, "same-id", Chunk{Seq: 0, Name: "a.md", Title: "A", Text: "Alice's secret garden", Vector: axis(64, 0, 1, 0)})
+	pgPut(t, p, bob, "same-id", Chunk{Seq: 0, Name: "b.md", Title: "B", Text: "Bob's secret workshop", Vector: axis(64, 0, 1, 0)})
 	for _, q := range []SearchQuery{
 		{Text: "secret", Limit: 10},
 		{Text: "secret", Vector: axis(64, 0, 1, 0), Limit: 10},
 	} {
-		hits := mustSearch(t, p, alice, q)
+		hits := pgSearch(t, p, alice, q)
 		if len(hits) != 1 || hits[0].Name != "a.md" {
 			t.Fatalf("alice's search (vector %v) found %+v", q.Vector != nil, hits)
 		}
@@ -287,7 +287,7 @@ func TestPostgresConfIsolation(t *testing.T) {
 	if err := p.Delete(pgContext(t), alice, "same-id"); err != nil {
 		t.Fatal(err)
 	}
-	if mustLen(t, p, alice) != 0 || mustLen(t, p, bob) != 1 {
+	if pgLen(t, p, alice) != 0 || pgLen(t, p, bob) != 1 {
 		t.Fatal("deleting alice's document touched bob's")
 	}
 }
@@ -297,19 +297,19 @@ func TestPostgresConfIsolation(t *testing.T) {
 func TestPostgresKeywordQuestion(t *testing.T) {
 	p := openTestPostgres(t)
 	conf := testConf(t, p)
-	mustPut(t, p, conf, "handbook",
+	pgPut(t, p, conf, "handbook",
 		chunk(0, "Rules", "Moderators remove spam. Repeated rule breaking means a ban."),
 		chunk(1, "Equipment", "The microphone is a dynamic cardioid."),
 		chunk(2, "Channel rules", "Rules for the channel: be kind, no spoilers."),
 	)
-	hits := mustSearch(t, p, conf, SearchQuery{Text: "what are the channel rules?", Limit: 5})
+	hits := pgSearch(t, p, conf, SearchQuery{Text: "what are the channel rules?", Limit: 5})
 	got := hitKeys(hits)
 	// Both rule chunks; the one that also says "channel" first.
 	if len(got) != 2 || got[0] != "handbook/2" || got[1] != "handbook/0" {
 		t.Fatalf("hits %v, want handbook/2 then handbook/0", got)
 	}
 	// Only stop words: nothing to rank by, and no error.
-	if hits := mustSearch(t, p, conf, SearchQuery{Text: "what is it?", Limit: 5}); len(hits) != 0 {
+	if hits := pgSearch(t, p, conf, SearchQuery{Text: "what is it?", Limit: 5}); len(hits) != 0 {
 		t.Fatalf("stop words found %v", hitKeys(hits))
 	}
 	// Characters tsquery would read as operators are words here.
@@ -322,11 +322,11 @@ func TestPostgresKeywordQuestion(t *testing.T) {
 func TestPostgresKeywordWeights(t *testing.T) {
 	p := openTestPostgres(t)
 	conf := testConf(t, p)
-	mustPut(t, p, conf, "doc",
+	pgPut(t, p, conf, "doc",
 		chunk(0, "Introduction", "We talk about pottery now and then."),
 		chunk(1, "Pottery", "We talk about it now and then."),
 	)
-	if got := hitKeys(mustSearch(t, p, conf, SearchQuery{Text: "pottery", Limit: 5})); len(got) != 2 || got[0] != "doc/1" {
+	if got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "pottery", Limit: 5})); len(got) != 2 || got[0] != "doc/1" {
 		t.Fatalf("hits %v, want doc/1 (pottery in its heading) first", got)
 	}
 }
@@ -353,13 +353,13 @@ func TestPostgresHybridLiftsVectorOnly(t *testing.T) {
 		f.Vector = axis(dims, 0, 2+i%50, 1+float32(i)/10)
 		chunks = append(chunks, f)
 	}
-	mustPut(t, p, conf, "faq", chunks...)
+	pgPut(t, p, conf, "faq", chunks...)
 
-	keyword := hitKeys(mustSearch(t, p, conf, SearchQuery{Text: query, Limit: 3}))
+	keyword := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: query, Limit: 3}))
 	if strings.Join(keyword, " ") != "faq/0 faq/1" {
 		t.Fatalf("keyword hits %v, want faq/0 faq/1", keyword)
 	}
-	hybrid := hitKeys(mustSearch(t, p, conf, SearchQuery{Text: query, Vector: qvec, Limit: 3}))
+	hybrid := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: query, Vector: qvec, Limit: 3}))
 	// a: 1st by keywords, 2nd by vector; c: 1st by vector only; b: 2nd by
 	// keywords only.
 	if strings.Join(hybrid, " ") != "faq/0 faq/2 faq/1" {
@@ -374,16 +374,16 @@ func TestPostgresTwoDimensions(t *testing.T) {
 	conf := testConf(t, p)
 	old := chunk(0, "", "Tea ceremony steps")
 	old.Vector = axis(48, 3, 4, 0)
-	mustPut(t, p, conf, "old-model", old)
+	pgPut(t, p, conf, "old-model", old)
 	fresh := chunk(0, "", "Coffee brewing steps")
 	fresh.Vector = axis(96, 7, 8, 0)
-	mustPut(t, p, conf, "new-model", fresh)
+	pgPut(t, p, conf, "new-model", fresh)
 	// A search by vector only (no keyword matches).
 	for _, tc := range []struct {
 		vec  []float32
 		want string
 	}{{axis(48, 3, 4, 0), "old-model/0"}, {axis(96, 7, 8, 0), "new-model/0"}} {
-		got := hitKeys(mustSearch(t, p, conf, SearchQuery{Text: "zzz", Vector: tc.vec, Limit: 5}))
+		got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "zzz", Vector: tc.vec, Limit: 5}))
 		if len(got) != 1 || got[0] != tc.want {
 			t.Fatalf("%d-dim search: %v, want %s", len(tc.vec), got, tc.want)
 		}
@@ -429,17 +429,17 @@ func TestPostgresDimensionMismatch(t *testing.T) {
 	conf, other := testConf(t, p), testConf(t, p)
 	c := chunk(0, "", "The lighthouse keeper logs every ship.")
 	c.Vector = axis(64, 0, 1, 0)
-	mustPut(t, p, conf, "log", c, chunk(1, "", "Ships pass at night."))
+	pgPut(t, p, conf, "log", c, chunk(1, "", "Ships pass at night."))
 	o := chunk(0, "", "Another character's chunk")
 	o.Vector = axis(40, 0, 1, 0)
-	mustPut(t, p, other, "x", o)
-	keyword := hitKeys(mustSearch(t, p, conf, SearchQuery{Text: "ship keeper", Limit: 5}))
+	pgPut(t, p, other, "x", o)
+	keyword := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "ship keeper", Limit: 5}))
 	if len(keyword) != 2 {
 		t.Fatalf("keyword hits %v", keyword)
 	}
 	// 32: no chunk anywhere; 40: only another character's chunks.
 	for _, dims := range []int{32, 40} {
-		got := hitKeys(mustSearch(t, p, conf, SearchQuery{Text: "ship keeper", Vector: axis(dims, 0, 1, 0), Limit: 5}))
+		got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "ship keeper", Vector: axis(dims, 0, 1, 0), Limit: 5}))
 		if strings.Join(got, " ") != strings.Join(keyword, " ") {
 			t.Fatalf("%d-dim query: %v, want the keyword hits %v", dims, got, keyword)
 		}
@@ -449,7 +449,7 @@ func TestPostgresDimensionMismatch(t *testing.T) {
 func TestPostgresPutRefusesBadChunks(t *testing.T) {
 	p := openTestPostgres(t)
 	conf := testConf(t, p)
-	mustPut(t, p, conf, "doc", chunk(0, "", "kept"))
+	pgPut(t, p, conf, "doc", chunk(0, "", "kept"))
 	nan := chunk(0, "", "x")
 	nan.Vector = []float32{1, float32(math.NaN())}
 	for name, chunks := range map[string][]Chunk{
@@ -462,12 +462,12 @@ func TestPostgresPutRefusesBadChunks(t *testing.T) {
 			t.Errorf("%s: Put succeeded", name)
 		}
 	}
-	if got := hitKeys(mustSearch(t, p, conf, SearchQuery{Text: "kept", Limit: 5})); len(got) != 1 {
+	if got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "kept", Limit: 5})); len(got) != 1 {
 		t.Fatalf("a refused Put changed the document: %v", got)
 	}
 	// NUL cannot be stored in PostgreSQL text: it is dropped.
-	mustPut(t, p, conf, "nul", chunk(0, "", "nul\x00byte"))
-	if got := mustSearch(t, p, conf, SearchQuery{Text: "nulbyte", Limit: 5}); len(got) != 1 || got[0].Text != "nulbyte" {
+	pgPut(t, p, conf, "nul", chunk(0, "", "nul\x00byte"))
+	if got := pgSearch(t, p, conf, SearchQuery{Text: "nulbyte", Limit: 5}); len(got) != 1 || got[0].Text != "nulbyte" {
 		t.Fatalf("NUL text: %+v", got)
 	}
 }
@@ -483,11 +483,11 @@ func TestPostgresPutManyChunks(t *testing.T) {
 		chunks[i].Vector = axis(64, i%64, (i+1)%64, 0.3)
 	}
 	chunks[n-1].Text = "the very last chunk mentions zebras"
-	mustPut(t, p, conf, "long", chunks...)
-	if got := mustLen(t, p, conf); got != n {
+	pgPut(t, p, conf, "long", chunks...)
+	if got := pgLen(t, p, conf); got != n {
 		t.Fatalf("Len = %d, want %d", got, n)
 	}
-	hits := mustSearch(t, p, conf, SearchQuery{Text: "zebras", Limit: 1})
+	hits := pgSearch(t, p, conf, SearchQuery{Text: "zebras", Limit: 1})
 	if len(hits) != 1 || hits[0].Seq != n-1 {
 		t.Fatalf("hits %+v", hits)
 	}
@@ -530,7 +530,7 @@ func TestPostgresConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	hits := mustSearch(t, p, conf, SearchQuery{Text: "shared document version", Limit: 100})
+	hits := pgSearch(t, p, conf, SearchQuery{Text: "shared document version", Limit: 100})
 	if len(hits) == 0 {
 		t.Fatal("the shared document is gone")
 	}
@@ -547,7 +547,7 @@ func TestPostgresConcurrent(t *testing.T) {
 			t.Fatalf("chunks of two Puts mixed: %q and %q", version, h.Text)
 		}
 	}
-	if n := mustLen(t, p, conf); n != len(hits) {
+	if n := pgLen(t, p, conf); n != len(hits) {
 		t.Fatalf("Len = %d, want %d", n, len(hits))
 	}
 }

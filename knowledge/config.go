@@ -1,0 +1,130 @@
+package knowledge
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Config is the top-level `knowledge:` section.
+type Config struct {
+	// Store keeps the chunks of large knowledge bases: StoreMemory,
+	// StoreLocal or StorePostgres.
+	Store string `yaml:"store"`
+	// DSN is the PostgreSQL connection string of the postgres store
+	// (env KOE_KNOWLEDGE_DSN).
+	DSN string `yaml:"dsn"`
+	// Router decides when a turn reads the knowledge base: RouterOff,
+	// RouterAuto or RouterLLM.
+	Router string `yaml:"router"`
+	// Budget is the most tokens of retrieved passages one turn reads.
+	Budget int `yaml:"budget"`
+	// WholeShare is the share of the model's input budget a character's
+	// documents may take whole; larger knowledge bases are chunked and
+	// retrieved from (0: always retrieve).
+	WholeShare float64 `yaml:"whole_share"`
+	// MinMatch is the auto router's threshold: the share of the
+	// question's keywords the best passage must hold for the turn to
+	// read passages at all.
+	MinMatch float64 `yaml:"min_match"`
+	// ChunkTokens and ChunkOverlap size the chunks.
+	ChunkTokens  int `yaml:"chunk_tokens"`
+	ChunkOverlap int `yaml:"chunk_overlap"`
+	// MaxFileBytes bounds one uploaded or attached file; MaxDocuments
+	// bounds a character's knowledge base.
+	MaxFileBytes int `yaml:"max_file_bytes"`
+	MaxDocuments int `yaml:"max_documents"`
+}
+
+// The stores and the router's modes.
+const (
+	StoreMemory   = "memory"
+	StoreLocal    = "local"
+	StorePostgres = "postgres"
+
+	RouterOff  = "off"
+	RouterAuto = "auto"
+	RouterLLM  = "llm"
+)
+
+// EnvDSN overrides knowledge.dsn, so that a password need not be written
+// in the file.
+const EnvDSN = "KOE_KNOWLEDGE_DSN"
+
+// Defaults and bounds.
+const (
+	DefaultBudget       = 1200
+	DefaultWholeShare   = 0.6
+	DefaultMinMatch     = 0.5
+	DefaultChunkTokens  = 256
+	DefaultChunkOverlap = 32
+	DefaultMaxFileBytes = 10 << 20
+	DefaultMaxDocuments = 200
+
+	minBudget       = 50
+	maxBudget       = 32000
+	minChunkTokens  = 32
+	maxChunkTokens  = 4096
+	maxFileBytes    = 256 << 20
+	maxMaxDocuments = 100000
+)
+
+// DefaultConfig keeps documents in memory (rebuilt from the database at
+// start) and lets the auto router decide.
+func DefaultConfig() Config {
+	return Config{
+		Store: StoreMemory, Router: RouterAuto, Budget: DefaultBudget,
+		WholeShare: DefaultWholeShare, MinMatch: DefaultMinMatch,
+		ChunkTokens: DefaultChunkTokens, ChunkOverlap: DefaultChunkOverlap,
+		MaxFileBytes: DefaultMaxFileBytes, MaxDocuments: DefaultMaxDocuments,
+	}
+}
+
+// ApplyEnv applies the environment overrides; getenv may be nil.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if getenv == nil {
+		return
+	}
+	if v := getenv(EnvDSN); v != "" {
+		c.DSN = v
+	}
+}
+
+// Validate reports settings that can never work, naming the key.
+func (c Config) Validate() error {
+	switch c.Store {
+	case StoreMemory, StoreLocal:
+	case StorePostgres:
+		if strings.TrimSpace(c.DSN) == "" {
+			return fmt.Errorf("knowledge.store is postgres but knowledge.dsn (or %s) is empty: give a connection string such as postgres://koe@127.0.0.1:5432/koe", EnvDSN)
+		}
+	default:
+		return fmt.Errorf("knowledge.store %q is not one of memory, local, postgres", c.Store)
+	}
+	switch c.Router {
+	case RouterOff, RouterAuto, RouterLLM:
+	default:
+		return fmt.Errorf("knowledge.router %q is not one of off, auto, llm", c.Router)
+	}
+	if c.Budget < minBudget || c.Budget > maxBudget {
+		return fmt.Errorf("knowledge.budget %d is out of range: %d to %d tokens (default %d)", c.Budget, minBudget, maxBudget, DefaultBudget)
+	}
+	if c.WholeShare < 0 || c.WholeShare > 0.9 {
+		return fmt.Errorf("knowledge.whole_share %g is out of range: 0 (always retrieve) to 0.9 (default %g)", c.WholeShare, DefaultWholeShare)
+	}
+	if c.MinMatch < 0 || c.MinMatch > 1 {
+		return fmt.Errorf("knowledge.min_match %g is out of range: 0 to 1 (default %g)", c.MinMatch, DefaultMinMatch)
+	}
+	if c.ChunkTokens < minChunkTokens || c.ChunkTokens > maxChunkTokens {
+		return fmt.Errorf("knowledge.chunk_tokens %d is out of range: %d to %d (default %d)", c.ChunkTokens, minChunkTokens, maxChunkTokens, DefaultChunkTokens)
+	}
+	if c.ChunkOverlap < 0 || c.ChunkOverlap > c.ChunkTokens/2 {
+		return fmt.Errorf("knowledge.chunk_overlap %d is out of range: 0 to half of knowledge.chunk_tokens (%d)", c.ChunkOverlap, c.ChunkTokens/2)
+	}
+	if c.MaxFileBytes < 1 || c.MaxFileBytes > maxFileBytes {
+		return fmt.Errorf("knowledge.max_file_bytes %d is out of range: 1 to %d (default %d, 10 MiB)", c.MaxFileBytes, maxFileBytes, DefaultMaxFileBytes)
+	}
+	if c.MaxDocuments < 1 || c.MaxDocuments > maxMaxDocuments {
+		return fmt.Errorf("knowledge.max_documents %d is out of range: 1 to %d (default %d)", c.MaxDocuments, maxMaxDocuments, DefaultMaxDocuments)
+	}
+	return nil
+}
