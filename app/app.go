@@ -22,6 +22,7 @@ import (
 	"koe/config"
 	"koe/conversation"
 	"koe/history"
+	"koe/knowledge"
 	"koe/llm"
 	"koe/mcp"
 	"koe/recall"
@@ -41,8 +42,10 @@ type Main struct {
 	// means os.Getenv.
 	Getenv func(string) string
 
-	store  *history.Store
-	recall *recall.Service
+	store     *history.Store
+	recall    *recall.Service
+	knowledge *knowledge.Service
+	index     knowledge.Index
 	mcp    *mcp.Manager
 	hub    *conversation.Hub
 	server *server.Server
@@ -56,6 +59,8 @@ type Main struct {
 	// So does loading the characters' recall indexes.
 	stopPreload context.CancelFunc
 	preloaded   chan struct{}
+	// And catching the knowledge index up with the documents.
+	knowledgeOpened chan struct{}
 
 	// Close shuts down once; callers after the first (a signal and a
 	// deferred Close, say) get its result.
@@ -121,6 +126,12 @@ func (m *Main) Open() error {
 	}
 	m.recall = recall.New(recallOptions(cfg, store, tok, m.llm, m.Logger))
 	m.preload()
+	if err := m.openKnowledge(cfg, tok); err != nil {
+		m.mcp.Close()
+		m.stopRecall()
+		_ = store.Close()
+		return err
+	}
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
 		Store:      store,
@@ -133,8 +144,10 @@ func (m *Main) Open() error {
 		ASRErr:      asrErr,
 		Backgrounds: func() []string { return server.BackgroundFiles(cfg.Server.BackgroundsDir) },
 		ToolServers: toolServers,
-		Recall:      m.recall,
-		Logger:      m.Logger,
+		Recall:          m.recall,
+		Knowledge:       m.knowledge,
+		KnowledgeRouter: cfg.Knowledge.Router,
+		Logger:          m.Logger,
 	})
 	m.server = server.New(server.Options{
 		Config: cfg.Server,
@@ -148,6 +161,7 @@ func (m *Main) Open() error {
 	if err != nil {
 		m.mcp.Close()
 		m.stopRecall()
+		m.stopKnowledge()
 		_ = store.Close()
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -175,6 +189,64 @@ func recallOptions(cfg config.Config, store *history.Store, tok *agent.Tokenizer
 	opts.QueryTimeout = cfg.Embeddings.QueryTimeout
 	log.Info("recall ranks memories by keywords and vectors", "embeddings", cfg.Embeddings.BaseURL, "model", cfg.Embeddings.Model)
 	return opts
+}
+
+// openKnowledge opens the configured store of document chunks and starts
+// catching it up with the stored documents in the background.
+func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
+	kc := cfg.Knowledge
+	var idx knowledge.Index
+	switch kc.Store {
+	case knowledge.StoreLocal:
+		local, err := knowledge.OpenLocalIndex(context.Background(), m.store, m.Logger)
+		if err != nil {
+			return fmt.Errorf("knowledge: open the local store: %w", err)
+		}
+		idx = local
+	case knowledge.StorePostgres:
+		ctx, cancel := context.WithTimeout(context.Background(), postgresOpenTimeout)
+		pg, err := knowledge.OpenPostgres(ctx, kc.DSN, m.Logger)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("knowledge: open the postgres store: %w", err)
+		}
+		idx = pg
+	default:
+		idx = knowledge.NewMemoryIndex()
+	}
+	m.index = idx
+	opts := knowledge.Options{Config: kc, Docs: m.store, Index: idx, Count: tok.Count, Logger: m.Logger}
+	switch {
+	case !idx.Vectors():
+		m.Logger.Info("knowledge: documents are found by keywords", "store", kc.Store, "router", kc.Router)
+	case cfg.Embeddings.Enabled():
+		opts.Embedder = llm.NewEmbedder(cfg.Embeddings, m.llm)
+		m.Logger.Info("knowledge: documents are found by keywords and vectors", "store", kc.Store, "router", kc.Router, "model", cfg.Embeddings.Model)
+	default:
+		m.Logger.Info("knowledge: documents are found by keywords only: set embeddings.base_url to add vectors", "store", kc.Store, "router", kc.Router)
+	}
+	m.knowledge = knowledge.New(opts)
+	m.knowledgeOpened = make(chan struct{})
+	go func() {
+		defer close(m.knowledgeOpened)
+		if err := m.knowledge.Open(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
+			m.Logger.Error("knowledge: could not catch the index up with the documents; searches may miss some until the next start", "err", err)
+		}
+	}()
+	return nil
+}
+
+// postgresOpenTimeout bounds connecting to PostgreSQL and migrating its
+// schema at start.
+const postgresOpenTimeout = 30 * time.Second
+
+// stopKnowledge stops catching up and closes the store of chunks.
+func (m *Main) stopKnowledge() {
+	m.knowledge.Close()
+	<-m.knowledgeOpened
+	if err := m.index.Close(); err != nil {
+		m.Logger.Warn("knowledge: closing the store failed", "err", err)
+	}
 }
 
 // preload loads every character's recall index in the background, so the
@@ -258,6 +330,7 @@ func (m *Main) shutdown() error {
 	// open until they have.
 	m.hub.Close()
 	m.stopRecall()
+	m.stopKnowledge()
 	m.mcp.Close()
 	m.llm.CloseIdleConnections()
 	if cerr := m.store.Close(); cerr != nil {

@@ -123,6 +123,8 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		return s.ConfigureRaw(in.SampleRate)
 	case protocol.TypeAISpeakSignal:
 		return s.Speak(in.IdleTime, in.Images)
+	case protocol.TypeAttachFile:
+		return s.AttachFile(in.Name, in.Mime, in.Data)
 	case protocol.TypeAudioPlayStart:
 		// Playback notices matter only in group chats.
 	default:

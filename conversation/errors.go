@@ -7,6 +7,7 @@ import (
 	"koe/agent"
 	"koe/asr"
 	"koe/history"
+	"koe/knowledge"
 )
 
 // Kind classifies a failure for whoever asked: the WebSocket layer words it
@@ -25,6 +26,9 @@ const (
 	// KindUnavailable means a service koe depends on (the LLM, speech)
 	// failed; the message names it and what to set.
 	KindUnavailable
+	// KindConflict means the request cannot be done now (a reply is
+	// being made, the same file is being read); it may be tried again.
+	KindConflict
 )
 
 // Problem is a failure as a client sees it.
@@ -78,6 +82,9 @@ func Explain(err error) Problem {
 	case errors.Is(err, agent.ErrContextTooLarge):
 		return Problem{Kind: KindInvalid, Message: "the message does not fit the model's context window (llm.context_window): send something shorter"}
 	case errors.Is(err, asr.ErrBadAudio), errors.Is(err, ErrBadImage):
+		return Problem{Kind: KindInvalid, Message: err.Error()}
+	case knowledge.IsFileError(err):
+		// Worded for people: the file's name and what is wrong with it.
 		return Problem{Kind: KindInvalid, Message: err.Error()}
 	}
 	return Problem{Kind: KindInternal, Message: "koe failed to do that; the reason is in its log"}

@@ -64,7 +64,11 @@ func (s *Session) readMemory(c cast, conf, uid string) ([]history.Record, uint64
 		s.log.Warn("could not load the history's summaries; they will be made again", "history_uid", uid, "err", err)
 		summaries = nil
 	}
-	c.agent.Load(agent.Thread{ConfUID: conf, HistoryUID: uid}, toMemory(records), summaries)
+	msgs, pending := toMemory(records)
+	c.agent.Load(agent.Thread{ConfUID: conf, HistoryUID: uid}, msgs, summaries)
+	for _, f := range pending {
+		c.agent.AttachFile(f)
+	}
 	var seen uint64
 	if len(records) > 0 {
 		seen = records[len(records)-1].Seq
@@ -132,13 +136,18 @@ func (s *Session) dropIfUnused(conf string, p place) {
 // toMemory rebuilds the agent's messages from stored records. A turn's AI
 // record holds everything said, cycles that called tools included; memory
 // keeps what those cycles said with their calls, so the answer is the rest.
-func toMemory(records []history.Record) []agent.Message {
-	msgs := make([]agent.Message, 0, len(records))
+// Files ride with the user message after them; pending are the files
+// attached after the last one.
+func toMemory(records []history.Record) (msgs []agent.Message, pending []agent.File) {
+	msgs = make([]agent.Message, 0, len(records))
 	said := "" // what this turn's tool cycles said, as the AI record has it
 	for _, r := range records {
 		switch {
+		case r.Role == history.RoleFile:
+			pending = append(pending, fileOf(r))
 		case history.StartsTurn(r):
-			m := agent.Message{Role: agent.RoleUser, Content: r.Content}
+			m := agent.Message{Role: agent.RoleUser, Content: r.Content, Files: pending}
+			pending = nil
 			for _, img := range r.Images {
 				m.Images = append(m.Images, agent.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
 			}
@@ -159,7 +168,7 @@ func toMemory(records []history.Record) []agent.Message {
 			said = ""
 		}
 	}
-	return msgs
+	return msgs, pending
 }
 
 // afterSaid is a reply's text without what its tool cycles said (said),

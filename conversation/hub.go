@@ -85,6 +85,10 @@ type Deps struct {
 	ToolServers ToolServers
 	// Recall is the characters' long-term memory (nil: none).
 	Recall Recall
+	// Knowledge is the characters' documents (nil: none), and
+	// KnowledgeRouter knowledge.router: when turns read them.
+	Knowledge       Knowledge
+	KnowledgeRouter string
 	Logger *slog.Logger
 }
 

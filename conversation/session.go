@@ -103,18 +103,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 // do I/O, so it runs before the session's lock is taken.
 func (s *Session) buildCast(char Character) cast {
 	c := cast{char: char, emotions: emotionKeywords(char.ModelInfo)}
-	var builtin, servers agent.Toolbox
-	// Validated when the character was loaded; a failure here is a
-	// character that skipped validation, and it talks without them.
-	if b, err := char.Tools.Box(tools.Options{}); err != nil {
-		s.log.Error("tools unavailable; the character talks without them", "conf_uid", char.ConfUID, "err", err)
-	} else if b != nil {
-		builtin = b
-	}
-	if len(char.Tools.MCPServers) > 0 && s.deps.ToolServers != nil {
-		servers = s.deps.ToolServers.Toolbox(char.Tools.MCPServers)
-	}
-	box := agent.JoinToolboxes(builtin, servers)
+	box := s.hub.toolbox(char, s.log)
 	var a *agent.Agent
 	a = agent.New(agent.Options{
 		LLM:           s.deps.NewLLM(char.LLM),
@@ -130,6 +119,8 @@ func (s *Session) buildCast(char Character) cast {
 		Store:         notingSummaries{store: s.deps.Store, hub: s.hub},
 		Recall:        s.hub.recaller(char),
 		RecallBudget:  char.Memory.RecallBudget,
+		Knowledge:     s.hub.knowledgeOf(char),
+		Router:        s.deps.KnowledgeRouter,
 		OnSummary:     func(st agent.MemoryState) { s.summaryReady(a, st) },
 		Tools:         box,
 		MaxCycles:     char.LLM.Cycles(),
@@ -144,6 +135,27 @@ func (s *Session) buildCast(char Character) cast {
 		}
 	}
 	return c
+}
+
+// toolbox is the tools a character may use: its built-in ones, those of
+// the MCP servers it enables, and the document search when the knowledge
+// router is off.
+func (h *Hub) toolbox(char Character, log *slog.Logger) agent.Toolbox {
+	if log == nil {
+		log = h.log
+	}
+	var builtin, servers agent.Toolbox
+	// Validated when the character was loaded; a failure here is a
+	// character that skipped validation, and it talks without them.
+	if b, err := char.Tools.Box(tools.Options{}); err != nil {
+		log.Error("tools unavailable; the character talks without them", "conf_uid", char.ConfUID, "err", err)
+	} else if b != nil {
+		builtin = b
+	}
+	if len(char.Tools.MCPServers) > 0 && h.deps.ToolServers != nil {
+		servers = h.deps.ToolServers.Toolbox(char.Tools.MCPServers)
+	}
+	return agent.JoinToolboxes(builtin, servers, h.documentSearch(char))
 }
 
 // summaryReady tells a koe client about a new summary of its current

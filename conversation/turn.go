@@ -78,6 +78,9 @@ type turnState struct {
 	// run is the turn's run_id; cycle is how its latest LLM call ended.
 	run   string
 	cycle agent.CycleResult
+	// docs are the numbered documents the turn's requests held, which
+	// the reply may cite as [n].
+	docs map[int]agent.Document
 }
 
 func (s *Session) runTurn(t *turn, in turnInput) {
@@ -350,6 +353,9 @@ func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
 	// Sent even when the session's context has ended (the server is
 	// shutting down): a client still connected learns what was stored.
 	s.message(context.WithoutCancel(s.ctx), answer)
+	if cited := citations(text, st.docs); len(cited) > 0 && s.koeEvents {
+		s.send(context.WithoutCancel(s.ctx), protocol.Citations{Type: protocol.TypeCitations, HistoryUID: st.uid, RunID: st.run, Citations: cited})
+	}
 }
 
 // finishInterrupted is the finish reason of a reply koe cut short.
@@ -484,6 +490,11 @@ func (e *turnEmitter) ToolStarted(c agent.ToolCall) {
 func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
 	rec := history.Record{Role: history.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: agent.ToolResultText(result, err)}
 	e.s.later(e.st, rec)
+	if docs, ok := agent.ParseDocuments(result); ok && err == nil {
+		// A search's results come after the turn's other documents, so
+		// the answer's numbers most likely mean them.
+		e.offer(docs)
+	}
 	m := toolResultMessage(rec, e.st.run)
 	if err != nil {
 		e.toolStatus(c, protocol.ToolError, "Error: "+err.Error())
@@ -517,6 +528,24 @@ func (e *turnEmitter) statusOf(task, state, content, details string) {
 	e.speaker.addMessage(protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
 		TaskID: task, State: state, Content: content, ErrorDetails: details,
 	}})
+}
+
+// Status tells a koe client of a step before the answer (routing,
+// searching the knowledge base).
+func (e *turnEmitter) Status(task, state, text, details string) {
+	e.statusOf(task, state, text, details)
+}
+
+// Documents records what the reply may cite.
+func (e *turnEmitter) Documents(docs []agent.Document) { e.offer(docs) }
+
+func (e *turnEmitter) offer(docs []agent.Document) {
+	if e.st.docs == nil {
+		e.st.docs = map[int]agent.Document{}
+	}
+	for _, d := range docs {
+		e.st.docs[d.Number] = d
+	}
 }
 
 // final is the reply's text without what cycles that called tools said.

@@ -42,6 +42,10 @@ const (
 	// calls), and one call's result.
 	RoleToolCall = "tool_call"
 	RoleTool     = "tool"
+	// A file attached at this point of the conversation: Name is the
+	// file's, Content its text, Meta its number and facts (see
+	// conversation's files.go).
+	RoleFile = "file"
 )
 
 // Shown reports whether a record with this role is part of the chat

@@ -136,6 +136,10 @@ type Inbound struct {
 	// messages older than the message with id Before (0 = the newest).
 	Before uint64 `json:"before"`
 	Limit  int    `json:"limit"`
+	// attach-file: a file for the open history, base64 in Data.
+	Name string `json:"name"`
+	Mime string `json:"mime"`
+	Data string `json:"data"`
 }
 
 // Simple is a message that carries nothing but its type.
@@ -431,3 +435,59 @@ type Usage struct {
 
 // NewError builds an error frame.
 func NewError(message string) Error { return Error{Type: TypeError, Message: message} }
+
+// koe's knowledge messages.
+const (
+	// TypeAttachFile (in) attaches a file to the open history at this
+	// point: {name, mime, data (base64)}.
+	TypeAttachFile = "attach-file"
+	// TypeFileAttached answers it; TypeFileRefused says why not.
+	TypeFileAttached = "file-attached"
+	TypeFileRefused  = "file-refused"
+	// TypeCitations follows a reply whose text cites documents as [n].
+	TypeCitations = "citations"
+)
+
+// AttachedFile describes a file attached to a history.
+type AttachedFile struct {
+	Document int    `json:"document"` // its number, as the model cites it
+	Name     string `json:"name"`
+	Title    string `json:"title,omitempty"`
+	Format   string `json:"format"`
+	Bytes    int    `json:"bytes"`
+	Tokens   int    `json:"tokens"`
+}
+
+// FileAttached tells the client a file is in the history.
+type FileAttached struct {
+	Type       string       `json:"type"`
+	HistoryUID string       `json:"history_uid"`
+	File       AttachedFile `json:"file"`
+}
+
+// FileRefused tells the client why a file was not taken; nothing of it
+// was kept.
+type FileRefused struct {
+	Type     string `json:"type"`
+	Filename string `json:"filename"`
+	Reason   string `json:"reason"`
+	Kind     string `json:"kind"`
+}
+
+// Citation is a document a reply cites as [Document].
+type Citation struct {
+	Document int    `json:"document"`
+	Title    string `json:"title"`
+	File     string `json:"file,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Section  string `json:"section,omitempty"`
+	Page     int    `json:"page,omitempty"`
+}
+
+// Citations follows the final message of a reply that cites documents.
+type Citations struct {
+	Type       string     `json:"type"`
+	HistoryUID string     `json:"history_uid"`
+	RunID      string     `json:"run_id"`
+	Citations  []Citation `json:"citations"`
+}

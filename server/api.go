@@ -134,6 +134,7 @@ var problemStatus = map[conversation.Kind]int{
 	conversation.KindInvalid:     http.StatusBadRequest,
 	conversation.KindNotFound:    http.StatusNotFound,
 	conversation.KindUnavailable: http.StatusBadGateway,
+	conversation.KindConflict:    http.StatusConflict,
 }
 
 // httpError answers every failed request: fiber's own errors (routing,

@@ -1,0 +1,267 @@
+package conversation
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"koe/agent"
+	"koe/history"
+	"koe/internal/quote"
+	"koe/knowledge"
+	"koe/protocol"
+)
+
+// Files attached to a conversation are stored as records of their own
+// (role "file") at the point they were attached, with their text, so
+// that the history replays them where they belong. Meta keys:
+const (
+	metaDocument = "document" // the file's number in its history
+	metaTitle    = "title"
+	metaFormat   = "format"
+	metaMime     = "mime"
+	metaTokens   = "tokens"
+	metaBytes    = "bytes"
+)
+
+// fileOf is a stored file as memory holds it.
+func fileOf(r history.Record) agent.File {
+	n, _ := strconv.Atoi(r.Meta[metaDocument])
+	tokens, _ := strconv.Atoi(r.Meta[metaTokens])
+	return agent.File{Number: n, Name: r.Name, Title: r.Meta[metaTitle], Text: r.Content, Tokens: tokens}
+}
+
+// fileRecord is a file read for a history, numbered.
+func fileRecord(f knowledge.File, number int) history.Record {
+	return history.Record{Role: history.RoleFile, Name: f.Name, Content: f.Text, Meta: map[string]string{
+		metaDocument: strconv.Itoa(number), metaTitle: f.Title, metaFormat: f.Format, metaMime: f.Mime,
+		metaTokens: strconv.Itoa(f.Tokens), metaBytes: strconv.Itoa(f.Bytes),
+	}}
+}
+
+func attachedFile(f knowledge.File, number int) protocol.AttachedFile {
+	return protocol.AttachedFile{Document: number, Name: f.Name, Title: f.Title, Format: f.Format, Bytes: f.Bytes, Tokens: f.Tokens}
+}
+
+// errTurnRunning refuses a file while a reply is being made in the
+// history: the file would land in the middle of the turn.
+var errTurnRunning = &clientError{kind: KindConflict, msg: "a reply is being made in this history; attach the file when it is done (or interrupt it)"}
+
+// errNoKnowledge: koe was built without a knowledge service.
+var errNoKnowledge = &clientError{kind: KindUnavailable, msg: "koe runs without files and documents"}
+
+// AttachFile attaches a file (base64 in data) to the session's history at
+// this point; the model reads it from the next message on. A refused file
+// is told as file-refused and nothing of it is kept.
+func (s *Session) AttachFile(name, mime, data string) error {
+	if s.deps.Knowledge == nil {
+		return errNoKnowledge
+	}
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return invalid("attach-file: data is not base64: %s", quote.Shorten(err.Error(), 80))
+	}
+	c, p := s.current()
+	if p.uid != "" && s.hub.running.running(p.uid) != nil {
+		return errTurnRunning
+	}
+	f, err := s.deps.Knowledge.ReadFile(s.ctx, knowledge.Upload{Name: name, Mime: mime, Data: raw}, c.agent.CountTokens, c.agent.FileRoom())
+	var refused *knowledge.FileError
+	if errors.As(err, &refused) {
+		s.reply(protocol.FileRefused{Type: protocol.TypeFileRefused, Filename: refused.Filename, Reason: refused.Reason, Kind: string(refused.Kind)})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read attached file: %w", err)
+	}
+	number := c.agent.NextFileNumber()
+	rec := fileRecord(f, number)
+	conf := c.char.ConfUID
+	s.mu.Lock()
+	if s.cast.agent != c.agent || s.place.uid != p.uid {
+		s.mu.Unlock()
+		return &clientError{kind: KindConflict, msg: "the character or history changed while the file was read; attach it again"}
+	}
+	fresh := s.place.uid == ""
+	if fresh {
+		s.place.uid = history.NewUID(time.Now())
+	}
+	s.place.used = true
+	uid := s.place.uid
+	s.mu.Unlock()
+	if fresh {
+		err = s.deps.Store.CreateWith(conf, uid, rec)
+		c.agent.SetThread(agent.Thread{ConfUID: conf, HistoryUID: uid})
+	} else {
+		err = s.deps.Store.Append(conf, uid, rec)
+	}
+	if err != nil {
+		return fmt.Errorf("store attached file: %w", err)
+	}
+	c.agent.AttachFile(fileOf(rec))
+	if seq, err := s.deps.Store.LastSeq(conf, uid); err == nil {
+		s.mu.Lock()
+		if s.place.uid == uid {
+			s.place.seen = seq
+		}
+		s.mu.Unlock()
+	}
+	s.reply(protocol.FileAttached{Type: protocol.TypeFileAttached, HistoryUID: uid, File: attachedFile(f, number)})
+	return nil
+}
+
+// AttachFile attaches a file to a stored history (the REST route): the
+// sessions that have it open read it at their next turn, as they read any
+// record stored elsewhere. The room is what a fresh agent of the
+// character leaves for a file.
+func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Upload) (protocol.AttachedFile, error) {
+	if h.deps.Knowledge == nil {
+		return protocol.AttachedFile{}, errNoKnowledge
+	}
+	if !history.ValidID(conf) || !history.ValidID(uid) {
+		return protocol.AttachedFile{}, fmt.Errorf("attach a file: %w", history.ErrInvalidID)
+	}
+	char, ok := h.deps.Characters.Find(conf)
+	if !ok {
+		return protocol.AttachedFile{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", conf)}
+	}
+	records, err := h.deps.Store.Messages(conf, uid)
+	if err != nil {
+		return protocol.AttachedFile{}, fmt.Errorf("attach a file: %w", err)
+	}
+	if h.running.running(uid) != nil {
+		return protocol.AttachedFile{}, errTurnRunning
+	}
+	number := 1
+	for _, r := range records {
+		if r.Role == history.RoleFile {
+			number++
+		}
+	}
+	a := h.sizingAgent(char)
+	defer a.Close()
+	f, err := h.deps.Knowledge.ReadFile(ctx, u, a.CountTokens, a.FileRoom())
+	if err != nil {
+		return protocol.AttachedFile{}, err
+	}
+	if err := h.deps.Store.Append(conf, uid, fileRecord(f, number)); err != nil {
+		return protocol.AttachedFile{}, fmt.Errorf("store attached file: %w", err)
+	}
+	return attachedFile(f, number), nil
+}
+
+// sizingAgent is an agent of the character that never talks: it sizes
+// files and counts tokens as the character's own would.
+func (h *Hub) sizingAgent(char Character) *agent.Agent {
+	return agent.New(agent.Options{
+		Model: char.LLM.Model, ContextWindow: char.LLM.ContextWindow, Memory: char.Memory,
+		Persona: char.Persona, CharacterName: char.Name, HumanName: char.HumanName,
+		Tools: h.toolbox(char, nil), Logger: h.log,
+	})
+}
+
+// knowledgeOfChar checks a knowledge-base request: koe has a knowledge
+// service and the character exists.
+func (h *Hub) knowledgeOfChar(conf string) (Character, error) {
+	if !history.ValidID(conf) {
+		return Character{}, fmt.Errorf("documents of %q: %w", quote.Shorten(conf, 80), history.ErrInvalidID)
+	}
+	char, ok := h.deps.Characters.Find(conf)
+	if !ok {
+		return Character{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", conf)}
+	}
+	if h.deps.Knowledge == nil {
+		return Character{}, errNoKnowledge
+	}
+	return char, nil
+}
+
+// AddDocument reads a file into a character's knowledge base (replacing
+// the one of the same name). Its sessions that asked for koe's events see
+// the progress as status messages. A refusal is a *knowledge.FileError.
+func (h *Hub) AddDocument(ctx context.Context, conf string, u knowledge.Upload) (knowledge.Document, error) {
+	char, err := h.knowledgeOfChar(conf)
+	if err != nil {
+		return knowledge.Document{}, err
+	}
+	a := h.sizingAgent(char)
+	defer a.Close()
+	task := "ingest:" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	last := -1
+	progress := func(p knowledge.Progress) {
+		// Tens of percent are enough to watch; every batch would flood.
+		if p.Percent/10 == last/10 && p.Stage != "done" {
+			return
+		}
+		last = p.Percent
+		state, text := protocol.StatusProgress, fmt.Sprintf("Indexing %s: %d%%", p.File, p.Percent)
+		switch p.Stage {
+		case "reading":
+			state, text = protocol.StatusStart, "Reading "+p.File
+		case "done":
+			state, text = protocol.StatusEnd, fmt.Sprintf("Indexed %s", p.File)
+		}
+		h.notifyCharacter(conf, protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{TaskID: task, State: state, Content: text}})
+	}
+	d, err := h.deps.Knowledge.Add(ctx, conf, u, a.CountTokens, progress)
+	if err != nil {
+		var refused *knowledge.FileError
+		details := "koe could not store it; the reason is in its log"
+		if errors.As(err, &refused) {
+			details = refused.Reason
+		}
+		h.notifyCharacter(conf, protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
+			TaskID: task, State: protocol.StatusError, Content: "Could not index " + u.Name, ErrorDetails: details}})
+		return knowledge.Document{}, err
+	}
+	return d, nil
+}
+
+// Documents lists a character's knowledge base.
+func (h *Hub) Documents(ctx context.Context, conf string) ([]knowledge.Document, error) {
+	if _, err := h.knowledgeOfChar(conf); err != nil {
+		return nil, err
+	}
+	docs, err := h.deps.Knowledge.List(ctx, conf)
+	if err != nil {
+		return nil, fmt.Errorf("list documents: %w", err)
+	}
+	if docs == nil {
+		docs = []knowledge.Document{}
+	}
+	return docs, nil
+}
+
+// DeleteDocument removes a document from a character's knowledge base.
+func (h *Hub) DeleteDocument(ctx context.Context, conf, id string) error {
+	if _, err := h.knowledgeOfChar(conf); err != nil {
+		return err
+	}
+	if !history.ValidID(id) {
+		return fmt.Errorf("document %q: %w", quote.Shorten(id, 80), history.ErrInvalidID)
+	}
+	found, err := h.deps.Knowledge.Delete(ctx, conf, id)
+	if err != nil {
+		if knowledge.IsFileError(err) {
+			return &clientError{kind: KindConflict, msg: err.Error()}
+		}
+		return fmt.Errorf("delete document: %w", err)
+	}
+	if !found {
+		return &clientError{kind: KindNotFound, msg: fmt.Sprintf("character %q has no document %q", conf, id)}
+	}
+	return nil
+}
+
+// notifyCharacter sends msg to the sessions talking with the character
+// that asked for koe's events.
+func (h *Hub) notifyCharacter(conf string, msg any) {
+	for _, s := range h.openSessions() {
+		if s.Character().ConfUID == conf {
+			s.Notify(msg)
+		}
+	}
+}
