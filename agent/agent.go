@@ -113,19 +113,19 @@ type Agent struct {
 	stopBg context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu          sync.Mutex
-	thread      Thread
-	msgs        []Message
-	summaries   []history.SummaryRecord // oldest first
+	mu        sync.Mutex
+	thread    Thread
+	msgs      []Message
+	summaries []history.SummaryRecord // oldest first
 	// pendingFiles were attached since the last user message; they ride
 	// with the next one.
 	pendingFiles []File
-	pending     map[pendingKey]int      // summaries being computed → turns they span
-	rate        float64
-	system      string
-	reminder    string
-	last        *ContextReport
-	calibration float64
+	pending      map[pendingKey]int // summaries being computed → turns they span
+	rate         float64
+	system       string
+	reminder     string
+	last         *ContextReport
+	calibration  float64
 	// noticeDue: a summary was added that OnSummary has not been told
 	// of. Notices that pile up while the receiver is busy become one,
 	// carrying the latest state.

@@ -46,12 +46,12 @@ type Main struct {
 	recall    *recall.Service
 	knowledge *knowledge.Service
 	index     knowledge.Index
-	mcp    *mcp.Manager
-	hub    *conversation.Hub
-	server *server.Server
-	ln     net.Listener
-	served chan error
-	llm    *http.Client
+	mcp       *mcp.Manager
+	hub       *conversation.Hub
+	server    *server.Server
+	ln        net.Listener
+	served    chan error
+	llm       *http.Client
 
 	// The start-up probe of the LLM runs in the background; Close stops it.
 	stopProbe context.CancelFunc
@@ -140,10 +140,10 @@ func (m *Main) Open() error {
 		NewTTS: func(c tts.Config) (conversation.Synthesizer, error) {
 			return tts.New(c, m.llm)
 		},
-		ASR:         transcriber,
-		ASRErr:      asrErr,
-		Backgrounds: func() []string { return server.BackgroundFiles(cfg.Server.BackgroundsDir) },
-		ToolServers: toolServers,
+		ASR:             transcriber,
+		ASRErr:          asrErr,
+		Backgrounds:     func() []string { return server.BackgroundFiles(cfg.Server.BackgroundsDir) },
+		ToolServers:     toolServers,
 		Recall:          m.recall,
 		Knowledge:       m.knowledge,
 		KnowledgeRouter: cfg.Knowledge.Router,

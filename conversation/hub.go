@@ -89,7 +89,7 @@ type Deps struct {
 	// KnowledgeRouter knowledge.router: when turns read them.
 	Knowledge       Knowledge
 	KnowledgeRouter string
-	Logger *slog.Logger
+	Logger          *slog.Logger
 }
 
 // ToolServers are the tool servers koe is connected to, shared by every
