@@ -19,6 +19,7 @@ func TestPackageLayers(t *testing.T) {
 	imports := productImports(t)
 	forbidden := map[string][]string{
 		"protocol":     {"koe/"},
+		"knowledge":    {"koe/agent", "koe/conversation", "koe/server", "koe/llm", "koe/tts", "koe/asr", "koe/protocol", "koe/recall"},
 		"history":      {"koe/agent", "koe/conversation", "koe/server", "koe/llm", "koe/tts", "koe/asr", "koe/protocol"},
 		"agent":        {"koe/llm", "koe/conversation", "koe/server", "koe/protocol", "koe/tts", "koe/asr", "github.com/sashabaranov/go-openai"},
 		"llm":          {"koe/conversation", "koe/server", "koe/history"},
