@@ -268,31 +268,44 @@ func (c *catalog) search(conf string, q SearchQuery) ([]Hit, error) {
 }
 
 // nearestLocked is the limit rows of m most similar to the unit vector
-// q, best first.
+// q, best first. It keeps a few times limit candidates and cuts them back
+// to the best limit when full, rather than scoring every row into one
+// slice: a search of 100k chunks would allocate megabytes to keep thirty.
 func (s *shelf) nearestLocked(m *matrix, q []float32, limit int) []textindex.Hit {
-	hits := make([]textindex.Hit, 0, len(m.ids)-m.dead)
+	buf := make([]textindex.Hit, 0, 4*limit)
+	floor := float32(math.Inf(-1)) // a row must beat this to be kept
 	for r, id := range m.ids {
-		if s.entries[id] == nil {
+		score := dot(q, m.data[r*m.dim:(r+1)*m.dim])
+		if score <= floor || s.entries[id] == nil {
 			continue
 		}
-		hits = append(hits, textindex.Hit{ID: id, Score: float64(dot(q, m.data[r*m.dim:(r+1)*m.dim]))})
+		if len(buf) == cap(buf) {
+			buf = textindex.Top(buf, limit)
+			floor = float32(buf[len(buf)-1].Score)
+			if score <= floor {
+				continue
+			}
+		}
+		buf = append(buf, textindex.Hit{ID: id, Score: float64(score)})
 	}
-	return textindex.Top(hits, limit)
+	return textindex.Top(buf, limit)
 }
 
 // dot is the inner product of two vectors of equal length, four lanes at
-// a time: independent sums let the CPU overlap the multiplications.
+// a time: independent sums let the CPU overlap the multiplications, and
+// reslicing (rather than indexing by i) lets the compiler drop the bounds
+// checks.
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	for len(a) >= 4 && len(b) >= 4 {
+		s0 += a[0] * b[0]
+		s1 += a[1] * b[1]
+		s2 += a[2] * b[2]
+		s3 += a[3] * b[3]
+		a, b = a[4:], b[4:]
 	}
-	for ; i < len(a); i++ {
+	for i := range a {
 		s0 += a[i] * b[i]
 	}
 	return s0 + s1 + s2 + s3

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,8 +62,11 @@ func OpenLocalIndex(ctx context.Context, chunks ChunkStore, log *slog.Logger) (*
 }
 
 // load reads one character's chunks into the catalog, document by
-// document. The analysis is done after the read transaction: a long one
-// would hold up the database's growth for every writer.
+// document. The analysis is done after the read transaction (a long one
+// would hold up the database's growth for every writer), and on every
+// core: stemming is nearly all of a start's time. Documents are analysed
+// a window at a time and indexed in stored order, so memory stays bounded
+// and a reopened index ranks ties as the one before it.
 func (x *LocalIndex) load(ctx context.Context, conf string) (chunks, vectors int, err error) {
 	var stored []Chunk
 	err = x.store.ForEachKnowledgeChunk(conf, func(c history.KnowledgeChunk) error {
@@ -72,27 +76,47 @@ func (x *LocalIndex) load(ctx context.Context, conf string) (chunks, vectors int
 	if err != nil {
 		return 0, 0, err
 	}
+	var docs [][]Chunk
 	for start := 0; start < len(stored); {
-		if err := ctx.Err(); err != nil {
-			return 0, 0, fmt.Errorf("load knowledge of %q: %w", conf, err)
-		}
 		end := start + 1
 		for end < len(stored) && stored[end].DocID == stored[start].DocID {
 			end++
 		}
-		doc := stored[start:end]
-		ps, err := x.cat.prepare(doc[0].DocID, doc)
-		if err != nil {
-			return 0, 0, fmt.Errorf("load knowledge of %q: document %q: %w", conf, doc[0].DocID, err)
-		}
-		for _, p := range ps {
-			if p.vector != nil {
-				vectors++
-			}
-		}
-		x.cat.put(conf, doc[0].DocID, ps)
-		chunks += len(doc)
+		docs = append(docs, stored[start:end])
 		start = end
+	}
+	workers := runtime.GOMAXPROCS(0)
+	for len(docs) > 0 {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, fmt.Errorf("load knowledge of %q: %w", conf, err)
+		}
+		window := docs[:min(len(docs), 4*workers)]
+		docs = docs[len(window):]
+		ps := make([][]prepared, len(window))
+		errs := make([]error, len(window))
+		var next atomic.Int32
+		var wg sync.WaitGroup
+		for range min(workers, len(window)) {
+			wg.Go(func() {
+				for i := int(next.Add(1)) - 1; i < len(window); i = int(next.Add(1)) - 1 {
+					ps[i], errs[i] = x.cat.prepare(window[i][0].DocID, window[i])
+				}
+			})
+		}
+		wg.Wait()
+		for i, doc := range window {
+			if errs[i] != nil {
+				return 0, 0, fmt.Errorf("load knowledge of %q: document %q: %w", conf, doc[0].DocID, errs[i])
+			}
+			for _, p := range ps[i] {
+				if p.vector != nil {
+					vectors++
+				}
+			}
+			x.cat.put(conf, doc[0].DocID, ps[i])
+			chunks += len(doc)
+			clear(doc) // the catalog has its own copies: let the stored ones go
+		}
 	}
 	return chunks, vectors, nil
 }
