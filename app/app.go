@@ -150,10 +150,11 @@ func (m *Main) Open() error {
 		Logger:          m.Logger,
 	})
 	m.server = server.New(server.Options{
-		Config: cfg.Server,
-		Hub:    m.hub,
-		Pages:  static.Pages(),
-		Logger: m.Logger,
+		Config:         cfg.Server,
+		Hub:            m.hub,
+		Pages:          static.Pages(),
+		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
+		Logger:         m.Logger,
 	})
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))

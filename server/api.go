@@ -23,7 +23,8 @@ import (
 //	GET  /api/histories/:conf_uid/:history_uid/messages  ?before=ID&limit=N
 //	GET  /api/histories/:conf_uid/:history_uid/images/:ref
 //
-// the memories API (memories.go) and the chat API (chat.go).
+// the memories API (memories.go), the knowledge API (knowledge.go) and the
+// chat API (chat.go).
 func (s *Server) apiRoutes() {
 	hub := s.opts.Hub
 	api := s.app.Group("/api")
@@ -101,6 +102,7 @@ func (s *Server) apiRoutes() {
 		return c.Send(data)
 	})
 	s.memoryRoutes(api)
+	s.knowledgeRoutes(api)
 	s.chatRoutes(api)
 }
 

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -18,9 +19,11 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/cors"
+	"github.com/gofiber/fiber/v2/utils"
 	"github.com/valyala/fasthttp"
 
 	"koe/conversation"
+	"koe/knowledge"
 	"koe/protocol"
 )
 
@@ -32,8 +35,13 @@ type Options struct {
 	Hub *conversation.Hub
 	// Pages are koe's own embedded web pages, served at / unless
 	// Config.WebClientDir is set.
-	Pages  fs.FS
-	Logger *slog.Logger
+	Pages fs.FS
+	// MaxUploadBytes is the largest file the upload routes take
+	// (knowledge.max_file_bytes; 0: knowledge's default). Their bodies may
+	// be that large; every other request stays within
+	// Config.MaxMessageBytes.
+	MaxUploadBytes int
+	Logger         *slog.Logger
 }
 
 // Server serves koe over HTTP and WebSocket.
@@ -57,6 +65,7 @@ type Server struct {
 	refusedOrigins rateLimited
 	tracker        *connTracker // every accepted connection
 	fileLimit      uint64       // soft RLIMIT_NOFILE; 0 if unknown
+	maxUpload      int          // Options.MaxUploadBytes, defaulted
 }
 
 // New builds the server and its routes.
@@ -68,6 +77,10 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop}
 	s.refusedOrigins.every = time.Minute
 	s.access = newAccess(s.cfg)
+	s.maxUpload = opts.MaxUploadBytes
+	if s.maxUpload <= 0 {
+		s.maxUpload = knowledge.DefaultMaxFileBytes
+	}
 	soft, _, err := openFileLimit()
 	if err != nil {
 		s.log.Warn("open-file limit unknown; server.max_connections defaults to a fixed number", "err", err, "default", fallbackMaxConnections)
@@ -81,11 +94,12 @@ func New(opts Options) *Server {
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		AppName:               "koe",
-		ErrorHandler:          s.httpError,
+		ErrorHandler:          s.answerError,
 		ReadTimeout:           s.cfg.ReadTimeout,
 		// Request bodies (the chat API's, images included) are bounded
-		// like WebSocket messages.
-		BodyLimit:   s.cfg.MaxMessageBytes,
+		// like WebSocket messages, but for uploads, which may be as large
+		// as a file may be; boundBody holds the others to the first.
+		BodyLimit:   s.bodyLimit(),
 		IdleTimeout: s.cfg.IdleTimeout,
 	})
 	srv := s.app.Server()
@@ -131,7 +145,7 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 }
 
 func (s *Server) routes() {
-	s.app.Use(s.guard)
+	s.app.Use(s.guard, s.boundBody)
 	s.app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok", "sessions": s.sessions.Load()})
 	})
@@ -246,6 +260,16 @@ func (s *Server) guard(c *fiber.Ctx) error {
 		return err
 	}
 	return s.checkToken(c)
+}
+
+// answerError words fasthttp's refusal of an oversized body for the
+// route it was sent to, then answers as every failure is answered.
+func (s *Server) answerError(c *fiber.Ctx, err error) error {
+	var fe *fiber.Error
+	if errors.As(err, &fe) && fe.Code == fiber.StatusRequestEntityTooLarge && fe.Message == utils.StatusMessage(fe.Code) {
+		err = fiber.NewError(fe.Code, s.tooLargeMessage(c, fe.Message))
+	}
+	return s.httpError(c, err)
 }
 
 // checkUpgrade accepts only WebSocket upgrades from allowed origins, so a

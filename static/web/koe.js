@@ -585,6 +585,176 @@
     showStep();
   }
 
+  // ---- Documents -----------------------------------------------------------
+  //
+  // The character's documents (its knowledge base) go up through koe's REST
+  // API, one file per request, with the page's own credentials (the token
+  // cookie, when koe has a token); their ingest shows live from koe's
+  // status events. A file attached to the chat goes over the WebSocket and
+  // rides with the next message. Server text goes in as text only.
+
+  const docs = {
+    conf: "", max: 0, tasks: new Map(), last: { text: "", error: false },
+    list: $("doc-list"), refused: $("doc-refused"), status: $("doc-status"), summary: $("doc-summary"),
+  };
+  debug.uploads = 0; // uploads finished (taken or refused), for tests
+
+  function count(n) { return Number(n || 0).toLocaleString("en-US"); }
+  function bytes(n) {
+    if (n < 1024) return n + " bytes";
+    return n < 1 << 20 ? (n / 1024).toFixed(1) + " KB" : (n / (1 << 20)).toFixed(1) + " MB";
+  }
+  function docsURL(id) {
+    return "/api/characters/" + encodeURIComponent(docs.conf) + "/documents" + (id ? "/" + encodeURIComponent(id) : "");
+  }
+  // api sends a request and reads its JSON answer ({} if there is none).
+  async function api(url, opts) {
+    const r = await fetch(url, Object.assign({ credentials: "same-origin" }, opts));
+    let body = {};
+    try { body = await r.json(); } catch { /* not JSON */ }
+    return { ok: r.ok, status: r.status, body: body && typeof body === "object" ? body : {} };
+  }
+
+  async function refreshDocs() {
+    if (!docs.conf) return;
+    const conf = docs.conf;
+    try {
+      const r = await api(docsURL());
+      if (conf !== docs.conf) return; // the character changed meanwhile
+      if (!r.ok) { docs.summary.textContent = "(" + (r.body.error || "HTTP " + r.status) + ")"; return; }
+      if (r.body.max_file_bytes > 0) docs.max = r.body.max_file_bytes;
+      showDocs(Array.isArray(r.body.documents) ? r.body.documents : [], r.body.tokens);
+    } catch (err) { docs.summary.textContent = "(could not be listed: " + err.message + ")"; }
+  }
+
+  function showDocs(list, tokens) {
+    docs.summary.textContent = list.length ? "(" + list.length + " · " + count(tokens) + " tokens)" : "(none)";
+    docs.list.replaceChildren(...list.map((d) => {
+      const li = document.createElement("li"), name = document.createElement("span"), size = document.createElement("span");
+      const del = document.createElement("button");
+      li.dataset.id = String(d.id);
+      name.className = "doc-name"; name.textContent = String(d.name);
+      if (d.title && d.title !== d.name) name.title = String(d.title);
+      size.className = "doc-size";
+      size.textContent = count(d.tokens) + " tokens · " + count(d.chunks) + (d.chunks === 1 ? " chunk" : " chunks");
+      del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", "Delete " + d.name);
+      del.addEventListener("click", () => deleteDoc(String(d.id), del));
+      li.append(name, size, del);
+      return li;
+    }));
+  }
+
+  async function deleteDoc(id, btn) {
+    btn.disabled = true;
+    try {
+      const r = await api(docsURL(id), { method: "DELETE" });
+      if (!r.ok && r.status !== 404) refusedDoc({ filename: id, reason: r.body.error || "HTTP " + r.status });
+    } catch (err) { refusedDoc({ filename: id, reason: "could not be deleted: " + err.message }); }
+    refreshDocs();
+  }
+
+  function refusedDoc(f) {
+    const li = document.createElement("li");
+    li.textContent = String(f.filename || "file") + ": " + String(f.reason || "refused");
+    docs.refused.append(li);
+  }
+
+  // uploadDocs sends files one by one: a request carries at most
+  // knowledge.max_file_bytes, and each file is taken or refused alone.
+  async function uploadDocs(files) {
+    if (!docs.conf || !files.length) return;
+    docs.refused.replaceChildren();
+    for (const f of files) {
+      try {
+        if (docs.max && f.size > docs.max) {
+          // koe would end the connection of a body this large.
+          refusedDoc({ filename: f.name, reason: "the file is " + bytes(f.size) + "; knowledge.max_file_bytes allows " + bytes(docs.max) });
+          continue;
+        }
+        const form = new FormData();
+        form.append("file", f, f.name);
+        const r = await api(docsURL(), { method: "POST", body: form });
+        if (Array.isArray(r.body.refused)) r.body.refused.forEach(refusedDoc);
+        if (!r.ok && !Array.isArray(r.body.refused)) refusedDoc({ filename: f.name, reason: r.body.error || "HTTP " + r.status });
+      } catch (err) {
+        refusedDoc({ filename: f.name, reason: "could not be sent: " + err.message });
+      } finally {
+        debug.uploads++;
+      }
+      await refreshDocs();
+    }
+  }
+
+  // docStep follows the status events of ingests (task ids "ingest:…"):
+  // the line shows the latest still running, else how the last one ended.
+  function docStep(c) {
+    const id = String(c.task_id), what = typeof c.content === "string" ? c.content : "";
+    docs.tasks.delete(id);
+    if (c.state === "start" || c.state === "progress") docs.tasks.set(id, what);
+    if (c.state === "end") docs.last = { text: what, error: false };
+    if (c.state === "error") {
+      const details = typeof c.error_details === "string" ? c.error_details : "";
+      docs.last = { text: what && details ? what + ": " + details : what || details || "failed", error: true };
+    }
+    const running = docs.tasks.size > 0;
+    docs.status.textContent = running ? [...docs.tasks.values()].at(-1) : docs.last.text;
+    docs.status.className = "doc-status" + (!running && docs.last.error ? " error" : "");
+  }
+
+  const drop = $("drop"), docInput = $("doc-files"), attachInput = $("attach-files");
+  docInput.addEventListener("change", () => { const files = [...docInput.files]; docInput.value = ""; uploadDocs(files); });
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    uploadDocs([...((e.dataTransfer && e.dataTransfer.files) || [])]);
+  });
+
+  // Attach to this chat: each file goes as attach-file, base64, and koe
+  // answers file-attached or file-refused.
+  $("attach").addEventListener("click", () => attachInput.click());
+  attachInput.addEventListener("change", () => { const files = [...attachInput.files]; attachInput.value = ""; files.forEach(attachFile); });
+  function attachFile(f) {
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result), comma = url.indexOf(",");
+      send({ type: "attach-file", name: f.name, mime: f.type || "", data: comma >= 0 ? url.slice(comma + 1) : "" });
+    };
+    reader.onerror = () => fileChip("📎 " + f.name + ": could not be read", true);
+    reader.readAsDataURL(f);
+  }
+  function fileChip(t, refused) { bubble("file" + (refused ? " refused" : ""), t); }
+  function fileAttached(m) {
+    const f = m.file || {};
+    fileChip("📎 " + String(f.name) + " · " + count(f.tokens) + " tokens · [" + String(f.document) + "]", false);
+    send({ type: "fetch-history-list" });
+  }
+  function fileRefused(m) {
+    fileChip("📎 " + String(m.filename || "file") + ": " + String(m.reason || "refused"), true);
+  }
+
+  // citations lists the documents a reply cited, under its bubble:
+  // "[1] Title — file, p. 3 / section".
+  function citations(list) {
+    if (!Array.isArray(list) || !list.length) return;
+    const ai = document.querySelectorAll("#log .msg.ai"), b = ai[ai.length - 1];
+    if (!b) return;
+    const ol = document.createElement("ol");
+    ol.className = "citations";
+    for (const c of list) {
+      const li = document.createElement("li");
+      let where = [c.file || c.url || "", c.page > 0 ? "p. " + c.page : ""].filter(Boolean).join(", ");
+      if (c.section) where += (where ? " / " : "") + c.section;
+      li.textContent = "[" + String(c.document) + "] " + String(c.title || c.file || c.url || "") + (where ? " — " + where : "");
+      ol.append(li);
+    }
+    let at = b;
+    while (at.nextElementSibling && at.nextElementSibling.matches(".step, .citations")) at = at.nextElementSibling;
+    at.after(ol);
+    log.scrollTop = log.scrollHeight;
+  }
+
   // ---- Connection ----------------------------------------------------------
 
   function connect() {
@@ -630,7 +800,17 @@
         if (!ignoring) toolCall(m);
         break;
       case "status":
-        if (!ignoring) step(m.content);
+        if (m.content && String(m.content.task_id || "").startsWith("ingest:")) docStep(m.content);
+        else if (!ignoring) step(m.content);
+        break;
+      case "file-attached":
+        fileAttached(m);
+        break;
+      case "file-refused":
+        fileRefused(m);
+        break;
+      case "citations":
+        citations(m.citations);
         break;
       case "backend-synth-complete":
         if (ignoring) break;
@@ -644,6 +824,7 @@
       case "set-model-and-conf":
         document.title = "koe · " + m.conf_name;
         characters.dataset.current = m.conf_name;
+        if (m.conf_uid !== docs.conf) { docs.conf = String(m.conf_uid || ""); docs.refused.replaceChildren(); refreshDocs(); }
         break;
       case "config-files":
         characters.replaceChildren(...m.configs.map((c) => new Option(c.name, c.filename)));

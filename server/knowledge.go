@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"koe/knowledge"
+)
+
+// The knowledge API: a character's documents, and files attached to one
+// conversation.
+//
+//	POST   /api/characters/:conf_uid/documents          multipart "file" parts: add or replace documents
+//	GET    /api/characters/:conf_uid/documents          the character's documents, their tokens, the size limit
+//	DELETE /api/characters/:conf_uid/documents/:id      one document and its chunks
+//	POST   /api/histories/:conf_uid/:history_uid/files  one multipart "file" part: attach it here
+//
+// A file's name is the one its part gives; the knowledge service keeps
+// only its last element, and nothing here touches the file system.
+func (s *Server) knowledgeRoutes(api fiber.Router) {
+	hub := s.opts.Hub
+	api.Post("/characters/:conf_uid/documents", func(c *fiber.Ctx) error {
+		conf := param(c, "conf_uid")
+		files, err := s.uploadedFiles(c)
+		if err != nil {
+			return err
+		}
+		added, refused := []knowledge.Document{}, []*knowledge.FileError{}
+		for _, f := range files {
+			d, err := hub.AddDocument(s.base, conf, f)
+			var fe *knowledge.FileError
+			switch {
+			case errors.As(err, &fe):
+				refused = append(refused, fe)
+			case err != nil:
+				return err
+			default:
+				added = append(added, d)
+			}
+		}
+		body := fiber.Map{"conf_uid": conf, "added": added, "refused": refused}
+		if len(added) == 0 {
+			return refusal(c, body, refused)
+		}
+		return c.Status(fiber.StatusCreated).JSON(body)
+	})
+	api.Get("/characters/:conf_uid/documents", func(c *fiber.Ctx) error {
+		conf := param(c, "conf_uid")
+		docs, err := hub.Documents(s.base, conf)
+		if err != nil {
+			return err
+		}
+		tokens := 0
+		for _, d := range docs {
+			tokens += d.Tokens
+		}
+		// max_file_bytes lets a page refuse a file too large to send
+		// before sending it: koe ends the connection of a body over the
+		// limit, and a browser may see that before the answer.
+		return c.JSON(fiber.Map{"conf_uid": conf, "documents": docs, "tokens": tokens, "max_file_bytes": s.maxUpload})
+	})
+	api.Delete("/characters/:conf_uid/documents/:id", func(c *fiber.Ctx) error {
+		if err := hub.DeleteDocument(s.base, param(c, "conf_uid"), param(c, "id")); err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"deleted": true})
+	})
+	api.Post("/histories/:conf_uid/:history_uid/files", func(c *fiber.Ctx) error {
+		uid := param(c, "history_uid")
+		files, err := s.uploadedFiles(c)
+		if err != nil {
+			return err
+		}
+		if len(files) > 1 {
+			return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf(`attach one file per request (this one has %d "%s" parts)`, len(files), uploadField))
+		}
+		f, err := hub.AttachFile(s.base, param(c, "conf_uid"), uid, files[0])
+		var fe *knowledge.FileError
+		if errors.As(err, &fe) {
+			return refusal(c, fiber.Map{"history_uid": uid, "refused": []*knowledge.FileError{fe}}, []*knowledge.FileError{fe})
+		}
+		if err != nil {
+			return err
+		}
+		return c.Status(fiber.StatusCreated).JSON(fiber.Map{"history_uid": uid, "file": f})
+	})
+}
+
+// uploadField is the multipart field that carries files.
+const uploadField = "file"
+
+// uploadOverhead is what a multipart body may hold besides its files'
+// bytes: boundaries, part headers, a few form fields.
+const uploadOverhead = 64 << 10
+
+// refusalStatus is the HTTP status of a refused file.
+var refusalStatus = map[knowledge.FileErrorKind]int{
+	knowledge.ErrKindTooLarge: fiber.StatusRequestEntityTooLarge,
+	knowledge.ErrKindType:     fiber.StatusUnsupportedMediaType,
+	knowledge.ErrKindBusy:     fiber.StatusConflict,
+}
+
+// refusal answers a request none of whose files was taken: the status of
+// the first refusal, the whole list in body, and the first one's words.
+func refusal(c *fiber.Ctx, body fiber.Map, refused []*knowledge.FileError) error {
+	first := refused[0]
+	status, ok := refusalStatus[first.Kind]
+	if !ok {
+		status = fiber.StatusUnprocessableEntity
+	}
+	msg := first.Error()
+	if n := len(refused); n > 1 {
+		msg = fmt.Sprintf("none of the %d files was taken; the first: %s", n, msg)
+	}
+	body["error"] = msg
+	return c.Status(status).JSON(body)
+}
+
+// uploadedFiles reads the request's "file" parts. The body is in memory
+// already (bounded by bodyLimit); reading the parts from it rather than
+// through fasthttp's form parser keeps large files off the disk.
+func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
+	ctype, params, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
+	if err != nil || ctype != fiber.MIMEMultipartForm || params["boundary"] == "" {
+		return nil, fiber.NewError(fiber.StatusUnsupportedMediaType,
+			fmt.Sprintf(`send the files as multipart/form-data, each in a part named "%s"`, uploadField))
+	}
+	r := multipart.NewReader(bytes.NewReader(c.Request().Body()), params["boundary"])
+	var files []knowledge.Upload
+	for {
+		part, err := r.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fiber.NewError(fiber.StatusBadRequest, "the multipart body does not parse: "+err.Error())
+		}
+		if part.FormName() != uploadField {
+			_ = part.Close()
+			continue
+		}
+		data, err := io.ReadAll(part)
+		_ = part.Close()
+		if err != nil {
+			return nil, fiber.NewError(fiber.StatusBadRequest, "the multipart body does not parse: "+err.Error())
+		}
+		// FileName is the last element of the part's filename; an empty
+		// one is refused by the knowledge service, by name.
+		files = append(files, knowledge.Upload{Name: part.FileName(), Mime: partType(part), Data: data})
+	}
+	if len(files) == 0 {
+		return nil, fiber.NewError(fiber.StatusBadRequest,
+			fmt.Sprintf(`the request has no "%s" part: send each file in a multipart/form-data part named "%s"`, uploadField, uploadField))
+	}
+	return files, nil
+}
+
+// partType is the media type a part declares, without parameters ("" if
+// none or the generic one: the knowledge service then goes by the name
+// and the content).
+func partType(p *multipart.Part) string {
+	t, _, err := mime.ParseMediaType(p.Header.Get(fiber.HeaderContentType))
+	if err != nil || t == "application/octet-stream" {
+		return ""
+	}
+	return t
+}
+
+// isUploadRoute reports whether a request is one of the upload routes,
+// whose bodies may be as large as knowledge.max_file_bytes allows; it
+// matches paths as fiber does (any case, with or without a trailing
+// slash).
+func isUploadRoute(method, path string) bool {
+	if method != fiber.MethodPost {
+		return false
+	}
+	seg := strings.Split(strings.TrimSuffix(path, "/"), "/")
+	switch {
+	case len(seg) == 5 && seg[0] == "" && strings.EqualFold(seg[1], "api") && strings.EqualFold(seg[2], "characters") &&
+		seg[3] != "" && strings.EqualFold(seg[4], "documents"):
+		return true
+	case len(seg) == 6 && seg[0] == "" && strings.EqualFold(seg[1], "api") && strings.EqualFold(seg[2], "histories") &&
+		seg[3] != "" && seg[4] != "" && strings.EqualFold(seg[5], "files"):
+		return true
+	}
+	return false
+}
+
+// bodyLimit is fasthttp's bound on every request body: the larger of an
+// upload's and any other request's.
+func (s *Server) bodyLimit() int {
+	return max(s.cfg.MaxMessageBytes, s.maxUpload+uploadOverhead)
+}
+
+// boundBody keeps requests other than uploads within
+// server.max_message_bytes, as they were before uploads raised fasthttp's
+// limit. fasthttp has read the body by now; this refuses to act on it.
+func (s *Server) boundBody(c *fiber.Ctx) error {
+	n := len(c.Request().Body())
+	if n <= s.cfg.MaxMessageBytes || isUploadRoute(c.Method(), c.Path()) {
+		return c.Next()
+	}
+	return fiber.NewError(fiber.StatusRequestEntityTooLarge, fmt.Sprintf(
+		"Request Entity Too Large: the body is %s; server.max_message_bytes allows %s (files go to the upload routes, up to knowledge.max_file_bytes)",
+		knowledge.ByteSize(n), knowledge.ByteSize(s.cfg.MaxMessageBytes)))
+}
+
+// tooLargeMessage words fasthttp's refusal of a body over bodyLimit.
+func (s *Server) tooLargeMessage(c *fiber.Ctx, fallback string) string {
+	if isUploadRoute(c.Method(), c.Path()) {
+		return fmt.Sprintf("Request Entity Too Large: one upload may carry at most knowledge.max_file_bytes (%s) of files; send large files one per request",
+			knowledge.ByteSize(s.maxUpload))
+	}
+	return fmt.Sprintf("%s: server.max_message_bytes allows %s", fallback, knowledge.ByteSize(s.cfg.MaxMessageBytes))
+}
