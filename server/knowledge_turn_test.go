@@ -64,19 +64,26 @@ func ragStart(t *testing.T, respond func(fakellm.Request) fakellm.Reply, mutate 
 }
 
 // add puts files of knowledge/testdata into the character's knowledge
-// base through the service koe runs, counted with the model's tokenizer.
+// base.
 func (e *ragEnv) add(files ...string) {
 	e.t.Helper()
+	ragAdd(e.t, e.koe.Knowledge(), files...)
+}
+
+// ragAdd puts files of knowledge/testdata into the character's knowledge
+// base through the service koe runs, counted with the model's tokenizer.
+func ragAdd(tb testing.TB, k *knowledge.Service, files ...string) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	count := agent.NewTokenizer(fakellm.ModelID).Count
 	for _, f := range files {
 		data, err := os.ReadFile(filepath.Join("..", "knowledge", "testdata", f))
 		if err != nil {
-			e.t.Fatal(err)
+			tb.Fatal(err)
 		}
-		if _, err := e.koe.Knowledge().Add(ctx, ragConf, knowledge.Upload{Name: filepath.Base(f), Data: data}, count, nil); err != nil {
-			e.t.Fatalf("add %s: %v", f, err)
+		if _, err := k.Add(ctx, ragConf, knowledge.Upload{Name: filepath.Base(f), Data: data}, count, nil); err != nil {
+			tb.Fatalf("add %s: %v", f, err)
 		}
 	}
 }
@@ -84,9 +91,15 @@ func (e *ragEnv) add(files ...string) {
 // addManual adds the whole SQLite manual.
 func (e *ragEnv) addManual() {
 	e.t.Helper()
-	for _, f := range ragManual {
-		e.add("manual/" + f)
+	ragAdd(e.t, e.koe.Knowledge(), ragManualFiles()...)
+}
+
+func ragManualFiles() []string {
+	out := make([]string, len(ragManual))
+	for i, f := range ragManual {
+		out[i] = "manual/" + f
 	}
+	return out
 }
 
 // since is the turns' chat requests the fake LLM received after the
