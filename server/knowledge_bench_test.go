@@ -17,17 +17,16 @@ import (
 // turn before its first audio: text-input sent to the first audio frame
 // received, through koe as main runs it (app.Main, bbolt, the fake LLM and
 // its speech endpoint over loopback HTTP, both answering at once). The
-// question is one the SQLite manual answers. Modes:
+// question is one the SQLite manual answers. Run it with
 //
-//   - none: the character has no documents (the floor);
-//   - auto: the manual, searched and read with no extra LLM call;
-//   - llm: the router's call first (answering at once), then the answer;
-//   - llm-300ms: the same with a router that takes 300 ms, as a real
-//     model's round trip would;
-//   - off: the search tool is offered and the model answers without it;
-//   - off-search: the model calls the search tool once, then answers.
+//	go test ./server -run '^$' -bench RAGFirstAudio -benchtime 100x
 //
-//	go test ./server -run '^$' -bench RAGFirstAudio -benchtime 40x
+// Modes: none, the character has no documents (the floor); auto, the
+// manual searched and read with no extra LLM call; llm, the router's call
+// first (answering at once), then the answer; llm-300ms, the same with a
+// router that takes 300 ms, as a real model's round trip would; off, the
+// search tool offered and the model answering without it; off-search, the
+// model calling the search tool once, then answering.
 func BenchmarkRAGFirstAudio(b *testing.B) {
 	modes := []struct {
 		name, router string
