@@ -302,6 +302,10 @@ func (m *Main) probeLLM(c agent.Config) {
 	}()
 }
 
+// Knowledge is the characters' knowledge bases, for tests and tools that
+// fill one without going through the REST routes.
+func (m *Main) Knowledge() *knowledge.Service { return m.knowledge }
+
 // Addr is the address koe listens on.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
 
