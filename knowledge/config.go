@@ -26,6 +26,10 @@ type Config struct {
 	// question's keywords the best passage must hold for the turn to
 	// read passages at all.
 	MinMatch float64 `yaml:"min_match"`
+	// MinKeywords is how many of the question's keywords the best passage
+	// must hold besides: small talk has one or two keywords, and a
+	// common one ("day", "old") is in some page of any manual.
+	MinKeywords int `yaml:"min_keywords"`
 	// ChunkTokens and ChunkOverlap size the chunks.
 	ChunkTokens  int `yaml:"chunk_tokens"`
 	ChunkOverlap int `yaml:"chunk_overlap"`
@@ -55,6 +59,8 @@ const (
 	DefaultBudget       = 1200
 	DefaultWholeShare   = 0.6
 	DefaultMinMatch     = 0.5
+	DefaultMinKeywords  = 2
+	maxMinKeywords      = 10
 	DefaultChunkTokens  = 256
 	DefaultChunkOverlap = 32
 	DefaultMaxFileBytes = 10 << 20
@@ -73,7 +79,7 @@ const (
 func DefaultConfig() Config {
 	return Config{
 		Store: StoreMemory, Router: RouterAuto, Budget: DefaultBudget,
-		WholeShare: DefaultWholeShare, MinMatch: DefaultMinMatch,
+		WholeShare: DefaultWholeShare, MinMatch: DefaultMinMatch, MinKeywords: DefaultMinKeywords,
 		ChunkTokens: DefaultChunkTokens, ChunkOverlap: DefaultChunkOverlap,
 		MaxFileBytes: DefaultMaxFileBytes, MaxDocuments: DefaultMaxDocuments,
 	}
@@ -113,6 +119,9 @@ func (c Config) Validate() error {
 	}
 	if c.MinMatch < 0 || c.MinMatch > 1 {
 		return fmt.Errorf("knowledge.min_match %g is out of range: 0 to 1 (default %g)", c.MinMatch, DefaultMinMatch)
+	}
+	if c.MinKeywords < 1 || c.MinKeywords > maxMinKeywords {
+		return fmt.Errorf("knowledge.min_keywords %d is out of range: 1 to %d (default %d)", c.MinKeywords, maxMinKeywords, DefaultMinKeywords)
 	}
 	if c.ChunkTokens < minChunkTokens || c.ChunkTokens > maxChunkTokens {
 		return fmt.Errorf("knowledge.chunk_tokens %d is out of range: %d to %d (default %d)", c.ChunkTokens, minChunkTokens, maxChunkTokens, DefaultChunkTokens)

@@ -232,27 +232,30 @@ func TestManualRetrieval(t *testing.T) {
 		}
 		t.Logf("small talk read at min_match %.2f: %s", DefaultMinMatch, strings.Join(leaks, ", "))
 
-		// The router itself, as turns call it, agrees with the shares.
-		read := 0
-		for _, q := range questions {
-			res, err := s.Read(ctx, Query{ConfUID: evalConf, Text: q.Question, InputBudget: evalInputBudget, Mode: Auto})
-			if err != nil {
-				t.Fatal(err)
+		// The router itself, as turns call it: the share of lines it
+		// reads passages for, at the defaults (min_match and two
+		// keywords).
+		readShare := func(lines []string) float64 {
+			read := 0
+			for _, l := range lines {
+				res, err := s.Read(ctx, Query{ConfUID: evalConf, Text: l, InputBudget: evalInputBudget, Mode: Auto})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Passages) > 0 {
+					read++
+				}
 			}
-			if len(res.Passages) > 0 {
-				read++
-			}
+			return float64(read) / float64(len(lines))
 		}
-		if got, want := float64(read)/float64(len(questions)), share(on, DefaultMinMatch); got != want {
-			t.Errorf("Mode Auto read %.3f of the questions, the matches say %.3f", got, want)
+		onRead, offRead := readShare(onLines), readShare(offTopic)
+		t.Logf("auto router at the defaults: reads for %.1f%% of the questions and %.1f%% of small talk", 100*onRead, 100*offRead)
+		// Regression guards at what was measured (86%, 10%).
+		if onRead < 0.80 {
+			t.Errorf("the auto router reads passages for only %.1f%% of on-topic questions", 100*onRead)
 		}
-		// Regression guards at what was measured (86%, 35%): the second
-		// is too high, see the table.
-		if got := share(on, DefaultMinMatch); got < 0.80 {
-			t.Errorf("the auto router reads passages for only %.1f%% of on-topic questions at min_match %.2f", 100*got, DefaultMinMatch)
-		}
-		if got := share(off, DefaultMinMatch); got > 0.40 {
-			t.Errorf("the auto router reads passages for %.1f%% of small talk at min_match %.2f", 100*got, DefaultMinMatch)
+		if offRead > 0.15 {
+			t.Errorf("the auto router reads passages for %.1f%% of small talk", 100*offRead)
 		}
 	})
 }

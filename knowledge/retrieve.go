@@ -60,6 +60,7 @@ type Result struct {
 	// question's keywords, and Vectors whether vectors took part.
 	Searched bool
 	Match    float64
+	Matched  int // how many of the question's keywords the best passage holds
 	Vectors  bool
 	// Titles name the knowledge base's documents (their titles, or file
 	// names), oldest first.
@@ -111,8 +112,8 @@ func (s *Service) Read(ctx context.Context, q Query) (Result, error) {
 	if len(hits) == 0 {
 		return res, nil
 	}
-	res.Match = match(q.Text, hits[0].Chunk)
-	if q.Mode == Auto && res.Match < s.cfg.MinMatch {
+	res.Match, res.Matched = match(q.Text, hits[0].Chunk)
+	if q.Mode == Auto && (res.Match < s.cfg.MinMatch || res.Matched < s.cfg.MinKeywords) {
 		return res, nil
 	}
 	res.Passages = pack(hits, budget)
@@ -188,16 +189,17 @@ func passage(c Chunk) Passage {
 }
 
 // match is the share of the question's distinct keywords the chunk holds
-// (in its text, heading or title), whatever the store's own scores: the
-// auto router's measure of whether the knowledge base speaks to the
-// question at all. A question of stop words only matches nothing.
-func match(question string, c Chunk) float64 {
+// (in its text, heading or title), and their number, whatever the store's
+// own scores: the auto router's measure of whether the knowledge base
+// speaks to the question at all. A question of stop words only matches
+// nothing.
+func match(question string, c Chunk) (float64, int) {
 	want := map[string]bool{}
 	for _, t := range textindex.Terms(question) {
 		want[t] = true
 	}
 	if len(want) == 0 {
-		return 0
+		return 0, 0
 	}
 	found := 0
 	for _, t := range textindex.Terms(c.Title + "\n" + c.Heading + "\n" + c.Text) {
@@ -206,7 +208,7 @@ func match(question string, c Chunk) float64 {
 			delete(want, t)
 		}
 	}
-	return float64(found) / float64(found+len(want))
+	return float64(found) / float64(found+len(want)), found
 }
 
 // whole is the whole knowledge base as passages, one per document, read
