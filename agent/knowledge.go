@@ -80,7 +80,7 @@ func (a *Agent) maxFileNumberLocked() int {
 	return n
 }
 
-// turnFilesLocked are the files of the turn's messages still in memory.
+// filesLocked are the files of the messages in memory, without their text.
 func (a *Agent) filesLocked() []Document {
 	var out []Document
 	for _, m := range a.msgs {
