@@ -294,22 +294,14 @@ func (s *Store) ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) error
 		if cb == nil {
 			return nil
 		}
-		vb := knowledgeSub(tx, conf, bucketChunkVecs)
-		return cb.ForEach(func(k, v []byte) error {
+		return walkVectored(cb, knowledgeSub(tx, conf, bucketChunkVecs), "chunk", func(k []byte, c *KnowledgeChunk, vec []float32) error {
 			id, seq, ok := parseChunkKey(k)
 			if !ok {
 				return fmt.Errorf("chunk key %x is malformed", k)
 			}
-			var c KnowledgeChunk
-			if err := json.Unmarshal(v, &c); err != nil {
-				return fmt.Errorf("decode chunk %s/%d: %w", id, seq, err)
-			}
-			c.DocID, c.Seq = id, seq
-			if vb != nil {
-				c.Vector = decodeVector(vb.Get(k))
-			}
-			return fn(c)
-		})
+			c.DocID, c.Seq, c.Vector = id, seq, vec
+			return nil
+		}, fn)
 	})
 	if err != nil {
 		return fmt.Errorf("read chunks of conf %q: %w", conf, err)

@@ -242,22 +242,14 @@ func (s *Store) ForEachRecall(confUID string, fn func(RecallEntry) error) error 
 		if ents == nil {
 			return nil
 		}
-		vecs := recallSub(tx, confUID, bucketVectors)
-		return ents.ForEach(func(k, v []byte) error {
+		return walkVectored(ents, recallSub(tx, confUID, bucketVectors), "recall entry", func(k []byte, e *RecallEntry, vec []float32) error {
 			uid, seq, ok := parseRecallKey(k)
 			if !ok {
 				return fmt.Errorf("recall key %x is malformed", k)
 			}
-			var e RecallEntry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("decode recall entry %s/%d: %w", uid, seq, err)
-			}
-			e.HistoryUID, e.Seq = uid, seq
-			if vecs != nil {
-				e.Vector = decodeVector(vecs.Get(k))
-			}
-			return fn(e)
-		})
+			e.HistoryUID, e.Seq, e.Vector = uid, seq, vec
+			return nil
+		}, fn)
 	})
 	if err != nil {
 		return fmt.Errorf("read recall of conf %q: %w", confUID, err)
@@ -456,4 +448,24 @@ func decodeVector(b []byte) []float32 {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v
+}
+
+// walkVectored calls fn with each entry of entries, decoded from JSON and
+// completed by fill from its key and its vector in vectors (nil: none),
+// in key order: the shape of recall's entries and knowledge's chunks.
+func walkVectored[T any](entries, vectors *bolt.Bucket, what string, fill func(k []byte, t *T, vec []float32) error, fn func(T) error) error {
+	return entries.ForEach(func(k, v []byte) error {
+		var t T
+		if err := json.Unmarshal(v, &t); err != nil {
+			return fmt.Errorf("decode %s %x: %w", what, k, err)
+		}
+		var vec []float32
+		if vectors != nil {
+			vec = decodeVector(vectors.Get(k))
+		}
+		if err := fill(k, &t, vec); err != nil {
+			return err
+		}
+		return fn(t)
+	})
 }
