@@ -50,6 +50,26 @@ func attachedFile(f knowledge.File, number int) protocol.AttachedFile {
 // history: the file would land in the middle of the turn.
 var errTurnRunning = &clientError{kind: KindConflict, msg: "a reply is being made in this history; attach the file when it is done (or interrupt it)"}
 
+// turnDone refuses a file while a reply is being made in history uid. A
+// turn that has told its client the chain is over is waited for: it only
+// has to let the history go, and a client that attaches right after the
+// reply must not be refused.
+func (h *Hub) turnDone(ctx context.Context, uid string) error {
+	t := h.running.running(uid)
+	if t == nil {
+		return nil
+	}
+	if !t.finishing.Load() {
+		return errTurnRunning
+	}
+	select {
+	case <-t.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // errNoKnowledge: koe was built without a knowledge service.
 var errNoKnowledge = &clientError{kind: KindUnavailable, msg: "koe runs without files and documents"}
 
@@ -65,8 +85,10 @@ func (s *Session) AttachFile(name, mime, data string) error {
 		return invalid("attach-file: data is not base64: %s", quote.Shorten(err.Error(), 80))
 	}
 	c, p := s.current()
-	if p.uid != "" && s.hub.running.running(p.uid) != nil {
-		return errTurnRunning
+	if p.uid != "" {
+		if err := s.hub.turnDone(s.ctx, p.uid); err != nil {
+			return err
+		}
 	}
 	f, err := s.deps.Knowledge.ReadFile(s.ctx, knowledge.Upload{Name: name, Mime: mime, Data: raw}, c.agent.CountTokens, c.agent.FileRoom())
 	var refused *knowledge.FileError
@@ -132,8 +154,8 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 	if err != nil {
 		return protocol.AttachedFile{}, fmt.Errorf("attach a file: %w", err)
 	}
-	if h.running.running(uid) != nil {
-		return protocol.AttachedFile{}, errTurnRunning
+	if err := h.turnDone(ctx, uid); err != nil {
+		return protocol.AttachedFile{}, err
 	}
 	number := 1
 	for _, r := range records {

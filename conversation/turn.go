@@ -125,6 +125,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		if partial := em.reply.String(); partial != "" {
 			s.persistReply(&st, partial, true)
 		}
+		t.finishing.Store(true)
 		s.failTurn(ctx, Explain(err).Message)
 		return
 	}
@@ -157,6 +158,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	// after the turn already finds the reply.
 	s.persistReply(&st, reply, false)
 	s.Notify(memoryStateMessage(st.cast.agent.State()))
+	t.finishing.Store(true)
 	s.endChain(ctx)
 }
 

@@ -79,6 +79,9 @@ type turn struct {
 	// replying is set once the turn has its input (a recording is
 	// transcribed): from then on, speech over it is a barge-in.
 	replying atomic.Bool
+	// finishing is set once the turn has stored its reply and is ending
+	// its chain: its history is about to be free.
+	finishing atomic.Bool
 
 	sentMu    sync.Mutex
 	sent      []sentPiece // the audio pieces sent so far, in order
