@@ -3,8 +3,6 @@ package textindex
 import (
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/kljensen/snowball/english"
 )
 
 // Terms analyses text for indexing and querying. It lowercases (Unicode
@@ -20,6 +18,13 @@ import (
 // Index and query text must go through the same function, so that a query
 // word meets the form it was indexed under.
 func Terms(text string) []string {
+	return terms(text, stems.stem)
+}
+
+// terms is Terms with stem, which must give english.Stem of a word of
+// lowercase ASCII letters, as the stemmer: tests compare the cache with
+// the stemmer itself.
+func terms(text string, stem func(word []byte) string) []string {
 	var out []string
 	tokenize(text, func(tok []byte) {
 		if utf8.RuneCount(tok) == 1 {
@@ -31,7 +36,7 @@ func Terms(text string) []string {
 			return
 		}
 		if asciiLetters(tok) {
-			out = append(out, english.Stem(string(tok), false))
+			out = append(out, stem(tok))
 			return
 		}
 		out = append(out, string(tok))

@@ -291,3 +291,33 @@ func BenchmarkIndexMemory(b *testing.B) {
 		runtime.KeepAlive(ix)
 	}
 }
+
+// BenchmarkTermsProse is the analysis of one stored chunk of real prose,
+// the bulk of opening a knowledge index.
+func BenchmarkTermsProse(b *testing.B) {
+	chunks := proseChunks(b)
+	words := 0
+	for _, c := range chunks {
+		words += len(Words(c))
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			Terms(chunks[i%len(chunks)])
+			i++
+		}
+		b.ReportMetric(float64(words)/float64(len(chunks))*float64(b.N)/b.Elapsed().Seconds(), "words/s")
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				Terms(chunks[i%len(chunks)])
+				i++
+			}
+		})
+		b.ReportMetric(float64(words)/float64(len(chunks))*float64(b.N)/b.Elapsed().Seconds(), "words/s")
+	})
+}
