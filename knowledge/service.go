@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"koe/history"
+	"koe/internal/quote"
 )
 
 // DocStore keeps the documents themselves, whatever the store of their
@@ -306,7 +307,7 @@ func (s *Service) checkUpload(u Upload) (string, error) {
 	}
 	if len(u.Data) > s.cfg.MaxFileBytes {
 		return "", &FileError{Filename: name, Kind: ErrKindTooLarge,
-			Reason: fmt.Sprintf("the file is %s; knowledge.max_file_bytes allows %s", ByteSize(len(u.Data)), ByteSize(s.cfg.MaxFileBytes))}
+			Reason: fmt.Sprintf("the file is %s; knowledge.max_file_bytes allows %s", quote.Bytes(int64(len(u.Data))), quote.Bytes(int64(s.cfg.MaxFileBytes)))}
 	}
 	return name, nil
 }
@@ -482,17 +483,6 @@ func document(d history.KnowledgeDoc) Document {
 		Bytes: d.Bytes, Tokens: d.Tokens, Pages: d.Pages, Chunks: d.Chunks, Added: d.Added}
 }
 
-// ByteSize writes n bytes for people: 512 bytes, 3.4 KB, 12.0 MB.
-func ByteSize(n int) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d bytes", n)
-	case n < 1000*1000:
-		return fmt.Sprintf("%.1f KB", float64(n)/1000)
-	}
-	return fmt.Sprintf("%.1f MB", float64(n)/1000/1000)
-}
-
 // File is a file attached to one conversation, read and counted.
 type File struct {
 	Name, Mime, Format, Title string
@@ -518,19 +508,7 @@ func (s *Service) ReadFile(ctx context.Context, u Upload, count func(string) int
 	n := count(body)
 	if n > room {
 		return File{}, &FileError{Filename: name, Kind: ErrKindTooLong,
-			Reason: fmt.Sprintf("it is %s tokens long: the model's window leaves %s for it", Thousands(n), Thousands(max(room, 0)))}
+			Reason: fmt.Sprintf("it is %s tokens long: the model's window leaves %s for it", quote.Thousands(n), quote.Thousands(max(room, 0)))}
 	}
 	return File{Name: name, Mime: u.Mime, Format: text.Format, Title: text.Title, Text: body, Pages: text.Pages, Bytes: len(u.Data), Tokens: n}, nil
-}
-
-// Thousands writes n with thousands separators: 6,400.
-func Thousands(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + Thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

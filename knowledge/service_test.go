@@ -14,6 +14,7 @@ import (
 	"koe/history"
 	"koe/internal/fakellm"
 	"koe/internal/fakellm/fakellmtest"
+	"koe/internal/quote"
 	"koe/knowledge"
 	"koe/llm"
 )
@@ -146,7 +147,7 @@ func TestReadWholeOrRetrieve(t *testing.T) {
 // the same name replaces the old one; delete removes it and its chunks.
 func TestAddRefuseReplaceDelete(t *testing.T) {
 	idx := knowledge.NewMemoryIndex()
-	s := newService(t, t.TempDir(), idx, func(o *knowledge.Options) { o.Config.MaxFileBytes = 200000; o.Config.MaxDocuments = 2 })
+	s := newService(t, t.TempDir(), idx, func(o *knowledge.Options) { o.Config.MaxFileBytes = 200 << 10; o.Config.MaxDocuments = 2 })
 	ctx := testCtx(t)
 	refusals := []struct {
 		name string
@@ -155,7 +156,7 @@ func TestAddRefuseReplaceDelete(t *testing.T) {
 		says string
 	}{
 		{"empty.txt", nil, knowledge.ErrKindEmpty, "empty"},
-		{"big.txt", []byte(strings.Repeat("word ", 50000)), knowledge.ErrKindTooLarge, "knowledge.max_file_bytes allows 200.0 KB"},
+		{"big.txt", []byte(strings.Repeat("word ", 50000)), knowledge.ErrKindTooLarge, "knowledge.max_file_bytes allows 200 KB"},
 		{"image.png", testdata(t, "image.png"), knowledge.ErrKindType, "image"},
 		{"broken.pdf", testdata(t, "broken.pdf"), knowledge.ErrKindCorrupt, "PDF"},
 		{"../", []byte("x"), knowledge.ErrKindName, "no name"},
@@ -252,7 +253,7 @@ func TestReadFileFits(t *testing.T) {
 	}
 	_, err = s.ReadFile(testCtx(t), knowledge.Upload{Name: "story.md", Data: testdata(t, "story.md")}, count, 50)
 	var fe *knowledge.FileError
-	if !errors.As(err, &fe) || fe.Kind != knowledge.ErrKindTooLong || !strings.Contains(fe.Reason, knowledge.Thousands(f.Tokens)+" tokens long: the model's window leaves 50") {
+	if !errors.As(err, &fe) || fe.Kind != knowledge.ErrKindTooLong || !strings.Contains(fe.Reason, quote.Thousands(f.Tokens)+" tokens long: the model's window leaves 50") {
 		t.Fatalf("too long: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"koe/internal/quote"
 	"koe/knowledge"
 )
 
@@ -209,14 +210,14 @@ func (s *Server) boundBody(c *fiber.Ctx) error {
 	}
 	return fiber.NewError(fiber.StatusRequestEntityTooLarge, fmt.Sprintf(
 		"Request Entity Too Large: the body is %s; server.max_message_bytes allows %s (files go to the upload routes, up to knowledge.max_file_bytes)",
-		knowledge.ByteSize(n), knowledge.ByteSize(s.cfg.MaxMessageBytes)))
+		quote.Bytes(int64(n)), quote.Bytes(int64(s.cfg.MaxMessageBytes))))
 }
 
 // tooLargeMessage words fasthttp's refusal of a body over bodyLimit.
 func (s *Server) tooLargeMessage(c *fiber.Ctx, fallback string) string {
 	if isUploadRoute(c.Method(), c.Path()) {
 		return fmt.Sprintf("Request Entity Too Large: one upload may carry at most knowledge.max_file_bytes (%s) of files; send large files one per request",
-			knowledge.ByteSize(s.maxUpload))
+			quote.Bytes(int64(s.maxUpload)))
 	}
-	return fmt.Sprintf("%s: server.max_message_bytes allows %s", fallback, knowledge.ByteSize(s.cfg.MaxMessageBytes))
+	return fmt.Sprintf("%s: server.max_message_bytes allows %s", fallback, quote.Bytes(int64(s.cfg.MaxMessageBytes)))
 }

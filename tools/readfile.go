@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"koe/internal/quote"
 )
 
 const readFileName = "read_file"
@@ -198,7 +200,7 @@ func pathReason(err error) string {
 }
 
 func (r *fileReader) tooLarge(p string, size int64) error {
-	return fmt.Errorf("%q has %s, more than tools.files.max_bytes (%s)", clip(p), byteSize(size), byteSize(r.maxBytes))
+	return fmt.Errorf("%q has %s, more than tools.files.max_bytes (%s)", clip(p), quote.Bytes(size), quote.Bytes(r.maxBytes))
 }
 
 func (r *fileReader) readAll(root *os.Root, name, p string) ([]byte, error) {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"koe/internal/quote"
 )
 
 // Defaults of the web tools' HTTP settings.
@@ -123,7 +125,7 @@ func (w webClient) do(req *http.Request, dst any) error {
 		return w.transportError(ctx, err)
 	}
 	if int64(len(body)) > w.settings.MaxResponseBytes {
-		return fmt.Errorf("%s sent more than %s, the limit of tools.http.max_response_bytes", w.service, byteSize(w.settings.MaxResponseBytes))
+		return fmt.Errorf("%s sent more than %s, the limit of tools.http.max_response_bytes", w.service, quote.Bytes(w.settings.MaxResponseBytes))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := fmt.Sprintf("%s answered HTTP %s", w.service, statusLine(resp))
@@ -262,21 +264,6 @@ func htmlTitle(body []byte) string {
 		return ""
 	}
 	return clipTo(strings.Join(strings.Fields(html.UnescapeString(strings.ToValidUTF8(string(m[1]), "�"))), " "), 120)
-}
-
-// byteSize writes n bytes for people: 2 MB, 512 KB, 100 bytes.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KB", n>>10)
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // checkBaseURL checks the URL of a service in the configuration.

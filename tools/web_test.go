@@ -243,13 +243,3 @@ func TestWebClientUnreachable(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
-
-func TestByteSize(t *testing.T) {
-	for n, want := range map[int64]string{
-		0: "0 bytes", 1023: "1023 bytes", 1024: "1 KB", 1536: "1.5 KB", 2 << 20: "2 MB", 10<<20 + 1<<19: "10.5 MB",
-	} {
-		if got := byteSize(n); got != want {
-			t.Errorf("byteSize(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
