@@ -116,6 +116,9 @@ type Hub struct {
 	// summaries may still be storing); Close waits for them.
 	retiring sync.WaitGroup
 
+	// watchers follow sessions' output (watch.go).
+	watchers watchers
+
 	mu       sync.Mutex
 	sessions map[string]*Session // by client_uid
 	closed   bool
@@ -151,6 +154,10 @@ type SessionOptions struct {
 	// TextOnly: the client reads replies as text (the chat API): no
 	// speech is made and no playback is waited for.
 	TextOnly bool
+	// Replaced is called when a new connection opens a session with the
+	// same ClientUID (the client reconnected before this one was seen
+	// gone): this one's connection is to be closed.
+	Replaced func()
 	Logger   *slog.Logger
 }
 
@@ -164,11 +171,16 @@ func (h *Hub) Open(ctx context.Context, out Sender, opts SessionOptions) *Sessio
 		s.cast.agent.Close()
 		return nil
 	}
+	prev := h.sessions[opts.ClientUID]
 	h.sessions[opts.ClientUID] = s
 	h.mu.Unlock()
+	if prev != nil && prev.replaced != nil {
+		prev.replaced()
+	}
 	// A prompt saved while the session was being built reached every open
 	// session but this one.
 	h.applyPrompts(s.cast)
+	s.greetWatchers(s.Character())
 	return s
 }
 

@@ -50,6 +50,7 @@ type Session struct {
 	clientUID string
 	koeEvents bool
 	textOnly  bool
+	replaced  func() // SessionOptions.Replaced
 
 	turns turns
 	voice voice // the read loop's own
@@ -93,6 +94,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		clientUID: opts.ClientUID,
 		koeEvents: opts.KoeEvents,
 		textOnly:  opts.TextOnly,
+		replaced:  opts.Replaced,
 	}
 	s.voice.rate = defaultRawRate
 	s.cast = s.buildCast(char)
@@ -230,6 +232,7 @@ func (s *Session) SwitchCharacter(file string) (Character, error) {
 	s.cast, s.place = next, place{}
 	s.mu.Unlock()
 	s.hub.applyPrompts(next)
+	s.greetWatchers(char)
 	s.hub.retire(prev.agent)
 	s.dropIfUnused(prev.char.ConfUID, prevPlace)
 	return char, nil
@@ -245,11 +248,17 @@ func (s *Session) Close() {
 	s.dropIfUnused(c.char.ConfUID, p)
 }
 
-// reply sends an answer to the client's request on the session's context.
-func (s *Session) reply(msg any) { s.send(s.ctx, msg) }
+// reply sends an answer to the client's request on the session's
+// context. Watchers do not see it: it is the client's own business.
+func (s *Session) reply(msg any) {
+	if err := s.out.Send(s.ctx, msg); err != nil && s.ctx.Err() == nil {
+		s.log.Debug("message not queued", "err", err)
+	}
+}
 
+// send sends a turn's frame to the client and its watchers.
 func (s *Session) send(ctx context.Context, msg any) {
-	if err := s.out.Send(ctx, msg); err != nil && ctx.Err() == nil {
+	if err := s.emit(ctx, msg); err != nil && ctx.Err() == nil {
 		s.log.Debug("message not queued", "err", err)
 	}
 }

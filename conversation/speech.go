@@ -129,7 +129,7 @@ func (sp *speaker) synthesize(sl *slot, text string, first bool) {
 // so far, so that a client sees it where it belongs in the reply.
 func (sp *speaker) addMessage(msg any) {
 	if sp.engine == nil {
-		if !sp.stopped && (sp.ctx.Err() != nil || sp.s.out.Send(sp.ctx, msg) != nil) {
+		if !sp.stopped && (sp.ctx.Err() != nil || sp.s.emit(sp.ctx, msg) != nil) {
 			sp.stopped = true
 		}
 		return
@@ -147,7 +147,7 @@ func (sp *speaker) sendNow(msg protocol.Audio) {
 	if sp.stopped {
 		return
 	}
-	if sp.ctx.Err() != nil || sp.s.out.Send(sp.ctx, msg) != nil {
+	if sp.ctx.Err() != nil || sp.s.emit(sp.ctx, msg) != nil {
 		sp.stopped = true
 		return
 	}
@@ -164,12 +164,12 @@ func (sp *speaker) sendInOrder() {
 			return
 		}
 		if sl.other != nil {
-			if err := sp.s.out.Send(sp.ctx, sl.other); err != nil {
+			if err := sp.s.emit(sp.ctx, sl.other); err != nil {
 				return
 			}
 			continue
 		}
-		if err := sp.s.out.Send(sp.ctx, sl.msg); err != nil {
+		if err := sp.s.emit(sp.ctx, sl.msg); err != nil {
 			return
 		}
 		sp.turn.addSent(sl.msg.DisplayText.Text, sl.dur)

@@ -134,7 +134,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	// SendWait returns. The frame follows every audio message in the
 	// queue, so it is written only after the last of them.
 	t.awaitingPlayback.Store(true)
-	if err := s.out.SendWait(ctx, protocol.Simple{Type: protocol.TypeBackendSynthComplete}); err != nil {
+	if err := s.emitWait(ctx, protocol.Simple{Type: protocol.TypeBackendSynthComplete}); err != nil {
 		s.finishCancelled(t, &st, reply, true)
 		return
 	}
@@ -189,7 +189,7 @@ func (s *Session) afterTurn(t *turn, st *turnState) {
 // would be dropped.
 func (s *Session) endChain(ctx context.Context) {
 	s.send(ctx, protocol.Simple{Type: protocol.TypeForceNewMessage})
-	if err := s.out.SendWait(ctx, protocol.Control(protocol.ControlChainEnd)); err != nil {
+	if err := s.emitWait(ctx, protocol.Control(protocol.ControlChainEnd)); err != nil {
 		s.log.Debug("chain-end not sent", "err", err)
 	}
 }
@@ -304,6 +304,12 @@ func (s *Session) waitSaved(st *turnState) {
 // client's turn in the same history) is told to stop playing.
 func (s *Session) finishCancelled(t *turn, st *turnState, generated string, complete bool) {
 	cause := context.Cause(t.ctx)
+	if !stoppedFromOutside(cause) {
+		// Its client stopped playing on its own (it interrupted, sent
+		// something new, switched or left); its watchers only learn it
+		// here. (Stopped from outside, both are told below.)
+		s.toWatchers(context.Background(), protocol.Control(protocol.ControlInterrupt))
+	}
 	var ic interruptCause
 	switch {
 	case errors.As(cause, &ic):

@@ -95,8 +95,24 @@ type sentPiece struct {
 
 func newTurn(parent context.Context) *turn {
 	ctx, cancel := context.WithCancelCause(parent)
-	return &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), playback: make(chan struct{}, 1), id: newRunID()}
+	// Watchers lag behind the client a little, and the turn's context
+	// ends as soon as the client has everything: their frames go by a
+	// context of their own, which ends only when the turn is stopped
+	// (finish cancels with no cause) and is otherwise left to the
+	// collector.
+	watch, stopWatch := context.WithCancel(context.Background())
+	ctx = context.WithValue(ctx, watchContextKey{}, watch)
+	stop := func(cause error) {
+		if cause != nil {
+			stopWatch()
+		}
+		cancel(cause)
+	}
+	return &turn{ctx: ctx, cancel: stop, done: make(chan struct{}), playback: make(chan struct{}, 1), id: newRunID()}
 }
+
+// watchContextKey finds a turn's context for its watchers' frames.
+type watchContextKey struct{}
 
 // newRunID is a random id for a turn.
 func newRunID() string {

@@ -89,14 +89,39 @@ func startBenchServer(b *testing.B, llmURL string, engine conversation.Synthesiz
 // the LLM stream has flushed the token that completes the first piece to
 // the moment the client has received that piece's audio message.
 func BenchmarkFirstAudioOverhead(b *testing.B) {
-	tokens := fakellm.Words("Hello there, how are you today? I hope the weather is kind to you.")
-	var mu sync.Mutex
-	flushed := make([]time.Time, len(tokens))
+	fl := startFlushLLM(b)
+	addr := startBenchServer(b, fl.llm.URL(), newInstantEngine(b))
+	c := dialBench(b, addr)
+	overheads := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d, _ := fl.turn(b, c)
+		overheads = append(overheads, d)
+	}
+	b.StopTimer()
+	reportQuantiles(b, "", overheads)
+	b.ReportMetric(0, "ns/op")
+}
+
+// flushLLM is a fake LLM that notes when it flushed each token of its
+// reply, so that a client can tell how long koe took to turn the token
+// that completed a piece into that piece's audio.
+type flushLLM struct {
+	llm    *fakellm.Server
+	tokens []string
+
+	mu      sync.Mutex
+	flushed []time.Time
+}
+
+func startFlushLLM(b *testing.B) *flushLLM {
+	fl := &flushLLM{tokens: fakellm.Words("Hello there, how are you today? I hope the weather is kind to you.")}
+	fl.flushed = make([]time.Time, len(fl.tokens))
 	llm, err := fakellm.Start("127.0.0.1:0", func(fakellm.Request) fakellm.Reply {
-		return fakellm.Reply{Tokens: tokens, Interval: 2 * time.Millisecond, BeforeChunk: func(i int) {
-			mu.Lock()
-			flushed[i] = time.Now()
-			mu.Unlock()
+		return fakellm.Reply{Tokens: fl.tokens, Interval: 2 * time.Millisecond, BeforeChunk: func(i int) {
+			fl.mu.Lock()
+			fl.flushed[i] = time.Now()
+			fl.mu.Unlock()
 		}}
 	})
 	if err != nil {
@@ -104,58 +129,63 @@ func BenchmarkFirstAudioOverhead(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = llm.Close() })
 	llm.SetRecording(false)
-	addr := startBenchServer(b, llm.URL(), newInstantEngine(b))
+	fl.llm = llm
+	return fl
+}
 
-	c := dialBench(b, addr)
-	overheads := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		mu.Lock()
-		clear(flushed)
-		mu.Unlock()
-		if err := c.WriteMessage(1, []byte(`{"type":"text-input","text":"hi"}`)); err != nil {
-			b.Fatal(err)
-		}
-		first := true
-		for {
-			m, at := readBench(b, c)
-			if m.typ() == "audio" && first {
-				first = false
-				// The completing token is the one that brings the end of
-				// the piece's display text (its trailing space: a cut needs
-				// to see what follows the mark).
-				n, k := len(displayOf(m)), 0
-				for j := 0; j < len(tokens); j++ {
-					k += len(tokens[j])
-					if k >= n {
-						mu.Lock()
-						sent := flushed[j]
-						mu.Unlock()
-						if sent.IsZero() {
-							b.Fatalf("audio for %q arrived before token %d was sent", displayOf(m), j)
-						}
-						overheads = append(overheads, at.Sub(sent))
-						break
+// turn runs one turn on c and returns koe's latency to the first audio
+// and when that audio arrived.
+func (fl *flushLLM) turn(b *testing.B, c *websocket.Conn) (overhead time.Duration, arrived time.Time) {
+	fl.mu.Lock()
+	clear(fl.flushed)
+	fl.mu.Unlock()
+	if err := c.WriteMessage(1, []byte(`{"type":"text-input","text":"hi"}`)); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		m, at := readBench(b, c)
+		if m.typ() == "audio" && arrived.IsZero() {
+			arrived = at
+			// The completing token is the one that brings the end of the
+			// piece's display text (its trailing space: a cut needs to see
+			// what follows the mark).
+			n, k := len(displayOf(m)), 0
+			for j := 0; j < len(fl.tokens); j++ {
+				k += len(fl.tokens[j])
+				if k >= n {
+					fl.mu.Lock()
+					sent := fl.flushed[j]
+					fl.mu.Unlock()
+					if sent.IsZero() {
+						b.Fatalf("audio for %q arrived before token %d was sent", displayOf(m), j)
 					}
+					overhead = at.Sub(sent)
+					break
 				}
 			}
-			if m.typ() == "backend-synth-complete" {
-				_ = c.WriteMessage(1, []byte(`{"type":"frontend-playback-complete"}`))
-			}
-			if isControl("conversation-chain-end")(m) {
-				break
-			}
+		}
+		if m.typ() == "backend-synth-complete" {
+			_ = c.WriteMessage(1, []byte(`{"type":"frontend-playback-complete"}`))
+		}
+		if isControl("conversation-chain-end")(m) {
+			return overhead, arrived
 		}
 	}
-	b.StopTimer()
-	slices.Sort(overheads)
-	b.Logf("worst: %v", overheads[max(0, len(overheads)-6):])
-	q := func(p float64) float64 {
-		return float64(overheads[min(len(overheads)-1, int(p*float64(len(overheads))))].Microseconds()) / 1000
+}
+
+// reportQuantiles reports the median and 99th percentile of ds in ms,
+// with prefix before the unit's name.
+func reportQuantiles(b *testing.B, prefix string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
 	}
-	b.ReportMetric(q(0.5), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
-	b.ReportMetric(0, "ns/op")
+	slices.Sort(ds)
+	b.Logf("%sworst: %v", prefix, ds[max(0, len(ds)-6):])
+	q := func(p float64) float64 {
+		return float64(ds[min(len(ds)-1, int(p*float64(len(ds))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(0.5), prefix+"p50-ms")
+	b.ReportMetric(q(0.99), prefix+"p99-ms")
 }
 
 func dialBench(b *testing.B, addr string) *websocket.Conn {

@@ -43,11 +43,15 @@ type Config struct {
 	// SendQueueSize bounds the messages waiting for one client. While it is
 	// full, that client's own turn waits; a client whose queue stays full
 	// for WriteTimeout is disconnected. Other clients never wait.
-	SendQueueSize   int           `yaml:"send_queue_size"`
-	WriteTimeout    time.Duration `yaml:"write_timeout"`
-	PingInterval    time.Duration `yaml:"ping_interval"`
-	PongTimeout     time.Duration `yaml:"pong_timeout"`
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	SendQueueSize int `yaml:"send_queue_size"`
+	// WatcherQueueBytes bounds what waits for one watcher (a
+	// /client-ws?watch= connection). Speakers never wait for watchers: a
+	// watcher this far behind is disconnected instead.
+	WatcherQueueBytes int           `yaml:"watcher_queue_bytes"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
+	PingInterval      time.Duration `yaml:"ping_interval"`
+	PongTimeout       time.Duration `yaml:"pong_timeout"`
+	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
 	// MaxConnections caps open connections, WebSockets included; one more
 	// gets a 503. 0 derives it from the open-file limit (see
 	// defaultMaxConnections).
@@ -66,21 +70,22 @@ type Config struct {
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
-		Host:            "127.0.0.1",
-		Port:            12393,
-		AllowedHosts:    []string{},
-		Live2DModelsDir: "live2d-models",
-		BackgroundsDir:  "backgrounds",
-		AvatarsDir:      "avatars",
-		MaxMessageBytes: 8 << 20,
-		SendQueueSize:   256,
-		WriteTimeout:    10 * time.Second,
-		PingInterval:    30 * time.Second,
-		PongTimeout:     75 * time.Second,
-		ShutdownTimeout: 5 * time.Second,
-		ReadTimeout:     10 * time.Second,
-		IdleTimeout:     60 * time.Second,
-		SSEHeartbeat:    15 * time.Second,
+		Host:              "127.0.0.1",
+		Port:              12393,
+		AllowedHosts:      []string{},
+		Live2DModelsDir:   "live2d-models",
+		BackgroundsDir:    "backgrounds",
+		AvatarsDir:        "avatars",
+		MaxMessageBytes:   8 << 20,
+		SendQueueSize:     256,
+		WatcherQueueBytes: 8 << 20,
+		WriteTimeout:      10 * time.Second,
+		PingInterval:      30 * time.Second,
+		PongTimeout:       75 * time.Second,
+		ShutdownTimeout:   5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		SSEHeartbeat:      15 * time.Second,
 	}
 }
 
@@ -103,6 +108,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server.max_message_bytes %d is too small (at least 1024)", c.MaxMessageBytes)
 	case c.SendQueueSize < 8:
 		return fmt.Errorf("server.send_queue_size %d is too small (at least 8)", c.SendQueueSize)
+	case c.WatcherQueueBytes < 64<<10:
+		return fmt.Errorf("server.watcher_queue_bytes %d is too small (at least 65536: a spoken sentence is often more)", c.WatcherQueueBytes)
 	case c.WriteTimeout <= 0 || c.PingInterval <= 0 || c.ShutdownTimeout <= 0 || c.ReadTimeout <= 0 || c.IdleTimeout <= 0 || c.SSEHeartbeat <= 0:
 		return fmt.Errorf("server timeouts must be positive")
 	case c.PongTimeout <= c.PingInterval:

@@ -107,13 +107,21 @@ func (c *conn) wakeLocked() {
 // Send queues msg for the writer. It blocks only while this client's queue
 // is full, and at most for the write timeout.
 func (c *conn) Send(ctx context.Context, msg any) error {
-	return c.enqueue(ctx, msg, nil)
+	return c.enqueue(ctx, msg, nil, nil)
+}
+
+// SendThen is Send that runs then once msg has been written (or dropped),
+// in the writer's goroutine, before the next frame is written. A session
+// hands its watchers their copy this way: after its own client's, so that
+// waking fifty watchers' writers cannot delay the client's.
+func (c *conn) SendThen(ctx context.Context, msg any, then func()) error {
+	return c.enqueue(ctx, msg, nil, then)
 }
 
 // SendWait queues msg and waits until it has been written.
 func (c *conn) SendWait(ctx context.Context, msg any) error {
 	done := make(chan error, 1)
-	if err := c.enqueue(ctx, msg, done); err != nil {
+	if err := c.enqueue(ctx, msg, done, nil); err != nil {
 		return err
 	}
 	select {
@@ -126,7 +134,7 @@ func (c *conn) SendWait(ctx context.Context, msg any) error {
 	}
 }
 
-func (c *conn) enqueue(ctx context.Context, msg any, done chan error) error {
+func (c *conn) enqueue(ctx context.Context, msg any, done chan error, then func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -139,7 +147,7 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error) error {
 	if err != nil {
 		return fmt.Errorf("encode %T: %w", msg, err)
 	}
-	f := frame{ctx: ctx, data: data, done: done}
+	f := frame{ctx: ctx, data: data, done: done, then: then}
 	var giveUp *time.Timer
 	for {
 		c.mu.Lock()
@@ -183,6 +191,30 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error) error {
 			return errSlowClient
 		}
 	}
+}
+
+// offer queues an encoded frame for a watcher without waiting for room:
+// the speaker whose frame it is never waits for a watcher. The queue is
+// bounded by bytes, not frames: a burst of token events is thousands of
+// tiny frames that a healthy watcher drains in a moment. A watcher with
+// server.watcher_queue_bytes waiting has fallen behind for real and is
+// disconnected; it may reconnect and follow again from the next frame.
+func (c *conn) offer(ctx context.Context, data []byte) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if queued := c.queue.size(); queued > 0 && queued+len(data) > c.cfg.WatcherQueueBytes {
+		c.mu.Unlock()
+		c.log.Warn("disconnecting a watcher that fell behind", "queued_bytes", queued, "limit", "server.watcher_queue_bytes")
+		c.close(closePolicy, "watcher fell behind (server.watcher_queue_bytes)")
+		_ = c.ws.NetConn().SetWriteDeadline(time.Now())
+		return
+	}
+	c.queue.push(frame{ctx: ctx, data: data})
+	c.wakeLocked()
+	c.mu.Unlock()
 }
 
 func (c *conn) queued() int {

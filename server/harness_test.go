@@ -77,7 +77,13 @@ func dialKoe(t *testing.T, addr string) *client {
 
 func dialWith(t *testing.T, d *websocket.Dialer, addr string, header http.Header) *client {
 	t.Helper()
-	ws, resp, err := d.Dial("ws://"+addr+"/client-ws", header)
+	return dialURL(t, d, "ws://"+addr+"/client-ws", header)
+}
+
+// dialURL connects to a full WebSocket URL (a query on /client-ws).
+func dialURL(t *testing.T, d *websocket.Dialer, url string, header http.Header) *client {
+	t.Helper()
+	ws, resp, err := d.Dial(url, header)
 	if err != nil {
 		status := 0
 		if resp != nil {

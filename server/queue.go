@@ -9,11 +9,17 @@ type frame struct {
 	ctx  context.Context
 	data []byte
 	done chan error // nil unless the sender waits for the write
+	// then, if set, runs in the writer once the frame is written or
+	// dropped (a session's watchers get their copy then).
+	then func()
 }
 
 func (f frame) finish(err error) {
 	if f.done != nil {
 		f.done <- err
+	}
+	if f.then != nil {
+		f.then()
 	}
 }
 
@@ -22,9 +28,10 @@ func (f frame) finish(err error) {
 // one that had a burst gives the space back once it is drained. Its owner
 // bounds its length and guards it.
 type frameQueue struct {
-	ring []frame
-	head int // index of the oldest frame
-	n    int // frames queued
+	ring  []frame
+	head  int // index of the oldest frame
+	n     int // frames queued
+	bytes int // their data
 }
 
 // keptQueueCap is the ring size a drained queue keeps, so that a trickle
@@ -32,6 +39,9 @@ type frameQueue struct {
 const keptQueueCap = 8
 
 func (q *frameQueue) len() int { return q.n }
+
+// size is the bytes of data queued.
+func (q *frameQueue) size() int { return q.bytes }
 
 func (q *frameQueue) push(f frame) {
 	if q.n == len(q.ring) {
@@ -43,6 +53,7 @@ func (q *frameQueue) push(f frame) {
 	}
 	q.ring[(q.head+q.n)%len(q.ring)] = f
 	q.n++
+	q.bytes += len(f.data)
 }
 
 func (q *frameQueue) pop() (frame, bool) {
@@ -53,6 +64,7 @@ func (q *frameQueue) pop() (frame, bool) {
 	q.ring[q.head] = frame{} // the frame's data belongs to the writer now
 	q.head = (q.head + 1) % len(q.ring)
 	q.n--
+	q.bytes -= len(f.data)
 	if q.n == 0 {
 		q.head = 0
 		if len(q.ring) > keptQueueCap {

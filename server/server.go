@@ -151,7 +151,7 @@ func (s *Server) routes() {
 	})
 	s.app.Use("/api", s.checkOrigin)
 	s.apiRoutes()
-	s.app.Use("/client-ws", s.checkUpgrade)
+	s.app.Use("/client-ws", s.checkUpgrade, s.checkSocketQuery)
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize:  wsReadBufferSize,
 		WriteBufferSize: wsWriteBufferSize,

@@ -30,7 +30,10 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	s.sessions.Add(1)
 	defer s.sessions.Add(-1)
 
-	clientUID := uuid.NewString()
+	clientUID := c.Query(clientUIDQuery)
+	if clientUID == "" {
+		clientUID = uuid.NewString()
+	}
 	log := s.log.With("client_uid", clientUID)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -39,7 +42,12 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	cn.start(s.base)
 
 	koeEvents := c.Subprotocol() == protocol.Subprotocol || c.Query("koe") == "1"
-	sess := s.opts.Hub.Open(ctx, cn, conversation.SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log})
+	if target, ok := watchTarget(c.Query); ok {
+		s.handleWatch(c, cn, clientUID, target, koeEvents)
+		return
+	}
+	sess := s.opts.Hub.Open(ctx, cn, conversation.SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log,
+		Replaced: func() { cn.close(closeNormal, "replaced by a new connection with the same client_uid") }})
 	if sess == nil {
 		cn.close(closeGoingAway, "server shutting down")
 		cn.wait()

@@ -1,0 +1,326 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"koe/internal/quote"
+	"koe/protocol"
+)
+
+// Watching: a watcher (an OBS overlay, a second screen) receives what a
+// session says without being able to say anything. It attaches to a
+// target, not to a session, so that it outlives the speaker's reconnects
+// and switches:
+//   - a client_uid: that connection's session, whenever one with that
+//     client_uid is open (a client that reconnects with its client_uid is
+//     followed again);
+//   - a conf_uid: whatever any session says while it talks as that
+//     character (the live chat's session included).
+//
+// The speaker never waits for a watcher. Each frame is encoded once and
+// offered to every watcher of the speaker, in the speaker's goroutine and
+// order; Offer only queues (a watcher whose queue is full drops itself),
+// so a watcher costs the speaker a slice append, not a write.
+
+// Watcher receives a session's output, encoded.
+type Watcher interface {
+	// Offer queues one encoded frame. It must not block: a watcher that
+	// cannot take it ends itself. Frames whose ctx has ended when the
+	// watcher's writer reaches them are dropped (a stopped turn goes
+	// silent at once, as for its speaker).
+	Offer(ctx context.Context, frame []byte)
+}
+
+// WatchTarget names what a watcher follows: exactly one field is set.
+type WatchTarget struct {
+	ClientUID string // a connection, across its reconnects
+	ConfUID   string // a character, in every session
+}
+
+func (t WatchTarget) String() string {
+	if t.ClientUID != "" {
+		return "client " + t.ClientUID
+	}
+	return "character " + t.ConfUID
+}
+
+// WatchOptions describe one watcher.
+type WatchOptions struct {
+	// ClientUID is the watcher's own connection id (its set-model-and-conf
+	// carries it).
+	ClientUID string
+	// KoeEvents: the watcher also gets koe's events (tokens, status,
+	// citations), not only the OLV frames.
+	KoeEvents bool
+}
+
+// maxClientUIDLen bounds a client_uid a client chooses.
+const maxClientUIDLen = 64
+
+// ValidClientUID reports whether a client may choose uid as its
+// client_uid (to be followed across reconnects): 1-64 letters, digits,
+// '-' or '_'.
+func ValidClientUID(uid string) bool {
+	if uid == "" || len(uid) > maxClientUIDLen {
+		return false
+	}
+	for _, r := range uid {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+type watcher struct {
+	w      Watcher
+	opts   WatchOptions
+	target WatchTarget
+}
+
+// watchers is the hub's registry. Lookups happen for every frame a
+// session sends while anyone watches; count lets sessions skip them (and
+// the encoding) when nobody does.
+type watchers struct {
+	count atomic.Int64
+
+	mu       sync.Mutex
+	byClient map[string][]*watcher
+	byConf   map[string][]*watcher
+}
+
+func (ws *watchers) add(w *watcher) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.byClient == nil {
+		ws.byClient, ws.byConf = map[string][]*watcher{}, map[string][]*watcher{}
+	}
+	m, key := ws.index(w.target)
+	m[key] = append(m[key], w)
+	ws.count.Add(1)
+}
+
+func (ws *watchers) remove(w *watcher) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	m, key := ws.index(w.target)
+	list := m[key]
+	for i, x := range list {
+		if x == w {
+			// A new slice: lookups hand out the old one without the lock.
+			next := append(append([]*watcher(nil), list[:i]...), list[i+1:]...)
+			if len(next) == 0 {
+				delete(m, key)
+			} else {
+				m[key] = next
+			}
+			ws.count.Add(-1)
+			return
+		}
+	}
+}
+
+// index is the map and key of a target. ws.mu is held.
+func (ws *watchers) index(t WatchTarget) (map[string][]*watcher, string) {
+	if t.ClientUID != "" {
+		return ws.byClient, t.ClientUID
+	}
+	return ws.byConf, t.ConfUID
+}
+
+// of returns the watchers of a session talking as conf. The slices are
+// never changed in place, so the caller reads them without the lock.
+func (ws *watchers) of(clientUID, conf string) (byClient, byConf []*watcher) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.byClient[clientUID], ws.byConf[conf]
+}
+
+// Watch attaches w to target until the returned function is called. The
+// watcher is greeted at once when the target is there to be seen (an open
+// session with that client_uid; a configured character). An unknown
+// character is refused (KindNotFound); a client_uid that no session has
+// yet is waited for.
+func (h *Hub) Watch(target WatchTarget, w Watcher, opts WatchOptions) (stop func(), err error) {
+	greeting, err := h.watchable(target)
+	if err != nil {
+		return nil, err
+	}
+	if target.ClientUID != "" {
+		if s := h.Session(target.ClientUID); s != nil {
+			greeting = s.Character()
+		}
+	}
+	wr := &watcher{w: w, opts: opts, target: target}
+	h.watchers.add(wr)
+	if greeting.ConfUID != "" {
+		wr.greet(greeting)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { h.watchers.remove(wr) }) }, nil
+}
+
+// CheckWatch reports why target cannot be watched, if it cannot: the
+// server asks before it accepts the WebSocket.
+func (h *Hub) CheckWatch(target WatchTarget) error {
+	_, err := h.watchable(target)
+	return err
+}
+
+// watchable checks target and returns the character a conf watcher sees.
+func (h *Hub) watchable(target WatchTarget) (Character, error) {
+	switch {
+	case (target.ClientUID == "") == (target.ConfUID == ""):
+		return Character{}, invalid("watch one thing: a client_uid or a conf_uid")
+	case target.ClientUID != "" && !ValidClientUID(target.ClientUID):
+		return Character{}, invalid("%q is not a client_uid (1-%d letters, digits, '-' or '_')", quote.Shorten(target.ClientUID, 80), maxClientUIDLen)
+	case target.ConfUID != "":
+		char, ok := h.deps.Characters.Find(target.ConfUID)
+		if !ok {
+			return Character{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(target.ConfUID, 80))}
+		}
+		return char, nil
+	}
+	return Character{}, nil
+}
+
+// greet sends a watcher the OLV connect sequence for the character it
+// sees, without start-mic: it has no microphone to start. It is sent again
+// when the character changes, as a client sees after switch-config.
+func (w *watcher) greet(char Character) {
+	group := protocol.GroupUpdate{Type: protocol.TypeGroupUpdate, Members: []string{}}
+	for _, msg := range []any{
+		group,
+		protocol.FullText(protocol.ConnectionEstablished),
+		protocol.SetModelAndConf{Type: protocol.TypeSetModelAndConf, ModelInfo: char.ModelInfo,
+			ConfName: char.ConfName, ConfUID: char.ConfUID, ClientUID: w.opts.ClientUID},
+		group,
+	} {
+		data, err := json.Marshal(msg)
+		if err != nil {
+			continue // model_info came from YAML: it always encodes
+		}
+		w.w.Offer(context.Background(), data)
+	}
+}
+
+// greetWatchers tells the client watchers of a session that it talks as
+// char now (it connected, or switched character). Conf watchers see one
+// character throughout and need no news.
+func (s *Session) greetWatchers(char Character) {
+	if s.textOnly || s.hub.watchers.count.Load() == 0 {
+		return
+	}
+	byClient, _ := s.hub.watchers.of(s.clientUID, "")
+	for _, w := range byClient {
+		w.greet(char)
+	}
+}
+
+// watchKind says who may see a frame: nobody, every watcher, or only
+// those that asked for koe's events.
+type watchKind int
+
+const (
+	watchNone watchKind = iota
+	watchAll
+	watchKoe
+)
+
+// watchable is the policy of what a watcher sees: a turn's output, never
+// the answers to its speaker's own requests (history lists, prompts,
+// errors).
+func watchable(msg any) watchKind {
+	switch m := msg.(type) {
+	case protocol.Audio, protocol.ToolCallStatus:
+		return watchAll
+	case protocol.Text:
+		switch m.Type {
+		case protocol.TypeFullText, protocol.TypeUserInputTranscription:
+			return watchAll
+		case protocol.TypeControl:
+			switch m.Text {
+			case protocol.ControlChainStart, protocol.ControlChainEnd, protocol.ControlInterrupt:
+				return watchAll
+			}
+		}
+	case protocol.Simple:
+		switch m.Type {
+		case protocol.TypeBackendSynthComplete, protocol.TypeForceNewMessage:
+			return watchAll
+		}
+	case protocol.Token, protocol.Status, protocol.MessageEvent, protocol.Citations:
+		return watchKoe
+	}
+	return watchNone
+}
+
+// toWatchers offers msg to the session's watchers, once the client's copy
+// is out (or in the sender's goroutine, with a Sender that cannot say).
+func (s *Session) toWatchers(ctx context.Context, msg any) {
+	if !s.watched(msg) {
+		return
+	}
+	kind := watchable(msg)
+	c, _ := s.current()
+	byClient, byConf := s.hub.watchers.of(s.clientUID, c.char.ConfUID)
+	if len(byClient)+len(byConf) == 0 {
+		return
+	}
+	if watch, ok := ctx.Value(watchContextKey{}).(context.Context); ok {
+		ctx = watch
+	}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		s.log.Debug("frame not encoded for watchers", "type", fmt.Sprintf("%T", msg), "err", err)
+		return
+	}
+	for _, list := range [][]*watcher{byClient, byConf} {
+		for _, w := range list {
+			if kind == watchAll || w.opts.KoeEvents {
+				w.w.Offer(ctx, data)
+			}
+		}
+	}
+}
+
+// thenSender is a Sender that can call back once a message is written
+// (the server's connections are).
+type thenSender interface {
+	SendThen(ctx context.Context, msg any, then func()) error
+}
+
+// emit sends a turn's frame to the client and its watchers: to the
+// watchers once the client's copy is written, when the Sender can say
+// when (a watcher must not delay its speaker: see conn.SendThen).
+func (s *Session) emit(ctx context.Context, msg any) error {
+	if s.watched(msg) {
+		if ts, ok := s.out.(thenSender); ok {
+			return ts.SendThen(ctx, msg, func() { s.toWatchers(ctx, msg) })
+		}
+		if err := s.out.Send(ctx, msg); err != nil {
+			return err
+		}
+		s.toWatchers(ctx, msg)
+		return nil
+	}
+	return s.out.Send(ctx, msg)
+}
+
+// emitWait is emit that waits until the client's copy has been written.
+func (s *Session) emitWait(ctx context.Context, msg any) error {
+	err := s.out.SendWait(ctx, msg)
+	if err == nil || ctx.Err() == nil {
+		s.toWatchers(ctx, msg)
+	}
+	return err
+}
+
+// watched reports whether anyone may be watching msg go out.
+func (s *Session) watched(msg any) bool {
+	return !s.textOnly && s.hub.watchers.count.Load() > 0 && watchable(msg) != watchNone
+}
