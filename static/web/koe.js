@@ -755,6 +755,228 @@
     log.scrollTop = log.scrollHeight;
   }
 
+  // ---- Memory --------------------------------------------------------------
+  //
+  // The memory panel shows what koe keeps of a long conversation: the
+  // summaries of older turns, live from koe's memory-state (sent after every
+  // turn, every new summary, a history switch and on request); the
+  // compression rate of the next summaries, which the user can change for
+  // this session; and on request the exact context of the last LLM call.
+  // Server text goes in as text only.
+
+  const memory = {
+    panel: $("memory"), toggle: $("memory-toggle"), count: $("memory-count"), about: $("memory-about"),
+    list: $("memory-summaries"), empty: $("memory-empty"), totals: $("memory-totals"),
+    pending: $("memory-pending"), error: $("memory-error"), rate: $("memory-rate"), rateValue: $("memory-rate-value"),
+    serverRate: 0.3, // the rate koe last said the session has
+    // Requests whose answer may be an error frame, in the order sent:
+    // {kind: "rate", rate} or {kind: "context"}. Error frames carry no
+    // request id; koe answers a connection's requests in order, so an
+    // error that comes while one waits is its refusal.
+    waiting: [],
+  };
+  const ctxView = {
+    box: $("context"), status: $("context-status"), totals: $("context-totals"),
+    list: $("context-messages"), when: $("context-when"),
+  };
+  // A message longer than this is folded: its first line shows, the rest
+  // opens on a click.
+  const foldAt = 240;
+
+  function plural(n, one, many) { return count(n) + " " + (n === 1 ? one : many); }
+  function rateText(r) { return Number(r || 0).toFixed(2); }
+  function percent(x) { return Math.round(Number(x || 0) * 100) + "%"; }
+
+  // turnsText names a summary's turns: "turns 1–3", or "turn 4" alone.
+  function turnsText(turns) {
+    if (!Array.isArray(turns) || !turns.length) return "no turns";
+    const a = turns[0], b = turns[turns.length - 1];
+    return a === b ? "turn " + a : "turns " + a + "–" + b;
+  }
+
+  function showMemory(m) {
+    const list = Array.isArray(m.summaries) ? m.summaries : [];
+    const t = m.totals || {};
+    memory.list.replaceChildren(...list.map(summaryItem));
+    memory.empty.hidden = list.length > 0;
+    memory.count.textContent = list.length ? String(list.length) : "";
+    memory.about.textContent = m.turns > 0 ? plural(m.turns, "turn", "turns") + " so far" : "";
+    memory.about.title = m.policy ? "Memory policy: " + m.policy : "";
+    const saved = (t.original_chars || 0) - (t.summary_chars || 0);
+    memory.totals.textContent = list.length
+      ? plural(t.summaries, "summary covers ", "summaries cover ") + plural(t.turns_covered, "turn", "turns") +
+        " · " + count(t.original_chars) + " → " + count(t.summary_chars) + " characters · " +
+        count(saved) + " saved (" + percent(t.saving) + ")"
+      : "";
+    memory.totals.hidden = !list.length;
+    const pending = m.pending > 0 ? m.pending : 0;
+    memory.pending.textContent = pending ? plural(pending, "summary", "summaries") + " being written" : "";
+    memory.pending.hidden = !pending;
+    if (typeof m.compression_rate === "number" && m.compression_rate > 0) {
+      memory.serverRate = m.compression_rate;
+      const w = memory.waiting.findIndex((x) => x.kind === "rate" && Math.abs(x.rate - m.compression_rate) < 1e-9);
+      if (w >= 0) { memory.waiting.splice(w, 1); showMemoryError(""); }
+      // A slider the user is holding is left where the user has it.
+      if (!memory.rate.matches(":active")) showRate(m.compression_rate);
+    }
+  }
+
+  function summaryItem(s) {
+    const li = document.createElement("li"), head = document.createElement("div");
+    const turns = document.createElement("span"), stats = document.createElement("span"), text = document.createElement("p");
+    const turnList = Array.isArray(s.turns) ? s.turns : [];
+    li.className = "summary";
+    li.dataset.turns = turnList.join(",");
+    li.dataset.originalChars = String(s.original_chars);
+    li.dataset.summaryChars = String(s.summary_chars);
+    li.dataset.rate = String(s.compression_rate);
+    head.className = "summary-head";
+    turns.className = "summary-turns"; turns.textContent = turnsText(turnList);
+    stats.className = "summary-stats";
+    const got = s.original_chars > 0 ? s.summary_chars / s.original_chars : 0;
+    stats.textContent = count(s.original_chars) + " → " + count(s.summary_chars) + " characters (" + percent(got) + ") · rate " + rateText(s.compression_rate);
+    stats.title = "Written to about " + percent(s.compression_rate) + " of the turns' length" + (s.created_at ? ", at " + s.created_at : "");
+    text.className = "summary-text"; text.textContent = String(s.summary || "");
+    head.append(turns, " ", stats);
+    li.append(head, text);
+    return li;
+  }
+
+  function showRate(r) {
+    memory.rate.value = String(r);
+    memory.rateValue.textContent = rateText(memory.rate.value);
+  }
+
+  function showMemoryError(t) {
+    memory.error.textContent = t;
+    memory.error.hidden = !t;
+  }
+
+  // resetMemory empties the panel for another conversation; koe's
+  // memory-state for it follows (the server sends it after a history
+  // switch; after anything else the page asks). The last context stays
+  // blank until asked for: the last call may belong to the conversation
+  // left.
+  function resetMemory(ask) {
+    showMemory({ summaries: [], totals: {}, pending: 0, turns: 0 });
+    showMemoryError("");
+    clearContext();
+    ctxView.status.textContent = "Refresh to see the last LLM call.";
+    if (ask) send({ type: "fetch-memory-state" });
+  }
+
+  // memoryError takes an error frame that answers one of the panel's
+  // requests; it reports whether it did.
+  function memoryError(m) {
+    const w = memory.waiting.shift();
+    if (!w) return false;
+    const t = String(m.message || "refused");
+    if (w.kind === "rate") {
+      showMemoryError("koe kept the rate at " + rateText(memory.serverRate) + ": " + t);
+      showRate(memory.serverRate);
+    } else {
+      clearContext();
+      ctxView.status.textContent = t;
+    }
+    return true;
+  }
+
+  function showPanel(open) {
+    memory.panel.hidden = !open;
+    memory.toggle.setAttribute("aria-pressed", String(open));
+    localStorage.setItem("koe.memory", open ? "1" : "0");
+  }
+  memory.toggle.addEventListener("click", () => showPanel(memory.panel.hidden));
+  $("memory-close").addEventListener("click", () => { showPanel(false); memory.toggle.focus(); });
+  showPanel(localStorage.getItem("koe.memory") === "1");
+
+  memory.rate.addEventListener("input", () => { memory.rateValue.textContent = rateText(memory.rate.value); });
+  memory.rate.addEventListener("change", () => {
+    const rate = Number(memory.rate.value);
+    if (!ws || ws.readyState !== WebSocket.OPEN) { showRate(memory.serverRate); return; }
+    memory.waiting.push({ kind: "rate", rate });
+    send({ type: "set-compression-rate", rate });
+  });
+
+  // ---- Last context ----------------------------------------------------------
+
+  function fetchContext() {
+    if (!ws || ws.readyState !== WebSocket.OPEN) { ctxView.status.textContent = "Not connected."; return; }
+    ctxView.status.textContent = "Loading…";
+    memory.waiting.push({ kind: "context" });
+    send({ type: "fetch-context" });
+  }
+
+  function clearContext() {
+    ctxView.status.textContent = "";
+    ctxView.totals.replaceChildren();
+    ctxView.list.replaceChildren();
+    ctxView.when.textContent = "";
+  }
+
+  function showContext(c) {
+    const w = memory.waiting.findIndex((x) => x.kind === "context");
+    if (w >= 0) memory.waiting.splice(w, 1);
+    clearContext();
+    const when = c.time ? new Date(c.time) : null;
+    ctxView.when.textContent = String(c.model || "") + (when && !isNaN(when) ? " · " + when.toLocaleTimeString() : "");
+    const lines = [
+      ["context-tokens", "≈ " + count(c.estimated_tokens) + " tokens of a " + count(c.budget) + " budget (window " + count(c.context_window) + ")" +
+        (c.tool_tokens > 0 ? ", tools " + count(c.tool_tokens) : "")],
+      ["context-turns", plural(c.summaries, "summary", "summaries") + " · " + plural(c.raw_turns, "raw turn", "raw turns")],
+      ["context-dropped", "dropped: " + plural(c.dropped_turns, "turn", "turns") + ", " + plural(c.dropped_summaries, "summary", "summaries")],
+    ];
+    if (c.usage) lines.push(["context-usage", "the LLM counted " + count(c.usage.prompt_tokens) + " prompt and " + count(c.usage.completion_tokens) + " answer tokens"]);
+    if (c.calibration > 0 && Math.abs(c.calibration - 1) > 0.005) lines.push(["context-calibration", "counts calibrated ×" + Number(c.calibration).toFixed(2)]);
+    ctxView.totals.replaceChildren(...lines.map(([id, t]) => {
+      const d = document.createElement("div");
+      d.id = id; d.textContent = t;
+      return d;
+    }));
+    ctxView.list.replaceChildren(...(Array.isArray(c.messages) ? c.messages : []).map(contextItem));
+  }
+
+  function contextItem(msg) {
+    const li = document.createElement("li"), head = document.createElement("div");
+    const role = document.createElement("span"), tokens = document.createElement("span");
+    li.className = "ctx-msg";
+    li.dataset.role = String(msg.role);
+    li.dataset.tokens = String(msg.tokens);
+    head.className = "ctx-head";
+    role.className = "ctx-role";
+    role.textContent = String(msg.role) + (msg.tool_call_id ? " · " + String(msg.tool_call_id) : "");
+    tokens.className = "ctx-tokens"; tokens.textContent = plural(msg.tokens, "token", "tokens");
+    head.append(role, " ", tokens);
+    li.append(head);
+    const content = String(msg.content || "");
+    if (content.length > foldAt) {
+      const fold = document.createElement("details"), sum = document.createElement("summary");
+      fold.className = "ctx-fold";
+      const first = content.split("\n", 1)[0];
+      sum.textContent = first.length > 100 ? first.slice(0, 100) + "…" : first + " …";
+      fold.append(sum, contentBlock(content));
+      li.append(fold);
+    } else if (content) {
+      li.append(contentBlock(content));
+    }
+    for (const tc of Array.isArray(msg.tool_calls) ? msg.tool_calls : []) {
+      const call = document.createElement("pre");
+      call.className = "ctx-call";
+      call.textContent = "→ " + String(tc.name) + " " + String(tc.arguments || "") + (tc.id ? "  (" + String(tc.id) + ")" : "");
+      li.append(call);
+    }
+    return li;
+  }
+  function contentBlock(t) {
+    const pre = document.createElement("pre");
+    pre.className = "ctx-content";
+    pre.textContent = t;
+    return pre;
+  }
+
+  ctxView.box.addEventListener("toggle", () => { if (ctxView.box.open) fetchContext(); });
+  $("context-refresh").addEventListener("click", fetchContext);
+
   // ---- Connection ----------------------------------------------------------
 
   function connect() {
@@ -765,9 +987,11 @@
     ws.onopen = () => {
       retry = 500; setStatus("connected", "ok");
       ["fetch-configs", "fetch-history-list", "create-new-history"].forEach((type) => send({ type }));
+      resetMemory(true); // a new connection is a new session, at the configured rate
     };
     ws.onclose = () => {
       setStatus("disconnected, retrying…", "bad"); resetVoice(); dropPending(); endTools(); setTurn(false);
+      memory.waiting = [];
       setTimeout(connect, retry); retry = Math.min(retry * 2, 8000);
     };
     ws.onmessage = (ev) => handle(JSON.parse(ev.data));
@@ -777,7 +1001,10 @@
     switch (m.type) {
       case "control":
         if (m.text === "conversation-chain-start") { resetVoice(); endTools(); setTurn(true); reply = null; replyText = ""; said = ""; ignoring = false; }
-        if (m.text === "conversation-chain-end") { dropPending(); endTools(); setTurn(false); reply = null; send({ type: "fetch-history-list" }); }
+        if (m.text === "conversation-chain-end") {
+          dropPending(); endTools(); setTurn(false); reply = null; send({ type: "fetch-history-list" });
+          if (ctxView.box.open && !memory.panel.hidden) fetchContext();
+        }
         if (m.text === "interrupt") bargedIn();
         if (m.text === "mic-audio-end") heardUtterance();
         if (m.text === "start-mic" || m.text === "stop-mic") pauseMic(m.text === "stop-mic");
@@ -818,8 +1045,15 @@
         playNext();
         break;
       case "error":
+        if (memoryError(m)) break;
         // A failed turn still ends with conversation-chain-end.
         bubble("error", m.message);
+        break;
+      case "memory-state":
+        showMemory(m);
+        break;
+      case "context":
+        showContext(m);
         break;
       case "set-model-and-conf":
         document.title = "koe · " + m.conf_name;
@@ -856,11 +1090,16 @@
   stopBtn.addEventListener("click", () => stopReply(true));
   // Leaving the conversation silences it; the server stops the turn itself.
   function leave() { stopReply(false); log.replaceChildren(); }
-  $("new").addEventListener("click", () => { leave(); send({ type: "create-new-history" }); });
+  function newHistory() { leave(); send({ type: "create-new-history" }); resetMemory(true); }
+  $("new").addEventListener("click", newHistory);
   histories.addEventListener("change", () => {
-    if (histories.value) { stopReply(false); send({ type: "fetch-and-set-history", history_uid: histories.value }); }
-    else { leave(); send({ type: "create-new-history" }); }
+    if (histories.value) { stopReply(false); resetMemory(false); send({ type: "fetch-and-set-history", history_uid: histories.value }); }
+    else newHistory();
   });
-  characters.addEventListener("change", () => { leave(); send({ type: "switch-config", file: characters.value }); send({ type: "fetch-history-list" }); });
+  characters.addEventListener("change", () => {
+    leave();
+    send({ type: "switch-config", file: characters.value }); send({ type: "fetch-history-list" });
+    resetMemory(true);
+  });
   connect();
 })();
