@@ -118,9 +118,13 @@ type Hub struct {
 
 	// watchers follow sessions' output (watch.go).
 	watchers watchers
+	// characters counts the turns of each character outside its live
+	// session (live.go).
+	characters characterTurns
 
 	mu       sync.Mutex
 	sessions map[string]*Session // by client_uid
+	lives    map[string]*Live    // by conf_uid
 	closed   bool
 }
 
@@ -158,6 +162,9 @@ type SessionOptions struct {
 	// same ClientUID (the client reconnected before this one was seen
 	// gone): this one's connection is to be closed.
 	Replaced func()
+	// Headless: nobody plays the audio but watchers (a live session); a
+	// turn waits for its audio's duration, not for playback-complete.
+	Headless bool
 	Logger   *slog.Logger
 }
 

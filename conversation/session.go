@@ -51,6 +51,7 @@ type Session struct {
 	koeEvents bool
 	textOnly  bool
 	replaced  func() // SessionOptions.Replaced
+	headless  bool
 
 	turns turns
 	voice voice // the read loop's own
@@ -95,6 +96,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		koeEvents: opts.KoeEvents,
 		textOnly:  opts.TextOnly,
 		replaced:  opts.Replaced,
+		headless:  opts.Headless,
 	}
 	s.voice.rate = defaultRawRate
 	s.cast = s.buildCast(char)

@@ -39,7 +39,19 @@ func (s *Session) StartText(text string, images []protocol.Image) error {
 }
 
 func (s *Session) start(in turnInput) *turn {
-	return s.turns.start(s.ctx, func(t *turn) { s.runTurn(t, in) })
+	if s.headless {
+		return s.turns.start(s.ctx, func(t *turn) { s.runTurn(t, in) })
+	}
+	// The character's live session gives way, and waits for this turn
+	// (live.go). A character switch stops the turn first, so its
+	// character stays the same throughout.
+	conf := s.Character().ConfUID
+	s.hub.yieldLive(conf)
+	s.hub.characters.started(conf)
+	return s.turns.start(s.ctx, func(t *turn) {
+		defer s.hub.characters.ended(conf)
+		s.runTurn(t, in)
+	})
 }
 
 // Interrupt stops the running turn at once. heard is what the user actually
@@ -141,7 +153,9 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 
 	// The client may still be playing everything that was sent; a client
 	// that reads text plays nothing.
-	if !s.textOnly {
+	if s.headless {
+		waitSpoken(ctx, t, spoken)
+	} else if !s.textOnly {
 		wait := spoken + s.deps.Config.PlaybackTimeout
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
@@ -301,7 +315,8 @@ func (s *Session) waitSaved(st *turnState) {
 // finishCancelled persists what a stopped turn leaves behind: the heard part
 // after an interrupt, otherwise what was generated (complete or cut short).
 // A client whose turn was stopped from outside (a stop request, another
-// client's turn in the same history) is told to stop playing.
+// client's turn in the same history) is told to stop playing. A headless
+// session's audience heard what had had the time to play.
 func (s *Session) finishCancelled(t *turn, st *turnState, generated string, complete bool) {
 	cause := context.Cause(t.ctx)
 	if !stoppedFromOutside(cause) {
@@ -317,8 +332,10 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 			s.persistReply(st, ic.heard, true)
 		}
 		return
-	case stoppedFromOutside(cause):
-		s.send(s.ctx, protocol.Control(protocol.ControlInterrupt))
+	case stoppedFromOutside(cause) || s.headless:
+		if !s.headless {
+			s.send(s.ctx, protocol.Control(protocol.ControlInterrupt))
+		}
 		if st.cast.tts != nil {
 			// What the client had played of it when it was told.
 			if heard := t.heardText(); heard != "" || generated != "" {
