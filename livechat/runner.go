@@ -138,6 +138,8 @@ type Runner struct {
 	lastErr     string
 	lastErrAt   time.Time
 	sources     []*source
+	evals       uint64             // times Run looked at the state (tests)
+	onWait      func(evals uint64) // tests: called each time Run is about to wait
 }
 
 // NewRunner makes a runner. Zero limits in cfg take their defaults. notes
@@ -468,6 +470,8 @@ func (r *Runner) next(ctx context.Context) ([]queued, context.Context, error) {
 	for {
 		var wait time.Duration
 		r.mu.Lock()
+		r.evals++
+		evals := r.evals
 		if !r.paused && len(r.queue) > 0 {
 			now := r.clock.Now()
 			cut := now.Add(-time.Minute)
@@ -493,6 +497,9 @@ func (r *Runner) next(ctx context.Context) ([]queued, context.Context, error) {
 			wait = r.starts[0].Add(time.Minute).Sub(now)
 		}
 		r.mu.Unlock()
+		if r.onWait != nil {
+			r.onWait(evals)
+		}
 		var timer <-chan time.Time
 		stop := func() {}
 		if wait > 0 {
@@ -610,7 +617,16 @@ wait:
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				r.log.Warn("live chat: viewer notes took longer than notes_timeout", "timeout", r.cfg.NotesTimeout)
 			}
-			break wait
+			// Keep the answers that did arrive.
+			for {
+				select {
+				case res := <-results:
+					notes[res.i] = cleanText(res.note, r.cfg.MaxNoteChars)
+					continue
+				default:
+				}
+				break wait
+			}
 		}
 	}
 	var lines []string

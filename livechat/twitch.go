@@ -280,6 +280,9 @@ func (t *Twitch) session(ctx context.Context, deliver func(Message)) (welcomed b
 		case "RECONNECT":
 			return welcomed, errReconnect
 		case "ERROR":
+			if strings.Contains(strings.ToLower(m.param(0)), "password") {
+				return welcomed, fmt.Errorf("%w: the server refused the token in %s: %s", ErrConfig, TokenEnv, m.param(0))
+			}
 			return welcomed, fmt.Errorf("server closed the connection: %s", m.param(0))
 		case "464": // ERR_PASSWDMISMATCH
 			return welcomed, fmt.Errorf("%w: the server refused the token in %s: %s", ErrConfig, TokenEnv, m.param(len(m.params)-1))
