@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,8 @@ type Twitch struct {
 	channel string // lower case, without '#'
 	log     *slog.Logger
 	tlsConf *tls.Config
+
+	running atomic.Bool
 
 	mu        sync.Mutex
 	connected bool
@@ -157,6 +160,10 @@ func (t *Twitch) setConnected(v bool) {
 // returns ctx.Err(), or an error wrapping ErrConfig when the server
 // refuses the login.
 func (t *Twitch) Run(ctx context.Context, deliver func(Message)) error {
+	if !t.running.CompareAndSwap(false, true) {
+		return errors.New("live chat: twitch source is already running")
+	}
+	defer t.running.Store(false)
 	backoff := t.cfg.ReconnectMin
 	for {
 		welcomed, err := t.session(ctx, deliver)
