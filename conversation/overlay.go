@@ -173,6 +173,9 @@ type OverlayView struct {
 	ConfUID  string `json:"conf_uid"`
 	ConfName string `json:"conf_name"`
 	Name     string `json:"name"`
+	// EmotionKeywords are the keywords of the model's emotionMap: the
+	// page drops them ("[joy]") from subtitles.
+	EmotionKeywords []string `json:"emotion_keywords"`
 	// Avatar is nil when the character has no avatar pictures: the
 	// overlay shows subtitles only.
 	Avatar *AvatarView `json:"avatar"`
@@ -216,7 +219,8 @@ func (h *Hub) Overlay(confUID string) (OverlayView, error) {
 }
 
 func (c Character) overlayView() OverlayView {
-	v := OverlayView{ConfUID: c.ConfUID, ConfName: c.ConfName, Name: c.Name}
+	emotions := emotionMap(c.ModelInfo)
+	v := OverlayView{ConfUID: c.ConfUID, ConfName: c.ConfName, Name: c.Name, EmotionKeywords: keysOf(emotions)}
 	a := c.Overlay.Avatar
 	if a.Idle == "" || a.Talking == "" {
 		return v
@@ -227,7 +231,6 @@ func (c Character) overlayView() OverlayView {
 	}
 	av := &AvatarView{Idle: avatarURL(a.Idle), Talking: avatarURL(a.Talking), Blink: avatarURL(a.Blink),
 		Threshold: threshold, Emotions: map[string]EmotionView{}}
-	emotions := emotionMap(c.ModelInfo)
 	for _, m := range []struct {
 		m       map[string]string
 		talking bool

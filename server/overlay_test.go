@@ -54,7 +54,8 @@ func TestOverlayAPI(t *testing.T) {
 	base := "http://" + m.Addr()
 	auth := []string{"Authorization", "Bearer overlay-secret"}
 
-	want := conversation.OverlayView{ConfUID: "koe_default", ConfName: "koe", Name: "Koe", Avatar: &conversation.AvatarView{
+	want := conversation.OverlayView{ConfUID: "koe_default", ConfName: "koe", Name: "Koe",
+		EmotionKeywords: []string{"anger", "disgust", "fear", "joy", "neutral", "sadness", "smirk", "surprise"}, Avatar: &conversation.AvatarView{
 		Idle: "/avatars/koe/idle.png", Talking: "/avatars/koe/talk%20ing.png", Blink: "/avatars/koe/blink.png", Threshold: 0.2,
 		Emotions: map[string]conversation.EmotionView{
 			"3": {Name: "joy", Idle: "/avatars/koe/joy.png", Talking: "/avatars/koe/joy-talk.png"}, // mao_pro's emotionMap

@@ -118,6 +118,16 @@
 
   let fadeTimer = 0;
 
+  // spoken drops the emotion keywords ("[joy]") a reply carries for the
+  // avatar: the audience reads the words only.
+  function spoken(text) {
+    const kws = state.view && Array.isArray(state.view.emotion_keywords) ? state.view.emotion_keywords : [];
+    if (!kws.length) return text;
+    const esc = kws.map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    const re = new RegExp("\\[\\s*(?:" + esc.join("|") + ")\\s*\\]", "gi");
+    return text.replace(re, "").replace(/\s{2,}/g, " ").trim();
+  }
+
   function showSubtitle(text) {
     clearTimeout(fadeTimer);
     subtitle.textContent = text;
@@ -198,7 +208,10 @@
   async function next() {
     const frame = queue[0];
     if (!frame) { fadeLater(); return; }
-    const gen = generation, seq = ++state.chunk;
+    const gen = generation;
+    // The piece before has ended in this task; whoever observes the page
+    // (a MutationObserver) sees that before this piece begins.
+    await null;
     const volumes = Array.isArray(frame.volumes) ? frame.volumes : [];
     const slice = frame.slice_length > 0 ? frame.slice_length : 20;
     const text = frame.display_text && typeof frame.display_text.text === "string" ? frame.display_text.text : "";
@@ -222,10 +235,11 @@
     }
     if (gen !== generation) { if (el) el.pause(); return; }
     queue.shift();
+    const seq = ++state.chunk;
     if (frame.display_text && frame.display_text.name && opt.showName) nameEl.textContent = frame.display_text.name;
     const e = pieceEmotion(frame.actions);
     if (e) emotion = e;
-    showSubtitle(text);
+    showSubtitle(spoken(text));
     const p = playing = { seq, el, text, start: performance.now(), duration, volumes, slice, timer: 0 };
     if (el) {
       el.addEventListener("ended", () => tick(p));
@@ -262,6 +276,9 @@
     setTalking(Boolean(a) && i >= 0 && p.volumes[i] >= a.threshold);
     p.timer = setTimeout(() => tick(p), Math.max(1, p.slice - (t % p.slice)));
   }
+
+  // pending is how many pieces are queued or playing.
+  state.pending = () => queue.length + (playing ? 1 : 0);
 
   // A click in the page (OBS: Interact) lets sound play again.
   document.addEventListener("pointerdown", () => { if (state.audio === "blocked") state.audio = "on"; });
