@@ -56,12 +56,12 @@ func TestOverlayAPI(t *testing.T) {
 
 	want := conversation.OverlayView{ConfUID: "koe_default", ConfName: "koe", Name: "Koe",
 		EmotionKeywords: []string{"anger", "disgust", "fear", "joy", "neutral", "sadness", "smirk", "surprise"}, Avatar: &conversation.AvatarView{
-		Idle: "/avatars/koe/idle.png", Talking: "/avatars/koe/talk%20ing.png", Blink: "/avatars/koe/blink.png", Threshold: 0.2,
-		Emotions: map[string]conversation.EmotionView{
-			"3": {Name: "joy", Idle: "/avatars/koe/joy.png", Talking: "/avatars/koe/joy-talk.png"}, // mao_pro's emotionMap
-			"1": {Name: "sadness", Idle: "/avatars/koe/sad.png"},
-		},
-	}}
+			Idle: "/avatars/koe/idle.png", Talking: "/avatars/koe/talk%20ing.png", Blink: "/avatars/koe/blink.png", Threshold: 0.2,
+			Emotions: map[string]conversation.EmotionView{
+				"3": {Name: "joy", Idle: "/avatars/koe/joy.png", Talking: "/avatars/koe/joy-talk.png"}, // mao_pro's emotionMap
+				"1": {Name: "sadness", Idle: "/avatars/koe/sad.png"},
+			},
+		}}
 	for _, conf := range []string{"koe_default", "default"} {
 		code, hdr, body := overlayGet(t, base+"/api/characters/"+conf+"/overlay", auth...)
 		var got conversation.OverlayView

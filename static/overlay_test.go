@@ -91,7 +91,7 @@ type playedEntry struct {
 func TestOverlay(t *testing.T) {
 	browser := cdp.LaunchTest(t, cdp.Options{Width: 800, Height: 600, MuteAudio: true,
 		AutoplayPolicy: "no-user-gesture-required",
-		Args: []string{"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows"}})
+		Args:           []string{"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows"}})
 	llm := koetest.StartLLM(t, func(r fakellm.Request) fakellm.Reply {
 		if r.UserWords() == overlayLong {
 			return fakellm.Reply{Tokens: fakellm.Words(strings.Repeat("On and on we go. ", 2000)), Interval: 5 * time.Millisecond}
@@ -538,4 +538,3 @@ func (o *overlayPage) expectTransparent() {
 		o.fail(fmt.Errorf("the subtitle left %d visible pixels", inked))
 	}
 }
-
