@@ -538,3 +538,33 @@ func (o *overlayPage) expectTransparent() {
 		o.fail(fmt.Errorf("the subtitle left %d visible pixels", inked))
 	}
 }
+
+// TestOverlayAutoplayBlocked: where the browser refuses to play sound
+// before an interaction (its default policy), audio=1 falls back to
+// silent pacing and the subtitles still come, in order.
+func TestOverlayAutoplayBlocked(t *testing.T) {
+	browser := cdp.LaunchTest(t, cdp.Options{Width: 800, Height: 600, MuteAudio: true,
+		Args: []string{"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows"}})
+	llm := koetest.StartLLM(t, func(r fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Tokens: fakellm.Words(overlayReplies[r.UserWords()])}
+	})
+	cfg := overlayConfig(t, llm)
+	koe := koetest.StartKoe(t, cfg)
+	p := openOverlay(t, browser)
+	p.navigate("http://" + koe.Addr() + "/overlay?token=" + overlayToken + "&audio=1&blink=3600")
+	p.waitFor(`koeOverlay.connection === "connected" && koeOverlay.confUID !== ""`)
+	sp := dialSpeaker(t, koe.Addr())
+	pieces := sp.turn("greet")
+	p.waitFor(fmt.Sprintf(`koeOverlay.played.length === %d`, len(pieces)))
+	p.expectSubtitles(0, pieces)
+	if st := p.str(`koeOverlay.audio`); st != "blocked" {
+		t.Fatalf("koeOverlay.audio = %q, want blocked", st)
+	}
+	for i, e := range p.played() {
+		want := fakellm.SpeechDuration(strings.TrimSpace(pieces[i].Text), 1)
+		if !e.Silent || e.MS < float64(want.Milliseconds())-50 {
+			t.Errorf("piece %d %q took %.0f ms (silent %v), want %v in silence", i, e.Text, e.MS, e.Silent, want)
+		}
+	}
+	p.expectLipSync(0, pieces, "/avatars/idle.png", "/avatars/talk.png")
+}
