@@ -132,10 +132,12 @@ func (m *Main) Open() error {
 		_ = store.Close()
 		return err
 	}
+	characters := config.NewCharacters(cfg, m.Getenv)
+	warnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
 		Store:      store,
-		Characters: config.NewCharacters(cfg, m.Getenv),
+		Characters: characters,
 		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, m.llm) },
 		NewTTS: func(c tts.Config) (conversation.Synthesizer, error) {
 			return tts.New(c, m.llm)
@@ -281,6 +283,29 @@ func (m *Main) stopRecall() {
 // character's recall index (or ctx ends). Live turns never wait for
 // indexing; tests and tools that need what was just said use this.
 func (m *Main) SettleMemories(ctx context.Context) error { return m.recall.Settle(ctx) }
+
+// warnMissingAvatars logs the overlay avatar pictures that characters
+// name and avatars_dir does not hold: the overlay would show a broken
+// picture. Files added later are served as they come.
+func warnMissingAvatars(chars *config.Characters, avatarsDir string, log *slog.Logger) {
+	list, err := chars.List()
+	if err != nil {
+		log.Warn("cannot list the characters to check their avatar pictures", "err", err)
+		return
+	}
+	for i, f := range list {
+		ch := chars.Default()
+		if i > 0 {
+			if ch, err = chars.Load(f.Filename); err != nil {
+				continue // logged where the file is read
+			}
+		}
+		if missing := ch.MissingOverlayImages(avatarsDir); len(missing) > 0 {
+			log.Warn("overlay avatar pictures not found in avatars_dir; the overlay shows them broken until they are there",
+				"character", ch.ConfName, "avatars_dir", avatarsDir, "missing", missing)
+		}
+	}
+}
 
 // probeLLM checks the default character's LLM server in the background:
 // a wrong URL, key or model is logged at start instead of being found by

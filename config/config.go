@@ -99,6 +99,7 @@ func defaultCharacter() conversation.Character {
 			Enabled: []string{}, MCPServers: []string{},
 			Timeout: tools.DefaultTimeout, MaxResultChars: tools.DefaultMaxResultChars,
 		},
+		Overlay: conversation.OverlayConfig{Avatar: conversation.AvatarConfig{Threshold: conversation.DefaultOverlayThreshold}},
 	}
 }
 

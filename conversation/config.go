@@ -134,6 +134,8 @@ type Character struct {
 	Memory    agent.MemoryConfig `yaml:"memory"`
 	TTS       tts.Config         `yaml:"tts"`
 	Tools     tools.Config       `yaml:"tools"`
+	// Overlay is how the OBS overlay (/overlay) shows the character.
+	Overlay OverlayConfig `yaml:"overlay"`
 }
 
 // Validate reports settings that can never work.
@@ -154,6 +156,9 @@ func (c Character) Validate() error {
 		return fmt.Errorf("character %q: tts: %w", c.ConfName, err)
 	}
 	if err := c.Tools.Validate(); err != nil {
+		return fmt.Errorf("character %q: %w", c.ConfName, err)
+	}
+	if err := c.Overlay.Avatar.validate(c.ModelInfo); err != nil {
 		return fmt.Errorf("character %q: %w", c.ConfName, err)
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 //	PUT  /api/characters/:conf_uid/prompts/:name         {"text": "..."} ("" = default)
 //	GET  /api/histories/:conf_uid/:history_uid/messages  ?before=ID&limit=N
 //	GET  /api/histories/:conf_uid/:history_uid/images/:ref
+//	GET  /api/characters/:conf_uid/overlay               the overlay's pictures (overlay.go)
 //
 // the memories API (memories.go), the knowledge API (knowledge.go) and the
 // chat API (chat.go).
@@ -101,6 +102,7 @@ func (s *Server) apiRoutes() {
 		c.Set(fiber.HeaderCacheControl, "private, max-age=86400, immutable")
 		return c.Send(data)
 	})
+	overlayAPI(api, hub)
 	s.memoryRoutes(api)
 	s.knowledgeRoutes(api)
 	s.chatRoutes(api)

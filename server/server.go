@@ -168,6 +168,7 @@ func (s *Server) routes() {
 	s.mountDir("/bg", s.cfg.BackgroundsDir, imageTypes, readOnlyCORS)
 	s.mountDir("/avatars", s.cfg.AvatarsDir, imageTypes, readOnlyCORS)
 
+	s.overlayRoutes(s.opts.Pages)
 	if s.cfg.WebClientDir != "" {
 		s.mount(&fileMount{types: pageTypes, open: dirOpener(s.cfg.WebClientDir), index: true,
 			csp: func(*fiber.Ctx) string { return webClientCSP }})
