@@ -229,6 +229,16 @@ func TestRunnerRateLimitWaits(t *testing.T) {
 	if n := char.count(); n != 2 {
 		t.Fatalf("%d turns a second before the window, want 2", n)
 	}
+	// The runner re-arms its timer for the second left (after settle
+	// saw it about to wait: advancing before that would move the timer).
+	// (Earlier wake-ups armed it for the minute.)
+	for d != time.Second {
+		select {
+		case d = <-h.clock.armed:
+		case <-time.After(safety):
+			t.Fatalf("runner did not re-arm its timer for the second left (last %s)", d)
+		}
+	}
 	h.clock.Advance(time.Second)
 	if got := char.next(t); got != "viewer c says: hi from c" {
 		t.Fatalf("third turn %q", got)

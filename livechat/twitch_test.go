@@ -2,243 +2,17 @@ package livechat
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"koe/internal/proc/proctest"
+	"koe/internal/ircdtest"
 )
-
-// ngircd is a real IRC server (Debian's ngircd) on loopback.
-type ngircd struct {
-	t         *testing.T
-	bin, conf string
-	plain     int // plain-text port
-	tls       int // TLS port
-	cmd       *exec.Cmd
-	outDone   chan struct{}
-	mu        sync.Mutex
-	out       bytes.Buffer
-}
-
-// freePorts returns n distinct ports free on loopback just now.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
-// selfSigned writes a certificate for 127.0.0.1 and its key; it returns
-// their paths.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "koe live chat test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
-// startNgircd writes a configuration (with a TLS port using a fresh
-// self-signed certificate, and password when not "") and starts the
-// server. It returns the server and the certificate's path.
-func startNgircd(t *testing.T, password string) (*ngircd, string) {
-	t.Helper()
-	bin, err := exec.LookPath("ngircd")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/ngircd"); serr == nil {
-			bin = "/usr/sbin/ngircd"
-		} else {
-			bin = proctest.LookPath(t, "ngircd", "ngircd")
-		}
-	}
-	dir := t.TempDir()
-	certFile, keyFile := selfSigned(t, dir)
-	ports := freePorts(t, 2)
-	n := &ngircd{t: t, bin: bin, conf: filepath.Join(dir, "ngircd.conf"), plain: ports[0], tls: ports[1]}
-	pass := ""
-	if password != "" {
-		pass = "Password = " + password + "\n"
-	}
-	conf := fmt.Sprintf(`[Global]
-Name = irc.koe.test
-Info = koe live chat test
-%sListen = 127.0.0.1
-Ports = %d
-MotdPhrase = koe test
-PidFile = %s
-[Limits]
-MaxNickLength = 30
-[Options]
-PAM = no
-Ident = no
-DNS = no
-[SSL]
-CertFile = %s
-KeyFile = %s
-Ports = %d
-`, pass, n.plain, filepath.Join(dir, "ngircd.pid"), certFile, keyFile, n.tls)
-	if err := os.WriteFile(n.conf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n.start()
-	t.Cleanup(n.stop)
-	return n, certFile
-}
-
-// start runs ngircd and waits for its "ready" line.
-func (n *ngircd) start() {
-	n.t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	n.cmd = exec.Command(n.bin, "-n", "-f", n.conf)
-	n.cmd.Stdout, n.cmd.Stderr = w, w
-	if err := n.cmd.Start(); err != nil {
-		n.t.Fatalf("start ngircd: %v", err)
-	}
-	w.Close()
-	ready := make(chan struct{})
-	n.outDone = make(chan struct{})
-	go func() {
-		defer close(n.outDone)
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		seen := false
-		for sc.Scan() {
-			n.mu.Lock()
-			n.out.WriteString(sc.Text() + "\n")
-			n.mu.Unlock()
-			if !seen && strings.Contains(sc.Text(), "ready.") {
-				seen = true
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-n.outDone:
-		n.t.Fatalf("ngircd ended before it was ready:\n%s", n.output())
-	case <-time.After(safety):
-		n.t.Fatalf("ngircd not ready:\n%s", n.output())
-	}
-}
-
-func (n *ngircd) output() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.out.String()
-}
-
-// stop kills ngircd and waits for it.
-func (n *ngircd) stop() {
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Kill()
-	_ = n.cmd.Wait()
-	<-n.outDone
-	n.cmd = nil
-}
-
-// chatter is a plain IRC client speaking for a viewer.
-type chatter struct {
-	t    *testing.T
-	conn net.Conn
-	r    *bufio.Reader
-	nick string
-}
-
-func newChatter(t *testing.T, port int, nick, channel string) *chatter {
-	t.Helper()
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	_ = conn.SetDeadline(time.Now().Add(safety))
-	c := &chatter{t: t, conn: conn, r: bufio.NewReader(conn), nick: nick}
-	c.send("NICK " + nick)
-	c.send("USER " + nick + " 0 * :" + nick)
-	c.waitFor(" 001 ")
-	c.send("JOIN #" + channel)
-	c.waitFor(" JOIN ")
-	return c
-}
-
-func (c *chatter) send(line string) {
-	c.t.Helper()
-	if _, err := fmt.Fprintf(c.conn, "%s\r\n", line); err != nil {
-		c.t.Fatalf("chatter %s: %v", c.nick, err)
-	}
-}
-
-func (c *chatter) waitFor(part string) {
-	c.t.Helper()
-	for {
-		line, err := c.r.ReadString('\n')
-		if err != nil {
-			c.t.Fatalf("chatter %s waiting for %q: %v", c.nick, part, err)
-		}
-		if strings.HasPrefix(line, "PING ") {
-			c.send("PONG " + strings.TrimSpace(line[5:]))
-		}
-		if strings.Contains(line, part) {
-			return
-		}
-	}
-}
 
 // waitConnected waits until tw's Connected is want.
 func waitConnected(t *testing.T, tw *Twitch, want bool) {
@@ -300,8 +74,9 @@ func fastTwitch(server string) TwitchConfig {
 }
 
 func TestTwitchAgainstNgircdTLSAndReconnect(t *testing.T) {
-	srv, certFile := startNgircd(t, "")
-	cfg := fastTwitch(fmt.Sprintf("127.0.0.1:%d", srv.tls))
+	srv := ircdtest.Start(t, "")
+	certFile := srv.CertFile
+	cfg := fastTwitch(fmt.Sprintf("127.0.0.1:%d", srv.TLS))
 	cfg.CAFile = certFile
 	tw, err := NewTwitch(cfg, nil)
 	if err != nil {
@@ -310,11 +85,11 @@ func TestTwitchAgainstNgircdTLSAndReconnect(t *testing.T) {
 	got, done, cancel := runTwitch(t, tw)
 	waitConnected(t, tw, true)
 
-	alice := newChatter(t, srv.plain, "alice", "koe")
-	alice.send("PRIVMSG justinfan0 :not for the channel") // no such nick: refused by the server
-	alice.send("PRIVMSG #elsewhere :another channel")
-	alice.send("PRIVMSG #koe :hello there, koe")
-	alice.send("PRIVMSG #koe :second line")
+	alice := ircdtest.NewChatter(t, srv.Plain, "alice", "koe")
+	alice.Send("PRIVMSG justinfan0 :not for the channel") // no such nick: refused by the server
+	alice.Send("PRIVMSG #elsewhere :another channel")
+	alice.Send("PRIVMSG #koe :hello there, koe")
+	alice.Send("PRIVMSG #koe :second line")
 	m := nextMessage(t, got)
 	if m.Platform != "twitch" || m.Channel != "koe" || m.User != "alice" || m.Login != "alice" || m.Text != "hello there, koe" || m.Removes || m.Time.IsZero() {
 		t.Fatalf("message %+v", m)
@@ -324,12 +99,12 @@ func TestTwitchAgainstNgircdTLSAndReconnect(t *testing.T) {
 	}
 
 	// Kill the server: the client notices, and reconnects once it is back.
-	srv.stop()
+	srv.Stop()
 	waitConnected(t, tw, false)
-	srv.start()
+	srv.Start()
 	waitConnected(t, tw, true)
-	bob := newChatter(t, srv.plain, "Bob", "koe")
-	bob.send("PRIVMSG #koe :after the restart")
+	bob := ircdtest.NewChatter(t, srv.Plain, "Bob", "koe")
+	bob.Send("PRIVMSG #koe :after the restart")
 	if m := nextMessage(t, got); m.User != "Bob" || m.Login != "bob" || m.Text != "after the restart" {
 		t.Fatalf("message after restart %+v", m)
 	}
@@ -344,8 +119,8 @@ func TestTwitchAgainstNgircdTLSAndReconnect(t *testing.T) {
 }
 
 func TestTwitchTLSRejectsUnknownCert(t *testing.T) {
-	srv, _ := startNgircd(t, "")
-	cfg := fastTwitch(fmt.Sprintf("127.0.0.1:%d", srv.tls))
+	srv := ircdtest.Start(t, "")
+	cfg := fastTwitch(fmt.Sprintf("127.0.0.1:%d", srv.TLS))
 	tw, err := NewTwitch(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -360,8 +135,8 @@ func TestTwitchTLSRejectsUnknownCert(t *testing.T) {
 }
 
 func TestTwitchBadTokenIsConfigError(t *testing.T) {
-	srv, _ := startNgircd(t, "oauth:right-token")
-	cfg := fastTwitch(fmt.Sprintf("127.0.0.1:%d", srv.plain))
+	srv := ircdtest.Start(t, "oauth:right-token")
+	cfg := fastTwitch(fmt.Sprintf("127.0.0.1:%d", srv.Plain))
 	off := false
 	cfg.TLS = &off
 	cfg.Nick = "koebot"
