@@ -42,6 +42,13 @@ func TestPackageLayers(t *testing.T) {
 	}
 	// The chat API's Go client is imported by other programs: of koe it
 	// takes the wire types only.
+	// livechat knows chat platforms and the rules of a live chat, not
+	// how a character speaks: app hands it a Character.
+	for _, imp := range imports["livechat"] {
+		if strings.HasPrefix(imp, "koe/") {
+			t.Errorf("livechat imports %s; it may import no koe package", imp)
+		}
+	}
 	for _, imp := range imports["client"] {
 		if strings.HasPrefix(imp, "koe/") && imp != "koe/protocol" {
 			t.Errorf("client imports %s; of koe it may import koe/protocol only", imp)

@@ -48,6 +48,7 @@ type Main struct {
 	index     knowledge.Index
 	mcp       *mcp.Manager
 	hub       *conversation.Hub
+	liveChat  *liveChat // nil unless live_chat.enabled
 	server    *server.Server
 	ln        net.Listener
 	served    chan error
@@ -151,17 +152,30 @@ func (m *Main) Open() error {
 		KnowledgeRouter: cfg.Knowledge.Router,
 		Logger:          m.Logger,
 	})
+	var liveChatAPI server.LiveChat
+	if cfg.LiveChat.Enabled {
+		if m.liveChat, err = m.startLiveChat(cfg); err != nil {
+			m.mcp.Close()
+			m.stopRecall()
+			m.stopKnowledge()
+			_ = store.Close()
+			return err
+		}
+		liveChatAPI = m.liveChat.runner
+	}
 	m.server = server.New(server.Options{
 		Config:         cfg.Server,
 		Hub:            m.hub,
 		Pages:          static.Pages(),
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
+		LiveChat:       liveChatAPI,
 		Logger:         m.Logger,
 	})
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		m.liveChat.stop()
 		m.mcp.Close()
 		m.stopRecall()
 		m.stopKnowledge()
@@ -355,6 +369,9 @@ func (m *Main) shutdown() error {
 	start := time.Now()
 	m.stopProbe()
 	<-m.probed
+	// The live chat first: its running turn ends (kept as far as it was
+	// heard) while its watchers are still connected.
+	m.liveChat.stop()
 	err := m.server.Shutdown(ctx)
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.

@@ -19,6 +19,7 @@ import (
 	"koe/asr"
 	"koe/conversation"
 	"koe/knowledge"
+	"koe/livechat"
 	"koe/llm"
 	"koe/mcp"
 	"koe/server"
@@ -50,6 +51,9 @@ type Config struct {
 	// Knowledge is where characters' documents are kept and how turns
 	// read them.
 	Knowledge knowledge.Config `yaml:"knowledge"`
+	// LiveChat turns a stream's chat into turns of a character's live
+	// session.
+	LiveChat livechat.Config `yaml:"live_chat"`
 
 	// fileName is the base name of the configuration file; the client sees
 	// it as the default character's "file".
@@ -76,6 +80,7 @@ func Default() Config {
 		MCP:           mcp.Config{Servers: map[string]mcp.ServerConfig{}},
 		Embeddings:    llm.DefaultEmbeddingsConfig(),
 		Knowledge:     knowledge.DefaultConfig(),
+		LiveChat:      livechat.DefaultConfig(),
 		fileName:      "conf.yaml",
 	}
 }
@@ -164,6 +169,7 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 	cfg.Server.ApplyEnv(getenv)
 	cfg.Embeddings.ApplyEnv(getenv)
 	cfg.Knowledge.ApplyEnv(getenv)
+	cfg.LiveChat.ApplyEnv(getenv)
 	for _, override := range overrides {
 		override(&cfg)
 	}
@@ -172,6 +178,11 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 	}
 	if err := checkCharacterFiles(cfg, getenv); err != nil {
 		return Config{}, err
+	}
+	if lc := cfg.LiveChat; lc.Enabled && lc.Character != "" && lc.Character != cfg.Character.ConfUID {
+		if _, ok := NewCharacters(cfg, getenv).Find(lc.Character); !ok {
+			return Config{}, fmt.Errorf("config %s: live_chat.character %q: no character has that conf_uid", path, lc.Character)
+		}
 	}
 	return cfg, nil
 }
@@ -184,7 +195,7 @@ func (c Config) Validate() error {
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return err
 	}
-	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings, c.Knowledge} {
+	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings, c.Knowledge, c.LiveChat} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

@@ -106,6 +106,7 @@ func (s *Server) apiRoutes() {
 	s.memoryRoutes(api)
 	s.knowledgeRoutes(api)
 	s.chatRoutes(api)
+	s.liveRoutes(api)
 }
 
 func promptBody(c *fiber.Ctx, text string, isDefault bool) fiber.Map {

@@ -41,7 +41,9 @@ type Options struct {
 	// be that large; every other request stays within
 	// Config.MaxMessageBytes.
 	MaxUploadBytes int
-	Logger         *slog.Logger
+	// LiveChat, if set, is the live chat the streamer steers at /api/live.
+	LiveChat LiveChat
+	Logger   *slog.Logger
 }
 
 // Server serves koe over HTTP and WebSocket.
