@@ -126,6 +126,7 @@ MotdPhrase = koe test
 PidFile = %s
 [Limits]
 MaxNickLength = 30
+MaxConnectionsIP = 0
 [Options]
 PAM = no
 Ident = no
