@@ -90,6 +90,9 @@ type Deps struct {
 	Knowledge       Knowledge
 	KnowledgeRouter string
 	Logger          *slog.Logger
+	// Observer counts turns, latencies and failures for the operator
+	// (nil: nothing is counted).
+	Observer Observer
 }
 
 // ToolServers are the tool servers koe is connected to, shared by every
@@ -133,6 +136,9 @@ type Hub struct {
 func NewHub(deps Deps) *Hub {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
+	}
+	if deps.Observer == nil {
+		deps.Observer = noObserver{}
 	}
 	procs := runtime.GOMAXPROCS(0)
 	speech := deps.Config.SpeechSlots

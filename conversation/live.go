@@ -34,6 +34,8 @@ type Live struct {
 	hub  *Hub
 	s    *Session
 	conf string
+	// counted ends its count among open sessions, once.
+	counted func()
 }
 
 // LiveClientUID is the client_uid of a character's live session: watch it
@@ -76,16 +78,18 @@ func (h *Hub) OpenLive(ctx context.Context, confUID, historyUID string) (*Live, 
 
 	uid := LiveClientUID(conf)
 	s := newSession(ctx, h, discard{}, SessionOptions{ClientUID: uid, Headless: true, Logger: h.log.With("live", conf)}, char)
-	l := &Live{hub: h, s: s, conf: conf}
+	l := &Live{hub: h, s: s, conf: conf, counted: sync.OnceFunc(h.deps.Observer.SessionOpened("live"))}
 	h.mu.Lock()
 	switch {
 	case h.closed:
 		h.mu.Unlock()
 		s.cast.agent.Close()
+		l.counted()
 		return nil, &clientError{kind: KindUnavailable, msg: "koe is shutting down"}
 	case h.lives[conf] != nil:
 		h.mu.Unlock()
 		s.cast.agent.Close()
+		l.counted()
 		return nil, fmt.Errorf("live session: character %s has one already", conf)
 	}
 	if h.lives == nil {
@@ -139,6 +143,7 @@ func (l *Live) Close() {
 	}
 	l.hub.mu.Unlock()
 	l.s.Close()
+	l.counted()
 }
 
 // yieldLive stops the live turn of character conf, if one runs, for a turn

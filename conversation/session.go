@@ -20,6 +20,7 @@ import (
 	"koe/tools"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"koe/agent"
 	"koe/protocol"
@@ -55,6 +56,8 @@ type Session struct {
 
 	turns turns
 	voice voice // the read loop's own
+	// turnAttrs label the log lines of the running turn (observe.go).
+	turnAttrs atomic.Pointer[[]slog.Attr]
 
 	mu    sync.Mutex // guards cast and place; never held across a call out
 	cast  cast
@@ -90,7 +93,6 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		hub:       h,
 		deps:      h.deps,
 		out:       out,
-		log:       log,
 		ctx:       ctx,
 		clientUID: opts.ClientUID,
 		koeEvents: opts.KoeEvents,
@@ -98,6 +100,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		replaced:  opts.Replaced,
 		headless:  opts.Headless,
 	}
+	s.log = slog.New(turnLogs{Handler: log.Handler(), cur: &s.turnAttrs})
 	s.voice.rate = defaultRawRate
 	s.cast = s.buildCast(char)
 	return s

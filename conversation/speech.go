@@ -40,6 +40,8 @@ type speaker struct {
 	// stopped: without an engine, pieces are sent at once by add, and a
 	// failed send (the turn or the connection ended) stops the rest.
 	stopped bool
+	// watch measures the turn (its first audio) for the operator.
+	watch *turnWatch
 }
 
 // slot is one piece's place in the reply's order, or another message's
@@ -51,8 +53,9 @@ type slot struct {
 	other any
 }
 
-func newSpeaker(s *Session, t *turn, c cast, concurrency int) *speaker {
+func newSpeaker(s *Session, t *turn, c cast, concurrency int, watch *turnWatch) *speaker {
 	sp := &speaker{
+		watch:   watch,
 		s:       s,
 		turn:    t,
 		limit:   s.hub.speech,
@@ -115,6 +118,7 @@ func (sp *speaker) synthesize(sl *slot, text string, first bool) {
 		if sp.ctx.Err() == nil {
 			// A failed piece stays in the reply as text; the turn goes on.
 			sp.s.log.Warn("speech synthesis failed; sending the piece as text", "text", quote.Shorten(text, 60), "err", err)
+			sp.s.deps.Observer.DependencyFailed(ServiceTTS, err)
 		}
 		return
 	}
@@ -174,6 +178,9 @@ func (sp *speaker) sendInOrder() {
 		}
 		sp.turn.addSent(sl.msg.DisplayText.Text, sl.dur)
 		sp.spoken += sl.dur
+		if sl.msg.Audio != nil {
+			sp.watch.firstAudio()
+		}
 	}
 }
 

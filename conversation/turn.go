@@ -3,6 +3,7 @@ package conversation
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -97,12 +98,16 @@ type turnState struct {
 
 func (s *Session) runTurn(t *turn, in turnInput) {
 	var st turnState
+	watch := newTurnWatch(s.deps.Observer)
+	s.setTurnLog(slog.String("turn_id", t.id))
+	defer s.setTurnLog()
+	defer watch.endStopped(t.ctx)
 	defer s.afterTurn(t, &st)
 	ctx := t.ctx
 	s.send(ctx, protocol.Control(protocol.ControlChainStart))
 	s.send(ctx, protocol.FullText(protocol.ThinkingText))
 	if in.recording != nil {
-		text, ok := s.transcribe(ctx, in.recording)
+		text, ok := s.transcribe(ctx, in.recording, watch)
 		if !ok {
 			return
 		}
@@ -110,6 +115,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	}
 	t.replying.Store(true)
 	st = s.beginTurn(t, in)
+	s.setTurnLog(slog.String("history_uid", st.uid), slog.String("turn_id", t.id))
 	if st.ttsErr != nil {
 		s.send(ctx, protocol.NewError("speech is off for this character, so replies come as text only: "+st.ttsErr.Error()))
 	}
@@ -118,7 +124,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 			AdditionalKwargs: protocol.AdditionalKwargs{ConfUID: st.conf, HistoryUID: st.uid}})
 	}
 
-	em := s.newEmitter(t, st.cast)
+	em := s.newEmitter(t, st.cast, watch)
 	em.st = &st
 	st.final = em.final
 	err := st.cast.agent.Reply(ctx, em)
@@ -133,6 +139,8 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	if err != nil {
 		t.err = err
 		s.logFailure("LLM call failed", err, "conf_uid", st.conf)
+		s.deps.Observer.DependencyFailed(ServiceLLM, err)
+		watch.end(TurnFailed)
 		// What was said before the failure is kept, marked as cut short.
 		if partial := em.reply.String(); partial != "" {
 			s.persistReply(&st, partial, true)
@@ -173,6 +181,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	s.persistReply(&st, reply, false)
 	s.Notify(memoryStateMessage(st.cast.agent.State()))
 	t.finishing.Store(true)
+	watch.end(TurnCompleted)
 	s.endChain(ctx)
 }
 
@@ -188,7 +197,7 @@ func (s *Session) afterTurn(t *turn, st *turnState) {
 	seq, err := s.deps.Store.LastSeq(st.conf, st.uid)
 	if err != nil {
 		// Memory is read again at the next turn.
-		s.log.Debug("could not read the history's newest record", "history_uid", st.uid, "err", err)
+		s.log.Debug("could not read the history's newest record", "err", err)
 		return
 	}
 	s.mu.Lock()
@@ -277,10 +286,10 @@ func (s *Session) refreshMemory(c cast, conf, uid string, seen uint64) {
 		return
 	}
 	if _, _, err := s.readMemory(c, conf, uid); err != nil {
-		s.log.Warn("could not read the history again; memory may miss its newest turns", "history_uid", uid, "err", err)
+		s.log.Warn("could not read the history again; memory may miss its newest turns", "err", err)
 		return
 	}
-	s.log.Debug("history changed elsewhere; memory read again", "history_uid", uid)
+	s.log.Debug("history changed elsewhere; memory read again")
 }
 
 // later stores rec after every record of the turn written so far, off the
@@ -306,7 +315,7 @@ func (s *Session) waitSaved(st *turnState) {
 		return
 	}
 	if err := <-st.saved; err != nil {
-		s.log.Error("could not save the turn to the history", "history_uid", st.uid, "err", err)
+		s.log.Error("could not save the turn to the history", "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save your message to the history; the reason is in its log"))
 	}
 	st.saved = nil
@@ -360,7 +369,7 @@ func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
 	ch := st.cast.char
 	rec := history.Record{Role: history.RoleAI, Content: text, Name: ch.Name, Avatar: ch.Avatar, Interrupted: interrupted}
 	if err := s.deps.Store.Append(st.conf, st.uid, rec); err != nil {
-		s.log.Error("could not save the reply", "history_uid", st.uid, "err", err)
+		s.log.Error("could not save the reply", "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history; the reason is in its log"))
 	} else {
 		s.hub.noted(st.conf, st.uid)
@@ -421,9 +430,11 @@ type turnEmitter struct {
 	filler   string // tools.spoken_filler
 	// st is the turn's state, for storing its tool steps in order.
 	st *turnState
+	// watch measures the turn for the operator.
+	watch *turnWatch
 }
 
-func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
+func (s *Session) newEmitter(t *turn, c cast, watch *turnWatch) *turnEmitter {
 	cfg := s.deps.Config
 	return &turnEmitter{
 		s:        s,
@@ -441,11 +452,13 @@ func (s *Session) newEmitter(t *turn, c cast) *turnEmitter {
 			// not one token later.
 			CutAtDeltaEnd: true,
 		}),
-		speaker: newSpeaker(s, t, c, cfg.SpeechConcurrency),
+		watch:   watch,
+		speaker: newSpeaker(s, t, c, cfg.SpeechConcurrency, watch),
 	}
 }
 
 func (e *turnEmitter) Token(delta string) {
+	e.watch.firstToken()
 	sep := ""
 	if e.newCycle {
 		e.newCycle = false

@@ -182,13 +182,14 @@ func (s *Session) speechStarted(rs *rawStream) {
 // transcribe turns the turn's recording into text and tells the client.
 // It reports false when the turn should not go on: stopped, failed, or
 // nothing was said (the client is then told it can listen again).
-func (s *Session) transcribe(ctx context.Context, wav []byte) (string, bool) {
+func (s *Session) transcribe(ctx context.Context, wav []byte, watch *turnWatch) (string, bool) {
 	engine := s.deps.ASR
 	if engine == nil {
 		msg := "speech input is off: type your message instead"
 		if err := s.deps.ASRErr; err != nil {
 			msg = "speech input is off (" + err.Error() + "): type your message instead"
 		}
+		watch.end(TurnFailed)
 		s.failTurn(ctx, msg)
 		return "", false
 	}
@@ -202,6 +203,8 @@ func (s *Session) transcribe(ctx context.Context, wav []byte) (string, bool) {
 	}
 	if err != nil {
 		s.log.Warn("transcription failed", "err", err)
+		s.deps.Observer.DependencyFailed(ServiceASR, err)
+		watch.end(TurnFailed)
 		msg := "koe could not transcribe the recording; the reason is in its log"
 		if errors.Is(err, asr.ErrBadAudio) {
 			msg = "koe could not transcribe the recording: " + quote.Shorten(err.Error(), 200)
@@ -213,6 +216,7 @@ func (s *Session) transcribe(ctx context.Context, wav []byte) (string, bool) {
 	s.send(ctx, protocol.Text{Type: protocol.TypeUserInputTranscription, Text: text})
 	if text == "" {
 		// Nothing was said: end the chain so the client listens again.
+		watch.end(TurnCompleted)
 		s.send(ctx, protocol.FullText(""))
 		s.endChain(ctx)
 		return "", false
