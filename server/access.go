@@ -208,7 +208,7 @@ func (s *Server) checkToken(c *fiber.Ctx) error {
 	path, method := c.Path(), c.Method()
 	get := method == fiber.MethodGet || method == fiber.MethodHead
 	switch {
-	case get && isRoute(path, "/healthz"):
+	case get && (isRoute(path, "/healthz") || isRoute(path, "/readyz")):
 		return c.Next()
 	case method == fiber.MethodOptions && s.isAssetPath(path):
 		return c.Next() // CORS preflights never carry credentials

@@ -124,8 +124,10 @@ func (s *Server) chatStream(c *fiber.Ctx) error {
 
 	// The turn runs beside the writer; the writer owns it (cancel) and
 	// ends with it (end).
+	closed := s.metrics.SessionOpened("sse")
 	go func() {
 		defer s.conns.Done()
+		defer closed()
 		if err := chat.Run(); err != nil && conversation.IsInternal(err) {
 			log.Error("chat turn failed", "err", err)
 		}

@@ -25,7 +25,7 @@ type Config struct {
 	// refused, which defeats DNS rebinding. "*" allows any.
 	AllowedHosts []string `yaml:"allowed_hosts"`
 	// AuthToken, when set, is required on every request but GET /healthz
-	// (env KOE_AUTH_TOKEN overrides it).
+	// and /readyz (env KOE_AUTH_TOKEN overrides it).
 	AuthToken string `yaml:"auth_token"`
 	// InsecureNoAuth lets koe listen beyond loopback without AuthToken,
 	// for set-ups where a proxy in front of koe authenticates users.
@@ -65,6 +65,12 @@ type Config struct {
 	// SSEHeartbeat is how often a chat API event stream with nothing to
 	// say gets a comment line, so that proxies keep it open.
 	SSEHeartbeat time.Duration `yaml:"sse_heartbeat"`
+	// Metrics serves /metrics in the Prometheus text format, behind the
+	// same Host check and token as the API.
+	Metrics bool `yaml:"metrics"`
+	// ReadyTimeout bounds each check /readyz runs (the store, and the
+	// coordinator when there is one); a check slower than this fails.
+	ReadyTimeout time.Duration `yaml:"ready_timeout"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -86,6 +92,8 @@ func DefaultConfig() Config {
 		ReadTimeout:       10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		SSEHeartbeat:      15 * time.Second,
+		Metrics:           true,
+		ReadyTimeout:      2 * time.Second,
 	}
 }
 
@@ -110,7 +118,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server.send_queue_size %d is too small (at least 8)", c.SendQueueSize)
 	case c.WatcherQueueBytes < 64<<10:
 		return fmt.Errorf("server.watcher_queue_bytes %d is too small (at least 65536: a spoken sentence is often more)", c.WatcherQueueBytes)
-	case c.WriteTimeout <= 0 || c.PingInterval <= 0 || c.ShutdownTimeout <= 0 || c.ReadTimeout <= 0 || c.IdleTimeout <= 0 || c.SSEHeartbeat <= 0:
+	case c.WriteTimeout <= 0 || c.PingInterval <= 0 || c.ShutdownTimeout <= 0 || c.ReadTimeout <= 0 || c.IdleTimeout <= 0 || c.SSEHeartbeat <= 0 || c.ReadyTimeout <= 0:
 		return fmt.Errorf("server timeouts must be positive")
 	case c.PongTimeout <= c.PingInterval:
 		return fmt.Errorf("server.pong_timeout (%s) must be longer than server.ping_interval (%s)", c.PongTimeout, c.PingInterval)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -35,9 +36,10 @@ var (
 // parked for each would hold its stack. Pings are due from a timer, which
 // holds no goroutine either.
 type conn struct {
-	ws  *fws.Conn
-	cfg Config
-	log *slog.Logger
+	ws      *fws.Conn
+	cfg     Config
+	log     *slog.Logger
+	metrics Metrics // counts the drops below
 
 	closed chan struct{} // closed by close: wakes senders that wait for room
 	done   chan struct{} // closed by the last writer, after the goodbye
@@ -55,13 +57,14 @@ type conn struct {
 	closeText string
 }
 
-func newConn(ws *fws.Conn, cfg Config, log *slog.Logger) *conn {
+func newConn(ws *fws.Conn, cfg Config, log *slog.Logger, m Metrics) *conn {
 	return &conn{
-		ws:     ws,
-		cfg:    cfg,
-		log:    log,
-		closed: make(chan struct{}),
-		done:   make(chan struct{}),
+		ws:      ws,
+		cfg:     cfg,
+		log:     log,
+		metrics: m,
+		closed:  make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 }
 
@@ -182,6 +185,7 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error, then func(
 			return errConnClosed
 		case <-giveUp.C:
 			c.log.Warn("disconnecting a client that stopped reading", "queued", c.queued(), "waited", c.cfg.WriteTimeout)
+			c.metrics.QueueDropped("websocket")
 			c.close(closePolicy, "send queue full")
 			// The writer is most likely blocked on the client's full
 			// socket: fail that write now rather than after another
@@ -208,6 +212,7 @@ func (c *conn) offer(ctx context.Context, data []byte) {
 	if queued := c.queue.size(); queued > 0 && queued+len(data) > c.cfg.WatcherQueueBytes {
 		c.mu.Unlock()
 		c.log.Warn("disconnecting a watcher that fell behind", "queued_bytes", queued, "limit", "server.watcher_queue_bytes")
+		c.metrics.QueueDropped("watcher")
 		c.close(closePolicy, "watcher fell behind (server.watcher_queue_bytes)")
 		_ = c.ws.NetConn().SetWriteDeadline(time.Now())
 		return
@@ -215,6 +220,12 @@ func (c *conn) offer(ctx context.Context, data []byte) {
 	c.queue.push(frame{ctx: ctx, data: data})
 	c.wakeLocked()
 	c.mu.Unlock()
+}
+
+func (c *conn) isClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing
 }
 
 func (c *conn) queued() int {
@@ -287,6 +298,14 @@ func (c *conn) writePump() {
 		f.finish(err)
 		if err != nil {
 			c.log.Debug("write failed", "err", err)
+			// A client that read nothing for a whole write timeout is
+			// dropped as one whose queue stayed full is (unless that is
+			// why the write failed: it was counted then).
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !c.isClosing() {
+				c.log.Warn("disconnecting a client that stopped reading", "waited", c.cfg.WriteTimeout)
+				c.metrics.QueueDropped("websocket")
+			}
 			c.close(closeBrokenConn, "")
 		}
 	}

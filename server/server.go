@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -44,6 +45,14 @@ type Options struct {
 	// LiveChat, if set, is the live chat the streamer steers at /api/live.
 	LiveChat LiveChat
 	Logger   *slog.Logger
+	// Metrics, if set, counts sessions and queue drops.
+	Metrics Metrics
+	// MetricsHandler serves /metrics (Prometheus) when Config.Metrics is
+	// on; nil: no /metrics.
+	MetricsHandler http.Handler
+	// Ready are the checks /readyz runs, in order: the store, and the
+	// coordinator when there is one.
+	Ready []ReadyCheck
 }
 
 // Server serves koe over HTTP and WebSocket.
@@ -68,6 +77,8 @@ type Server struct {
 	tracker        *connTracker // every accepted connection
 	fileLimit      uint64       // soft RLIMIT_NOFILE; 0 if unknown
 	maxUpload      int          // Options.MaxUploadBytes, defaulted
+	metrics        Metrics      // Options.Metrics, or one that counts nothing
+	ready          readyStates  // what /readyz found at its last probe
 }
 
 // New builds the server and its routes.
@@ -79,6 +90,13 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop}
 	s.refusedOrigins.every = time.Minute
 	s.access = newAccess(s.cfg)
+	s.metrics = opts.Metrics
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
+	}
+	if s.cfg.ReadyTimeout <= 0 {
+		s.cfg.ReadyTimeout = readyTimeoutFallback
+	}
 	s.maxUpload = opts.MaxUploadBytes
 	if s.maxUpload <= 0 {
 		s.maxUpload = knowledge.DefaultMaxFileBytes
@@ -148,9 +166,7 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 
 func (s *Server) routes() {
 	s.app.Use(s.guard, s.boundBody)
-	s.app.Get("/healthz", func(c *fiber.Ctx) error {
-		return c.JSON(fiber.Map{"status": "ok", "sessions": s.sessions.Load()})
-	})
+	s.healthRoutes()
 	s.app.Use("/api", s.checkOrigin)
 	s.apiRoutes()
 	s.app.Use("/client-ws", s.checkUpgrade, s.checkSocketQuery)

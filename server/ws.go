@@ -38,14 +38,16 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	cn := newConn(c.Conn, s.cfg, log)
+	cn := newConn(c.Conn, s.cfg, log, s.metrics)
 	cn.start(s.base)
 
 	koeEvents := c.Subprotocol() == protocol.Subprotocol || c.Query("koe") == "1"
 	if target, ok := watchTarget(c.Query); ok {
+		defer s.metrics.SessionOpened("watcher")()
 		s.handleWatch(c, cn, clientUID, target, koeEvents)
 		return
 	}
+	defer s.metrics.SessionOpened("websocket")()
 	sess := s.opts.Hub.Open(ctx, cn, conversation.SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log,
 		Replaced: func() { cn.close(closeNormal, "replaced by a new connection with the same client_uid") }})
 	if sess == nil {
