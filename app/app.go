@@ -25,6 +25,7 @@ import (
 	"koe/knowledge"
 	"koe/llm"
 	"koe/mcp"
+	"koe/metrics"
 	"koe/recall"
 	"koe/server"
 	"koe/static"
@@ -48,7 +49,8 @@ type Main struct {
 	index     knowledge.Index
 	mcp       *mcp.Manager
 	hub       *conversation.Hub
-	liveChat  *liveChat // nil unless live_chat.enabled
+	liveChat  *liveChat        // nil unless live_chat.enabled
+	metrics   *metrics.Metrics // nil unless server.metrics
 	server    *server.Server
 	ln        net.Listener
 	served    chan error
@@ -135,9 +137,21 @@ func (m *Main) Open() error {
 	}
 	characters := config.NewCharacters(cfg, m.Getenv)
 	warnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
+	// Conversations' store is timed when metrics are on; nothing is
+	// measured (or paid for) when they are off.
+	var convStore conversation.HistoryStore = store
+	var observer conversation.Observer
+	var serverMetrics server.Metrics
+	var metricsHandler http.Handler
+	if cfg.Server.Metrics {
+		m.metrics = metrics.New()
+		convStore = timedStore{next: store, m: m.metrics}
+		observer, serverMetrics, metricsHandler = m.metrics, m.metrics, m.metrics.Handler()
+	}
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
-		Store:      store,
+		Store:      convStore,
+		Observer:   observer,
 		Characters: characters,
 		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, m.llm) },
 		NewTTS: func(c tts.Config) (conversation.Synthesizer, error) {
@@ -170,6 +184,9 @@ func (m *Main) Open() error {
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
 		LiveChat:       liveChatAPI,
 		Logger:         m.Logger,
+		Metrics:        serverMetrics,
+		MetricsHandler: metricsHandler,
+		Ready:          []server.ReadyCheck{storeReady(store)},
 	})
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
