@@ -196,6 +196,7 @@ func ErrorKind(err error) string {
 	}
 	return "other"
 }
+
 var llmKinds = map[agent.ErrorKind]string{
 	agent.KindUnreachable:      "unreachable",
 	agent.KindUnauthorized:     "unauthorized",

@@ -657,6 +657,10 @@ func TestSlowClientIsDropped(t *testing.T) {
 			break
 		}
 	}
+	// Counted before it was disconnected.
+	got := scrape(t, m.Addr(), nil)
+	got.want(t, 1, "koe_queue_drops_total", "queue", "websocket")
+	got.want(t, 1, "koe_turns_ended_total", "outcome", "completed")
 }
 
 // The OLV client creates a history on every connect; one never used is

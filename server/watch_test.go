@@ -299,4 +299,8 @@ func TestSlowWatcherIsDroppedNotTheSpeaker(t *testing.T) {
 		}
 		break
 	}
+	// Counted before it was disconnected; the speaker was never dropped.
+	got := scrape(t, m.Addr(), nil)
+	got.want(t, 1, "koe_queue_drops_total", "queue", "watcher")
+	got.want(t, 0, "koe_queue_drops_total", "queue", "websocket")
 }
