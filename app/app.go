@@ -177,6 +177,8 @@ func (m *Main) Open() error {
 		}
 		liveChatAPI = m.liveChat.runner
 	}
+	// What /readyz checks; a shared coordinator adds its own check here.
+	ready := []server.ReadyCheck{storeReady(store)}
 	m.server = server.New(server.Options{
 		Config:         cfg.Server,
 		Hub:            m.hub,
@@ -186,7 +188,7 @@ func (m *Main) Open() error {
 		Logger:         m.Logger,
 		Metrics:        serverMetrics,
 		MetricsHandler: metricsHandler,
-		Ready:          []server.ReadyCheck{storeReady(store)},
+		Ready:          ready,
 	})
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
