@@ -93,7 +93,7 @@ func (s scraped) want(t *testing.T, v float64, name string, labels ...string) {
 	}
 }
 
-// TestMetrics: a real koe runs completed, failed and interrupted turns,
+// TestMetrics: a real koe runs completed, failed, interrupted and stopped turns,
 // and /metrics counts each of them, their first token and first audio,
 // the LLM's failure by kind, the open session and the store's writes.
 // /metrics wants the token; /healthz and /readyz do not.
@@ -140,22 +140,41 @@ func TestMetrics(t *testing.T) {
 	c.send(msg{"type": "interrupt-signal", "text": "Once upon a time"})
 	// The interrupt is handled (the turn has ended) before the heartbeat.
 	c.silent()
+	// A turn stopped from outside: the stop request answers once it has
+	// ended.
+	uid := c.request(msg{"type": "fetch-history-list"}, "history-list")["histories"].([]any)[0].(map[string]any)["uid"].(string)
+	c.send(msg{"type": "text-input", "text": "another story", "images": []any{}})
+	c.until(isType("audio"))
+	req, err := http.NewRequest(http.MethodPost, "http://"+m.Addr()+"/api/chat/"+uid+"/stop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stop: %d", resp.StatusCode)
+	}
+	c.until(isControl("interrupt"))
 
 	s := scrape(t, m.Addr(), auth)
-	s.want(t, completed+2, "koe_turns_started_total")
+	s.want(t, completed+3, "koe_turns_started_total")
 	s.want(t, completed, "koe_turns_ended_total", "outcome", "completed")
 	s.want(t, 1, "koe_turns_ended_total", "outcome", "failed")
 	s.want(t, 1, "koe_turns_ended_total", "outcome", "interrupted")
-	s.want(t, 0, "koe_turns_ended_total", "outcome", "stopped")
+	s.want(t, 1, "koe_turns_ended_total", "outcome", "stopped")
 	// Every turn that reached the LLM's answer streamed and spoke.
-	s.want(t, completed+1, "koe_first_token_seconds")
-	s.want(t, completed+1, "koe_first_audio_seconds")
+	s.want(t, completed+2, "koe_first_token_seconds")
+	s.want(t, completed+2, "koe_first_audio_seconds")
 	s.want(t, 1, "koe_dependency_errors_total", "service", "llm", "kind", "unauthorized")
 	s.want(t, 1, "koe_sessions_open", "kind", "websocket")
 	// Each turn stores the user's message; the first creates the history.
 	s.want(t, 1, "koe_store_operation_seconds", "op", "create_with")
-	if n := s.value("koe_store_operation_seconds", "op", "append"); n < completed+2 {
-		t.Errorf("store appends timed: %v, want at least %d", n, completed+2)
+	if n := s.value("koe_store_operation_seconds", "op", "append"); n < completed+3 {
+		t.Errorf("store appends timed: %v, want at least %d", n, completed+3)
 	}
 	if n := s.value("koe_store_errors_total", "op", "append"); n > 0 {
 		t.Errorf("store append failures counted: %v", n)
