@@ -21,6 +21,7 @@ import (
 	"koe/asr"
 	"koe/config"
 	"koe/conversation"
+	"koe/coord"
 	"koe/history"
 	"koe/knowledge"
 	"koe/llm"
@@ -48,7 +49,8 @@ type Main struct {
 	index     knowledge.Index
 	mcp       *mcp.Manager
 	hub       *conversation.Hub
-	liveChat  *liveChat // nil unless live_chat.enabled
+	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
+	liveChat  *liveChat               // nil unless live_chat.enabled
 	server    *server.Server
 	ln        net.Listener
 	served    chan error
@@ -133,6 +135,21 @@ func (m *Main) Open() error {
 		_ = store.Close()
 		return err
 	}
+	var coordinator conversation.Coordinator
+	if cfg.Coord.Backend == coord.Redis {
+		ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
+		rc, err := coord.NewRedis(ctx, cfg.Coord, m.Logger)
+		cancel()
+		if err != nil {
+			m.mcp.Close()
+			m.stopRecall()
+			m.stopKnowledge()
+			_ = store.Close()
+			return err
+		}
+		m.coord, coordinator = rc, rc
+		m.Logger.Info("turns are coordinated through redis", "coord_lease", cfg.Coord.Lease)
+	}
 	characters := config.NewCharacters(cfg, m.Getenv)
 	warnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
 	m.hub = conversation.NewHub(conversation.Deps{
@@ -150,11 +167,13 @@ func (m *Main) Open() error {
 		Recall:          m.recall,
 		Knowledge:       m.knowledge,
 		KnowledgeRouter: cfg.Knowledge.Router,
+		Coordinator:     coordinator,
 		Logger:          m.Logger,
 	})
 	var liveChatAPI server.LiveChat
 	if cfg.LiveChat.Enabled {
 		if m.liveChat, err = m.startLiveChat(cfg); err != nil {
+			m.closeCoord()
 			m.mcp.Close()
 			m.stopRecall()
 			m.stopKnowledge()
@@ -176,6 +195,7 @@ func (m *Main) Open() error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		m.liveChat.stop()
+		m.closeCoord()
 		m.mcp.Close()
 		m.stopRecall()
 		m.stopKnowledge()
@@ -251,6 +271,19 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 		}
 	}()
 	return nil
+}
+
+// coordOpenTimeout bounds connecting to Redis (coord: redis) at start.
+const coordOpenTimeout = 30 * time.Second
+
+// closeCoord closes the connection to Redis, if koe has one.
+func (m *Main) closeCoord() {
+	if m.coord == nil {
+		return
+	}
+	if err := m.coord.Close(); err != nil {
+		m.Logger.Warn("coord: closing the connection to redis failed", "err", err)
+	}
 }
 
 // postgresOpenTimeout bounds connecting to PostgreSQL and migrating its
@@ -376,6 +409,7 @@ func (m *Main) shutdown() error {
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.
 	m.hub.Close()
+	m.closeCoord()
 	m.stopRecall()
 	m.stopKnowledge()
 	m.mcp.Close()
