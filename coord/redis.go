@@ -220,14 +220,15 @@ func (r *RedisCoordinator) onStop(payload string) {
 	}
 }
 
-// resync wakes every waiter and checks every held lease's stop key.
+// resync wakes every waiter and renews every held lease at once: Redis
+// may have lost them (a restart without persistence), and the renewal
+// sets them again and reads their stop keys.
 func (r *RedisCoordinator) resync() {
 	r.mu.Lock()
-	var leases []*redisLease
-	for _, l := range r.held {
-		leases = append(leases, l)
-	}
 	var wakes []chan struct{}
+	for _, l := range r.held {
+		wakes = append(wakes, l.kick)
+	}
 	for _, ws := range r.waiters {
 		for w := range ws {
 			wakes = append(wakes, w)
@@ -236,13 +237,6 @@ func (r *RedisCoordinator) resync() {
 	r.mu.Unlock()
 	for _, w := range wakes {
 		notify(w)
-	}
-	for _, l := range leases {
-		v, err := r.client.Get(r.ctx, stopPrefix+l.history).Result()
-		if err != nil {
-			continue // none, or Redis is away again: the renewal reads it
-		}
-		l.checkStop(v)
 	}
 }
 
@@ -309,7 +303,7 @@ func (r *RedisCoordinator) Claim(ctx context.Context, history, turn string, stop
 	defer r.removeWaiter(history, wake)
 	// Registered before it holds the lease: a stop published right after
 	// the lease is set finds it.
-	l := &redisLease{r: r, history: history, token: token, stop: stop, done: make(chan struct{})}
+	l := &redisLease{r: r, history: history, token: token, stop: stop, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	first, asked := "1", ""
 	var lastErr error
 	for {
@@ -446,6 +440,7 @@ type redisLease struct {
 	stop    func(takenOver bool)
 	fired   sync.Once
 	cancel  context.CancelFunc
+	kick    chan struct{} // renew now
 	done    chan struct{} // closed when the renewals ended
 	once    sync.Once
 }
@@ -462,10 +457,12 @@ func (l *redisLease) checkStop(v string) {
 	}
 }
 
-// renew keeps the lease while the turn runs. A renewal that fails (Redis
-// away) is logged and tried again at the next tick: the turn goes on. If
-// the lease expired meanwhile, it is set again, unless another turn took
-// the history: this one is then stopped as taken over.
+// renew keeps the lease while the turn runs, every third of coord_lease
+// and at once when the subscription comes back after a connection loss.
+// A renewal that fails (Redis away) is logged and tried again at the next
+// tick: the turn goes on. If the lease expired meanwhile (or Redis lost
+// it), it is set again, unless another turn took the history: this one is
+// then stopped as taken over.
 func (l *redisLease) renew(ctx context.Context) {
 	defer l.r.wg.Done()
 	defer close(l.done)
@@ -477,6 +474,7 @@ func (l *redisLease) renew(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-l.kick:
 		}
 		res, err := renew.Run(ctx, l.r.client, []string{leasePrefix + l.history, stopPrefix + l.history},
 			l.token, l.r.lease.Milliseconds()).Slice()
