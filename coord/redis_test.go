@@ -447,3 +447,66 @@ func leaseSet(t testing.TB, srv *redistest.Server, history string) <-chan struct
 	}()
 	return done
 }
+
+// A stop whose message the holder missed (it was not listening when it
+// was published) is still read from its key, at the next renewal.
+func TestStopByKeyWhenTheMessageIsMissed(t *testing.T) {
+	srv := redistest.Start(t)
+	b, _ := instance(t, srv, "B")
+	tt := newTurn()
+	lease := claim(t, b, "h8", "run-deaf", tt)
+	defer lease.Release()
+	spy := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", srv.Port)})
+	defer spy.Close()
+	ctx := context.Background()
+	holder, err := spy.Get(ctx, leasePrefix+"h8").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What askStop does, minus the message.
+	if err := spy.Set(ctx, stopPrefix+"h8", holder+"\n"+reasonStop, testLease).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, tt.stopped, "the turn read the stop from its key")
+	if tt.takenOver.Load() {
+		t.Fatal("a stop was told as a take-over")
+	}
+}
+
+// A turn that does not end within coord_wait makes a claim fail with an
+// error that names the bound.
+func TestClaimWaitBound(t *testing.T) {
+	srv := redistest.Start(t)
+	b, _ := instance(t, srv, "B")
+	cfg := testConfig(srv.URL())
+	cfg.Wait = 2 * testLease
+	a, err := NewRedis(context.Background(), cfg, slog.New(newLogWatch(t, "A")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	stuck := newTurn() // it is told to stop, and never ends
+	lease := claim(t, b, "h9", "run-stuck", stuck)
+	defer lease.Release()
+	_, err = a.Claim(context.Background(), "h9", "run-waiting", func(bool) {})
+	if err == nil || !strings.Contains(err.Error(), "did not end within coord_wait") {
+		t.Fatalf("claim of a history whose turn does not end: %v", err)
+	}
+	wait(t, stuck.stopped, "the stuck turn was asked to stop")
+	if _, err := a.Stop(context.Background(), "h9"); err == nil || !strings.Contains(err.Error(), "did not end within coord_wait") {
+		t.Fatalf("stop of a turn that does not end: %v", err)
+	}
+}
+
+// Redis unreachable at start: a clear error naming the address.
+func TestUnreachableAtStart(t *testing.T) {
+	srv := redistest.Start(t)
+	url := srv.URL()
+	srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	_, err := NewRedis(ctx, testConfig(url), nil)
+	if err == nil || !strings.Contains(err.Error(), "coord: redis at 127.0.0.1:") {
+		t.Fatalf("NewRedis with redis-server stopped: %v", err)
+	}
+}
