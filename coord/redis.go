@@ -394,7 +394,7 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 		var wait time.Duration
 		if err != nil {
 			if ctx.Err() != nil {
-				return false, fmt.Errorf("stop history %s: %w", history, err)
+				return false, r.stopFailed(history, holder, asked, err)
 			}
 			r.log.Warn("could not stop a turn; retrying", "history_uid", history, "err", err)
 			wait = retryEvery
@@ -426,10 +426,17 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return false, fmt.Errorf("stop history %s: the turn running there (%s) did not end within coord_wait (%s)", history, holder, r.wait)
+			return false, r.stopFailed(history, holder, asked, ctx.Err())
 		}
 		timer.Stop()
 	}
+}
+
+func (r *RedisCoordinator) stopFailed(history, holder string, asked bool, err error) error {
+	if asked {
+		return fmt.Errorf("stop history %s: the turn running there (%s) did not end within coord_wait (%s)", history, holder, r.wait)
+	}
+	return fmt.Errorf("stop history %s: could not reach redis within coord_wait (%s): %w", history, r.wait, err)
 }
 
 // redisLease is a turn's hold on its history.
