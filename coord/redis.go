@@ -325,15 +325,15 @@ func (r *RedisCoordinator) Claim(ctx context.Context, history, turn string, stop
 			return nil, conversation.ErrOvertaken
 		default:
 			first = ""
+			// Asked at every look: a request lost with a restarted
+			// Redis is made again.
 			holder, _ := res[1].(string)
-			if holder != asked {
-				if err := r.askStop(ctx, history, holder, reasonTake); err != nil {
-					lastErr = err
-					wait = retryEvery
-					break
-				}
-				asked = holder
+			if err := r.askStop(ctx, history, holder, reasonTake); err != nil {
+				lastErr = err
+				wait = retryEvery
+				break
 			}
+			asked = holder
 			// Woken by its release, or at its expiry (its instance died).
 			wait = time.Duration(toInt(res[2])) * time.Millisecond
 			if wait <= 0 {
@@ -405,15 +405,14 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 				return false, nil
 			case asked && cur != holder:
 				return true, nil
-			case !asked:
-				holder = cur
-				if err := r.askStop(ctx, history, holder, reasonStop); err != nil {
-					wait = retryEvery
-					break
-				}
+			}
+			// Asked at every look: a request lost with a restarted
+			// Redis is made again.
+			holder = cur
+			if err := r.askStop(ctx, history, holder, reasonStop); err != nil {
+				wait = retryEvery
+			} else {
 				asked = true
-				fallthrough
-			default:
 				wait = time.Duration(toInt(res[1])) * time.Millisecond
 				if wait <= 0 {
 					wait = r.lease
