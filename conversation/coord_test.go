@@ -3,6 +3,7 @@ package conversation_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,8 +31,13 @@ func withCoordinator(c conversation.Coordinator) rigOption {
 
 func redisCoordinator(t *testing.T, srv *redistest.Server) *coord.RedisCoordinator {
 	t.Helper()
+	return redisCoordinatorWait(t, srv, hangGuard)
+}
+
+func redisCoordinatorWait(t *testing.T, srv *redistest.Server, wait time.Duration) *coord.RedisCoordinator {
+	t.Helper()
 	cfg := coord.DefaultConfig()
-	cfg.Backend, cfg.RedisURL, cfg.Lease, cfg.Wait = coord.Redis, srv.URL(), time.Second, hangGuard
+	cfg.Backend, cfg.RedisURL, cfg.Lease, cfg.Wait = coord.Redis, srv.URL(), time.Second, wait
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	c, err := coord.NewRedis(ctx, cfg, koetest.Logger(t))
@@ -166,5 +172,41 @@ func TestStopAcrossInstances(t *testing.T) {
 	r.until(protocol.TypeControl, protocol.ControlInterrupt)
 	if stopped, err := b.hub.StopHistory(context.Background(), uid); err != nil || stopped {
 		t.Fatalf("second stop = %v, %v; want false, nil", stopped, err)
+	}
+}
+
+// With Redis away for longer than coord_wait, a turn cannot have its
+// history: it fails with an error that says why, and stores nothing; once
+// Redis is back, turns work again.
+func TestTurnWithRedisAway(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRig(t, fakellm.Echo(0), withCoordinator(redisCoordinatorWait(t, srv, time.Second)))
+	srv.Stop()
+	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "hello"})
+	var failed bool
+	for _, f := range r.until(protocol.TypeControl, protocol.ControlChainEnd) {
+		if f.Type == protocol.TypeError {
+			if !strings.Contains(string(f.JSON), "could not start the turn") {
+				t.Fatalf("error frame %s", f.JSON)
+			}
+			failed = true
+		}
+	}
+	if !failed {
+		t.Fatal("no error frame for a turn that could not have its history")
+	}
+	if uid := r.sess.Info().HistoryUID; uid != "" {
+		t.Fatalf("the session points at history %q, which was never stored", uid)
+	}
+	srv.Start()
+	r.turn("again")
+	var got []string
+	for _, rec := range r.records() {
+		if rec.Role == history.RoleHuman {
+			got = append(got, rec.Content)
+		}
+	}
+	if !slices.Equal(got, []string{"again"}) {
+		t.Fatalf("human messages stored: %q", got)
 	}
 }
