@@ -537,3 +537,25 @@ func TestUnreachableAtStart(t *testing.T) {
 		t.Fatalf("NewRedis with redis-server stopped: %v", err)
 	}
 }
+
+// BenchmarkClaimRelease measures what coordination adds to a turn in a
+// free history: its claim (before its first words) and its release.
+func BenchmarkClaimRelease(b *testing.B) {
+	srv := redistest.Start(b)
+	r, _ := instance(b, srv, "A")
+	for _, c := range []struct {
+		name string
+		c    conversation.Coordinator
+	}{{"redis", r}, {"local", conversation.NewLocalCoordinator()}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			for i := 0; b.Loop(); i++ {
+				l, err := c.c.Claim(ctx, "bench", fmt.Sprint("run-", i), func(bool) {})
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.Release()
+			}
+		})
+	}
+}
