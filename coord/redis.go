@@ -301,8 +301,8 @@ func (r *RedisCoordinator) Claim(ctx context.Context, history, turn string, stop
 	defer cancel()
 	wake := r.addWaiter(history)
 	defer r.removeWaiter(history, wake)
-	// Registered before it holds the lease: a stop published right after
-	// the lease is set finds it.
+	// Registered as this instance's once it holds the lease; hold then
+	// reads a stop that may have been published before that.
 	l := &redisLease{r: r, history: history, token: token, stop: stop, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	first, asked := "1", ""
 	var lastErr error
