@@ -21,6 +21,7 @@ import (
 	"koe/asr"
 	"koe/config"
 	"koe/conversation"
+	"koe/coord"
 	"koe/history"
 	"koe/knowledge"
 	"koe/llm"
@@ -49,8 +50,9 @@ type Main struct {
 	index     knowledge.Index
 	mcp       *mcp.Manager
 	hub       *conversation.Hub
-	liveChat  *liveChat        // nil unless live_chat.enabled
-	metrics   *metrics.Metrics // nil unless server.metrics
+	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
+	liveChat  *liveChat               // nil unless live_chat.enabled
+	metrics   *metrics.Metrics        // nil unless server.metrics
 	server    *server.Server
 	ln        net.Listener
 	served    chan error
@@ -135,6 +137,21 @@ func (m *Main) Open() error {
 		_ = store.Close()
 		return err
 	}
+	var coordinator conversation.Coordinator
+	if cfg.Coord.Backend == coord.Redis {
+		ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
+		rc, err := coord.NewRedis(ctx, cfg.Coord, m.Logger)
+		cancel()
+		if err != nil {
+			m.mcp.Close()
+			m.stopRecall()
+			m.stopKnowledge()
+			_ = store.Close()
+			return err
+		}
+		m.coord, coordinator = rc, rc
+		m.Logger.Info("turns are coordinated through redis", "coord_lease", cfg.Coord.Lease)
+	}
 	characters := config.NewCharacters(cfg, m.Getenv)
 	warnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
 	// Conversations' store is timed when metrics are on; nothing is
@@ -164,11 +181,13 @@ func (m *Main) Open() error {
 		Recall:          m.recall,
 		Knowledge:       m.knowledge,
 		KnowledgeRouter: cfg.Knowledge.Router,
+		Coordinator:     coordinator,
 		Logger:          m.Logger,
 	})
 	var liveChatAPI server.LiveChat
 	if cfg.LiveChat.Enabled {
 		if m.liveChat, err = m.startLiveChat(cfg); err != nil {
+			m.closeCoord()
 			m.mcp.Close()
 			m.stopRecall()
 			m.stopKnowledge()
@@ -177,8 +196,11 @@ func (m *Main) Open() error {
 		}
 		liveChatAPI = m.liveChat.runner
 	}
-	// What /readyz checks; a shared coordinator adds its own check here.
+	// What /readyz checks: the store, and the shared coordinator if any.
 	ready := []server.ReadyCheck{storeReady(store)}
+	if m.coord != nil {
+		ready = append(ready, server.ReadyCheck{Name: "coord", Check: m.coord.Ping})
+	}
 	m.server = server.New(server.Options{
 		Config:         cfg.Server,
 		Hub:            m.hub,
@@ -195,6 +217,7 @@ func (m *Main) Open() error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		m.liveChat.stop()
+		m.closeCoord()
 		m.mcp.Close()
 		m.stopRecall()
 		m.stopKnowledge()
@@ -270,6 +293,19 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 		}
 	}()
 	return nil
+}
+
+// coordOpenTimeout bounds connecting to Redis (coord: redis) at start.
+const coordOpenTimeout = 30 * time.Second
+
+// closeCoord closes the connection to Redis, if koe has one.
+func (m *Main) closeCoord() {
+	if m.coord == nil {
+		return
+	}
+	if err := m.coord.Close(); err != nil {
+		m.Logger.Warn("coord: closing the connection to redis failed", "err", err)
+	}
 }
 
 // postgresOpenTimeout bounds connecting to PostgreSQL and migrating its
@@ -395,6 +431,7 @@ func (m *Main) shutdown() error {
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.
 	m.hub.Close()
+	m.closeCoord()
 	m.stopRecall()
 	m.stopKnowledge()
 	m.mcp.Close()

@@ -18,6 +18,7 @@ import (
 	"koe/agent"
 	"koe/asr"
 	"koe/conversation"
+	"koe/coord"
 	"koe/knowledge"
 	"koe/livechat"
 	"koe/llm"
@@ -54,6 +55,9 @@ type Config struct {
 	// LiveChat turns a stream's chat into turns of a character's live
 	// session.
 	LiveChat livechat.Config `yaml:"live_chat"`
+	// Coord is how instances that share histories coordinate their
+	// turns (coord, redis_url, coord_lease, coord_wait at the top level).
+	Coord coord.Config `yaml:",inline"`
 
 	// fileName is the base name of the configuration file; the client sees
 	// it as the default character's "file".
@@ -81,6 +85,7 @@ func Default() Config {
 		Embeddings:    llm.DefaultEmbeddingsConfig(),
 		Knowledge:     knowledge.DefaultConfig(),
 		LiveChat:      livechat.DefaultConfig(),
+		Coord:         coord.DefaultConfig(),
 		fileName:      "conf.yaml",
 	}
 }
@@ -170,6 +175,7 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 	cfg.Embeddings.ApplyEnv(getenv)
 	cfg.Knowledge.ApplyEnv(getenv)
 	cfg.LiveChat.ApplyEnv(getenv)
+	cfg.Coord.ApplyEnv(getenv)
 	for _, override := range overrides {
 		override(&cfg)
 	}
@@ -195,7 +201,7 @@ func (c Config) Validate() error {
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return err
 	}
-	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings, c.Knowledge, c.LiveChat} {
+	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings, c.Knowledge, c.LiveChat, c.Coord} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

@@ -85,6 +85,9 @@ type Deps struct {
 	ToolServers ToolServers
 	// Recall is the characters' long-term memory (nil: none).
 	Recall Recall
+	// Coordinator makes a history have one running turn, across the
+	// instances that share it (nil: a LocalCoordinator, this process).
+	Coordinator Coordinator
 	// Knowledge is the characters' documents (nil: none), and
 	// KnowledgeRouter knowledge.router: when turns read them.
 	Knowledge       Knowledge
@@ -112,7 +115,9 @@ type Hub struct {
 	// speech and asr bound CPU-heavy work across every session.
 	speech, asr *Slots
 
-	// running is the turn running in each history.
+	// coord gives each history one running turn; running is this
+	// process's turn in each history.
+	coord   Coordinator
 	running historyTurns
 
 	// retiring tracks agents being closed in the background (their
@@ -145,8 +150,13 @@ func NewHub(deps Deps) *Hub {
 	if speech == 0 {
 		speech = 2 * procs
 	}
+	coord := deps.Coordinator
+	if coord == nil {
+		coord = NewLocalCoordinator()
+	}
 	return &Hub{
 		deps:     deps,
+		coord:    coord,
 		log:      deps.Logger,
 		speech:   NewSlots(speech),
 		asr:      NewSlots(procs),

@@ -94,6 +94,8 @@ type turnState struct {
 	// docs are the numbered documents the turn's requests held, which
 	// the reply may cite as [n].
 	docs map[int]agent.Document
+	// lease is the turn's hold on its history (running.go).
+	lease Lease
 }
 
 func (s *Session) runTurn(t *turn, in turnInput) {
@@ -114,7 +116,17 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		in.text = text
 	}
 	t.replying.Store(true)
-	st = s.beginTurn(t, in)
+	st, err := s.beginTurn(t, in)
+	if errors.Is(err, ErrOvertaken) {
+		// Taken over before it began: its client is told to stop.
+		s.finishCancelled(t, &st, "", false)
+		return
+	}
+	if err != nil {
+		t.err = err
+		s.failTurn(ctx, Explain(err).Message)
+		return
+	}
 	s.setTurnLog(slog.String("history_uid", st.uid), slog.String("turn_id", t.id))
 	if st.ttsErr != nil {
 		s.send(ctx, protocol.NewError("speech is off for this character, so replies come as text only: "+st.ttsErr.Error()))
@@ -127,7 +139,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	em := s.newEmitter(t, st.cast, watch)
 	em.st = &st
 	st.final = em.final
-	err := st.cast.agent.Reply(ctx, em)
+	err = st.cast.agent.Reply(ctx, em)
 	if ctx.Err() == nil {
 		em.flush()
 	}
@@ -193,7 +205,7 @@ func (s *Session) afterTurn(t *turn, st *turnState) {
 	if st.uid == "" {
 		return
 	}
-	defer s.hub.running.release(st.uid, t)
+	defer s.hub.releaseHistory(st.uid, t, st.lease)
 	seq, err := s.deps.Store.LastSeq(st.conf, st.uid)
 	if err != nil {
 		// Memory is read again at the next turn.
@@ -228,7 +240,7 @@ func (s *Session) failTurn(ctx context.Context, message string) {
 // creating the history with it when there is none yet. The history is the
 // turn's from here on: a turn another session runs in it is stopped first,
 // and memory is read again if the history moved on since it was read.
-func (s *Session) beginTurn(t *turn, in turnInput) turnState {
+func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 	rec := history.Record{Role: history.RoleHuman, Content: in.text}
 	for _, img := range in.images {
 		rec.Images = append(rec.Images, history.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
@@ -246,7 +258,18 @@ func (s *Session) beginTurn(t *turn, in turnInput) turnState {
 	s.mu.Unlock()
 
 	conf := c.char.ConfUID
-	s.hub.takeOver(uid, t)
+	lease, err := s.hub.takeOver(uid, t)
+	if err != nil {
+		if fresh {
+			// The history was never created: the next turn starts one.
+			s.mu.Lock()
+			if s.place.uid == uid {
+				s.place.uid = ""
+			}
+			s.mu.Unlock()
+		}
+		return turnState{}, err
+	}
 	if !fresh {
 		s.refreshMemory(c, conf, uid, seen)
 	}
@@ -271,9 +294,9 @@ func (s *Session) beginTurn(t *turn, in turnInput) turnState {
 		}
 	}
 	c.agent.AddUser(in.text, in.images...)
-	st := turnState{cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id}
+	st := turnState{cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id, lease: lease}
 	go func() { st.saved <- save() }()
-	return st
+	return st, nil
 }
 
 // refreshMemory reads the history into memory again when its newest

@@ -9,8 +9,10 @@ cd "$(dirname "$0")/.."
 # pocketsphinx listens in the ASR tests (sox converts test recordings),
 # chromium drives koe's web page in the browser tests, bubblewrap and
 # python3 run the python tool's sandbox, tmux gives koe chat a terminal,
-# ngircd is the IRC server the live chat (Twitch) client is tested against.
-packages=(espeak-ng pocketsphinx pocketsphinx-en-us sox chromium bubblewrap python3 tmux ngircd)
+# ngircd is the IRC server the live chat (Twitch) client is tested against,
+# redis-server the one koe instances coordinate their turns through (the
+# tests start their own on loopback).
+packages=(espeak-ng pocketsphinx pocketsphinx-en-us sox chromium bubblewrap python3 tmux ngircd redis-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -28,7 +28,11 @@ func (s *Server) chatRoutes(api fiber.Router) {
 	api.Post("/chat/invoke", s.chatInvoke)
 	api.Post("/chat/:history_uid/stop", func(c *fiber.Ctx) error {
 		uid := c.Params("history_uid")
-		if !hub.StopHistory(uid) {
+		stopped, err := hub.StopHistory(c.UserContext(), uid)
+		if err != nil {
+			return err
+		}
+		if !stopped {
 			return fiber.NewError(fiber.StatusNotFound, "no turn is running in that history")
 		}
 		return c.JSON(protocol.StopResult{HistoryUID: uid, Stopped: true})

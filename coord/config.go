@@ -1,0 +1,93 @@
+// Package coord shares the coordination of turns between koe instances
+// that serve the same histories: one running turn per history, and stop
+// requests that reach the instance running the turn. The coordinator is
+// conversation.Coordinator; without a shared one (coord: memory) each
+// process coordinates its own sessions.
+package coord
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Backends of coord.
+const (
+	Memory = "memory"
+	Redis  = "redis"
+)
+
+// EnvRedisURL overrides redis_url.
+const EnvRedisURL = "KOE_REDIS_URL"
+
+// Config is the coordination's part of the configuration file, at its top
+// level.
+type Config struct {
+	// Backend is memory (this process only) or redis (shared).
+	Backend string `yaml:"coord"`
+	// RedisURL is the Redis server for coord: redis (env KOE_REDIS_URL
+	// overrides it): redis://[user:password@]host:port[/db], or rediss://
+	// for TLS.
+	RedisURL string `yaml:"redis_url"`
+	// Lease is how long a turn's hold on its history lasts unless it is
+	// renewed (every third of it while the turn runs): how long a history
+	// stays blocked after an instance dies mid-turn.
+	Lease time.Duration `yaml:"coord_lease"`
+	// Wait bounds how long a turn waits for a turn running in its
+	// history on another instance to stop, and how long a stop request
+	// waits for the turn to end.
+	Wait time.Duration `yaml:"coord_wait"`
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{Backend: Memory, Lease: 10 * time.Second, Wait: 30 * time.Second}
+}
+
+// ApplyEnv applies the environment overrides; getenv may be nil.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if getenv == nil {
+		return
+	}
+	if v := getenv(EnvRedisURL); v != "" {
+		c.RedisURL = v
+	}
+}
+
+// Validate reports settings that can never work.
+func (c Config) Validate() error {
+	switch c.Backend {
+	case Memory:
+	case Redis:
+		if c.RedisURL == "" {
+			return fmt.Errorf("coord: redis needs the Redis server's address: set redis_url or %s (redis://host:6379)", EnvRedisURL)
+		}
+		if err := checkURL(c.RedisURL); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("coord %q: use memory or redis", c.Backend)
+	}
+	if c.Lease < 300*time.Millisecond {
+		return fmt.Errorf("coord_lease %s is too short (at least 300ms: it is renewed every third of it)", c.Lease)
+	}
+	if c.Wait <= 0 {
+		return fmt.Errorf("coord_wait %s must be positive", c.Wait)
+	}
+	return nil
+}
+
+// checkURL refuses what is not a Redis URL, without echoing a password.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("redis_url (or %s) is not a URL; write redis://host:6379", EnvRedisURL)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return fmt.Errorf("redis_url (or %s) scheme %q: use redis:// or rediss://", EnvRedisURL, u.Scheme)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("redis_url (or %s) has no host; write redis://host:6379", EnvRedisURL)
+	}
+	return nil
+}

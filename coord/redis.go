@@ -1,0 +1,529 @@
+package coord
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"koe/conversation"
+)
+
+// Keys and channels in Redis. History ids are letters, digits, '_', '-'
+// and '.', so they need no quoting.
+const (
+	leasePrefix = "koe:coord:lease:" // the running turn's token, with an expiry
+	stopPrefix  = "koe:coord:stop:"  // a stop for a token: "token\nreason", short-lived
+	wantPrefix  = "koe:coord:want:"  // the newest claim's token
+	chStop      = "koe:coord:stop"   // "history\ntoken\nreason"
+	chReleased  = "koe:coord:released"
+
+	reasonStop = "stop"
+	reasonTake = "take"
+)
+
+// retryEvery paces the retries of a claim or a stop while Redis cannot be
+// reached (go-redis retries each command a few times first).
+const retryEvery = 200 * time.Millisecond
+
+// acquire: KEYS lease, want; ARGV token, lease ms, "1" to record the
+// claim as the newest, its expiry ms. {1} acquired; {-1} a newer claim
+// wants the history; {0, holder, pttl} another turn holds it.
+var acquire = redis.NewScript(`
+if ARGV[3] == '1' then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
+end
+local w = redis.call('GET', KEYS[2])
+if w and w ~= ARGV[1] then
+  return {-1, '', 0}
+end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, ARGV[1], 0}
+end
+return {0, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}
+`)
+
+// renew: KEYS lease, stop; ARGV token, lease ms. {1, stop} renewed (or
+// set again when it had gone: Redis lost it, nobody else took it); {0,
+// ”} another turn holds the history.
+var renew = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur == false then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+elseif cur ~= ARGV[1] then
+  return {0, ''}
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+local s = redis.call('GET', KEYS[2])
+if s == false then s = '' end
+return {1, s}
+`)
+
+// release: KEYS lease; ARGV token, channel, history. Deletes the lease
+// only if it is still this token's and tells the waiters.
+var release = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
+  return 1
+end
+return 0
+`)
+
+// peek: KEYS lease. {holder or ”, pttl}.
+var peek = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur == false then return {'', 0} end
+return {cur, redis.call('PTTL', KEYS[1])}
+`)
+
+// RedisCoordinator is a conversation.Coordinator shared through Redis by
+// every koe instance that uses the same server.
+//
+// A turn holds its history by a lease key (SET NX with an expiry) that a
+// goroutine of the turn renews every third of coord_lease, and that the
+// turn deletes when it ends, only if it is still its own. A claim of a
+// held history asks the holder to stop and waits for its release, or for
+// the lease to expire (an instance that died). Stops go by PUBLISH to
+// every instance, and by a short-lived key that the holder reads when it
+// (re)subscribes and at every renewal, so one sent while it was not
+// listening is not lost.
+type RedisCoordinator struct {
+	client      *redis.Client
+	sub         *redis.PubSub
+	lease, wait time.Duration
+	instance    string
+	log         *slog.Logger
+
+	ctx       context.Context // ends at Close: the subscriber, the renewals
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	mu      sync.Mutex
+	held    map[string]*redisLease // this instance's leases, by history
+	waiters map[string]map[chan struct{}]struct{}
+}
+
+var _ conversation.Coordinator = (*RedisCoordinator)(nil)
+
+// NewRedis connects to c.RedisURL and subscribes to the stop and release
+// channels. It fails if Redis cannot be reached now.
+func NewRedis(ctx context.Context, c Config, log *slog.Logger) (*RedisCoordinator, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	opts, err := redis.ParseURL(c.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("coord: redis_url: %w", err)
+	}
+	client := redis.NewClient(opts)
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("coord: redis at %s: %w", opts.Addr, err)
+	}
+	// Subscribed once both channels are confirmed; nothing is held or
+	// awaited yet, so messages before that do not matter.
+	sub := client.Subscribe(ctx, chStop, chReleased)
+	for confirmed := 0; confirmed < 2; {
+		m, err := sub.Receive(ctx)
+		if err != nil {
+			_ = sub.Close()
+			_ = client.Close()
+			return nil, fmt.Errorf("coord: subscribe at redis %s: %w", opts.Addr, err)
+		}
+		if _, ok := m.(*redis.Subscription); ok {
+			confirmed++
+		}
+	}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	r := &RedisCoordinator{
+		client: client, sub: sub, lease: c.Lease, wait: c.Wait,
+		instance: hex.EncodeToString(id[:]), log: log.With("coord_instance", hex.EncodeToString(id[:])),
+		held: map[string]*redisLease{}, waiters: map[string]map[chan struct{}]struct{}{},
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.wg.Add(1)
+	go r.listen()
+	return r, nil
+}
+
+// Ping checks that Redis answers (for readiness checks).
+func (r *RedisCoordinator) Ping(ctx context.Context) error {
+	return r.client.Ping(ctx).Err()
+}
+
+// Close stops listening and renewing and closes the connection. Leases
+// still held are not released: they expire (as if this instance died).
+func (r *RedisCoordinator) Close() error {
+	r.closeOnce.Do(func() {
+		r.cancel()
+		err := r.sub.Close()
+		r.wg.Wait()
+		if cerr := r.client.Close(); err == nil {
+			err = cerr
+		}
+		r.closeErr = err
+	})
+	return r.closeErr
+}
+
+// listen dispatches stop and release messages. go-redis reconnects and
+// subscribes again after a connection loss; each subscription confirmation
+// makes the waiters look again and the holders read their stop keys, for
+// what was published while nobody listened.
+func (r *RedisCoordinator) listen() {
+	defer r.wg.Done()
+	ch := r.sub.ChannelWithSubscriptions()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			switch m := m.(type) {
+			case *redis.Subscription:
+				r.log.Debug("subscribed", "channel", m.Channel)
+				r.resync()
+			case *redis.Message:
+				switch m.Channel {
+				case chStop:
+					r.onStop(m.Payload)
+				case chReleased:
+					r.wake(m.Payload)
+				}
+			}
+		}
+	}
+}
+
+func (r *RedisCoordinator) onStop(payload string) {
+	history, rest, _ := strings.Cut(payload, "\n")
+	token, reason, _ := strings.Cut(rest, "\n")
+	r.mu.Lock()
+	l := r.held[history]
+	r.mu.Unlock()
+	if l != nil && l.token == token {
+		l.fire(reason == reasonTake)
+	}
+}
+
+// resync wakes every waiter and renews every held lease at once: Redis
+// may have lost them (a restart without persistence), and the renewal
+// sets them again and reads their stop keys.
+func (r *RedisCoordinator) resync() {
+	r.mu.Lock()
+	var wakes []chan struct{}
+	for _, l := range r.held {
+		wakes = append(wakes, l.kick)
+	}
+	for _, ws := range r.waiters {
+		for w := range ws {
+			wakes = append(wakes, w)
+		}
+	}
+	r.mu.Unlock()
+	for _, w := range wakes {
+		notify(w)
+	}
+}
+
+func notify(w chan struct{}) {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
+}
+
+func (r *RedisCoordinator) wake(history string) {
+	r.mu.Lock()
+	var wakes []chan struct{}
+	for w := range r.waiters[history] {
+		wakes = append(wakes, w)
+	}
+	r.mu.Unlock()
+	for _, w := range wakes {
+		notify(w)
+	}
+}
+
+// addWaiter returns a channel that is signalled when history may have
+// been released; the caller removes it.
+func (r *RedisCoordinator) addWaiter(history string) chan struct{} {
+	w := make(chan struct{}, 1)
+	r.mu.Lock()
+	if r.waiters[history] == nil {
+		r.waiters[history] = map[chan struct{}]struct{}{}
+	}
+	r.waiters[history][w] = struct{}{}
+	r.mu.Unlock()
+	return w
+}
+
+func (r *RedisCoordinator) removeWaiter(history string, w chan struct{}) {
+	r.mu.Lock()
+	delete(r.waiters[history], w)
+	if len(r.waiters[history]) == 0 {
+		delete(r.waiters, history)
+	}
+	r.mu.Unlock()
+}
+
+// askStop asks the holder token of history to stop: a key it reads when
+// it missed the message, and the message.
+func (r *RedisCoordinator) askStop(ctx context.Context, history, token, reason string) error {
+	_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, stopPrefix+history, token+"\n"+reason, r.lease)
+		p.Publish(ctx, chStop, history+"\n"+token+"\n"+reason)
+		return nil
+	})
+	return err
+}
+
+// Claim implements conversation.Coordinator.
+func (r *RedisCoordinator) Claim(ctx context.Context, history, turn string, stop func(takenOver bool)) (conversation.Lease, error) {
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	token := r.instance + "/" + turn + "/" + hex.EncodeToString(nonce[:])
+	ctx, cancel := context.WithTimeout(ctx, r.wait)
+	defer cancel()
+	wake := r.addWaiter(history)
+	defer r.removeWaiter(history, wake)
+	// Registered as this instance's once it holds the lease; hold then
+	// reads a stop that may have been published before that.
+	l := &redisLease{r: r, history: history, token: token, stop: stop, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	first, asked := "1", ""
+	var lastErr error
+	for {
+		res, err := acquire.Run(ctx, r.client, []string{leasePrefix + history, wantPrefix + history},
+			token, r.lease.Milliseconds(), first, (r.wait + r.lease).Milliseconds()).Slice()
+		var wait time.Duration
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, r.claimFailed(ctx, history, asked, err)
+			}
+			lastErr = err
+			r.log.Warn("could not claim a history; retrying", "history_uid", history, "err", err)
+			wait = retryEvery
+		case toInt(res[0]) == 1:
+			r.hold(l)
+			return l, nil
+		case toInt(res[0]) == -1:
+			return nil, conversation.ErrOvertaken
+		default:
+			first = ""
+			// Asked at every look: a request lost with a restarted
+			// Redis is made again.
+			holder, _ := res[1].(string)
+			if err := r.askStop(ctx, history, holder, reasonTake); err != nil {
+				lastErr = err
+				wait = retryEvery
+				break
+			}
+			asked = holder
+			// Woken by its release, or at its expiry (its instance died).
+			wait = time.Duration(toInt(res[2])) * time.Millisecond
+			if wait <= 0 {
+				wait = r.lease
+			}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			if lastErr == nil {
+				lastErr = ctx.Err()
+			}
+			return nil, r.claimFailed(ctx, history, asked, lastErr)
+		}
+		timer.Stop()
+	}
+}
+
+func (r *RedisCoordinator) claimFailed(ctx context.Context, history, holder string, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && holder != "" {
+		return fmt.Errorf("history %s: the turn running there (%s) did not end within coord_wait (%s)", history, holder, r.wait)
+	}
+	return fmt.Errorf("history %s: could not claim it within coord_wait (%s): %w", history, r.wait, err)
+}
+
+func toInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+// hold makes l this instance's lease of its history, starts its renewals
+// and reads a stop that may have come before it listened.
+func (r *RedisCoordinator) hold(l *redisLease) {
+	r.mu.Lock()
+	r.held[l.history] = l
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(r.ctx)
+	l.cancel = cancel
+	r.wg.Add(1)
+	go l.renew(ctx)
+	if v, err := r.client.Get(ctx, stopPrefix+l.history).Result(); err == nil {
+		l.checkStop(v)
+	}
+}
+
+// Stop implements conversation.Coordinator.
+func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.wait)
+	defer cancel()
+	wake := r.addWaiter(history)
+	defer r.removeWaiter(history, wake)
+	holder, asked := "", false
+	for {
+		res, err := peek.Run(ctx, r.client, []string{leasePrefix + history}).Slice()
+		var wait time.Duration
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, r.stopFailed(history, holder, asked, err)
+			}
+			r.log.Warn("could not stop a turn; retrying", "history_uid", history, "err", err)
+			wait = retryEvery
+		} else {
+			cur, _ := res[0].(string)
+			switch {
+			case !asked && cur == "":
+				return false, nil
+			case asked && cur != holder:
+				return true, nil
+			}
+			// Asked at every look: a request lost with a restarted
+			// Redis is made again.
+			holder = cur
+			if err := r.askStop(ctx, history, holder, reasonStop); err != nil {
+				wait = retryEvery
+			} else {
+				asked = true
+				wait = time.Duration(toInt(res[1])) * time.Millisecond
+				if wait <= 0 {
+					wait = r.lease
+				}
+			}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return false, r.stopFailed(history, holder, asked, ctx.Err())
+		}
+		timer.Stop()
+	}
+}
+
+func (r *RedisCoordinator) stopFailed(history, holder string, asked bool, err error) error {
+	if asked {
+		return fmt.Errorf("stop history %s: the turn running there (%s) did not end within coord_wait (%s)", history, holder, r.wait)
+	}
+	return fmt.Errorf("stop history %s: could not reach redis within coord_wait (%s): %w", history, r.wait, err)
+}
+
+// redisLease is a turn's hold on its history.
+type redisLease struct {
+	r       *RedisCoordinator
+	history string
+	token   string
+	stop    func(takenOver bool)
+	fired   sync.Once
+	cancel  context.CancelFunc
+	kick    chan struct{} // renew now
+	done    chan struct{} // closed when the renewals ended
+	once    sync.Once
+}
+
+func (l *redisLease) fire(takenOver bool) {
+	l.fired.Do(func() { l.stop(takenOver) })
+}
+
+// checkStop reads a stop key's value: a stop for this lease stops it.
+func (l *redisLease) checkStop(v string) {
+	token, reason, _ := strings.Cut(v, "\n")
+	if token == l.token {
+		l.fire(reason == reasonTake)
+	}
+}
+
+// renew keeps the lease while the turn runs, every third of coord_lease
+// and at once when the subscription comes back after a connection loss.
+// A renewal that fails (Redis away) is logged and tried again at the next
+// tick: the turn goes on. If the lease expired meanwhile (or Redis lost
+// it), it is set again, unless another turn took the history: this one is
+// then stopped as taken over.
+func (l *redisLease) renew(ctx context.Context) {
+	defer l.r.wg.Done()
+	defer close(l.done)
+	tick := time.NewTicker(l.r.lease / 3)
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-l.kick:
+		}
+		res, err := renew.Run(ctx, l.r.client, []string{leasePrefix + l.history, stopPrefix + l.history},
+			l.token, l.r.lease.Milliseconds()).Slice()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failing = true
+			l.r.log.Warn("could not renew a turn's lease; retrying", "history_uid", l.history, "err", err)
+			continue
+		}
+		if failing {
+			failing = false
+			l.r.log.Info("turn's lease renewed again", "history_uid", l.history)
+		}
+		if toInt(res[0]) == 0 {
+			l.r.log.Warn("another turn took the history while this turn's lease could not be renewed; stopping this turn", "history_uid", l.history)
+			l.fire(true)
+			return
+		}
+		if s, _ := res[1].(string); s != "" {
+			l.checkStop(s)
+		}
+	}
+}
+
+// Release implements conversation.Lease: it deletes the lease if it is
+// still this turn's and tells the waiting instances. If Redis cannot be
+// reached, the lease expires on its own within coord_lease.
+func (l *redisLease) Release() {
+	l.once.Do(func() {
+		l.cancel()
+		<-l.done
+		r := l.r
+		r.mu.Lock()
+		if r.held[l.history] == l {
+			delete(r.held, l.history)
+		}
+		r.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), r.lease)
+		defer cancel()
+		if err := release.Run(ctx, r.client, []string{leasePrefix + l.history}, l.token, chReleased, l.history).Err(); err != nil {
+			r.log.Warn("could not release a turn's lease; it expires within coord_lease", "history_uid", l.history, "coord_lease", r.lease, "err", err)
+		}
+	})
+}
