@@ -1,0 +1,215 @@
+package history
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The store test suite runs against both backends: a test written as
+// func(t, open) gets a fresh store of each kind from open, bbolt always and
+// PostgreSQL when KOE_TEST_PG_DSN names a server (scripts/test.sh starts
+// one). Each PostgreSQL store lives in a schema of its own, dropped at the
+// end, so tests and runs do not see each other's data.
+
+// testStore is what the suite exercises: the methods both stores have.
+type testStore interface {
+	Create(confUID string) (string, error)
+	CreateWith(confUID, uid string, records ...Record) error
+	Append(confUID, historyUID string, r Record) error
+	Messages(confUID, historyUID string) ([]Record, error)
+	Since(confUID, historyUID string, after uint64, limit int) ([]Record, error)
+	List(confUID string) ([]Summary, error)
+	Delete(confUID, historyUID string) error
+	Exists(confUID, historyUID string) (bool, error)
+	LastSeq(confUID, historyUID string) (uint64, error)
+	Page(confUID, historyUID string, before uint64, limit int) ([]Record, bool, error)
+	Image(confUID, historyUID, ref string) (string, []byte, error)
+	AddSummary(confUID, historyUID string, r SummaryRecord) error
+	Summaries(confUID, historyUID string) ([]SummaryRecord, error)
+	SetPrompt(confUID, name, text string) error
+	Prompt(confUID, name string) (string, bool, error)
+	Close() error
+}
+
+var (
+	_ testStore = (*Store)(nil)
+	_ testStore = (*PGStore)(nil)
+)
+
+// opener opens a fresh, empty store.
+type opener func(t testing.TB, opts Options) testStore
+
+// pgTestDSNEnv names the PostgreSQL server of the tests.
+const pgTestDSNEnv = "KOE_TEST_PG_DSN"
+
+// pgTestDSN returns the test server's DSN, or skips t without one; on CI
+// (CI=true) a missing server fails t instead, so that CI cannot silently
+// test one backend.
+func pgTestDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(pgTestDSNEnv)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set: the PostgreSQL store is not tested (scripts/test.sh starts a server)", pgTestDSNEnv)
+		}
+		t.Skipf("%s is not set: PostgreSQL store not tested (scripts/test.sh starts a server)", pgTestDSNEnv)
+	}
+	return dsn
+}
+
+// eachBackend runs fn once per backend, as subtests named after them.
+func eachBackend(t *testing.T, fn func(t *testing.T, open opener)) {
+	t.Run("bbolt", func(t *testing.T) {
+		fn(t, func(t testing.TB, opts Options) testStore {
+			s, _ := openTest(t, opts)
+			return s
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := pgTestDSN(t)
+		fn(t, func(t testing.TB, opts Options) testStore {
+			return openPGTest(t, dsn, opts)
+		})
+	})
+}
+
+// withSearchPath returns dsn with connections that use schema.
+func withSearchPath(dsn, schema string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		return dsn + sep + "search_path=" + schema
+	}
+	return dsn + " search_path=" + schema
+}
+
+// pgTestSchema creates a schema of its own for t, dropped when t ends, and
+// returns a DSN whose connections use it.
+func pgTestSchema(t testing.TB, dsn string) string {
+	t.Helper()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	schema := "koe_test_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", pgTestDSNEnv, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("connect to drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(dsn, schema)
+}
+
+// openPGTest opens a PostgreSQL store in a fresh schema, closed when t
+// ends.
+func openPGTest(t testing.TB, dsn string, opts Options) *PGStore {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := OpenPostgres(ctx, pgTestSchema(t, dsn), PGOptions{Now: opts.Now})
+	if err != nil {
+		t.Fatalf("OpenPostgres: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// pgDump renders every row of the store's tables, so tests can assert
+// that an operation changed nothing.
+func pgDump(t *testing.T, s *PGStore) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT conf_uid, uid, last_seq FROM koe_histories ORDER BY 1, 2`,
+		`SELECT conf_uid, uid, seq, kind, encode(body, 'escape') FROM koe_records ORDER BY 1, 2, 3`,
+		`SELECT conf_uid, uid, seq, idx, encode(data, 'hex') FROM koe_record_images ORDER BY 1, 2, 3, 4`,
+		`SELECT conf_uid, uid, first_turn, encode(body, 'escape') FROM koe_summaries ORDER BY 1, 2, 3`,
+		`SELECT conf_uid, name, encode(text, 'escape') FROM koe_prompts ORDER BY 1, 2`,
+	} {
+		rows, err := s.pool.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("dump: %v", err)
+		}
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatalf("dump: %v", err)
+			}
+			fmt.Fprintln(&b, vals...)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatalf("dump: %v", err)
+		}
+	}
+	return b.String()
+}
+
+// rawRecords returns a history's stored records as "key json", the key
+// being the bbolt key (the big-endian sequence number) in hex.
+func rawRecords(t *testing.T, s testStore, conf, uid string) []string {
+	t.Helper()
+	var vals []string
+	switch s := s.(type) {
+	case *Store:
+		err := s.db.View(func(tx *bolt.Tx) error {
+			return messagesBucket(tx, conf, uid).ForEach(func(k, v []byte) error {
+				vals = append(vals, fmt.Sprintf("%x %s", k, v))
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	case *PGStore:
+		rows, err := s.pool.Query(context.Background(), `SELECT seq, body FROM koe_records WHERE conf_uid = $1 AND uid = $2 ORDER BY seq`, conf, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			var body []byte
+			if err := rows.Scan(&seq, &body); err != nil {
+				t.Fatal(err)
+			}
+			k := seqKey(uint64(seq))
+			vals = append(vals, fmt.Sprintf("%x %s", k, body))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("rawRecords: unknown store %T", s)
+	}
+	return vals
+}
