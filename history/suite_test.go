@@ -213,3 +213,15 @@ func rawRecords(t *testing.T, s testStore, conf, uid string) []string {
 	}
 	return vals
 }
+
+// checkConsistent runs bbolt's consistency check on a bbolt store
+// (PostgreSQL keeps its own consistency: foreign keys tie every row to its
+// history).
+func checkConsistent(t *testing.T, s testStore) {
+	t.Helper()
+	if b, ok := s.(*Store); ok {
+		if err := b.Check(); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+	}
+}
