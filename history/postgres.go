@@ -137,6 +137,10 @@ func OpenPostgres(ctx context.Context, dsn string, opts PGOptions) (*PGStore, er
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: connect: %w", err)
 	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: connect: %w", err)
+	}
 	s := &PGStore{pool: pool, now: opts.Now, timeout: opts.Timeout}
 	if s.now == nil {
 		s.now = time.Now
