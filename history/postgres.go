@@ -123,6 +123,47 @@ var pgStoreMigrations = []pgmigrate.Migration{
 			)`,
 		},
 	},
+	{
+		Version: 2,
+		Name:    "recall: entries with vectors, marks, forgotten entries, vector models",
+		Statements: []string{
+			// A history's remembered messages: body is the RecallEntry's
+			// JSON, vector its embedding as little-endian float32s (the
+			// bbolt store's encoding). Everything recall keeps of a history
+			// goes with it (ON DELETE CASCADE).
+			`CREATE TABLE koe_recall_entries (
+				conf_uid text   NOT NULL,
+				uid      text   NOT NULL,
+				seq      bigint NOT NULL,
+				body     bytea  NOT NULL,
+				vector   bytea,
+				PRIMARY KEY (conf_uid, uid, seq),
+				FOREIGN KEY (conf_uid, uid) REFERENCES koe_histories ON DELETE CASCADE
+			)`,
+			// Entries forgotten for good: never indexed again, through
+			// rebuilds too.
+			`CREATE TABLE koe_recall_forgotten (
+				conf_uid text   NOT NULL,
+				uid      text   NOT NULL,
+				seq      bigint NOT NULL,
+				PRIMARY KEY (conf_uid, uid, seq),
+				FOREIGN KEY (conf_uid, uid) REFERENCES koe_histories ON DELETE CASCADE
+			)`,
+			// How far each history is indexed: body is the RecallMark's JSON.
+			`CREATE TABLE koe_recall_marks (
+				conf_uid text  NOT NULL,
+				uid      text  NOT NULL,
+				body     bytea NOT NULL,
+				PRIMARY KEY (conf_uid, uid),
+				FOREIGN KEY (conf_uid, uid) REFERENCES koe_histories ON DELETE CASCADE
+			)`,
+			// The model that made a conf's vectors.
+			`CREATE TABLE koe_recall_models (
+				conf_uid text PRIMARY KEY,
+				model    text NOT NULL
+			)`,
+		},
+	},
 }
 
 // OpenPostgres connects to the database dsn (a PostgreSQL URL or key=value

@@ -38,6 +38,18 @@ type testStore interface {
 	SetPrompt(confUID, name, text string) error
 	Prompt(confUID, name string) (string, bool, error)
 	Close() error
+
+	// recall
+	Confs() ([]string, error)
+	RecallMarks(confUID string) (map[string]RecallMark, error)
+	RecallMark(confUID, historyUID string) (RecallMark, bool, error)
+	SaveRecall(confUID, historyUID string, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error)
+	SetRecallVectors(confUID, model string, entries []RecallEntry) error
+	RecallVectorModel(confUID string) (string, error)
+	ForEachRecall(confUID string, fn func(RecallEntry) error) error
+	ForgetRecall(confUID, historyUID string, seq uint64) (bool, error)
+	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
+	ClearRecall(confUID string) error
 }
 
 var (
@@ -154,6 +166,10 @@ func pgDump(t *testing.T, s *PGStore) string {
 		`SELECT conf_uid, uid, seq, idx, encode(data, 'hex') FROM koe_record_images ORDER BY 1, 2, 3, 4`,
 		`SELECT conf_uid, uid, first_turn, encode(body, 'escape') FROM koe_summaries ORDER BY 1, 2, 3`,
 		`SELECT conf_uid, name, encode(text, 'escape') FROM koe_prompts ORDER BY 1, 2`,
+		`SELECT conf_uid, uid, seq, encode(body, 'escape'), encode(vector, 'hex') FROM koe_recall_entries ORDER BY 1, 2, 3`,
+		`SELECT conf_uid, uid, seq FROM koe_recall_forgotten ORDER BY 1, 2, 3`,
+		`SELECT conf_uid, uid, encode(body, 'escape') FROM koe_recall_marks ORDER BY 1, 2`,
+		`SELECT conf_uid, model FROM koe_recall_models ORDER BY 1`,
 	} {
 		rows, err := s.pool.Query(ctx, q)
 		if err != nil {
@@ -224,4 +240,36 @@ func checkConsistent(t *testing.T, s testStore) {
 			t.Fatalf("Check: %v", err)
 		}
 	}
+}
+
+// pgRecallRows counts the rows of history uid of conf in the PostgreSQL
+// table standing for a bbolt recall bucket (entries, vectors, forgotten,
+// marks).
+func pgRecallRows(t *testing.T, s *PGStore, conf string, bucket []byte, uid string) int {
+	t.Helper()
+	q := map[string]string{
+		"entries":   `SELECT count(*) FROM koe_recall_entries WHERE conf_uid = $1 AND uid = $2`,
+		"vectors":   `SELECT count(*) FROM koe_recall_entries WHERE conf_uid = $1 AND uid = $2 AND vector IS NOT NULL`,
+		"forgotten": `SELECT count(*) FROM koe_recall_forgotten WHERE conf_uid = $1 AND uid = $2`,
+		"marks":     `SELECT count(*) FROM koe_recall_marks WHERE conf_uid = $1 AND uid = $2`,
+	}[string(bucket)]
+	if q == "" {
+		t.Fatalf("no table stands for bucket %q", bucket)
+	}
+	var n int
+	if err := s.pool.QueryRow(context.Background(), q, conf, uid).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// pgRawRecord is a stored record's JSON.
+func pgRawRecord(t *testing.T, s *PGStore, conf, uid string, seq uint64) []byte {
+	t.Helper()
+	var body []byte
+	err := s.pool.QueryRow(context.Background(), `SELECT body FROM koe_records WHERE conf_uid = $1 AND uid = $2 AND seq = $3`, conf, uid, int64(seq)).Scan(&body)
+	if err != nil {
+		t.Fatalf("raw record %d: %v", seq, err)
+	}
+	return body
 }
