@@ -42,7 +42,12 @@ type Main struct {
 	// means os.Getenv.
 	Getenv func(string) string
 
-	store     *history.Store
+	// store is the bbolt database: histories when store is bbolt, and
+	// always knowledge documents (and the local chunk index).
+	store *history.Store
+	// histories keeps histories, summaries, prompts and recall: store, or
+	// the PostgreSQL store.
+	histories historyStore
 	recall    *recall.Service
 	knowledge *knowledge.Service
 	index     knowledge.Index
@@ -69,6 +74,46 @@ type Main struct {
 	closeErr  error
 }
 
+// historyStore is what sessions and recall keep their data in.
+type historyStore interface {
+	conversation.HistoryStore
+	recall.Store
+	Close() error
+}
+
+var (
+	_ historyStore = (*history.Store)(nil)
+	_ historyStore = (*history.PGStore)(nil)
+)
+
+// openHistories opens the configured store of histories: the bbolt
+// database, or PostgreSQL.
+func (m *Main) openHistories(cfg config.Config) (historyStore, error) {
+	if cfg.Store != config.StorePostgres {
+		return m.store, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
+	defer cancel()
+	pg, err := history.OpenPostgres(ctx, cfg.StoreDSN, history.PGOptions{Timeout: cfg.StoreTimeout})
+	if err != nil {
+		return nil, err
+	}
+	m.Logger.Info("histories are kept in PostgreSQL; knowledge documents in data_dir", "data", cfg.DataDir)
+	return pg, nil
+}
+
+// closeStores closes the store of histories and the bbolt database.
+func (m *Main) closeStores() error {
+	var err error
+	if m.histories != nil && m.histories != historyStore(m.store) {
+		err = m.histories.Close()
+	}
+	if cerr := m.store.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
 // probeTimeout bounds the start-up check of the LLM server.
 const probeTimeout = 10 * time.Second
 
@@ -87,6 +132,12 @@ func (m *Main) Open() error {
 		return err
 	}
 	m.store = store
+	histories, err := m.openHistories(cfg)
+	if err != nil {
+		_ = store.Close()
+		return err
+	}
+	m.histories = histories
 	// Build the tokenizer's vocabulary now (about a quarter of a second)
 	// rather than in the first user's first turn.
 	tok := agent.NewTokenizer(cfg.Character.LLM.Model)
@@ -117,7 +168,7 @@ func (m *Main) Open() error {
 	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger)
 	if err != nil {
 		m.stopRecall()
-		_ = store.Close()
+		_ = m.closeStores()
 		return err
 	}
 	m.mcp = tools
@@ -125,19 +176,19 @@ func (m *Main) Open() error {
 	if len(cfg.MCP.Servers) > 0 {
 		toolServers = tools
 	}
-	m.recall = recall.New(recallOptions(cfg, store, tok, m.llm, m.Logger))
+	m.recall = recall.New(recallOptions(cfg, histories, tok, m.llm, m.Logger))
 	m.preload()
 	if err := m.openKnowledge(cfg, tok); err != nil {
 		m.mcp.Close()
 		m.stopRecall()
-		_ = store.Close()
+		_ = m.closeStores()
 		return err
 	}
 	characters := config.NewCharacters(cfg, m.Getenv)
 	warnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
-		Store:      store,
+		Store:      histories,
 		Characters: characters,
 		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, m.llm) },
 		NewTTS: func(c tts.Config) (conversation.Synthesizer, error) {
@@ -158,7 +209,7 @@ func (m *Main) Open() error {
 			m.mcp.Close()
 			m.stopRecall()
 			m.stopKnowledge()
-			_ = store.Close()
+			_ = m.closeStores()
 			return err
 		}
 		liveChatAPI = m.liveChat.runner
@@ -179,7 +230,7 @@ func (m *Main) Open() error {
 		m.mcp.Close()
 		m.stopRecall()
 		m.stopKnowledge()
-		_ = store.Close()
+		_ = m.closeStores()
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	m.ln = ln
@@ -196,7 +247,7 @@ func (m *Main) Open() error {
 
 // recallOptions builds the recall service's options: keywords always,
 // vectors too when an embeddings endpoint is configured.
-func recallOptions(cfg config.Config, store *history.Store, tok *agent.Tokenizer, client *http.Client, log *slog.Logger) recall.Options {
+func recallOptions(cfg config.Config, store recall.Store, tok *agent.Tokenizer, client *http.Client, log *slog.Logger) recall.Options {
 	opts := recall.Options{Store: store, Count: tok.Count, Logger: log}
 	if !cfg.Embeddings.Enabled() {
 		log.Info("recall ranks memories by keywords (set embeddings.base_url to add vectors)")
@@ -380,7 +431,7 @@ func (m *Main) shutdown() error {
 	m.stopKnowledge()
 	m.mcp.Close()
 	m.llm.CloseIdleConnections()
-	if cerr := m.store.Close(); cerr != nil {
+	if cerr := m.closeStores(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close database: %w", cerr))
 	}
 	m.Logger.Info("koe stopped", "took", time.Since(start).Round(time.Millisecond))
