@@ -164,6 +164,32 @@ var pgStoreMigrations = []pgmigrate.Migration{
 			)`,
 		},
 	},
+	{
+		Version: 3,
+		Name:    "knowledge documents and the local store's chunks",
+		Statements: []string{
+			// A character's documents: meta is the KnowledgeDoc's JSON, body
+			// the page offsets and text (encodeText), read only when asked.
+			`CREATE TABLE koe_knowledge_docs (
+				conf_uid text  NOT NULL,
+				doc_id   text  NOT NULL,
+				meta     bytea NOT NULL,
+				body     bytea NOT NULL,
+				PRIMARY KEY (conf_uid, doc_id)
+			)`,
+			// The chunks of knowledge.store local (the postgres knowledge
+			// store keeps its own, koe_knowledge_chunks): body is the
+			// KnowledgeChunk's JSON, vector as in koe_recall_entries.
+			`CREATE TABLE koe_knowledge_local_chunks (
+				conf_uid text   NOT NULL,
+				doc_id   text   NOT NULL,
+				seq      bigint NOT NULL CHECK (seq >= 0),
+				body     bytea  NOT NULL,
+				vector   bytea,
+				PRIMARY KEY (conf_uid, doc_id, seq)
+			)`,
+		},
+	},
 }
 
 // OpenPostgres connects to the database dsn (a PostgreSQL URL or key=value

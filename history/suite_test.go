@@ -50,6 +50,16 @@ type testStore interface {
 	ForgetRecall(confUID, historyUID string, seq uint64) (bool, error)
 	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
 	ClearRecall(confUID string) error
+
+	// knowledge
+	PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, pages []int) error
+	KnowledgeDocs(conf string) ([]KnowledgeDoc, error)
+	KnowledgeText(conf, id string) (string, []int, error)
+	DeleteKnowledgeDoc(conf, id string) (bool, error)
+	KnowledgeConfs() ([]string, error)
+	PutKnowledgeChunks(conf, docID string, chunks []KnowledgeChunk) error
+	DeleteKnowledgeChunks(conf, docID string) error
+	ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) error) error
 }
 
 var (
@@ -170,6 +180,8 @@ func pgDump(t *testing.T, s *PGStore) string {
 		`SELECT conf_uid, uid, seq FROM koe_recall_forgotten ORDER BY 1, 2, 3`,
 		`SELECT conf_uid, uid, encode(body, 'escape') FROM koe_recall_marks ORDER BY 1, 2`,
 		`SELECT conf_uid, model FROM koe_recall_models ORDER BY 1`,
+		`SELECT conf_uid, doc_id, encode(meta, 'escape'), encode(body, 'escape') FROM koe_knowledge_docs ORDER BY 1, 2`,
+		`SELECT conf_uid, doc_id, seq, encode(body, 'escape'), encode(vector, 'hex') FROM koe_knowledge_local_chunks ORDER BY 1, 2, 3`,
 	} {
 		rows, err := s.pool.Query(ctx, q)
 		if err != nil {
