@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,27 +15,21 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/jackc/pgx/v5"
 
 	"koe/history"
 	"koe/internal/fakellm"
+	"koe/internal/pgtest"
 )
 
-// koe with store: postgres keeps histories in PostgreSQL: a conversation
+// koe with store: postgres keeps its data in PostgreSQL: a conversation
 // started on one koe continues on another (its own data_dir) sharing the
-// database, and both turns are stored in one history.
+// database, both turns are stored in one history, and a document given to
+// one is listed by another.
 func TestPostgresStoreAcrossInstances(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts koe in child processes")
 	}
-	dsn := os.Getenv("KOE_TEST_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("KOE_TEST_PG_DSN is not set: the postgres store is not tested (scripts/test.sh starts a server)")
-		}
-		t.Skip("KOE_TEST_PG_DSN is not set: postgres store not tested (scripts/test.sh starts a server)")
-	}
-	dsn = testSchema(t, dsn)
+	dsn := pgtest.Schema(t)
 	llm, err := fakellm.Start("127.0.0.1:0", fakellm.Echo(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +56,38 @@ func TestPostgresStoreAcrossInstances(t *testing.T) {
 	uid := turn(t, a.addr, "", "", "hello from the first koe")
 	if got := turn(t, b.addr, uid, "hello from the first koe", "hello from the second koe"); got != uid {
 		t.Fatalf("the second koe answered in history %q, want %q", got, uid)
+	}
+
+	// A document given to one koe is the character's on the other.
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	part, err := mw.CreateFormFile("file", "handbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = part.Write([]byte("# Handbook\n\nThe shared handbook says hello to every instance.\n"))
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+a.addr+"/api/characters/koe_default/documents", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload to the first koe: %s", resp.Status)
+	}
+	// (A koe caches a character's document list: one started after the
+	// upload reads it from the database.)
+	c := instance("c")
+	resp, err = http.Get("http://" + c.addr + "/api/characters/koe_default/documents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(listed), "handbook.md") {
+		t.Fatalf("documents on the third koe: %s %s", resp.Status, listed)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -125,35 +153,4 @@ func turn(t *testing.T, addr, uid, said, text string) string {
 	send(map[string]any{"type": "frontend-playback-complete"})
 	until("control", "conversation-chain-end")
 	return uid
-}
-
-// testSchema creates a schema of the test's own, dropped at its end, and
-// returns a DSN whose connections use it.
-func testSchema(t *testing.T, dsn string) string {
-	t.Helper()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "koe_test_" + hex.EncodeToString(b[:])
-	exec := func(sql string) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec("CREATE SCHEMA " + schema)
-	t.Cleanup(func() { exec("DROP SCHEMA " + schema + " CASCADE") })
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
-		return dsn + " search_path=" + schema
-	}
-	return dsn + sep + "search_path=" + schema
 }

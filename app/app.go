@@ -42,12 +42,7 @@ type Main struct {
 	// means os.Getenv.
 	Getenv func(string) string
 
-	// store is the bbolt database: histories when store is bbolt, and
-	// always knowledge documents (and the local chunk index).
-	store *history.Store
-	// histories keeps histories, summaries, prompts and recall: store, or
-	// the PostgreSQL store.
-	histories historyStore
+	store     appStore
 	recall    *recall.Service
 	knowledge *knowledge.Service
 	index     knowledge.Index
@@ -74,23 +69,26 @@ type Main struct {
 	closeErr  error
 }
 
-// historyStore is what sessions and recall keep their data in.
-type historyStore interface {
+// appStore is where koe keeps histories, summaries, prompts, recall and
+// knowledge documents: the bbolt file in data_dir, or PostgreSQL.
+type appStore interface {
 	conversation.HistoryStore
 	recall.Store
+	knowledge.DocStore
+	knowledge.ChunkStore
 	Close() error
 }
 
 var (
-	_ historyStore = (*history.Store)(nil)
-	_ historyStore = (*history.PGStore)(nil)
+	_ appStore = (*history.Store)(nil)
+	_ appStore = (*history.PGStore)(nil)
 )
 
-// openHistories opens the configured store of histories: the bbolt
-// database, or PostgreSQL.
-func (m *Main) openHistories(cfg config.Config) (historyStore, error) {
+// openStore opens the configured store: store_timeout bounds connecting
+// to PostgreSQL and migrating its schema.
+func openStore(cfg config.Config, log *slog.Logger) (appStore, error) {
 	if cfg.Store != config.StorePostgres {
-		return m.store, nil
+		return history.Open(filepath.Join(cfg.DataDir, DatabaseFile), history.Options{})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
 	defer cancel()
@@ -98,20 +96,8 @@ func (m *Main) openHistories(cfg config.Config) (historyStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.Logger.Info("histories are kept in PostgreSQL; knowledge documents in data_dir", "data", cfg.DataDir)
+	log.Info("koe keeps its data in PostgreSQL (store: postgres)")
 	return pg, nil
-}
-
-// closeStores closes the store of histories and the bbolt database.
-func (m *Main) closeStores() error {
-	var err error
-	if m.histories != nil && m.histories != historyStore(m.store) {
-		err = m.histories.Close()
-	}
-	if cerr := m.store.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
-	return err
 }
 
 // probeTimeout bounds the start-up check of the LLM server.
@@ -127,17 +113,11 @@ func (m *Main) Open() error {
 		m.Getenv = os.Getenv
 	}
 	cfg := m.Config
-	store, err := history.Open(filepath.Join(cfg.DataDir, DatabaseFile), history.Options{})
+	store, err := openStore(cfg, m.Logger)
 	if err != nil {
 		return err
 	}
 	m.store = store
-	histories, err := m.openHistories(cfg)
-	if err != nil {
-		_ = store.Close()
-		return err
-	}
-	m.histories = histories
 	// Build the tokenizer's vocabulary now (about a quarter of a second)
 	// rather than in the first user's first turn.
 	tok := agent.NewTokenizer(cfg.Character.LLM.Model)
@@ -168,7 +148,7 @@ func (m *Main) Open() error {
 	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger)
 	if err != nil {
 		m.stopRecall()
-		_ = m.closeStores()
+		_ = store.Close()
 		return err
 	}
 	m.mcp = tools
@@ -176,19 +156,19 @@ func (m *Main) Open() error {
 	if len(cfg.MCP.Servers) > 0 {
 		toolServers = tools
 	}
-	m.recall = recall.New(recallOptions(cfg, histories, tok, m.llm, m.Logger))
+	m.recall = recall.New(recallOptions(cfg, store, tok, m.llm, m.Logger))
 	m.preload()
 	if err := m.openKnowledge(cfg, tok); err != nil {
 		m.mcp.Close()
 		m.stopRecall()
-		_ = m.closeStores()
+		_ = store.Close()
 		return err
 	}
 	characters := config.NewCharacters(cfg, m.Getenv)
 	warnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
-		Store:      histories,
+		Store:      store,
 		Characters: characters,
 		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, m.llm) },
 		NewTTS: func(c tts.Config) (conversation.Synthesizer, error) {
@@ -209,7 +189,7 @@ func (m *Main) Open() error {
 			m.mcp.Close()
 			m.stopRecall()
 			m.stopKnowledge()
-			_ = m.closeStores()
+			_ = store.Close()
 			return err
 		}
 		liveChatAPI = m.liveChat.runner
@@ -230,7 +210,7 @@ func (m *Main) Open() error {
 		m.mcp.Close()
 		m.stopRecall()
 		m.stopKnowledge()
-		_ = m.closeStores()
+		_ = store.Close()
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	m.ln = ln
@@ -431,7 +411,7 @@ func (m *Main) shutdown() error {
 	m.stopKnowledge()
 	m.mcp.Close()
 	m.llm.CloseIdleConnections()
-	if cerr := m.closeStores(); cerr != nil {
+	if cerr := m.store.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close database: %w", cerr))
 	}
 	m.Logger.Info("koe stopped", "took", time.Since(start).Round(time.Millisecond))

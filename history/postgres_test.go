@@ -8,13 +8,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"koe/internal/pgtest"
 )
 
 // Two koe instances (two stores, two pools) appending to one history at
 // once: every record gets its own sequence number, none is lost, and the
 // numbers have no gaps.
 func TestPostgresAppendsFromTwoPools(t *testing.T) {
-	dsn := pgTestSchema(t, pgTestDSN(t))
+	dsn := pgtest.Schema(t)
 	open := func() *PGStore {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -86,7 +88,7 @@ func TestPostgresAppendsFromTwoPools(t *testing.T) {
 // An operation that cannot finish in time fails with the timeout named,
 // and leaves nothing behind: here another session holds the history's row.
 func TestPostgresTimeout(t *testing.T) {
-	dsn := pgTestSchema(t, pgTestDSN(t))
+	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := OpenPostgres(ctx, dsn, PGOptions{Timeout: 300 * time.Millisecond})
@@ -120,7 +122,7 @@ func TestPostgresTimeout(t *testing.T) {
 // Opening migrates once; a second store on the same database finds the
 // schema current, and a schema newer than koe knows is refused.
 func TestPostgresOpenMigrations(t *testing.T) {
-	dsn := pgTestSchema(t, pgTestDSN(t))
+	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := OpenPostgres(ctx, dsn, PGOptions{})

@@ -22,7 +22,7 @@ func eachBenchBackend(b *testing.B, fn func(b *testing.B, s testStore)) {
 		fn(b, s)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		fn(b, openPGTest(b, pgTestDSN(b), Options{}))
+		fn(b, openPGTest(b, Options{}))
 	})
 }
 

@@ -2,16 +2,14 @@ package history
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	bolt "go.etcd.io/bbolt"
+
+	"koe/internal/pgtest"
 )
 
 // The store test suite runs against both backends: a test written as
@@ -70,24 +68,6 @@ var (
 // opener opens a fresh, empty store.
 type opener func(t testing.TB, opts Options) testStore
 
-// pgTestDSNEnv names the PostgreSQL server of the tests.
-const pgTestDSNEnv = "KOE_TEST_PG_DSN"
-
-// pgTestDSN returns the test server's DSN, or skips t without one; on CI
-// (CI=true) a missing server fails t instead, so that CI cannot silently
-// test one backend.
-func pgTestDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv(pgTestDSNEnv)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: the PostgreSQL store is not tested (scripts/test.sh starts a server)", pgTestDSNEnv)
-		}
-		t.Skipf("%s is not set: PostgreSQL store not tested (scripts/test.sh starts a server)", pgTestDSNEnv)
-	}
-	return dsn
-}
-
 // eachBackend runs fn once per backend, as subtests named after them.
 func eachBackend(t *testing.T, fn func(t *testing.T, open opener)) {
 	t.Run("bbolt", func(t *testing.T) {
@@ -97,65 +77,21 @@ func eachBackend(t *testing.T, fn func(t *testing.T, open opener)) {
 		})
 	})
 	t.Run("postgres", func(t *testing.T) {
-		dsn := pgTestDSN(t)
+		pgtest.DSN(t)
 		fn(t, func(t testing.TB, opts Options) testStore {
-			return openPGTest(t, dsn, opts)
+			return openPGTest(t, opts)
 		})
 	})
 }
 
-// withSearchPath returns dsn with connections that use schema.
-func withSearchPath(dsn, schema string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
-		return dsn + sep + "search_path=" + schema
-	}
-	return dsn + " search_path=" + schema
-}
-
-// pgTestSchema creates a schema of its own for t, dropped when t ends, and
-// returns a DSN whose connections use it.
-func pgTestSchema(t testing.TB, dsn string) string {
-	t.Helper()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "koe_test_" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", pgTestDSNEnv, err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("connect to drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withSearchPath(dsn, schema)
-}
-
 // openPGTest opens a PostgreSQL store in a fresh schema, closed when t
 // ends.
-func openPGTest(t testing.TB, dsn string, opts Options) *PGStore {
+func openPGTest(t testing.TB, opts Options) *PGStore {
 	t.Helper()
+	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := OpenPostgres(ctx, pgTestSchema(t, dsn), PGOptions{Now: opts.Now})
+	s, err := OpenPostgres(ctx, dsn, PGOptions{Now: opts.Now})
 	if err != nil {
 		t.Fatalf("OpenPostgres: %v", err)
 	}

@@ -3,7 +3,6 @@ package pgmigrate
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,25 +10,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// testDSN is the PostgreSQL server of the tests (scripts/test.sh starts
-// one); without it the test skips, or fails on CI (CI=true).
-func testDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("KOE_TEST_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("KOE_TEST_PG_DSN is not set: migrations are not tested (scripts/test.sh starts a server)")
-		}
-		t.Skip("KOE_TEST_PG_DSN is not set: migrations not tested (scripts/test.sh starts a server)")
-	}
-	return dsn
-}
+	"koe/internal/pgtest"
+)
 
 // TestMigrate runs the migrator over a schema of the test's own.
 func TestMigrate(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	connect := func() *pgx.Conn {
