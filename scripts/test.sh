@@ -54,7 +54,7 @@ done
 pglite_pid="" pglite_out="" pg_dir="" pg_as=()
 cleanup() {
   if [ -n "$pglite_pid" ]; then
-    kill "$pglite_pid" 2>/dev/null; wait "$pglite_pid" 2>/dev/null || true
+    kill "$pglite_pid" 2>/dev/null || true; wait "$pglite_pid" 2>/dev/null || true
   fi
   if [ -n "$pglite_out" ]; then rm -f "$pglite_out"; fi
   if [ -n "$pg_dir" ]; then
