@@ -44,7 +44,7 @@ type Main struct {
 	// means os.Getenv.
 	Getenv func(string) string
 
-	store     *history.Store
+	store     appStore
 	recall    *recall.Service
 	knowledge *knowledge.Service
 	index     knowledge.Index
@@ -73,6 +73,37 @@ type Main struct {
 	closeErr  error
 }
 
+// appStore is where koe keeps histories, summaries, prompts, recall and
+// knowledge documents: the bbolt file in data_dir, or PostgreSQL.
+type appStore interface {
+	conversation.HistoryStore
+	recall.Store
+	knowledge.DocStore
+	knowledge.ChunkStore
+	Close() error
+}
+
+var (
+	_ appStore = (*history.Store)(nil)
+	_ appStore = (*history.PGStore)(nil)
+)
+
+// openStore opens the configured store: store_timeout bounds connecting
+// to PostgreSQL and migrating its schema.
+func openStore(cfg config.Config, log *slog.Logger) (appStore, error) {
+	if cfg.Store != config.StorePostgres {
+		return history.Open(filepath.Join(cfg.DataDir, DatabaseFile), history.Options{})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
+	defer cancel()
+	pg, err := history.OpenPostgres(ctx, cfg.StoreDSN, history.PGOptions{Timeout: cfg.StoreTimeout})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("koe keeps its data in PostgreSQL (store: postgres)")
+	return pg, nil
+}
+
 // probeTimeout bounds the start-up check of the LLM server.
 const probeTimeout = 10 * time.Second
 
@@ -86,7 +117,7 @@ func (m *Main) Open() error {
 		m.Getenv = os.Getenv
 	}
 	cfg := m.Config
-	store, err := history.Open(filepath.Join(cfg.DataDir, DatabaseFile), history.Options{})
+	store, err := openStore(cfg, m.Logger)
 	if err != nil {
 		return err
 	}
@@ -238,7 +269,7 @@ func (m *Main) Open() error {
 
 // recallOptions builds the recall service's options: keywords always,
 // vectors too when an embeddings endpoint is configured.
-func recallOptions(cfg config.Config, store *history.Store, tok *agent.Tokenizer, client *http.Client, log *slog.Logger) recall.Options {
+func recallOptions(cfg config.Config, store recall.Store, tok *agent.Tokenizer, client *http.Client, log *slog.Logger) recall.Options {
 	opts := recall.Options{Store: store, Count: tok.Count, Logger: log}
 	if !cfg.Embeddings.Enabled() {
 		log.Info("recall ranks memories by keywords (set embeddings.base_url to add vectors)")

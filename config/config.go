@@ -14,11 +14,13 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"time"
 
 	"koe/agent"
 	"koe/asr"
 	"koe/conversation"
 	"koe/coord"
+	"koe/history"
 	"koe/knowledge"
 	"koe/livechat"
 	"koe/llm"
@@ -33,6 +35,16 @@ type Config struct {
 	// DataDir holds koe.db (histories). Relative paths are relative to the
 	// working directory.
 	DataDir string `yaml:"data_dir"`
+	// Store is where histories (records, images, summaries, prompts) and
+	// recall live: StoreBbolt (koe.db in DataDir) or StorePostgres
+	// (StoreDSN, shared by any number of koe instances).
+	Store string `yaml:"store"`
+	// StoreDSN is the PostgreSQL connection string of the postgres store
+	// (env KOE_DATABASE_URL overrides it).
+	StoreDSN string `yaml:"store_dsn"`
+	// StoreTimeout bounds each operation of the postgres store, and
+	// connecting and migrating its schema at start.
+	StoreTimeout time.Duration `yaml:"store_timeout"`
 	// CharactersDir holds one YAML file per extra character; each file
 	// holds keys of the character section and is deep-merged over it.
 	CharactersDir string                 `yaml:"characters_dir"`
@@ -64,8 +76,18 @@ type Config struct {
 	fileName string
 }
 
+// Stores of histories (Config.Store).
+const (
+	StoreBbolt    = "bbolt"
+	StorePostgres = "postgres"
+)
+
 // Env names that override the file.
 const (
+	// EnvDatabaseURL overrides store_dsn, so that a password need not be
+	// written in the file.
+	EnvDatabaseURL = "KOE_DATABASE_URL"
+
 	EnvBaseURL = "OPENAI_BASE_URL"
 	EnvAPIKey  = "OPENAI_API_KEY"
 	EnvModel   = "KOE_LLM_MODEL"
@@ -75,6 +97,8 @@ const (
 func Default() Config {
 	return Config{
 		DataDir:       "data",
+		Store:         StoreBbolt,
+		StoreTimeout:  history.DefaultPGTimeout,
 		CharactersDir: "characters",
 		LogLevel:      "info",
 		Server:        server.DefaultConfig(),
@@ -176,6 +200,11 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 	cfg.Knowledge.ApplyEnv(getenv)
 	cfg.LiveChat.ApplyEnv(getenv)
 	cfg.Coord.ApplyEnv(getenv)
+	if getenv != nil {
+		if v := getenv(EnvDatabaseURL); v != "" {
+			cfg.StoreDSN = v
+		}
+	}
 	for _, override := range overrides {
 		override(&cfg)
 	}
@@ -197,6 +226,18 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 func (c Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("data_dir is empty")
+	}
+	switch c.Store {
+	case StoreBbolt:
+	case StorePostgres:
+		if strings.TrimSpace(c.StoreDSN) == "" {
+			return fmt.Errorf("store is postgres but store_dsn (or %s) is empty: give a connection string such as postgres://koe@127.0.0.1:5432/koe", EnvDatabaseURL)
+		}
+	default:
+		return fmt.Errorf("store %q: use %s (the file in data_dir) or %s (store_dsn)", c.Store, StoreBbolt, StorePostgres)
+	}
+	if c.StoreTimeout <= 0 {
+		return fmt.Errorf("store_timeout %v: must be positive (e.g. 10s)", c.StoreTimeout)
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return err

@@ -300,7 +300,8 @@ func TestExampleConfigIsTheDefaults(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cfg.Server, want.Server) || !reflect.DeepEqual(cfg.Conversation, want.Conversation) ||
 		!reflect.DeepEqual(cfg.Character, want.Character) || cfg.DataDir != want.DataDir ||
-		cfg.CharactersDir != want.CharactersDir || cfg.LogLevel != want.LogLevel || cfg.Embeddings != want.Embeddings {
+		cfg.CharactersDir != want.CharactersDir || cfg.LogLevel != want.LogLevel || cfg.Embeddings != want.Embeddings ||
+		cfg.Store != want.Store || cfg.StoreDSN != want.StoreDSN || cfg.StoreTimeout != want.StoreTimeout {
 		t.Fatalf("conf.example.yaml differs from the defaults:\n got %+v\nwant %+v", cfg, want)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func recallSeqs(t *testing.T, s *Store, conf string) []uint64 {
+func recallSeqs(t *testing.T, s testStore, conf string) []uint64 {
 	t.Helper()
 	var out []uint64
 	if err := s.ForEachRecall(conf, func(e RecallEntry) error {
@@ -21,8 +21,10 @@ func recallSeqs(t *testing.T, s *Store, conf string) []uint64 {
 // TestForgetRecalls: many entries forgotten in one call stay forgotten
 // when saved again and through a cleared index, entries not yet saved
 // included; other histories keep theirs.
-func TestForgetRecalls(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestForgetRecalls(t *testing.T) { eachBackend(t, testForgetRecalls) }
+
+func testForgetRecalls(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	const conf = "koe_default"
 	uid, other := mustCreate(t, s, conf), mustCreate(t, s, conf)
 	entry := func(seq uint64) RecallEntry {

@@ -24,7 +24,7 @@ func picture(seed byte, n int) []byte {
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
-func mustImage(t *testing.T, s *Store, conf, uid, ref string) (string, []byte) {
+func mustImage(t *testing.T, s testStore, conf, uid, ref string) (string, []byte) {
 	t.Helper()
 	mime, data, err := s.Image(conf, uid, ref)
 	if err != nil {
@@ -193,8 +193,10 @@ func TestLegacyInlineImages(t *testing.T) {
 	}
 }
 
-func TestImageErrors(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestImageErrors(t *testing.T) { eachBackend(t, testImageErrors) }
+
+func testImageErrors(t *testing.T, open opener) {
+	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: "pic", Images: []Image{{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 5))}}})
 	mustAppend(t, s, "c", uid, Record{Role: RoleAI, Content: "text only"})
@@ -239,8 +241,10 @@ func TestImageErrors(t *testing.T) {
 
 // An image that cannot be stored refuses the whole record, and nothing is
 // written: not the record, not the other images, not a new history.
-func TestBadImageData(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestBadImageData(t *testing.T) { eachBackend(t, testBadImageData) }
+
+func testBadImageData(t *testing.T, open opener) {
+	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
 	good := Image{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 50))}
 	before := dump(t, s)
@@ -268,8 +272,10 @@ func TestBadImageData(t *testing.T) {
 	}
 }
 
-func TestDeleteRemovesImages(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestDeleteRemovesImages(t *testing.T) { eachBackend(t, testDeleteRemovesImages) }
+
+func testDeleteRemovesImages(t *testing.T, open opener) {
+	s := open(t, Options{})
 	keep, gone := mustCreate(t, s, "c"), mustCreate(t, s, "c")
 	img := []Image{{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 20000))}}
 	mustAppend(t, s, "c", keep, Record{Role: RoleHuman, Images: img})
@@ -286,15 +292,15 @@ func TestDeleteRemovesImages(t *testing.T) {
 	if _, data := mustImage(t, s, "c", keep, "2-0"); len(data) != 20000 {
 		t.Fatalf("other history's image = %d bytes", len(data))
 	}
-	if err := s.Check(); err != nil {
-		t.Fatalf("Check after Delete: %v", err)
-	}
+	checkConsistent(t, s)
 }
 
 // Appends with images are batched like any other; a failing one in the
 // batch must not lose or misplace another's images.
-func TestConcurrentImageAppends(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestConcurrentImageAppends(t *testing.T) { eachBackend(t, testConcurrentImageAppends) }
+
+func testConcurrentImageAppends(t *testing.T, open opener) {
+	s := open(t, Options{})
 	const n = 20
 	uids := make([]string, n)
 	for i := range uids {
@@ -334,7 +340,5 @@ func TestConcurrentImageAppends(t *testing.T) {
 			}
 		}
 	}
-	if err := s.Check(); err != nil {
-		t.Fatalf("Check: %v", err)
-	}
+	checkConsistent(t, s)
 }

@@ -30,7 +30,7 @@ func knowledgeChunks(docID string, n int, dim int) []KnowledgeChunk {
 	return out
 }
 
-func chunksOf(t *testing.T, s *Store, conf string) []KnowledgeChunk {
+func chunksOf(t *testing.T, s testStore, conf string) []KnowledgeChunk {
 	t.Helper()
 	var out []KnowledgeChunk
 	if err := s.ForEachKnowledgeChunk(conf, func(c KnowledgeChunk) error {
@@ -42,8 +42,10 @@ func chunksOf(t *testing.T, s *Store, conf string) []KnowledgeChunk {
 	return out
 }
 
-func TestKnowledgeDocRoundTrip(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestKnowledgeDocRoundTrip(t *testing.T) { eachBackend(t, testKnowledgeDocRoundTrip) }
+
+func testKnowledgeDocRoundTrip(t *testing.T, open opener) {
+	s := open(t, Options{})
 	docs, err := s.KnowledgeDocs("c")
 	if err != nil || docs == nil || len(docs) != 0 {
 		t.Fatalf("KnowledgeDocs of a conf without any = %#v, %v; want empty, no error", docs, err)
@@ -98,8 +100,10 @@ func TestKnowledgeDocRoundTrip(t *testing.T) {
 	}
 }
 
-func TestKnowledgeDocPagesChecked(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestKnowledgeDocPagesChecked(t *testing.T) { eachBackend(t, testKnowledgeDocPagesChecked) }
+
+func testKnowledgeDocPagesChecked(t *testing.T, open opener) {
+	s := open(t, Options{})
 	for _, pages := range [][]int{{0, 50}, {0, 5, 3}, {-1}} {
 		err := s.PutKnowledgeDoc("c", knowledgeDoc("d", t0), "0123456789", pages)
 		if !errors.Is(err, ErrInvalidRecord) {
@@ -112,7 +116,11 @@ func TestKnowledgeDocPagesChecked(t *testing.T) {
 }
 
 func TestKnowledgeChunksRoundTripAndOrder(t *testing.T) {
-	s, _ := openTest(t, Options{})
+	eachBackend(t, testKnowledgeChunksRoundTripAndOrder)
+}
+
+func testKnowledgeChunksRoundTripAndOrder(t *testing.T, open opener) {
+	s := open(t, Options{})
 	// "a-b" sorts after "a" as a string, and must as keys too.
 	for _, id := range []string{"a-b", "a", "B"} {
 		cs := knowledgeChunks(id, 3, 4)
@@ -137,8 +145,10 @@ func TestKnowledgeChunksRoundTripAndOrder(t *testing.T) {
 	}
 }
 
-func TestKnowledgeChunksReplace(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestKnowledgeChunksReplace(t *testing.T) { eachBackend(t, testKnowledgeChunksReplace) }
+
+func testKnowledgeChunksReplace(t *testing.T, open opener) {
+	s := open(t, Options{})
 	if err := s.PutKnowledgeChunks("c", "d", knowledgeChunks("d", 5, 8)); err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +183,10 @@ func TestKnowledgeChunksReplace(t *testing.T) {
 	}
 }
 
-func TestKnowledgeChunksRefused(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestKnowledgeChunksRefused(t *testing.T) { eachBackend(t, testKnowledgeChunksRefused) }
+
+func testKnowledgeChunksRefused(t *testing.T, open opener) {
+	s := open(t, Options{})
 	if err := s.PutKnowledgeChunks("c", "d", knowledgeChunks("d", 2, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +207,10 @@ func TestKnowledgeChunksRefused(t *testing.T) {
 	}
 }
 
-func TestKnowledgeDeleteDoc(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestKnowledgeDeleteDoc(t *testing.T) { eachBackend(t, testKnowledgeDeleteDoc) }
+
+func testKnowledgeDeleteDoc(t *testing.T, open opener) {
+	s := open(t, Options{})
 	for _, id := range []string{"d", "e"} {
 		if err := s.PutKnowledgeDoc("c", knowledgeDoc(id, t0), "text of "+id, nil); err != nil {
 			t.Fatal(err)
@@ -238,8 +252,10 @@ func TestKnowledgeDeleteDoc(t *testing.T) {
 	}
 }
 
-func TestKnowledgeConfs(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestKnowledgeConfs(t *testing.T) { eachBackend(t, testKnowledgeConfs) }
+
+func testKnowledgeConfs(t *testing.T, open opener) {
+	s := open(t, Options{})
 	if confs, err := s.KnowledgeConfs(); err != nil || len(confs) != 0 {
 		t.Fatalf("KnowledgeConfs of a new database = %v, %v", confs, err)
 	}
@@ -270,8 +286,10 @@ func TestKnowledgeConfs(t *testing.T) {
 	}
 }
 
-func TestKnowledgeInvalidIDs(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestKnowledgeInvalidIDs(t *testing.T) { eachBackend(t, testKnowledgeInvalidIDs) }
+
+func testKnowledgeInvalidIDs(t *testing.T, open opener) {
+	s := open(t, Options{})
 	before := dump(t, s)
 	bad := []string{"", "../x", ".hidden", "a/b", "a\x00b", strings.Repeat("x", 200)}
 	for _, id := range bad {

@@ -30,14 +30,14 @@ func summary(uid string, first, n int, text string) SummaryRecord {
 	}
 }
 
-func mustAddSummary(t testing.TB, s *Store, conf, uid string, r SummaryRecord) {
+func mustAddSummary(t testing.TB, s testStore, conf, uid string, r SummaryRecord) {
 	t.Helper()
 	if err := s.AddSummary(conf, uid, r); err != nil {
 		t.Fatalf("AddSummary(%q, %q, turns %v): %v", conf, uid, r.Turns, err)
 	}
 }
 
-func mustSummaries(t testing.TB, s *Store, conf, uid string) []SummaryRecord {
+func mustSummaries(t testing.TB, s testStore, conf, uid string) []SummaryRecord {
 	t.Helper()
 	got, err := s.Summaries(conf, uid)
 	if err != nil {
@@ -125,8 +125,10 @@ func TestSummariesRoundTrip(t *testing.T) {
 
 // Re-summarising a range that starts at the same turn replaces the old
 // summary, whatever its length; other summaries are untouched.
-func TestSummaryOverwrite(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestSummaryOverwrite(t *testing.T) { eachBackend(t, testSummaryOverwrite) }
+
+func testSummaryOverwrite(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "first try"))
 	mustAddSummary(t, s, "c", h, summary(h, 4, 3, "other"))
@@ -177,8 +179,10 @@ func TestSummariesReopen(t *testing.T) {
 	}
 }
 
-func TestInvalidSummary(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestInvalidSummary(t *testing.T) { eachBackend(t, testInvalidSummary) }
+
+func testInvalidSummary(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "keep me"))
 	before := dump(t, s)
@@ -230,8 +234,10 @@ func TestInvalidSummary(t *testing.T) {
 	}
 }
 
-func TestInvalidSummaryMessage(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestInvalidSummaryMessage(t *testing.T) { eachBackend(t, testInvalidSummaryMessage) }
+
+func testInvalidSummaryMessage(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	r := summary(h, 1, 3, "x")
 	r.Turns = []int{1, 2, 4}
@@ -242,8 +248,10 @@ func TestInvalidSummaryMessage(t *testing.T) {
 	}
 }
 
-func TestMemoryInvalidIDs(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestMemoryInvalidIDs(t *testing.T) { eachBackend(t, testMemoryInvalidIDs) }
+
+func testMemoryInvalidIDs(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "x"))
 	if err := s.SetPrompt("c", PromptSystem, "sys"); err != nil {
@@ -281,8 +289,10 @@ func TestMemoryInvalidIDs(t *testing.T) {
 	}
 }
 
-func TestSummaryMissingHistory(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestSummaryMissingHistory(t *testing.T) { eachBackend(t, testSummaryMissingHistory) }
+
+func testSummaryMissingHistory(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	before := dump(t, s)
 	missing := "2025-01-01_00-00-00_00000000000000000000000000000000"
@@ -303,8 +313,10 @@ func TestSummaryMissingHistory(t *testing.T) {
 	}
 }
 
-func TestDeleteRemovesSummaries(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestDeleteRemovesSummaries(t *testing.T) { eachBackend(t, testDeleteRemovesSummaries) }
+
+func testDeleteRemovesSummaries(t *testing.T, open opener) {
+	s := open(t, Options{})
 	gone := mustCreate(t, s, "c")
 	keep := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", gone, Record{Role: RoleHuman, Content: "bye"})
@@ -336,8 +348,10 @@ func TestDeleteRemovesSummaries(t *testing.T) {
 }
 
 // Summaries are side data: messages, the listing and Exists must not see them.
-func TestMessagesIgnoreSummaries(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestMessagesIgnoreSummaries(t *testing.T) { eachBackend(t, testMessagesIgnoreSummaries) }
+
+func testMessagesIgnoreSummaries(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	h := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "hello"})
 	mustAppend(t, s, "c", h, Record{Role: RoleAI, Content: "hi"})
@@ -370,8 +384,10 @@ func TestMessagesIgnoreSummaries(t *testing.T) {
 	}
 }
 
-func TestPrompts(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestPrompts(t *testing.T) { eachBackend(t, testPrompts) }
+
+func testPrompts(t *testing.T, open opener) {
+	s := open(t, Options{})
 	get := func(conf, name string) (string, bool) {
 		t.Helper()
 		text, ok, err := s.Prompt(conf, name)
@@ -446,8 +462,10 @@ func TestPrompts(t *testing.T) {
 	}
 }
 
-func TestPromptTooLong(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestPromptTooLong(t *testing.T) { eachBackend(t, testPromptTooLong) }
+
+func testPromptTooLong(t *testing.T, open opener) {
+	s := open(t, Options{})
 	limit := strings.Repeat("x", 64<<10)
 	if err := s.SetPrompt("c", PromptSystem, limit); err != nil {
 		t.Fatalf("SetPrompt of exactly 64 KiB: %v", err)
@@ -544,7 +562,11 @@ func TestOpenUpgradesOldLayout(t *testing.T) {
 // Summaries are written in the background while the session appends; both
 // go through db.Batch, together with calls that fail for a missing history.
 func TestConcurrentSummariesAndAppends(t *testing.T) {
-	s, _ := openTest(t, Options{})
+	eachBackend(t, testConcurrentSummariesAndAppends)
+}
+
+func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	const n = 40
 	var wg sync.WaitGroup

@@ -16,8 +16,10 @@ func contents(rs []Record) []string {
 	return out
 }
 
-func TestPage(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestPage(t *testing.T) { eachBackend(t, testPage) }
+
+func testPage(t *testing.T, open opener) {
+	s := open(t, Options{})
 	uid := mustCreate(t, s, "c") // seq 1, metadata
 	for i := 1; i <= 10; i++ {   // seq 2..11, plus a stray metadata record at 7
 		mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: fmt.Sprint(i)})
@@ -91,8 +93,10 @@ func TestPage(t *testing.T) {
 	}
 }
 
-func TestPageEmptyHistory(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestPageEmptyHistory(t *testing.T) { eachBackend(t, testPageEmptyHistory) }
+
+func testPageEmptyHistory(t *testing.T, open opener) {
+	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
 	got, more, err := s.Page("c", uid, 0, 5)
 	if err != nil || more || got == nil || len(got) != 0 {
@@ -100,8 +104,10 @@ func TestPageEmptyHistory(t *testing.T) {
 	}
 }
 
-func TestPageErrors(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestPageErrors(t *testing.T) { eachBackend(t, testPageErrors) }
+
+func testPageErrors(t *testing.T, open opener) {
+	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
 	for _, limit := range []int{0, -1} {
 		if _, _, err := s.Page("c", uid, 0, limit); !errors.Is(err, ErrInvalidPage) {

@@ -13,7 +13,7 @@ import (
 )
 
 // recallOf reads every recall entry of conf, failing the test on error.
-func recallOf(t *testing.T, s *Store, conf string) []RecallEntry {
+func recallOf(t *testing.T, s testStore, conf string) []RecallEntry {
 	t.Helper()
 	var out []RecallEntry
 	if err := s.ForEachRecall(conf, func(e RecallEntry) error {
@@ -34,14 +34,14 @@ func recallKeys(es []RecallEntry) []string {
 	return out
 }
 
-func mustCreateWith(t *testing.T, s *Store, conf, uid string, records ...Record) {
+func mustCreateWith(t *testing.T, s testStore, conf, uid string, records ...Record) {
 	t.Helper()
 	if err := s.CreateWith(conf, uid, records...); err != nil {
 		t.Fatalf("CreateWith(%q, %q): %v", conf, uid, err)
 	}
 }
 
-func mustSaveRecall(t *testing.T, s *Store, conf, uid string, mark RecallMark, es ...RecallEntry) []RecallEntry {
+func mustSaveRecall(t *testing.T, s testStore, conf, uid string, mark RecallMark, es ...RecallEntry) []RecallEntry {
 	t.Helper()
 	saved, err := s.SaveRecall(conf, uid, mark, es)
 	if err != nil {
@@ -57,8 +57,12 @@ func ent(uid string, seq uint64, text string) RecallEntry {
 // rawRecallKeys counts the keys of a conf's recall sub-bucket that belong
 // to history uid, read straight from bbolt: an orphan (say, a vector whose
 // entry is gone) is invisible to ForEachRecall.
-func rawRecallKeys(t *testing.T, s *Store, conf string, name []byte, uid string) int {
+func rawRecallKeys(t *testing.T, st testStore, conf string, name []byte, uid string) int {
 	t.Helper()
+	if p, ok := st.(*PGStore); ok {
+		return pgRecallRows(t, p, conf, name, uid)
+	}
+	s := st.(*Store)
 	n := 0
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := recallSub(tx, conf, name)
@@ -84,8 +88,10 @@ func rawRecallKeys(t *testing.T, s *Store, conf string, name []byte, uid string)
 	return n
 }
 
-func TestRecallRoundTrip(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestRecallRoundTrip(t *testing.T) { eachBackend(t, testRecallRoundTrip) }
+
+func testRecallRoundTrip(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	mustCreateWith(t, s, "c", "h10")
 
@@ -145,8 +151,10 @@ func TestRecallRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSaveRecallMissingHistory(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestSaveRecallMissingHistory(t *testing.T) { eachBackend(t, testSaveRecallMissingHistory) }
+
+func testSaveRecallMissingHistory(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	mustCreateWith(t, s, "c", "gone")
 	if err := s.Delete("c", "gone"); err != nil {
@@ -176,8 +184,10 @@ func TestSaveRecallMissingHistory(t *testing.T) {
 	}
 }
 
-func TestForgetRecallTombstone(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestForgetRecallTombstone(t *testing.T) { eachBackend(t, testForgetRecallTombstone) }
+
+func testForgetRecallTombstone(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	e2, e3 := ent("h1", 2, "two"), ent("h1", 3, "three")
 	e2.Vector = []float32{1, 0}
@@ -233,7 +243,11 @@ func TestForgetRecallTombstone(t *testing.T) {
 }
 
 func TestForgetRecallMissingHistoryLeavesNoTombstone(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+	eachBackend(t, testForgetRecallMissingHistoryLeavesNoTombstone)
+}
+
+func testForgetRecallMissingHistoryLeavesNoTombstone(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	if existed, err := s.ForgetRecall("c", "h1", 2); err != nil || existed {
 		t.Fatalf("ForgetRecall on a missing history = %v, %v", existed, err)
 	}
@@ -248,8 +262,10 @@ func TestForgetRecallMissingHistoryLeavesNoTombstone(t *testing.T) {
 
 // TestDeleteDropsRecall deletes h1 beside h10 and h2: every key of h1 is
 // "h1\x00"+seq, which a plain "h1" prefix would confuse with h10's.
-func TestDeleteDropsRecall(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestDeleteDropsRecall(t *testing.T) { eachBackend(t, testDeleteDropsRecall) }
+
+func testDeleteDropsRecall(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	uids := []string{"h1", "h10", "h2"}
 	if err := s.SetRecallVectors("c", "m", nil); err != nil {
 		t.Fatal(err)
@@ -307,8 +323,10 @@ func TestDeleteDropsRecall(t *testing.T) {
 	}
 }
 
-func TestSetRecallVectorsModel(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestSetRecallVectorsModel(t *testing.T) { eachBackend(t, testSetRecallVectorsModel) }
+
+func testSetRecallVectorsModel(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	if m, err := s.RecallVectorModel("c"); err != nil || m != "" {
 		t.Fatalf("RecallVectorModel of a new conf = %q, %v", m, err)
@@ -361,8 +379,10 @@ func TestSetRecallVectorsModel(t *testing.T) {
 	}
 }
 
-func TestSince(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestSince(t *testing.T) { eachBackend(t, testSince) }
+
+func testSince(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1",
 		Record{Role: RoleHuman, Content: "one", Meta: map[string]string{"dia_id": "D1:1"}},
 		Record{Role: RoleAI, Content: "two"})
@@ -399,8 +419,10 @@ func TestSince(t *testing.T) {
 	}
 }
 
-func TestRecordMetaRoundTrip(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestRecordMetaRoundTrip(t *testing.T) { eachBackend(t, testRecordMetaRoundTrip) }
+
+func testRecordMetaRoundTrip(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	meta := map[string]string{"dia_id": "D3:14", "source": "locomo"}
 	mustCreateWith(t, s, "c", "h1", Record{Role: RoleHuman, Content: "created", Meta: meta})
 	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "appended", Meta: map[string]string{"k": "v"}})
@@ -422,8 +444,12 @@ func TestRecordMetaRoundTrip(t *testing.T) {
 	}
 }
 
-func rawRecord(t *testing.T, s *Store, conf, uid string, seq uint64) []byte {
+func rawRecord(t *testing.T, st testStore, conf, uid string, seq uint64) []byte {
 	t.Helper()
+	if p, ok := st.(*PGStore); ok {
+		return pgRawRecord(t, p, conf, uid, seq)
+	}
+	s := st.(*Store)
 	var out []byte
 	err := s.db.View(func(tx *bolt.Tx) error {
 		k := seqKey(seq)
@@ -483,8 +509,10 @@ func TestRecallReopen(t *testing.T) {
 	}
 }
 
-func TestConfs(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestConfs(t *testing.T) { eachBackend(t, testConfs) }
+
+func testConfs(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	if confs, err := s.Confs(); err != nil || len(confs) != 0 {
 		t.Fatalf("Confs of an empty store = %v, %v", confs, err)
 	}

@@ -42,7 +42,7 @@ func openTest(t testing.TB, opts Options) (*Store, string) {
 	return s, path
 }
 
-func mustCreate(t testing.TB, s *Store, conf string) string {
+func mustCreate(t testing.TB, s testStore, conf string) string {
 	t.Helper()
 	uid, err := s.Create(conf)
 	if err != nil {
@@ -51,7 +51,7 @@ func mustCreate(t testing.TB, s *Store, conf string) string {
 	return uid
 }
 
-func mustAppend(t testing.TB, s *Store, conf, uid string, r Record) {
+func mustAppend(t testing.TB, s testStore, conf, uid string, r Record) {
 	t.Helper()
 	if err := s.Append(conf, uid, r); err != nil {
 		t.Fatalf("Append(%q, %q): %v", conf, uid, err)
@@ -60,7 +60,19 @@ func mustAppend(t testing.TB, s *Store, conf, uid string, r Record) {
 
 // dump renders the whole database, keys and values, so tests can assert that
 // an operation changed nothing.
-func dump(t *testing.T, s *Store) string {
+func dump(t *testing.T, s testStore) string {
+	t.Helper()
+	switch s := s.(type) {
+	case *Store:
+		return boltDump(t, s)
+	case *PGStore:
+		return pgDump(t, s)
+	}
+	t.Fatalf("dump: unknown store %T", s)
+	return ""
+}
+
+func boltDump(t *testing.T, s *Store) string {
 	t.Helper()
 	var b strings.Builder
 	var walk func(prefix string, bk *bolt.Bucket) error
@@ -85,8 +97,10 @@ func dump(t *testing.T, s *Store) string {
 	return b.String()
 }
 
-func TestRoundTrip(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestRoundTrip(t *testing.T) { eachBackend(t, testRoundTrip) }
+
+func testRoundTrip(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	uid := mustCreate(t, s, "conf1")
 	mustAppend(t, s, "conf1", uid, Record{Role: RoleHuman, Content: "hello", Name: "Human"})
 	mustAppend(t, s, "conf1", uid, Record{Role: RoleAI, Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true})
@@ -117,21 +131,14 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // The stored JSON must stay byte-compatible with Open-LLM-VTuber.
-func TestStoredJSON(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestStoredJSON(t *testing.T) { eachBackend(t, testStoredJSON) }
+
+func testStoredJSON(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	uid := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", uid, Record{Role: RoleAI, Content: "x", Interrupted: true})
 	mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: "y"})
-	var vals []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return messagesBucket(tx, "c", uid).ForEach(func(k, v []byte) error {
-			vals = append(vals, fmt.Sprintf("%x %s", k, v))
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vals := rawRecords(t, s, "c", uid)
 	want := []string{
 		`0000000000000001 {"role":"metadata","timestamp":"2025-03-04T05:06:07","content":""}`,
 		`0000000000000002 {"role":"ai","timestamp":"2025-03-04T05:06:08","content":"x","interrupted":true}`,
@@ -142,8 +149,10 @@ func TestStoredJSON(t *testing.T) {
 	}
 }
 
-func TestListOrdering(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestListOrdering(t *testing.T) { eachBackend(t, testListOrdering) }
+
+func testListOrdering(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	h1 := mustCreate(t, s, "c")                                                       // :07
 	h2 := mustCreate(t, s, "c")                                                       // :08
 	_ = mustCreate(t, s, "c")                                                         // :09, metadata only: must not be listed
@@ -192,8 +201,10 @@ func TestListOrdering(t *testing.T) {
 
 // A metadata record appended after real messages must not become the
 // "latest message" shown in the listing.
-func TestListSkipsTrailingMetadata(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
+func TestListSkipsTrailingMetadata(t *testing.T) { eachBackend(t, testListSkipsTrailingMetadata) }
+
+func testListSkipsTrailingMetadata(t *testing.T, open opener) {
+	s := open(t, Options{Now: stepClock(t0)})
 	h := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "real"})
 	mustAppend(t, s, "c", h, Record{Role: RoleMetadata})
@@ -206,8 +217,10 @@ func TestListSkipsTrailingMetadata(t *testing.T) {
 	}
 }
 
-func TestListUnknownConf(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestListUnknownConf(t *testing.T) { eachBackend(t, testListUnknownConf) }
+
+func testListUnknownConf(t *testing.T, open opener) {
+	s := open(t, Options{})
 	got, err := s.List("nobody")
 	if err != nil {
 		t.Fatalf("List: %v", err)
@@ -223,8 +236,10 @@ func TestListUnknownConf(t *testing.T) {
 	}
 }
 
-func TestDelete(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestDelete(t *testing.T) { eachBackend(t, testDelete) }
+
+func testDelete(t *testing.T, open opener) {
+	s := open(t, Options{})
 	keep := mustCreate(t, s, "c")
 	gone := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", gone, Record{Role: RoleHuman, Content: "bye"})
@@ -255,8 +270,10 @@ func TestDelete(t *testing.T) {
 	}
 }
 
-func TestAppendMissing(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestAppendMissing(t *testing.T) { eachBackend(t, testAppendMissing) }
+
+func testAppendMissing(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	before := dump(t, s)
 	cases := []struct{ conf, uid string }{
@@ -279,7 +296,11 @@ func TestAppendMissing(t *testing.T) {
 
 // A failing Append inside a batch must not disturb appends batched with it.
 func TestAppendMissingConcurrentWithValid(t *testing.T) {
-	s, _ := openTest(t, Options{})
+	eachBackend(t, testAppendMissingConcurrentWithValid)
+}
+
+func testAppendMissingConcurrentWithValid(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	const n = 40
 	var wg sync.WaitGroup
@@ -310,8 +331,10 @@ func TestAppendMissingConcurrentWithValid(t *testing.T) {
 	}
 }
 
-func TestInvalidIDs(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestInvalidIDs(t *testing.T) { eachBackend(t, testInvalidIDs) }
+
+func testInvalidIDs(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "x"})
 	before := dump(t, s)
@@ -343,8 +366,10 @@ func TestInvalidIDs(t *testing.T) {
 	}
 }
 
-func TestInvalidIDMessage(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestInvalidIDMessage(t *testing.T) { eachBackend(t, testInvalidIDMessage) }
+
+func testInvalidIDMessage(t *testing.T, open opener) {
+	s := open(t, Options{})
 	long := strings.Repeat("x", 60) + "/" + strings.Repeat("y", 100)
 	err := s.Delete("c", long)
 	want := fmt.Sprintf("history uid %q: invalid id", long[:64]+"…")
@@ -405,9 +430,11 @@ func TestNewUID(t *testing.T) {
 	}
 }
 
-func TestNowOption(t *testing.T) {
+func TestNowOption(t *testing.T) { eachBackend(t, testNowOption) }
+
+func testNowOption(t *testing.T, open opener) {
 	fixed := time.Date(2020, 2, 29, 13, 14, 15, 999, time.Local)
-	s, _ := openTest(t, Options{Now: func() time.Time { return fixed }})
+	s := open(t, Options{Now: func() time.Time { return fixed }})
 	h := mustCreate(t, s, "c")
 	if !strings.HasPrefix(h, "2020-02-29_13-14-15_") {
 		t.Fatalf("uid %q does not use the Now clock", h)
@@ -493,8 +520,10 @@ func TestLocked(t *testing.T) {
 	}
 }
 
-func TestConcurrentAppends(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestConcurrentAppends(t *testing.T) { eachBackend(t, testConcurrentAppends) }
+
+func testConcurrentAppends(t *testing.T, open opener) {
+	s := open(t, Options{})
 	const goroutines, perG = 50, 20
 	uids := make([]string, goroutines)
 	for i := range uids {
@@ -610,8 +639,10 @@ func putRawRecord(msgs *bolt.Bucket, v []byte) error {
 }
 
 // LastSeq moves with every record stored and names the newest one.
-func TestLastSeq(t *testing.T) {
-	s, _ := openTest(t, Options{})
+func TestLastSeq(t *testing.T) { eachBackend(t, testLastSeq) }
+
+func testLastSeq(t *testing.T, open opener) {
+	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	first, err := s.LastSeq("c", h)
 	if err != nil {

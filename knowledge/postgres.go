@@ -18,6 +18,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 	"golang.org/x/sync/errgroup"
 
+	"koe/internal/pgmigrate"
 	"koe/textindex"
 )
 
@@ -68,7 +69,7 @@ func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*PostgresI
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: postgres: connect: %w", err)
 	}
-	version, applied, err := migrate(ctx, conn, schemaMigrationsTable, migrateLockKey, pgMigrations)
+	version, applied, err := pgmigrate.Migrate(ctx, conn, schemaMigrationsTable, migrateLockKey, pgMigrations, extensionHint)
 	if err == nil && applied == 0 {
 		// Nothing to do is the usual start.
 		log.Debug("knowledge: postgres schema is current", where, "version", version)

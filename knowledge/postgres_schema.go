@@ -8,19 +8,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"koe/internal/pgmigrate"
 )
 
 // koe owns its PostgreSQL schema: it creates and migrates it at start, so
 // an operator only provides a database (and pgvector; see migration 1).
 // Migrations are append-only: a released one is never edited, a change is a
 // new version.
-
-// migration is one step of the schema, its statements run in order.
-type migration struct {
-	version    int
-	name       string
-	statements []string
-}
 
 // schemaMigrationsTable records the versions applied to the database.
 const schemaMigrationsTable = "koe_schema_migrations"
@@ -31,11 +26,11 @@ const schemaMigrationsTable = "koe_schema_migrations"
 const migrateLockKey int64 = 0x6b6f655f6d696772 // "koe_migr"
 
 // pgMigrations is the knowledge store's schema, oldest first.
-var pgMigrations = []migration{
+var pgMigrations = []pgmigrate.Migration{
 	{
-		version: 1,
-		name:    "knowledge chunks with full-text and vector search",
-		statements: []string{
+		Version: 1,
+		Name:    "knowledge chunks with full-text and vector search",
+		Statements: []string{
 			// pgvector is not a trusted extension: only a superuser may
 			// create it. When koe's role may not, an administrator runs
 			// CREATE EXTENSION vector once and this is a no-op.
@@ -76,77 +71,6 @@ var pgMigrations = []migration{
 			)`,
 		},
 	},
-}
-
-// migrate brings the database to the last of migrations, each version in
-// its own transaction, and returns the schema version and how many versions
-// it applied. Every transaction first takes an advisory lock, so that
-// instances starting together apply each version once: the second waits,
-// then finds it applied. A database migrated by a newer koe (a version this
-// one does not know) is refused rather than used with a schema koe does not
-// understand.
-func migrate(ctx context.Context, conn *pgx.Conn, table string, lockKey int64, migrations []migration) (version, applied int, err error) {
-	ident := pgx.Identifier{table}.Sanitize()
-	for i, m := range migrations {
-		if m.version != i+1 {
-			return 0, 0, fmt.Errorf("migration %q has version %d, want %d", m.name, m.version, i+1)
-		}
-		did, err := applyMigration(ctx, conn, ident, lockKey, m, len(migrations))
-		if err != nil {
-			return 0, 0, fmt.Errorf("schema migration %d (%s): %w", m.version, m.name, err)
-		}
-		if did {
-			applied++
-		}
-		version = m.version
-	}
-	return version, applied, nil
-}
-
-// applyMigration applies m unless it is recorded in table, and reports
-// whether it did.
-func applyMigration(ctx context.Context, conn *pgx.Conn, table string, lockKey int64, m migration, known int) (bool, error) {
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return false, fmt.Errorf("begin: %w", err)
-	}
-	// After a commit this is a no-op.
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey); err != nil {
-		return false, fmt.Errorf("lock: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
-		version    integer PRIMARY KEY,
-		name       text NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now()
-	)`); err != nil {
-		return false, fmt.Errorf("create %s: %w", table, err)
-	}
-	var newest int
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+table).Scan(&newest); err != nil {
-		return false, fmt.Errorf("read %s: %w", table, err)
-	}
-	if newest > known {
-		return false, fmt.Errorf("the database's schema is at version %d, newer than this koe knows (%d): run a newer koe", newest, known)
-	}
-	if newest >= m.version {
-		return false, tx.Commit(ctx)
-	}
-	if newest != m.version-1 {
-		return false, fmt.Errorf("the database's schema is at version %d, not %d", newest, m.version-1)
-	}
-	for i, stmt := range m.statements {
-		if _, err := tx.Exec(ctx, stmt); err != nil {
-			return false, fmt.Errorf("statement %d: %w%s", i+1, err, extensionHint(err))
-		}
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-		return false, fmt.Errorf("record version: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return false, fmt.Errorf("commit: %w", err)
-	}
-	return true, nil
 }
 
 // extensionHint says what to do when pgvector cannot be created.

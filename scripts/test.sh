@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 # chromium drives koe's web page in the browser tests, bubblewrap and
 # python3 run the python tool's sandbox, tmux gives koe chat a terminal,
 # ngircd is the IRC server the live chat (Twitch) client is tested against,
-# redis-server the one koe instances coordinate their turns through (the
-# tests start their own on loopback).
-packages=(espeak-ng pocketsphinx pocketsphinx-en-us sox chromium bubblewrap python3 tmux ngircd redis-server)
+# postgresql (15 on bookworm) serves the PostgreSQL store's tests; the
+# tests of instances coordinating their turns start their own redis-server
+# on loopback.
+packages=(espeak-ng pocketsphinx pocketsphinx-en-us sox chromium bubblewrap python3 tmux ngircd postgresql redis-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -51,11 +52,23 @@ for spec in $pglite_pkgs; do
     break
   fi
 done
+# Servers started below are stopped, and their files removed, on exit.
+pglite_pid="" pglite_out="" pg_dir="" pg_as=()
+cleanup() {
+  if [ -n "$pglite_pid" ]; then
+    kill "$pglite_pid" 2>/dev/null || true; wait "$pglite_pid" 2>/dev/null || true
+  fi
+  if [ -n "$pglite_out" ]; then rm -f "$pglite_out"; fi
+  if [ -n "$pg_dir" ]; then
+    "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$pg_dir"
+  fi
+}
+trap cleanup EXIT
 if [ -z "${KOE_TEST_POSTGRES_DSN:-}" ]; then
   pglite_out=$(mktemp)
   KOE_TEST_NPM_DIR="$KOE_TEST_NPM_DIR" node scripts/pglite/server.mjs 0 >"$pglite_out" &
   pglite_pid=$!
-  trap 'kill "$pglite_pid" 2>/dev/null; wait "$pglite_pid" 2>/dev/null; rm -f "$pglite_out"' EXIT
   # It prints "listening 127.0.0.1:PORT" when ready (a few seconds).
   for _ in $(seq 300); do
     grep -q '^listening ' "$pglite_out" && break
@@ -67,6 +80,27 @@ if [ -z "${KOE_TEST_POSTGRES_DSN:-}" ]; then
   # PGlite is one backend behind every connection: pgx must use the simple
   # protocol (see scripts/pglite/server.mjs).
   export KOE_TEST_POSTGRES_DSN="postgres://postgres@$pglite_addr/postgres?sslmode=disable&default_query_exec_mode=simple_protocol&pool_max_conns=4"
+fi
+
+# PostgreSQL 15 from Debian for the PostgreSQL history store's tests
+# (KOE_TEST_PG_DSN): a throwaway cluster in a temporary directory, on
+# loopback and a free port, its socket in that directory too. initdb
+# refuses to run as root, so root runs the cluster as the postgres user.
+# A DSN already in KOE_TEST_PG_DSN is used instead.
+pg_bin=/usr/lib/postgresql/15/bin
+if [ -z "${KOE_TEST_PG_DSN:-}" ]; then
+  pg_dir=$(mktemp -d)
+  if [ "$(id -u)" -eq 0 ]; then
+    chown postgres: "$pg_dir"
+    pg_as=(runuser -u postgres --)
+  fi
+  pg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "${pg_as[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust -E UTF8 --no-locale >"$pg_dir/initdb.log" 2>&1 ||
+    { cat "$pg_dir/initdb.log"; echo "initdb failed"; exit 1; }
+  "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
+    -o "-k $pg_dir -h 127.0.0.1 -p $pg_port" start >/dev/null ||
+    { cat "$pg_dir/server.log"; echo "PostgreSQL did not start"; exit 1; }
+  export KOE_TEST_PG_DSN="postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable"
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

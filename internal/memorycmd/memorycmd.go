@@ -63,16 +63,37 @@ func Memory(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	return 0
 }
 
-func rebuild(ctx context.Context, cfg config.Config, only string, stdout, stderr io.Writer) error {
+// rebuildStore is what a rebuild reads and writes.
+type rebuildStore interface {
+	recall.Store
+	Close() error
+}
+
+// openStore opens the configured store: koe.db in the data directory, or
+// PostgreSQL (store: postgres).
+func openStore(ctx context.Context, cfg config.Config) (rebuildStore, error) {
+	if cfg.Store == config.StorePostgres {
+		ctx, cancel := context.WithTimeout(ctx, cfg.StoreTimeout)
+		defer cancel()
+		return history.OpenPostgres(ctx, cfg.StoreDSN, history.PGOptions{Timeout: cfg.StoreTimeout})
+	}
 	path := filepath.Join(cfg.DataDir, DatabaseFile)
 	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("no database at %s: %w", path, err)
+		return nil, fmt.Errorf("no database at %s: %w", path, err)
 	}
 	store, err := history.Open(path, history.Options{})
 	if err != nil {
 		if errors.Is(err, history.ErrLocked) {
-			return fmt.Errorf("%w: stop koe first, then rebuild", err)
+			return nil, fmt.Errorf("%w: stop koe first, then rebuild", err)
 		}
+		return nil, err
+	}
+	return store, nil
+}
+
+func rebuild(ctx context.Context, cfg config.Config, only string, stdout, stderr io.Writer) error {
+	store, err := openStore(ctx, cfg)
+	if err != nil {
 		return err
 	}
 	defer store.Close()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"koe/history"
+	"koe/internal/pgtest"
 )
 
 func TestEvalCommand(t *testing.T) {
@@ -70,6 +71,50 @@ func TestRebuildCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	marks, err := store.RecallMarks("koe_default")
+	if err != nil || marks[uid].Seq == 0 || marks[uid].Turn != 1 {
+		t.Errorf("marks %+v, %v", marks, err)
+	}
+}
+
+// With store: postgres, rebuild works on the PostgreSQL store, the DSN
+// coming from KOE_DATABASE_URL as for koe.
+func TestRebuildCommandPostgres(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	uid := history.NewUID(time.Now())
+	err = store.CreateWith("koe_default", uid,
+		history.Record{Role: history.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
+		history.Record{Role: history.RoleAI, Name: "Koe", Content: "What a lovely name."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "conf.yaml")
+	if err := os.WriteFile(conf, []byte("log_level: warn\nstore: postgres\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	getenv := func(k string) string {
+		if k == "KOE_DATABASE_URL" {
+			return dsn
+		}
+		return ""
+	}
+	// No koe.db anywhere: the data directory is not used.
+	args := []string{"rebuild", "-config", conf, "-data", filepath.Join(dir, "nowhere")}
+	if code := Memory(ctx, args, &out, &errs, getenv); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	if !strings.Contains(out.String(), "koe_default: 2 memories from 1 histories") {
+		t.Errorf("output %q", out.String())
+	}
 	marks, err := store.RecallMarks("koe_default")
 	if err != nil || marks[uid].Seq == 0 || marks[uid].Turn != 1 {
 		t.Errorf("marks %+v, %v", marks, err)

@@ -1,0 +1,235 @@
+package history
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Knowledge documents and the local knowledge store's chunks in the
+// PostgreSQL store: the Store's knowledge methods, with the same results.
+
+// PutKnowledgeDoc creates or replaces (by d.ID) a document and its text;
+// pages are the byte offsets in text where each page starts (nil: none).
+func (s *PGStore) PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, pages []int) error {
+	if err := checkIDs(confID(conf), documentID(d.ID)); err != nil {
+		return err
+	}
+	for i, p := range pages {
+		if p < 0 || p > len(text) || (i > 0 && p < pages[i-1]) {
+			return fmt.Errorf("put document %q of conf %q: page %d starts at %d, outside the text or before the page above: %w",
+				d.ID, conf, i+1, p, ErrInvalidRecord)
+		}
+	}
+	meta, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encode document %q: %w", d.ID, err)
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO koe_knowledge_docs (conf_uid, doc_id, meta, body) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (conf_uid, doc_id) DO UPDATE SET meta = excluded.meta, body = excluded.body`,
+		conf, d.ID, meta, encodeText(text, pages))
+	if err != nil {
+		return fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, s.pgErr(err))
+	}
+	return nil
+}
+
+// KnowledgeDocs lists a conf's documents, oldest first.
+func (s *PGStore) KnowledgeDocs(conf string) ([]KnowledgeDoc, error) {
+	if err := checkIDs(confID(conf)); err != nil {
+		return nil, err
+	}
+	failf := func(err error) error { return fmt.Errorf("list documents of conf %q: %w", conf, err) }
+	ctx, cancel := s.op()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT doc_id, meta FROM koe_knowledge_docs WHERE conf_uid = $1 ORDER BY doc_id COLLATE "C"`, conf)
+	if err != nil {
+		return nil, failf(s.pgErr(err))
+	}
+	defer rows.Close()
+	out := []KnowledgeDoc{}
+	for rows.Next() {
+		var id string
+		var meta []byte
+		if err := rows.Scan(&id, &meta); err != nil {
+			return nil, failf(err)
+		}
+		var d KnowledgeDoc
+		if err := json.Unmarshal(meta, &d); err != nil {
+			return nil, failf(fmt.Errorf("decode document %q: %w", id, err))
+		}
+		d.ID = id
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, failf(s.pgErr(err))
+	}
+	// Stable: documents added in the same instant keep their id order.
+	slices.SortStableFunc(out, func(a, b KnowledgeDoc) int { return a.Added.Compare(b.Added) })
+	return out, nil
+}
+
+// KnowledgeText returns a document's text and page offsets; ErrNotFound
+// when it has none.
+func (s *PGStore) KnowledgeText(conf, id string) (text string, pages []int, err error) {
+	if err := checkIDs(confID(conf), documentID(id)); err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	var body []byte
+	err = s.pool.QueryRow(ctx, `SELECT body FROM koe_knowledge_docs WHERE conf_uid = $1 AND doc_id = $2`, conf, id).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err == nil {
+		text, pages, err = decodeText(body)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("read text of document %q of conf %q: %w", id, conf, s.pgErr(err))
+	}
+	return text, pages, nil
+}
+
+// DeleteKnowledgeDoc removes a document, its text and its chunks, in one
+// statement, and reports whether there was anything to remove.
+func (s *PGStore) DeleteKnowledgeDoc(conf, id string) (bool, error) {
+	if err := checkIDs(confID(conf), documentID(id)); err != nil {
+		return false, err
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		WITH d AS (
+			DELETE FROM koe_knowledge_docs WHERE conf_uid = $1 AND doc_id = $2 RETURNING 1
+		), c AS (
+			DELETE FROM koe_knowledge_local_chunks WHERE conf_uid = $1 AND doc_id = $2 RETURNING 1
+		)
+		SELECT (SELECT count(*) FROM d) + (SELECT count(*) FROM c)`, conf, id).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("delete document %q of conf %q: %w", id, conf, s.pgErr(err))
+	}
+	return n > 0, nil
+}
+
+// KnowledgeConfs lists the confs that have a knowledge base: documents,
+// or chunks of documents.
+func (s *PGStore) KnowledgeConfs() ([]string, error) {
+	ctx, cancel := s.op()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `
+		SELECT conf_uid COLLATE "C" FROM koe_knowledge_docs
+		UNION
+		SELECT conf_uid COLLATE "C" FROM koe_knowledge_local_chunks
+		ORDER BY 1`)
+	if err == nil {
+		var out []string
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err == nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("list confs with knowledge: %w", s.pgErr(err))
+}
+
+// PutKnowledgeChunks replaces every chunk of a document with chunks, in one
+// transaction. A chunk's DocID must be docID or empty; seqs must be
+// distinct and fit in 32 bits.
+func (s *PGStore) PutKnowledgeChunks(conf, docID string, chunks []KnowledgeChunk) error {
+	if err := checkIDs(confID(conf), documentID(docID)); err != nil {
+		return err
+	}
+	seqs := make([]int64, len(chunks))
+	bodies := make([][]byte, len(chunks))
+	vectors := make([][]byte, len(chunks))
+	seen := make(map[int]bool, len(chunks))
+	for i, c := range chunks {
+		if c.DocID != "" && c.DocID != docID {
+			return fmt.Errorf("put chunks of document %q of conf %q: chunk %d belongs to document %q: %w",
+				docID, conf, c.Seq, truncateID(c.DocID), ErrInvalidRecord)
+		}
+		if c.Seq < 0 || int64(c.Seq) > math.MaxUint32 || seen[c.Seq] {
+			return fmt.Errorf("put chunks of document %q of conf %q: chunk seq %d is negative, too large or repeated: %w",
+				docID, conf, c.Seq, ErrInvalidRecord)
+		}
+		seen[c.Seq] = true
+		v, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("encode chunk %d: %w", c.Seq, err)
+		}
+		seqs[i], bodies[i] = int64(c.Seq), v
+		if len(c.Vector) > 0 {
+			vectors[i] = encodeVector(c.Vector)
+		}
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM koe_knowledge_local_chunks WHERE conf_uid = $1 AND doc_id = $2`, conf, docID); err != nil {
+			return fmt.Errorf("drop chunks: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO koe_knowledge_local_chunks (conf_uid, doc_id, seq, body, vector)
+			SELECT $1, $2, c.seq, c.body, c.vector FROM unnest($3::bigint[], $4::bytea[], $5::bytea[]) AS c(seq, body, vector)`,
+			conf, docID, seqs, bodies, vectors); err != nil {
+			return fmt.Errorf("put chunks: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put chunks of document %q of conf %q: %w", docID, conf, s.pgErr(err))
+	}
+	return nil
+}
+
+// DeleteKnowledgeChunks removes every chunk of a document (none: no error).
+func (s *PGStore) DeleteKnowledgeChunks(conf, docID string) error {
+	return s.PutKnowledgeChunks(conf, docID, nil)
+}
+
+// ForEachKnowledgeChunk calls fn with every chunk of a conf, with its
+// vector, in document (byte order of ids) and sequence order. fn must not
+// call the store.
+func (s *PGStore) ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) error) error {
+	if err := checkIDs(confID(conf)); err != nil {
+		return err
+	}
+	failf := func(err error) error { return fmt.Errorf("read chunks of conf %q: %w", conf, err) }
+	ctx, cancel := s.op()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `
+		SELECT doc_id, seq, body, vector FROM koe_knowledge_local_chunks
+		WHERE conf_uid = $1 ORDER BY doc_id COLLATE "C", seq`, conf)
+	if err != nil {
+		return failf(s.pgErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var seq int64
+		var body, vec []byte
+		if err := rows.Scan(&id, &seq, &body, &vec); err != nil {
+			return failf(err)
+		}
+		var c KnowledgeChunk
+		if err := json.Unmarshal(body, &c); err != nil {
+			return failf(fmt.Errorf("decode chunk %s/%d: %w", id, seq, err))
+		}
+		c.DocID, c.Seq, c.Vector = id, int(seq), decodeVector(vec)
+		if err := fn(c); err != nil {
+			return failf(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return failf(s.pgErr(err))
+	}
+	return nil
+}

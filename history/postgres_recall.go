@@ -1,0 +1,386 @@
+package history
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The recall index of the PostgreSQL store: the Store's recall methods,
+// with the same results. Rows of a history reference it, so deleting the
+// history drops them in the same statement.
+
+// isFKViolation reports a foreign key violation: a history deleted while
+// rows of it were being written.
+func isFKViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23503"
+}
+
+// Confs lists the conf uids that have histories, in byte order.
+func (s *PGStore) Confs() ([]string, error) {
+	ctx, cancel := s.op()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT conf_uid COLLATE "C" FROM koe_histories ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("list confs: %w", s.pgErr(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list confs: %w", s.pgErr(err))
+	}
+	return out, nil
+}
+
+// RecallMark returns how far a history has been indexed (ok false: not at
+// all).
+func (s *PGStore) RecallMark(confUID, historyUID string) (mark RecallMark, ok bool, err error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return RecallMark{}, false, err
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	var body []byte
+	err = s.pool.QueryRow(ctx, `SELECT body FROM koe_recall_marks WHERE conf_uid = $1 AND uid = $2`, confUID, historyUID).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return RecallMark{}, false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &mark)
+	}
+	if err != nil {
+		return RecallMark{}, false, fmt.Errorf("read recall mark of history %q of conf %q: %w", historyUID, confUID, s.pgErr(err))
+	}
+	return mark, true, nil
+}
+
+// RecallMarks returns the mark of every indexed history of a conf.
+func (s *PGStore) RecallMarks(confUID string) (map[string]RecallMark, error) {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return nil, err
+	}
+	failf := func(err error) error { return fmt.Errorf("read recall marks of conf %q: %w", confUID, err) }
+	ctx, cancel := s.op()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT uid, body FROM koe_recall_marks WHERE conf_uid = $1`, confUID)
+	if err != nil {
+		return nil, failf(s.pgErr(err))
+	}
+	defer rows.Close()
+	marks := map[string]RecallMark{}
+	for rows.Next() {
+		var uid string
+		var body []byte
+		if err := rows.Scan(&uid, &body); err != nil {
+			return nil, failf(err)
+		}
+		var m RecallMark
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, failf(fmt.Errorf("decode recall mark of %q: %w", uid, err))
+		}
+		marks[uid] = m
+	}
+	if err := rows.Err(); err != nil {
+		return nil, failf(s.pgErr(err))
+	}
+	return marks, nil
+}
+
+// SaveRecall stores entries of a history and moves its mark, in one
+// transaction, and returns the entries stored: those forgotten before are
+// skipped. A history that no longer exists gets nothing (ErrNotFound).
+func (s *PGStore) SaveRecall(confUID, historyUID string, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return nil, err
+	}
+	failf := func(err error) error {
+		return fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	markVal, err := json.Marshal(mark)
+	if err != nil {
+		return nil, fmt.Errorf("encode recall mark: %w", err)
+	}
+	seqs := make([]int64, len(entries))
+	for i, e := range entries {
+		seqs[i] = pgSeq(e.Seq)
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	var saved []RecallEntry
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The history's row, shared-locked: it cannot be deleted before
+		// this commits, so its memories cannot come back after.
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM koe_histories WHERE conf_uid = $1 AND uid = $2 FOR SHARE`, confUID, historyUID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT seq FROM koe_recall_forgotten WHERE conf_uid = $1 AND uid = $2 AND seq = ANY($3)`, confUID, historyUID, seqs)
+		if err != nil {
+			return err
+		}
+		forgotten, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		skip := make(map[int64]bool, len(forgotten))
+		for _, seq := range forgotten {
+			skip[seq] = true
+		}
+		// The last of entries with one seq wins, as in the bbolt store;
+		// an entry without a vector keeps the one stored.
+		at := map[int64]int{}
+		var ins struct {
+			seqs    []int64
+			bodies  [][]byte
+			vectors [][]byte
+		}
+		for _, e := range entries {
+			seq := pgSeq(e.Seq)
+			if skip[seq] {
+				continue
+			}
+			saved = append(saved, e)
+			v, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("encode recall entry: %w", err)
+			}
+			var vec []byte
+			if e.Vector != nil {
+				vec = encodeVector(e.Vector)
+			}
+			if i, ok := at[seq]; ok {
+				ins.bodies[i] = v
+				if vec != nil {
+					ins.vectors[i] = vec
+				}
+				continue
+			}
+			at[seq] = len(ins.seqs)
+			ins.seqs = append(ins.seqs, seq)
+			ins.bodies = append(ins.bodies, v)
+			ins.vectors = append(ins.vectors, vec)
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO koe_recall_entries (conf_uid, uid, seq, body, vector)
+			SELECT $1, $2, e.seq, e.body, e.vector FROM unnest($3::bigint[], $4::bytea[], $5::bytea[]) AS e(seq, body, vector)
+			ON CONFLICT (conf_uid, uid, seq) DO UPDATE
+			SET body = excluded.body, vector = coalesce(excluded.vector, koe_recall_entries.vector)`,
+			confUID, historyUID, ins.seqs, ins.bodies, ins.vectors); err != nil {
+			return fmt.Errorf("put recall entries: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO koe_recall_marks (conf_uid, uid, body) VALUES ($1, $2, $3)
+			ON CONFLICT (conf_uid, uid) DO UPDATE SET body = excluded.body`,
+			confUID, historyUID, markVal); err != nil {
+			return fmt.Errorf("put recall mark: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, failf(s.pgErr(err))
+	}
+	return saved, nil
+}
+
+// SetRecallVectors stores the embeddings of entries already saved, made
+// with model; entries gone since are skipped. Vectors of another model are
+// dropped first.
+func (s *PGStore) SetRecallVectors(confUID, model string, entries []RecallEntry) error {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return err
+	}
+	var uids []string
+	var seqs []int64
+	var vecs [][]byte
+	for _, e := range entries {
+		if e.Vector == nil {
+			continue
+		}
+		uids = append(uids, e.HistoryUID)
+		seqs = append(seqs, pgSeq(e.Seq))
+		vecs = append(vecs, encodeVector(e.Vector))
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The conf's model row, locked: writers of vectors of one conf go
+		// one at a time, so a model change never mixes with another's.
+		if _, err := tx.Exec(ctx, `INSERT INTO koe_recall_models (conf_uid, model) VALUES ($1, '') ON CONFLICT DO NOTHING`, confUID); err != nil {
+			return err
+		}
+		var stored string
+		if err := tx.QueryRow(ctx, `SELECT model FROM koe_recall_models WHERE conf_uid = $1 FOR UPDATE`, confUID).Scan(&stored); err != nil {
+			return err
+		}
+		if stored != model {
+			if _, err := tx.Exec(ctx, `UPDATE koe_recall_entries SET vector = NULL WHERE conf_uid = $1 AND vector IS NOT NULL`, confUID); err != nil {
+				return fmt.Errorf("drop vectors: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE koe_recall_models SET model = $2 WHERE conf_uid = $1`, confUID, model); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE koe_recall_entries e SET vector = v.vector
+			FROM unnest($2::text[], $3::bigint[], $4::bytea[]) AS v(uid, seq, vector)
+			WHERE e.conf_uid = $1 AND e.uid = v.uid AND e.seq = v.seq`,
+			confUID, uids, seqs, vecs); err != nil {
+			return fmt.Errorf("put recall vectors: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store recall vectors of conf %q: %w", confUID, s.pgErr(err))
+	}
+	return nil
+}
+
+// RecallVectorModel is the model that made the conf's stored vectors ("":
+// none).
+func (s *PGStore) RecallVectorModel(confUID string) (string, error) {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return "", err
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	var model string
+	err := s.pool.QueryRow(ctx, `SELECT model FROM koe_recall_models WHERE conf_uid = $1`, confUID).Scan(&model)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read recall vector model of conf %q: %w", confUID, s.pgErr(err))
+	}
+	return model, nil
+}
+
+// ForEachRecall calls fn with every entry of a conf, with its vector, in
+// history (byte order of uids) and sequence order. fn must not call the
+// store.
+func (s *PGStore) ForEachRecall(confUID string, fn func(RecallEntry) error) error {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return err
+	}
+	failf := func(err error) error { return fmt.Errorf("read recall of conf %q: %w", confUID, err) }
+	ctx, cancel := s.op()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `
+		SELECT uid, seq, body, vector FROM koe_recall_entries
+		WHERE conf_uid = $1 ORDER BY uid COLLATE "C", seq`, confUID)
+	if err != nil {
+		return failf(s.pgErr(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var uid string
+		var seq int64
+		var body, vec []byte
+		if err := rows.Scan(&uid, &seq, &body, &vec); err != nil {
+			return failf(err)
+		}
+		var e RecallEntry
+		if err := json.Unmarshal(body, &e); err != nil {
+			return failf(fmt.Errorf("decode recall entry %s/%d: %w", uid, seq, err))
+		}
+		e.HistoryUID, e.Seq, e.Vector = uid, uint64(seq), decodeVector(vec)
+		if err := fn(e); err != nil {
+			return failf(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return failf(s.pgErr(err))
+	}
+	return nil
+}
+
+// ForgetRecall removes one entry for good: it stays forgotten through
+// rebuilds. It reports whether the entry existed.
+func (s *PGStore) ForgetRecall(confUID, historyUID string, seq uint64) (bool, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return false, err
+	}
+	n, err := s.forget(confUID, historyUID, []uint64{seq})
+	if err != nil {
+		return false, fmt.Errorf("forget recall entry %d of history %q of conf %q: %w", seq, historyUID, confUID, err)
+	}
+	return n == 1, nil
+}
+
+// ForgetRecalls forgets many entries of one history for good, in one
+// statement, and reports how many of them existed.
+func (s *PGStore) ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return 0, err
+	}
+	if len(seqs) == 0 {
+		return 0, nil
+	}
+	n, err := s.forget(confUID, historyUID, seqs)
+	if err != nil {
+		return 0, fmt.Errorf("forget %d recall entries of history %q of conf %q: %w", len(seqs), historyUID, confUID, err)
+	}
+	return n, nil
+}
+
+// forget drops entries and leaves tombstones, only if the history exists
+// (no tombstones for histories that are not there to leak).
+func (s *PGStore) forget(confUID, historyUID string, seqs []uint64) (int, error) {
+	pg := make([]int64, len(seqs))
+	for i, seq := range seqs {
+		pg[i] = pgSeq(seq)
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		WITH h AS (
+			SELECT conf_uid, uid FROM koe_histories WHERE conf_uid = $1 AND uid = $2
+		), d AS (
+			DELETE FROM koe_recall_entries WHERE conf_uid = $1 AND uid = $2 AND seq = ANY($3) RETURNING seq
+		), f AS (
+			INSERT INTO koe_recall_forgotten (conf_uid, uid, seq)
+			SELECT h.conf_uid, h.uid, s FROM h, unnest($3::bigint[]) AS s
+			ON CONFLICT DO NOTHING
+		)
+		SELECT count(*) FROM d`, confUID, historyUID, pg).Scan(&n)
+	if isFKViolation(err) {
+		return 0, nil // deleted meanwhile, with its memories
+	}
+	if err != nil {
+		return 0, s.pgErr(err)
+	}
+	return n, nil
+}
+
+// ClearRecall drops a conf's entries, vectors and marks so that its index
+// is built again from the histories. What was forgotten stays forgotten.
+func (s *PGStore) ClearRecall(confUID string) error {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return err
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM koe_recall_entries WHERE conf_uid = $1`,
+			`DELETE FROM koe_recall_marks WHERE conf_uid = $1`,
+			`DELETE FROM koe_recall_models WHERE conf_uid = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, confUID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("clear recall of conf %q: %w", confUID, s.pgErr(err))
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package history
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Store latency on both backends, one operation at a time as a session
+// does them: each benchmark reports the median and 99th percentile of its
+// operations besides the mean (ns/op).
+//
+//	go test -run '^$' -bench 'BenchmarkStore' ./history
+//
+// (with KOE_TEST_PG_DSN set for PostgreSQL).
+
+// eachBenchBackend runs fn against a fresh store of each backend.
+func eachBenchBackend(b *testing.B, fn func(b *testing.B, s testStore)) {
+	b.Run("bbolt", func(b *testing.B) {
+		s, _ := openTest(b, Options{})
+		fn(b, s)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		fn(b, openPGTest(b, Options{}))
+	})
+}
+
+// timed runs op b.N times and reports its latency percentiles.
+func timed(b *testing.B, op func() error) {
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// Appending one message to a history (one disk sync on either backend).
+func BenchmarkStoreAppend(b *testing.B) {
+	eachBenchBackend(b, func(b *testing.B, s testStore) {
+		uid, err := s.Create("bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := Record{Role: RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Mao"}
+		timed(b, func() error { return s.Append("bench", uid, r) })
+	})
+}
+
+// Loading a 1,000-message history, as a session does when it opens one.
+func BenchmarkStoreLoad1k(b *testing.B) {
+	eachBenchBackend(b, func(b *testing.B, s testStore) {
+		records := make([]Record, 1000)
+		for i := range records {
+			role := RoleHuman
+			if i%2 == 1 {
+				role = RoleAI
+			}
+			records[i] = Record{Role: role, Content: fmt.Sprintf("message %d: a sentence of ordinary length, said in a conversation.", i), Name: "Mao"}
+		}
+		uid := NewUID(time.Now())
+		if err := s.CreateWith("bench", uid, records...); err != nil {
+			b.Fatal(err)
+		}
+		timed(b, func() error {
+			msgs, err := s.Messages("bench", uid)
+			if err == nil && len(msgs) != 1001 {
+				err = fmt.Errorf("%d records, want 1001", len(msgs))
+			}
+			return err
+		})
+	})
+}
