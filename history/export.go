@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,9 +13,9 @@ import (
 )
 
 // The export reads everything the bbolt store keeps, as stored (JSON and
-// vectors byte for byte), for `koe migrate`. Byte slices in what it passes
-// to its callback point into bbolt's memory map: they are valid only
-// until the callback returns.
+// vectors byte for byte), for `koe migrate`. What it passes to its
+// callback is a copy, read in a transaction that has ended: the callback
+// may take its time (write it elsewhere) without holding the database.
 
 // HistoryExport is one history with everything kept of it.
 type HistoryExport struct {
@@ -97,9 +98,11 @@ func OpenReadOnly(path string, lockTimeout time.Duration) (*Store, error) {
 	return &Store{db: db, now: time.Now}, nil
 }
 
-// ExportHistories calls fn with each history, by conf then uid, in one
-// read transaction.
+// ExportHistories calls fn with each history, by conf then uid, each read
+// in a transaction of its own.
 func (s *Store) ExportHistories(fn func(*HistoryExport) error) error {
+	type id struct{ conf, uid string }
+	var ids []id
 	err := s.db.View(func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketHistories)
 		if root == nil {
@@ -107,28 +110,48 @@ func (s *Store) ExportHistories(fn func(*HistoryExport) error) error {
 		}
 		return root.ForEachBucket(func(conf []byte) error {
 			cb := root.Bucket(conf)
-			recall := tx.Bucket(bucketRecall)
-			var rc *bolt.Bucket
-			if recall != nil {
-				rc = recall.Bucket(conf)
-			}
 			return cb.ForEachBucket(func(uid []byte) error {
-				h := cb.Bucket(uid)
-				if h.Bucket(bucketMessages) == nil {
-					return nil // not a history (see historyBucket)
+				if cb.Bucket(uid).Bucket(bucketMessages) != nil { // else not a history (see historyBucket)
+					ids = append(ids, id{string(conf), string(uid)})
 				}
-				e, err := exportHistory(h, rc, string(conf), string(uid))
-				if err != nil {
-					return fmt.Errorf("history %q of conf %q: %w", uid, conf, err)
-				}
-				return fn(e)
+				return nil
 			})
 		})
 	})
 	if err != nil {
 		return fmt.Errorf("export histories: %w", err)
 	}
+	for _, h := range ids {
+		var e *HistoryExport
+		err := s.db.View(func(tx *bolt.Tx) error {
+			hb := historyBucket(tx, h.conf, h.uid)
+			if hb == nil {
+				return ErrNotFound // deleted since the listing
+			}
+			var err error
+			e, err = exportHistory(hb, recallConfBucket(tx, h.conf), h.conf, h.uid)
+			return err
+		})
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("export history %q of conf %q: %w", h.uid, h.conf, err)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// recallConfBucket is the recall bucket of a conf, or nil.
+func recallConfBucket(tx *bolt.Tx, conf string) *bolt.Bucket {
+	root := tx.Bucket(bucketRecall)
+	if root == nil {
+		return nil
+	}
+	return root.Bucket([]byte(conf))
 }
 
 func exportHistory(h, rc *bolt.Bucket, conf, uid string) (*HistoryExport, error) {
@@ -141,7 +164,7 @@ func exportHistory(h, rc *bolt.Bucket, conf, uid string) (*HistoryExport, error)
 		}
 		seq := binary.BigEndian.Uint64(k)
 		e.LastSeq = max(e.LastSeq, seq)
-		e.Records = append(e.Records, ExportRecord{Seq: seq, Body: v})
+		e.Records = append(e.Records, ExportRecord{Seq: seq, Body: bytes.Clone(v)})
 		return nil
 	})
 	if err != nil {
@@ -152,7 +175,7 @@ func exportHistory(h, rc *bolt.Bucket, conf, uid string) (*HistoryExport, error)
 			if v == nil || len(k) != 12 {
 				return fmt.Errorf("image key %x is malformed", k)
 			}
-			e.Images = append(e.Images, ExportImage{Seq: binary.BigEndian.Uint64(k), Index: binary.BigEndian.Uint32(k[8:]), Data: v})
+			e.Images = append(e.Images, ExportImage{Seq: binary.BigEndian.Uint64(k), Index: binary.BigEndian.Uint32(k[8:]), Data: bytes.Clone(v)})
 			return nil
 		})
 		if err != nil {
@@ -164,7 +187,7 @@ func exportHistory(h, rc *bolt.Bucket, conf, uid string) (*HistoryExport, error)
 			if v == nil || len(k) != 8 {
 				return fmt.Errorf("summary key %x is malformed", k)
 			}
-			e.Summaries = append(e.Summaries, ExportSummary{FirstTurn: binary.BigEndian.Uint64(k), Body: v})
+			e.Summaries = append(e.Summaries, ExportSummary{FirstTurn: binary.BigEndian.Uint64(k), Body: bytes.Clone(v)})
 			return nil
 		})
 		if err != nil {
@@ -175,7 +198,7 @@ func exportHistory(h, rc *bolt.Bucket, conf, uid string) (*HistoryExport, error)
 		return e, nil
 	}
 	if marks := rc.Bucket(bucketMarks); marks != nil {
-		e.Mark = marks.Get([]byte(uid))
+		e.Mark = bytes.Clone(marks.Get([]byte(uid)))
 	}
 	vecs := rc.Bucket(bucketVectors)
 	err = forPrefix(rc.Bucket(bucketEntries), historyPrefix(uid), func(k, v []byte) error {
@@ -183,9 +206,9 @@ func exportHistory(h, rc *bolt.Bucket, conf, uid string) (*HistoryExport, error)
 		if !ok || v == nil {
 			return fmt.Errorf("recall key %x is malformed", k)
 		}
-		r := ExportRecall{Seq: seq, Body: v}
+		r := ExportRecall{Seq: seq, Body: bytes.Clone(v)}
 		if vecs != nil {
-			r.Vector = vecs.Get(k)
+			r.Vector = bytes.Clone(vecs.Get(k))
 		}
 		e.Recall = append(e.Recall, r)
 		return nil
@@ -219,11 +242,11 @@ func forPrefix(b *bolt.Bucket, prefix []byte, fn func(k, v []byte) error) error 
 }
 
 // ExportConfs calls fn with the prompts, recall vector model and knowledge
-// documents of each character that has any, in one read transaction.
+// documents of each character that has any, all read in one transaction.
 func (s *Store) ExportConfs(fn func(*ConfExport) error) error {
+	confs := map[string]*ConfExport{}
+	var order []string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		confs := map[string]*ConfExport{}
-		var order []string
 		get := func(conf []byte) *ConfExport {
 			c, ok := confs[string(conf)]
 			if !ok {
@@ -238,7 +261,7 @@ func (s *Store) ExportConfs(fn func(*ConfExport) error) error {
 				c := get(conf)
 				return root.Bucket(conf).ForEach(func(k, v []byte) error {
 					if v != nil {
-						c.Prompts[string(k)] = v
+						c.Prompts[string(k)] = bytes.Clone(v)
 					}
 					return nil
 				})
@@ -275,15 +298,15 @@ func (s *Store) ExportConfs(fn func(*ConfExport) error) error {
 				return err
 			}
 		}
-		for _, conf := range order {
-			if err := fn(confs[conf]); err != nil {
-				return err
-			}
-		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("export characters: %w", err)
+	}
+	for _, conf := range order {
+		if err := fn(confs[conf]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -296,9 +319,9 @@ func exportDocs(kb *bolt.Bucket) ([]ExportDoc, error) {
 	chunks, vecs := kb.Bucket(bucketChunks), kb.Bucket(bucketChunkVecs)
 	var out []ExportDoc
 	err := meta.ForEach(func(id, m []byte) error {
-		d := ExportDoc{ID: string(id), Meta: m}
+		d := ExportDoc{ID: string(id), Meta: bytes.Clone(m)}
 		if texts != nil {
-			d.Text = texts.Get(id)
+			d.Text = bytes.Clone(texts.Get(id))
 		}
 		if d.Text == nil {
 			return fmt.Errorf("document %q has no text", id)
@@ -308,9 +331,9 @@ func exportDocs(kb *bolt.Bucket) ([]ExportDoc, error) {
 			if !ok || v == nil {
 				return fmt.Errorf("chunk key %x is malformed", k)
 			}
-			c := ExportChunk{Seq: uint32(seq), Body: v}
+			c := ExportChunk{Seq: uint32(seq), Body: bytes.Clone(v)}
 			if vecs != nil {
-				c.Vector = vecs.Get(k)
+				c.Vector = bytes.Clone(vecs.Get(k))
 			}
 			d.Chunks = append(d.Chunks, c)
 			return nil
