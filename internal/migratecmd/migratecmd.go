@@ -28,7 +28,11 @@ import (
 // DatabaseFile is koe.db's name in the data directory (app's).
 const DatabaseFile = "koe.db"
 
-const usage = "usage: koe migrate [-config conf.yaml] [-data DIR] [-dsn DSN] [-resume] [-lock-wait 2s]"
+const usage = "usage: koe migrate [-config conf.yaml] [-data DIR] [-dsn DSN] [-resume] [-lock-wait 2s] [-copy-timeout 5m]"
+
+// DefaultCopyTimeout is Options.CopyTimeout's default: a history with
+// many pictures is a large transaction.
+const DefaultCopyTimeout = 5 * time.Minute
 
 // Main runs `koe migrate`; it returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -43,6 +47,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 	dsn := flags.String("dsn", "", "PostgreSQL connection string (default: store_dsn, or env "+config.EnvDatabaseURL+")")
 	resume := flags.Bool("resume", false, "copy into a store that is not empty: skip histories, documents and prompts already there")
 	lockWait := flags.Duration("lock-wait", 2*time.Second, "how long to wait for koe.db's lock")
+	copyTimeout := flags.Duration("copy-timeout", DefaultCopyTimeout, "limit on copying one history, or one character's prompts and documents")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -68,12 +73,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return 1
 	}
 	opts := Options{
-		Path:     filepath.Join(cfg.DataDir, DatabaseFile),
-		DSN:      cfg.StoreDSN,
-		Resume:   *resume,
-		LockWait: *lockWait,
-		Timeout:  cfg.StoreTimeout,
-		Progress: stdout,
+		Path:        filepath.Join(cfg.DataDir, DatabaseFile),
+		DSN:         cfg.StoreDSN,
+		Resume:      *resume,
+		LockWait:    *lockWait,
+		Timeout:     cfg.StoreTimeout,
+		CopyTimeout: *copyTimeout,
+		Progress:    stdout,
 	}
 	st, err := Run(ctx, opts)
 	if err != nil {
@@ -90,9 +96,13 @@ type Options struct {
 	DSN      string // the PostgreSQL store
 	Resume   bool   // copy into a store that is not empty (see the package doc)
 	LockWait time.Duration
-	// Timeout bounds connecting and each history's or character's copy;
-	// 0 means history.DefaultPGTimeout.
+	// Timeout bounds connecting (store_timeout); 0 means
+	// history.DefaultPGTimeout.
 	Timeout time.Duration
+	// CopyTimeout bounds the copy of one history (its pictures
+	// included), or of one character's prompts and documents; 0 means
+	// DefaultCopyTimeout.
+	CopyTimeout time.Duration
 	// Progress receives a line every ProgressEvery histories (nil: none).
 	Progress      io.Writer
 	ProgressEvery int // 0 means 100
@@ -145,6 +155,9 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = history.DefaultPGTimeout
 	}
+	if opts.CopyTimeout <= 0 {
+		opts.CopyTimeout = DefaultCopyTimeout
+	}
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 100
 	}
@@ -180,7 +193,7 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		hctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+		hctx, cancel := context.WithTimeout(ctx, opts.CopyTimeout)
 		ok, err := dst.ImportHistory(hctx, h)
 		cancel()
 		if err != nil {
@@ -201,7 +214,7 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 		return st, fmt.Errorf("%w (copied so far: %d whole histories; run again with -resume to finish)", err, st.Histories)
 	}
 	err = src.ExportConfs(func(c *history.ConfExport) error {
-		cctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+		cctx, cancel := context.WithTimeout(ctx, opts.CopyTimeout)
 		n, err := dst.ImportConf(cctx, c)
 		cancel()
 		st.Prompts += n.Prompts

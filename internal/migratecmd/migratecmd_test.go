@@ -422,18 +422,16 @@ func TestMigrateLockedDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer running.Close()
+	const dsn = "postgres://koe@127.0.0.1:1/koe"
+	if _, err := Run(context.Background(), Options{Path: path, DSN: dsn, LockWait: 50 * time.Millisecond}); !errors.Is(err, history.ErrLocked) {
+		t.Fatalf("Run beside a running koe: %v, want ErrLocked", err)
+	}
 	var stdout, stderr bytes.Buffer
-	env := map[string]string{"KOE_DATABASE_URL": "postgres://koe@127.0.0.1:1/koe"}
+	env := map[string]string{"KOE_DATABASE_URL": dsn}
 	code := Main(context.Background(), []string{"-data", dir, "-lock-wait", "100ms"}, &stdout, &stderr, func(k string) string { return env[k] })
-	if code != 1 || !strings.Contains(stderr.String(), "stop koe first") || !errors.Is(lockErr(t, path), history.ErrLocked) {
+	if code != 1 || !strings.Contains(stderr.String(), "stop koe first") {
 		t.Fatalf("exit %d, stderr %q; want 1 and \"stop koe first\"", code, stderr.String())
 	}
-}
-
-func lockErr(t *testing.T, path string) error {
-	t.Helper()
-	_, err := Run(context.Background(), Options{Path: path, DSN: "postgres://koe@127.0.0.1:1/koe", LockWait: 50 * time.Millisecond})
-	return err
 }
 
 // Bad input says what is wrong and exits non-zero.
