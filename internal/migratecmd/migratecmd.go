@@ -211,7 +211,7 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 	})
 	if err != nil {
 		st.Elapsed = time.Since(start)
-		return st, fmt.Errorf("%w (copied so far: %d whole histories; run again with -resume to finish)", err, st.Histories)
+		return st, fmt.Errorf("%w (at least %d histories were copied, each whole; run again with -resume to finish)", err, st.Histories)
 	}
 	err = src.ExportConfs(func(c *history.ConfExport) error {
 		cctx, cancel := context.WithTimeout(ctx, opts.CopyTimeout)
