@@ -189,6 +189,16 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 	}
 	defer dst.Close()
 
+	// The characters' data first: read whole (prompts and documents are
+	// small beside histories), so that a conflict of vector models stops
+	// the migration before it writes anything.
+	var confs []*history.ConfExport
+	if err := src.ExportConfs(func(c *history.ConfExport) error { confs = append(confs, c); return nil }); err != nil {
+		return st, err
+	}
+	if err := checkModels(dst, confs); err != nil {
+		return st, err
+	}
 	err = src.ExportHistories(func(h *history.HistoryExport) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -213,7 +223,7 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 		st.Elapsed = time.Since(start)
 		return st, fmt.Errorf("%w (at least %d histories were copied, each whole; run again with -resume to finish)", err, st.Histories)
 	}
-	err = src.ExportConfs(func(c *history.ConfExport) error {
+	for _, c := range confs {
 		cctx, cancel := context.WithTimeout(ctx, opts.CopyTimeout)
 		n, err := dst.ImportConf(cctx, c)
 		cancel()
@@ -230,13 +240,37 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 				st.Bytes += int64(len(ch.Body) + len(ch.Vector))
 			}
 		}
-		return err
-	})
-	st.Elapsed = time.Since(start)
-	if err != nil {
-		return st, fmt.Errorf("%w (every history is copied; run again with -resume to finish)", err)
+		if err != nil {
+			st.Elapsed = time.Since(start)
+			return st, fmt.Errorf("%w (every history is copied; run again with -resume to finish)", err)
+		}
 	}
+	st.Elapsed = time.Since(start)
 	return st, nil
+}
+
+// modelReader is what checkModels asks of the PostgreSQL store.
+type modelReader interface {
+	RecallVectorModel(conf string) (string, error)
+}
+
+// checkModels refuses to put one character's recall vectors beside
+// vectors of another embedding model: recall would compare them.
+func checkModels(dst modelReader, confs []*history.ConfExport) error {
+	for _, c := range confs {
+		if c.VectorModel == "" {
+			continue
+		}
+		have, err := dst.RecallVectorModel(c.Conf)
+		if err != nil {
+			return err
+		}
+		if have != "" && have != c.VectorModel {
+			return fmt.Errorf("character %q: its recall vectors in PostgreSQL were made by %q, those in koe.db by %q; "+
+				"mixed, recall would compare vectors of two models: nothing was copied", c.Conf, have, c.VectorModel)
+		}
+	}
+	return nil
 }
 
 // add counts a copied history.

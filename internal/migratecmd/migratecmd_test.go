@@ -494,3 +494,32 @@ func TestMigrateThroughput(t *testing.T) {
 	}
 	t.Logf("%d records (%s) in %s: %.0f records/s", st.Records, formatBytes(st.Bytes), st.Elapsed.Round(time.Millisecond), float64(st.Records)/st.Elapsed.Seconds())
 }
+
+// A merge never puts one character's vectors beside another model's.
+func TestMigrateRefusesMixedVectorModels(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	path := filepath.Join(t.TempDir(), DatabaseFile)
+	buildBolt(t, path)
+	pg := openPG(t, dsn)
+	if err := pg.SetRecallVectors("alice", "other-model", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Options{Path: path, DSN: dsn, Resume: true})
+	if err == nil || !strings.Contains(err.Error(), `made by "other-model", those in koe.db by "embed-small"`) {
+		t.Fatalf("merge over another vector model: %v, want a refusal naming both", err)
+	}
+	c, err := pg.Contents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Empty() {
+		t.Errorf("the refused migration wrote %+v", c)
+	}
+	// The same model is no conflict.
+	if err := pg.SetRecallVectors("alice", "embed-small", nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := Run(context.Background(), Options{Path: path, DSN: dsn, Resume: true}); err != nil || st.Histories != 8 || st.Models != 0 {
+		t.Fatalf("merge over the same model: %+v, %v; want 8 histories and the model left as it was", st, err)
+	}
+}
