@@ -169,21 +169,7 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 		return st, err
 	}
 	defer src.Close()
-	octx, cancel := context.WithTimeout(ctx, opts.Timeout)
-	dst, err := history.OpenPostgres(octx, opts.DSN, history.PGOptions{Timeout: opts.Timeout})
-	if err == nil {
-		var have history.PGContents
-		have, err = dst.Contents(octx)
-		if err == nil && !have.Empty() && !opts.Resume {
-			err = fmt.Errorf("the PostgreSQL store already holds %d histories, %d documents and %d prompts: "+
-				"migrate copies into an empty store; give -resume to add only what is missing "+
-				"(after an interrupted migration, or to merge), leaving what is there as it is", have.Histories, have.Docs, have.Prompts)
-		}
-		if err != nil {
-			dst.Close()
-		}
-	}
-	cancel()
+	dst, err := openTarget(ctx, opts)
 	if err != nil {
 		return st, err
 	}
@@ -247,6 +233,28 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 	}
 	st.Elapsed = time.Since(start)
 	return st, nil
+}
+
+// openTarget connects to the PostgreSQL store and checks that it is
+// empty, or that opts.Resume allows it not to be.
+func openTarget(ctx context.Context, opts Options) (*history.PGStore, error) {
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	dst, err := history.OpenPostgres(ctx, opts.DSN, history.PGOptions{Timeout: opts.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	have, err := dst.Contents(ctx)
+	if err == nil && !have.Empty() && !opts.Resume {
+		err = fmt.Errorf("the PostgreSQL store already holds %d histories, %d documents and %d prompts: "+
+			"migrate copies into an empty store; give -resume to add only what is missing "+
+			"(after an interrupted migration, or to merge), leaving what is there as it is", have.Histories, have.Docs, have.Prompts)
+	}
+	if err != nil {
+		_ = dst.Close()
+		return nil, err
+	}
+	return dst, nil
 }
 
 // modelReader is what checkModels asks of the PostgreSQL store.
