@@ -1,6 +1,7 @@
 // Command koe is a real-time voice conversation server speaking the
 // Open-LLM-VTuber WebSocket protocol. `koe chat` chats with a running koe
-// from a terminal.
+// from a terminal; `koe migrate` copies a data directory's koe.db into a
+// PostgreSQL store.
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"koe/config"
 	"koe/internal/chatcli"
 	"koe/internal/memorycmd"
+	"koe/internal/migratecmd"
 	"koe/internal/pprofserve"
 )
 
@@ -27,10 +29,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "chat" {
 		os.Exit(chatcli.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 	}
-	if len(os.Args) > 1 && (os.Args[1] == "memory" || os.Args[1] == "eval") {
+	if len(os.Args) > 1 && (os.Args[1] == "memory" || os.Args[1] == "eval" || os.Args[1] == "migrate") {
 		ctx, stop := signalContext()
 		code := memorycmd.Memory
-		if os.Args[1] == "eval" {
+		switch os.Args[1] {
+		case "migrate":
+			code = migratecmd.Main
+		case "eval":
 			code = func(ctx context.Context, args []string, stdout, stderr io.Writer, _ func(string) string) int {
 				return memorycmd.Eval(ctx, args, stdout, stderr)
 			}
