@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # postgresql (15 on bookworm) serves the PostgreSQL store's tests; the
 # tests of instances coordinating their turns start their own redis-server
 # on loopback.
-packages=(espeak-ng pocketsphinx pocketsphinx-en-us sox chromium bubblewrap python3 tmux ngircd postgresql redis-server)
+packages=(espeak-ng pocketsphinx pocketsphinx-en-us sox chromium bubblewrap python3 tmux ngircd postgresql redis-server nginx)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
