@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -200,6 +201,17 @@ func OpenPostgres(ctx context.Context, dsn string, opts PGOptions) (*PGStore, er
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: parse the DSN: %w", err)
 	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultPGTimeout
+	}
+	// The server ends a statement that outlasts the timeout (a lock it
+	// waits for included), so that a timed-out write is known not to have
+	// happened; the client's own deadline, a little later, only catches a
+	// server that does not answer at all. A DSN's own setting stands.
+	if _, ok := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !ok {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: connect: %w", err)
@@ -208,12 +220,9 @@ func OpenPostgres(ctx context.Context, dsn string, opts PGOptions) (*PGStore, er
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: connect: %w", err)
 	}
-	s := &PGStore{pool: pool, now: opts.Now, timeout: opts.Timeout}
+	s := &PGStore{pool: pool, now: opts.Now, timeout: timeout}
 	if s.now == nil {
 		s.now = time.Now
-	}
-	if s.timeout <= 0 {
-		s.timeout = DefaultPGTimeout
 	}
 	if _, _, err := pgmigrate.Migrate(ctx, pool, pgMigrationsTable, pgMigrateLockKey, pgStoreMigrations, nil); err != nil {
 		pool.Close()
@@ -236,15 +245,28 @@ func (s *PGStore) Ping(ctx context.Context) error {
 	return nil
 }
 
+// pgQueryCanceled is PostgreSQL's SQLSTATE of a statement it cancelled
+// (statement_timeout, a cancel request).
+const pgQueryCanceled = "57014"
+
+// clientGrace is how much longer than the server's statement_timeout the
+// client waits for an answer.
+const clientGrace = time.Second
+
 // op is the context of one operation.
 func (s *PGStore) op() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), s.timeout)
+	return context.WithTimeout(context.Background(), s.timeout+clientGrace)
 }
 
-// pgErr adds what a PostgreSQL error does not say by itself.
+// pgErr adds what a PostgreSQL error does not say by itself. A statement
+// the server ended at statement_timeout is a deadline exceeded too.
 func (s *PGStore) pgErr(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == pgQueryCanceled {
+		return fmt.Errorf("%w: %w (PostgreSQL ended it: no result within %s)", context.DeadlineExceeded, err, s.timeout)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w (no answer from PostgreSQL within %s)", err, s.timeout)
+		return fmt.Errorf("%w (no answer from PostgreSQL within %s)", err, s.timeout+clientGrace)
 	}
 	return err
 }
