@@ -4,7 +4,6 @@ package ircdtest
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -18,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,10 +36,7 @@ type Server struct {
 	Plain     int    // plain-text port
 	TLS       int    // TLS port
 	CertFile  string // the TLS port's certificate (PEM)
-	cmd       *exec.Cmd
-	outDone   chan struct{}
-	mu        sync.Mutex
-	out       bytes.Buffer
+	d         *proctest.Daemon
 }
 
 // freePorts returns n distinct ports free on loopback just now.
@@ -140,66 +135,20 @@ Ports = %d
 		t.Fatal(err)
 	}
 	n.Start()
-	t.Cleanup(n.Stop)
 	return n
 }
 
 // Start runs ngircd (again, after Stop) and waits for its "ready" line.
 func (n *Server) Start() {
 	n.t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	n.cmd = exec.Command(n.bin, "-n", "-f", n.conf)
-	n.cmd.Stdout, n.cmd.Stderr = w, w
-	if err := n.cmd.Start(); err != nil {
-		n.t.Fatalf("start ngircd: %v", err)
-	}
-	w.Close()
-	ready := make(chan struct{})
-	n.outDone = make(chan struct{})
-	go func() {
-		defer close(n.outDone)
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		seen := false
-		for sc.Scan() {
-			n.mu.Lock()
-			n.out.WriteString(sc.Text() + "\n")
-			n.mu.Unlock()
-			if !seen && strings.Contains(sc.Text(), "ready.") {
-				seen = true
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-n.outDone:
-		n.t.Fatalf("ngircd ended before it was ready:\n%s", n.Output())
-	case <-time.After(safety):
-		n.t.Fatalf("ngircd not ready:\n%s", n.Output())
-	}
+	n.d = proctest.StartDaemon(n.t, "ngircd", exec.Command(n.bin, "-n", "-f", n.conf), "ready.", safety)
 }
 
 // Output is what ngircd has logged.
-func (n *Server) Output() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.out.String()
-}
+func (n *Server) Output() string { return n.d.Output() }
 
 // Stop kills ngircd and waits for it.
-func (n *Server) Stop() {
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Kill()
-	_ = n.cmd.Wait()
-	<-n.outDone
-	n.cmd = nil
-}
+func (n *Server) Stop() { n.d.Stop() }
 
 // Chatter is a plain IRC client speaking for a viewer.
 type Chatter struct {
