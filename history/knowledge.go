@@ -222,6 +222,30 @@ func (s *Store) KnowledgeConfs() ([]string, error) {
 	return out, nil
 }
 
+// encodeChunks checks the chunks of document docID (each of it, seqs
+// distinct and within 32 bits) and encodes each as stored, for both stores.
+func encodeChunks(conf, docID string, chunks []KnowledgeChunk) ([][]byte, error) {
+	vals := make([][]byte, len(chunks))
+	seen := make(map[int]bool, len(chunks))
+	for i, c := range chunks {
+		if c.DocID != "" && c.DocID != docID {
+			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk %d belongs to document %q: %w",
+				docID, conf, c.Seq, truncateID(c.DocID), ErrInvalidRecord)
+		}
+		if c.Seq < 0 || int64(c.Seq) > math.MaxUint32 || seen[c.Seq] {
+			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk seq %d is negative, too large or repeated: %w",
+				docID, conf, c.Seq, ErrInvalidRecord)
+		}
+		seen[c.Seq] = true
+		v, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode chunk %d: %w", c.Seq, err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
 // PutKnowledgeChunks replaces every chunk of a document with chunks, in one
 // transaction. A chunk's DocID must be docID or empty; seqs must be
 // distinct and fit in 32 bits.
@@ -229,26 +253,15 @@ func (s *Store) PutKnowledgeChunks(conf, docID string, chunks []KnowledgeChunk) 
 	if err := checkIDs(confID(conf), documentID(docID)); err != nil {
 		return err
 	}
-	keys := make([][]byte, len(chunks))
-	vals := make([][]byte, len(chunks))
-	seen := make(map[int]bool, len(chunks))
-	for i, c := range chunks {
-		if c.DocID != "" && c.DocID != docID {
-			return fmt.Errorf("put chunks of document %q of conf %q: chunk %d belongs to document %q: %w",
-				docID, conf, c.Seq, truncateID(c.DocID), ErrInvalidRecord)
-		}
-		if c.Seq < 0 || int64(c.Seq) > math.MaxUint32 || seen[c.Seq] {
-			return fmt.Errorf("put chunks of document %q of conf %q: chunk seq %d is negative, too large or repeated: %w",
-				docID, conf, c.Seq, ErrInvalidRecord)
-		}
-		seen[c.Seq] = true
-		v, err := json.Marshal(c)
-		if err != nil {
-			return fmt.Errorf("encode chunk %d: %w", c.Seq, err)
-		}
-		keys[i], vals[i] = chunkKey(docID, c.Seq), v
+	vals, err := encodeChunks(conf, docID, chunks)
+	if err != nil {
+		return err
 	}
-	err := s.write(func(tx *bolt.Tx) error {
+	keys := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		keys[i] = chunkKey(docID, c.Seq)
+	}
+	err = s.write(func(tx *bolt.Tx) error {
 		kb, err := knowledgeConf(tx, conf)
 		if err != nil {
 			return err

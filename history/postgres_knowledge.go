@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -147,32 +146,21 @@ func (s *PGStore) PutKnowledgeChunks(conf, docID string, chunks []KnowledgeChunk
 	if err := checkIDs(confID(conf), documentID(docID)); err != nil {
 		return err
 	}
+	bodies, err := encodeChunks(conf, docID, chunks)
+	if err != nil {
+		return err
+	}
 	seqs := make([]int64, len(chunks))
-	bodies := make([][]byte, len(chunks))
 	vectors := make([][]byte, len(chunks))
-	seen := make(map[int]bool, len(chunks))
 	for i, c := range chunks {
-		if c.DocID != "" && c.DocID != docID {
-			return fmt.Errorf("put chunks of document %q of conf %q: chunk %d belongs to document %q: %w",
-				docID, conf, c.Seq, truncateID(c.DocID), ErrInvalidRecord)
-		}
-		if c.Seq < 0 || int64(c.Seq) > math.MaxUint32 || seen[c.Seq] {
-			return fmt.Errorf("put chunks of document %q of conf %q: chunk seq %d is negative, too large or repeated: %w",
-				docID, conf, c.Seq, ErrInvalidRecord)
-		}
-		seen[c.Seq] = true
-		v, err := json.Marshal(c)
-		if err != nil {
-			return fmt.Errorf("encode chunk %d: %w", c.Seq, err)
-		}
-		seqs[i], bodies[i] = int64(c.Seq), v
+		seqs[i] = int64(c.Seq)
 		if len(c.Vector) > 0 {
 			vectors[i] = encodeVector(c.Vector)
 		}
 	}
 	ctx, cancel := s.op()
 	defer cancel()
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM koe_knowledge_local_chunks WHERE conf_uid = $1 AND doc_id = $2`, conf, docID); err != nil {
 			return fmt.Errorf("drop chunks: %w", err)
 		}
