@@ -340,19 +340,27 @@ func (r *RedisCoordinator) Claim(ctx context.Context, history, turn string, stop
 				wait = r.lease
 			}
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-wake:
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
+		if err := pause(ctx, wake, wait); err != nil {
 			if lastErr == nil {
-				lastErr = ctx.Err()
+				lastErr = err
 			}
 			return nil, r.claimFailed(ctx, history, asked, lastErr)
 		}
-		timer.Stop()
 	}
+}
+
+// pause returns when wake fires or after d, or with ctx's error when it
+// ends first.
+func pause(ctx context.Context, wake <-chan struct{}, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-wake:
+	case <-timer.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 func (r *RedisCoordinator) claimFailed(ctx context.Context, history, holder string, err error) error {
@@ -419,15 +427,9 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 				}
 			}
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-wake:
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return false, r.stopFailed(history, holder, asked, ctx.Err())
+		if err := pause(ctx, wake, wait); err != nil {
+			return false, r.stopFailed(history, holder, asked, err)
 		}
-		timer.Stop()
 	}
 }
 
