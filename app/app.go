@@ -51,6 +51,7 @@ type Main struct {
 	mcp       *mcp.Manager
 	hub       *conversation.Hub
 	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
+	relay     *coord.WatchRelay       // with coord: watchers across instances
 	liveChat  *liveChat               // nil unless live_chat.enabled
 	metrics   *metrics.Metrics        // nil unless server.metrics
 	server    *server.Server
@@ -174,14 +175,15 @@ func (m *Main) Open() error {
 		rc, err := coord.NewRedis(ctx, cfg.Coord, m.Logger)
 		cancel()
 		if err != nil {
-			m.mcp.Close()
-			m.stopRecall()
-			m.stopKnowledge()
-			_ = store.Close()
+			m.abandon(store)
 			return err
 		}
 		m.coord, coordinator = rc, rc
 		m.Logger.Info("turns are coordinated through redis", "coord_lease", cfg.Coord.Lease)
+		if err := m.openRelay(cfg.Coord); err != nil {
+			m.abandon(store)
+			return err
+		}
 	}
 	characters := config.NewCharacters(cfg, m.Getenv)
 	warnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
@@ -213,16 +215,17 @@ func (m *Main) Open() error {
 		Knowledge:       m.knowledge,
 		KnowledgeRouter: cfg.Knowledge.Router,
 		Coordinator:     coordinator,
+		WatchRelay:      m.watchRelay(),
 		Logger:          m.Logger,
 	})
+	if err := m.startRelay(); err != nil {
+		m.abandon(store)
+		return err
+	}
 	var liveChatAPI server.LiveChat
 	if cfg.LiveChat.Enabled {
 		if m.liveChat, err = m.startLiveChat(cfg); err != nil {
-			m.closeCoord()
-			m.mcp.Close()
-			m.stopRecall()
-			m.stopKnowledge()
-			_ = store.Close()
+			m.abandon(store)
 			return err
 		}
 		liveChatAPI = m.liveChat.runner
@@ -247,12 +250,7 @@ func (m *Main) Open() error {
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		m.liveChat.stop()
-		m.closeCoord()
-		m.mcp.Close()
-		m.stopRecall()
-		m.stopKnowledge()
-		_ = store.Close()
+		m.abandon(store)
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	m.ln = ln
@@ -326,11 +324,23 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 	return nil
 }
 
+// abandon closes, in reverse order, what a start that fails after the
+// knowledge store opened had opened (each part closes only if it was).
+func (m *Main) abandon(store appStore) {
+	m.liveChat.stop()
+	m.closeCoord()
+	m.mcp.Close()
+	m.stopRecall()
+	m.stopKnowledge()
+	_ = store.Close()
+}
+
 // coordOpenTimeout bounds connecting to Redis (coord: redis) at start.
 const coordOpenTimeout = 30 * time.Second
 
 // closeCoord closes the connection to Redis, if koe has one.
 func (m *Main) closeCoord() {
+	m.closeRelay()
 	if m.coord == nil {
 		return
 	}

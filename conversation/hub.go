@@ -88,6 +88,9 @@ type Deps struct {
 	// Coordinator makes a history have one running turn, across the
 	// instances that share it (nil: a LocalCoordinator, this process).
 	Coordinator Coordinator
+	// WatchRelay carries frames to the watchers of other instances (nil:
+	// watchers follow the sessions of this instance only).
+	WatchRelay WatchRelay
 	// Knowledge is the characters' documents (nil: none), and
 	// KnowledgeRouter knowledge.router: when turns read them.
 	Knowledge       Knowledge
@@ -124,8 +127,12 @@ type Hub struct {
 	// summaries may still be storing); Close waits for them.
 	retiring sync.WaitGroup
 
-	// watchers follow sessions' output (watch.go).
-	watchers watchers
+	// watchers follow sessions' output (watch.go); relay carries it to
+	// and from other instances' watchers, whose turns' frames go by the
+	// contexts of remoteTurns (relay.go).
+	watchers    watchers
+	relay       WatchRelay
+	remoteTurns remoteTurns
 	// characters counts the turns of each character outside its live
 	// session (live.go).
 	characters characterTurns
@@ -157,6 +164,7 @@ func NewHub(deps Deps) *Hub {
 	return &Hub{
 		deps:     deps,
 		coord:    coord,
+		relay:    deps.WatchRelay,
 		log:      deps.Logger,
 		speech:   NewSlots(speech),
 		asr:      NewSlots(procs),

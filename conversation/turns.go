@@ -101,14 +101,15 @@ func newTurn(parent context.Context) *turn {
 	// (finish cancels with no cause) and is otherwise left to the
 	// collector.
 	watch, stopWatch := context.WithCancel(context.Background())
-	ctx = context.WithValue(ctx, watchContextKey{}, watch)
+	id := newRunID()
+	ctx = context.WithValue(ctx, watchContextKey{}, &watchCtx{ctx: watch, id: id})
 	stop := func(cause error) {
 		if cause != nil {
 			stopWatch()
 		}
 		cancel(cause)
 	}
-	return &turn{ctx: ctx, cancel: stop, done: make(chan struct{}), playback: make(chan struct{}, 1), id: newRunID()}
+	return &turn{ctx: ctx, cancel: stop, done: make(chan struct{}), playback: make(chan struct{}, 1), id: id}
 }
 
 // watchContextKey finds a turn's context for its watchers' frames.

@@ -91,9 +91,13 @@ type watchers struct {
 	mu       sync.Mutex
 	byClient map[string][]*watcher
 	byConf   map[string][]*watcher
+	// seq numbers the changes, for the relay's news of them.
+	seq uint64
 }
 
-func (ws *watchers) add(w *watcher) {
+// add registers w; following says whether it is the first of its target
+// (other instances are then told), seq orders that news.
+func (ws *watchers) add(w *watcher) (following bool, seq uint64) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.byClient == nil {
@@ -102,9 +106,12 @@ func (ws *watchers) add(w *watcher) {
 	m, key := ws.index(w.target)
 	m[key] = append(m[key], w)
 	ws.count.Add(1)
+	ws.seq++
+	return len(m[key]) == 1, ws.seq
 }
 
-func (ws *watchers) remove(w *watcher) {
+// remove unregisters w; gone says whether it was the last of its target.
+func (ws *watchers) remove(w *watcher) (gone bool, seq uint64) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	m, key := ws.index(w.target)
@@ -119,9 +126,11 @@ func (ws *watchers) remove(w *watcher) {
 				m[key] = next
 			}
 			ws.count.Add(-1)
-			return
+			ws.seq++
+			return len(next) == 0, ws.seq
 		}
 	}
+	return false, 0
 }
 
 // index is the map and key of a target. ws.mu is held.
@@ -156,12 +165,20 @@ func (h *Hub) Watch(target WatchTarget, w Watcher, opts WatchOptions) (stop func
 		}
 	}
 	wr := &watcher{w: w, opts: opts, target: target}
-	h.watchers.add(wr)
+	if first, seq := h.watchers.add(wr); first && h.relay != nil {
+		h.relay.Follow(target, true, seq)
+	}
 	if greeting.ConfUID != "" {
 		wr.greet(greeting)
 	}
 	var once sync.Once
-	return func() { once.Do(func() { h.watchers.remove(wr) }) }, nil
+	return func() {
+		once.Do(func() {
+			if last, seq := h.watchers.remove(wr); last && h.relay != nil {
+				h.relay.Follow(target, false, seq)
+			}
+		})
+	}, nil
 }
 
 // CheckWatch reports why target cannot be watched, if it cannot: the
@@ -208,11 +225,16 @@ func (w *watcher) greet(char Character) {
 	}
 }
 
-// greetWatchers tells the client watchers of a session that it talks as
-// char now (it connected, or switched character). Conf watchers see one
-// character throughout and need no news.
+// greetWatchers tells the client watchers of a session, here and on
+// other instances, that it talks as char now (it connected, or switched
+// character). Conf watchers see one character throughout and need no
+// news.
 func (s *Session) greetWatchers(char Character) {
-	if s.textOnly || s.hub.watchers.count.Load() == 0 {
+	if s.textOnly {
+		return
+	}
+	s.relayGreet(char.ConfUID)
+	if s.hub.watchers.count.Load() == 0 {
 		return
 	}
 	byClient, _ := s.hub.watchers.of(s.clientUID, "")
@@ -267,12 +289,15 @@ func (s *Session) toWatchers(ctx context.Context, msg any) {
 	}
 	kind := watchable(msg)
 	c, _ := s.current()
-	byClient, byConf := s.hub.watchers.of(s.clientUID, c.char.ConfUID)
-	if len(byClient)+len(byConf) == 0 {
+	conf := c.char.ConfUID
+	byClient, byConf := s.hub.watchers.of(s.clientUID, conf)
+	relay := s.hub.relay != nil && s.hub.relay.Wanted(s.clientUID, conf)
+	if len(byClient)+len(byConf) == 0 && !relay {
 		return
 	}
-	if watch, ok := ctx.Value(watchContextKey{}).(context.Context); ok {
-		ctx = watch
+	tw, _ := ctx.Value(watchContextKey{}).(*watchCtx)
+	if tw != nil {
+		ctx = tw.ctx
 	}
 	data, err := json.Marshal(msg)
 	if err != nil {
@@ -285,6 +310,9 @@ func (s *Session) toWatchers(ctx context.Context, msg any) {
 				w.w.Offer(ctx, data)
 			}
 		}
+	}
+	if relay {
+		s.relay(tw, conf, kind, data)
 	}
 }
 
@@ -320,7 +348,11 @@ func (s *Session) emitWait(ctx context.Context, msg any) error {
 	return err
 }
 
-// watched reports whether anyone may be watching msg go out.
+// watched reports whether anyone, here or on another instance, may be
+// watching msg go out.
 func (s *Session) watched(msg any) bool {
-	return !s.textOnly && s.hub.watchers.count.Load() > 0 && watchable(msg) != watchNone
+	if s.textOnly || s.hub.watchers.count.Load() == 0 && (s.hub.relay == nil || !s.hub.relay.Any()) {
+		return false
+	}
+	return watchable(msg) != watchNone
 }

@@ -37,11 +37,14 @@ type Config struct {
 	// history on another instance to stop, and how long a stop request
 	// waits for the turn to end.
 	Wait time.Duration `yaml:"coord_wait"`
+	// RelayQueue bounds the frames waiting to be relayed to watchers on
+	// other instances; past it, frames are dropped (and counted).
+	RelayQueue int `yaml:"coord_relay_queue"`
 }
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
-	return Config{Backend: Memory, Lease: 10 * time.Second, Wait: 30 * time.Second}
+	return Config{Backend: Memory, Lease: 10 * time.Second, Wait: 30 * time.Second, RelayQueue: 1024}
 }
 
 // ApplyEnv applies the environment overrides; getenv may be nil.
@@ -73,6 +76,9 @@ func (c Config) Validate() error {
 	}
 	if c.Wait <= 0 {
 		return fmt.Errorf("coord_wait %s must be positive", c.Wait)
+	}
+	if c.RelayQueue < 1 {
+		return fmt.Errorf("coord_relay_queue %d must be at least 1 (frames waiting to reach other instances' watchers)", c.RelayQueue)
 	}
 	return nil
 }

@@ -25,6 +25,8 @@ func TestConfigValidate(t *testing.T) {
 	short.Lease = 100 * time.Millisecond
 	noWait := DefaultConfig()
 	noWait.Wait = 0
+	noQueue := DefaultConfig()
+	noQueue.RelayQueue = 0
 	for _, c := range []struct {
 		cfg  Config
 		want string
@@ -37,6 +39,7 @@ func TestConfigValidate(t *testing.T) {
 		{redis("redis://:secret@h:6379\x7f"), "is not a URL"},
 		{short, "coord_lease 100ms is too short"},
 		{noWait, "coord_wait 0s must be positive"},
+		{noQueue, "coord_relay_queue 0 must be at least 1"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -122,14 +122,9 @@ func NewRedis(ctx context.Context, c Config, log *slog.Logger) (*RedisCoordinato
 	if log == nil {
 		log = slog.Default()
 	}
-	opts, err := redis.ParseURL(c.RedisURL)
+	client, err := dial(ctx, c.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("coord: redis_url: %w", err)
-	}
-	client := redis.NewClient(opts)
-	if err := client.Ping(ctx).Err(); err != nil {
-		_ = client.Close()
-		return nil, fmt.Errorf("coord: redis at %s: %w", opts.Addr, err)
+		return nil, err
 	}
 	// Subscribed once both channels are confirmed; nothing is held or
 	// awaited yet, so messages before that do not matter.
@@ -139,17 +134,16 @@ func NewRedis(ctx context.Context, c Config, log *slog.Logger) (*RedisCoordinato
 		if err != nil {
 			_ = sub.Close()
 			_ = client.Close()
-			return nil, fmt.Errorf("coord: subscribe at redis %s: %w", opts.Addr, err)
+			return nil, fmt.Errorf("coord: subscribe at redis %s: %w", client.Options().Addr, err)
 		}
 		if _, ok := m.(*redis.Subscription); ok {
 			confirmed++
 		}
 	}
-	var id [6]byte
-	_, _ = rand.Read(id[:])
+	instance := newInstanceID()
 	r := &RedisCoordinator{
 		client: client, sub: sub, lease: c.Lease, wait: c.Wait,
-		instance: hex.EncodeToString(id[:]), log: log.With("coord_instance", hex.EncodeToString(id[:])),
+		instance: instance, log: log.With("coord_instance", instance),
 		held: map[string]*redisLease{}, waiters: map[string]map[chan struct{}]struct{}{},
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())

@@ -84,7 +84,7 @@ func New() *Metrics {
 		Name: "koe_dependency_errors_total", Help: "Failures of the services koe calls, by service (llm, tts, asr) and kind.",
 	}, []string{"service", "kind"})
 	m.drops = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "koe_queue_drops_total", Help: "Connections dropped because their send queue stayed full: websocket (a client that stopped reading), watcher (a watcher that fell behind).",
+		Name: "koe_queue_drops_total", Help: "Drops for a full queue: websocket (a client that stopped reading, disconnected), watcher (a watcher that fell behind, disconnected), watch_relay (a frame for other instances' watchers, not relayed).",
 	}, []string{"queue"})
 	m.storeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "koe_store_operation_seconds", Help: "Time of the history store's operations that conversations call, by operation.", Buckets: storeBuckets,

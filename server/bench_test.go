@@ -20,6 +20,7 @@ import (
 	"koe/agent"
 	"koe/config"
 	"koe/conversation"
+	"koe/coord"
 	"koe/history"
 	"koe/internal/fakellm"
 	"koe/llm"
@@ -51,6 +52,12 @@ func newInstantEngine(b *testing.B) instantEngine {
 // startBenchServer runs koe's server with engine as every character's TTS;
 // mutate, if given, changes the configuration first.
 func startBenchServer(b *testing.B, llmURL string, engine conversation.Synthesizer, mutate ...func(*config.Config)) string {
+	return startBenchServerRelay(b, llmURL, engine, nil, mutate...)
+}
+
+// startBenchServerRelay is startBenchServer whose watchers are relayed to
+// and from other instances by relay (nil: none).
+func startBenchServerRelay(b *testing.B, llmURL string, engine conversation.Synthesizer, relay *coord.WatchRelay, mutate ...func(*config.Config)) string {
 	cfg := config.Default()
 	cfg.Character.LLM.BaseURL, cfg.Character.LLM.Model = llmURL, fakellm.ModelID
 	for _, m := range mutate {
@@ -61,14 +68,24 @@ func startBenchServer(b *testing.B, llmURL string, engine conversation.Synthesiz
 		b.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hub := conversation.NewHub(conversation.Deps{
+	deps := conversation.Deps{
 		Config:     cfg.Conversation,
 		Store:      store,
 		Characters: config.NewCharacters(cfg, nil),
 		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, nil) },
 		NewTTS:     func(tts.Config) (conversation.Synthesizer, error) { return engine, nil },
 		Logger:     logger,
-	})
+	}
+	if relay != nil {
+		deps.WatchRelay = relay
+	}
+	hub := conversation.NewHub(deps)
+	if relay != nil {
+		if err := relay.Start(context.Background(), hub); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = relay.Close() })
+	}
 	srv := server.New(server.Options{Config: cfg.Server, Hub: hub, Logger: logger})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -3,9 +3,13 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"koe/config"
 	"koe/coord"
@@ -88,5 +92,71 @@ func TestReadyzChecksRedis(t *testing.T) {
 			t.Fatalf("/readyz after Redis came back: %d %v", code, failing)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWatchersAcrossInstances: watchers connected to instance B follow a
+// client and a character that talk through instance A, as they would on
+// A: greeted with the speaker's character, then the turn's frames in the
+// speaker's order, then an interrupt.
+func TestWatchersAcrossInstances(t *testing.T) {
+	srv := redistest.Start(t)
+	llm := startLLM(t, func(r fakellm.Request) fakellm.Reply {
+		if strings.Contains(contentOf(r), "long") {
+			return fakellm.Reply{Tokens: fakellm.Words(strings.Repeat("La la la. ", 2000)), Interval: time.Millisecond}
+		}
+		return fakellm.Echo(0)(r)
+	})
+	cfgA := withFakeSpeech(withRedis(testConfig(t, t.TempDir(), llm.URL()), srv), llm)
+	cfgB := withFakeSpeech(withRedis(testConfig(t, t.TempDir(), llm.URL()), srv), llm)
+	a, b := startKoe(t, cfgA), startKoe(t, cfgB)
+	conf := cfgA.Character.ConfUID
+
+	speaker := dialURL(t, websocket.DefaultDialer, "ws://"+a.Addr()+"/client-ws?client_uid=desk", nil)
+	speaker.until(isControl("start-mic"))
+	byConf := dialWatcher(t, b.Addr(), "watch_conf="+url.QueryEscape(conf), false)
+	byConf.greeted()
+	// Greeted from A, which has learnt what B's watchers follow.
+	byClient := dialWatcher(t, b.Addr(), "watch=desk", false)
+	if g := byClient.greeted(); g.str("conf_uid") != conf {
+		t.Fatalf("client watcher on B greeted with %v", g)
+	}
+
+	frames := speaker.turn("Good evening, chat. How is everyone doing today?")
+	want := watched(frames, false)
+	if !slices.Contains(want, "backend-synth-complete") || len(want) < 6 {
+		t.Fatalf("the speaker's turn has too little to watch: %v", want)
+	}
+	for name, w := range map[string]*client{"by client": byClient, "by character": byConf} {
+		if got := describeFrames(w.until(isControl("conversation-chain-end"))); !slices.Equal(got, want) {
+			t.Fatalf("watcher %s on B saw\n%v\nwant\n%v", name, got, want)
+		}
+	}
+
+	// The speaker interrupts a long reply: B's watchers are told.
+	speaker.send(msg{"type": "text-input", "text": "say something long"})
+	speaker.until(isType("audio"))
+	speaker.send(msg{"type": "interrupt-signal", "text": "La la"})
+	for _, w := range []*client{byClient, byConf} {
+		got := w.until(isControl("interrupt"))
+		if !slices.ContainsFunc(got, isType("audio")) {
+			t.Fatalf("watcher on B saw no audio before the interrupt: %v", types(got))
+		}
+	}
+	// The speaker reconnects through B: its watchers are greeted there.
+	speaker.ws.Close()
+	again := dialURL(t, websocket.DefaultDialer, "ws://"+b.Addr()+"/client-ws?client_uid=desk", nil)
+	again.until(isControl("start-mic"))
+	// What the interrupted turn still sent may come first.
+	if g := byClient.until(isType("set-model-and-conf")); g[len(g)-1].str("conf_uid") != conf {
+		t.Fatalf("after the reconnect through B the watcher was greeted with %v", g[len(g)-1])
+	}
+	if n := byClient.next(); n.typ() != "group-update" {
+		t.Fatalf("after set-model-and-conf: %v", n)
+	}
+	speaker = again
+	frames = speaker.turn("And now from here.")
+	if got, want := describeFrames(byClient.until(isControl("conversation-chain-end"))), watched(frames, false); !slices.Equal(got, want) {
+		t.Fatalf("after the reconnect through B the watcher saw\n%v\nwant\n%v", got, want)
 	}
 }

@@ -2,11 +2,15 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"koe/coord"
+	"koe/internal/redistest"
 )
 
 // BenchmarkWatcherFanOut is BenchmarkFirstAudioOverhead for a speaker
@@ -96,5 +100,70 @@ func watchFirstAudio(w *websocket.Conn, firsts chan<- time.Time, ends chan<- str
 		case bytes.Equal(data, chainEnd):
 			ends <- struct{}{}
 		}
+	}
+}
+
+// BenchmarkWatcherAcrossInstances: one watcher of a speaker, on the
+// speaker's instance or on another instance through Redis (redis-server
+// on loopback): watcher-p50-ms is how long after the speaker the watcher
+// got each turn's first audio.
+//
+//	go test ./server -run '^$' -bench WatcherAcrossInstances -benchtime 200x
+func BenchmarkWatcherAcrossInstances(b *testing.B) {
+	for _, remote := range []bool{false, true} {
+		b.Run(map[bool]string{false: "same-instance", true: "other-instance"}[remote], func(b *testing.B) {
+			srv := redistest.Start(b)
+			relay := func() *coord.WatchRelay {
+				c := coord.DefaultConfig()
+				c.Backend, c.RedisURL = coord.Redis, srv.URL()
+				r, err := coord.NewWatchRelay(context.Background(), c, coord.RelayOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return r
+			}
+			fl := startFlushLLM(b)
+			addr := startBenchServerRelay(b, fl.llm.URL(), newInstantEngine(b), relay())
+			watchAddr := addr
+			if remote {
+				watchAddr = startBenchServerRelay(b, fl.llm.URL(), newInstantEngine(b), relay())
+			}
+			c := dialBenchURL(b, "ws://"+addr+"/client-ws?client_uid=desk")
+			for range 5 {
+				readBench(b, c)
+			}
+			// Greeted once the speaker's instance knows of the watcher.
+			w := dialBenchURL(b, "ws://"+watchAddr+"/client-ws?watch=desk")
+			for {
+				_, data, err := w.ReadMessage()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if bytes.Contains(data, []byte(`"type":"set-model-and-conf"`)) {
+					break
+				}
+			}
+			firsts, ends := make(chan time.Time, 1), make(chan struct{}, 1)
+			go watchFirstAudio(w, firsts, ends)
+			lag := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, at := fl.turn(b, c)
+				select {
+				case got := <-firsts:
+					lag = append(lag, got.Sub(at))
+				case <-time.After(30 * time.Second): // a hang guard
+					b.Fatal("the watcher got no audio")
+				}
+				select {
+				case <-ends:
+				case <-time.After(30 * time.Second):
+					b.Fatal("the watcher did not see the turn end")
+				}
+			}
+			b.StopTimer()
+			reportQuantiles(b, "watcher-", lag)
+			b.ReportMetric(0, "ns/op")
+		})
 	}
 }

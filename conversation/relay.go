@@ -1,0 +1,226 @@
+package conversation
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Watching across instances: behind a load balancer, an overlay may
+// watch through one koe instance a client or a character that talks
+// through another. A WatchRelay carries the frames between them: each
+// instance tells the others what its watchers follow, and a session
+// relays a frame only when some other instance wants it, so nothing is
+// encoded or sent when nobody watches elsewhere.
+
+// RelayKind says what a relayed frame is.
+type RelayKind int
+
+const (
+	// RelayFrame is a frame for every watcher.
+	RelayFrame RelayKind = iota + 1
+	// RelayKoeFrame is one of koe's events, for the watchers that asked
+	// for them.
+	RelayKoeFrame
+	// RelayGreet is no frame: the client talks as ConfUID now (it
+	// connected, or switched character); its watchers are greeted.
+	RelayGreet
+	// RelayEnd is no frame: Turn was stopped; its frames that the
+	// watchers have not been written yet are dropped.
+	RelayEnd
+)
+
+// RelayedFrame is a session's frame on its way to another instance's
+// watchers.
+type RelayedFrame struct {
+	Kind RelayKind
+	// ClientUID and ConfUID are the speaker's: its client_uid and the
+	// character it talks as.
+	ClientUID, ConfUID string
+	// Turn is the turn the frame belongs to ("": none), so that a stop
+	// silences it at the watchers' end too.
+	Turn string
+	// To is the instance it is for; "" is every instance that wants it.
+	To string
+	// Data is the encoded frame (RelayFrame, RelayKoeFrame).
+	Data []byte
+}
+
+// WatchRelay carries frames to the watchers of other koe instances, and
+// theirs to this one's (the hub's Relayed). Package coord has one through
+// Redis; without one, a watcher follows the sessions of its own instance.
+type WatchRelay interface {
+	// Any reports whether watchers on other instances follow anything.
+	// It is asked for every frame a session sends: it must be cheap.
+	Any() bool
+	// Wanted reports whether watchers on other instances follow a
+	// session of clientUID talking as conf. Cheap too.
+	Wanted(clientUID, conf string) bool
+	// Send relays f to the instances that want it (or to f.To). It must
+	// not block: what cannot be queued is dropped.
+	Send(f RelayedFrame)
+	// Follow tells the other instances that this one's watchers follow
+	// target, or no longer do. seq grows with every change: a call older
+	// than the last one seen for the same target is stale (calls are made
+	// without the hub's lock, so two may arrive out of order).
+	Follow(target WatchTarget, following bool, seq uint64)
+}
+
+// watchCtx is a turn's context for its watchers' frames (see newTurn)
+// and what relaying them needs.
+type watchCtx struct {
+	ctx context.Context
+	id  string
+	// relayed: a frame of the turn went to another instance, which is
+	// told when the turn is stopped.
+	relayed sync.Once
+}
+
+// relayEnd makes sure that, once a frame of the turn went to other
+// instances, a stop of the turn reaches them too.
+func (tw *watchCtx) relayEnd(relay WatchRelay, clientUID, conf string) {
+	tw.relayed.Do(func() {
+		context.AfterFunc(tw.ctx, func() {
+			relay.Send(RelayedFrame{Kind: RelayEnd, ClientUID: clientUID, ConfUID: conf, Turn: tw.id})
+		})
+	})
+}
+
+// relay sends a session's frame to the other instances' watchers, if any
+// want it.
+func (s *Session) relay(tw *watchCtx, conf string, kind watchKind, data []byte) {
+	f := RelayedFrame{Kind: RelayFrame, ClientUID: s.clientUID, ConfUID: conf, Data: data}
+	if kind == watchKoe {
+		f.Kind = RelayKoeFrame
+	}
+	if tw != nil {
+		if tw.ctx.Err() != nil {
+			return // stopped: its watchers here drop it too
+		}
+		f.Turn = tw.id
+		tw.relayEnd(s.hub.relay, s.clientUID, conf)
+	}
+	s.hub.relay.Send(f)
+}
+
+// Relayed gives this instance's watchers a frame that a session of
+// another instance sent (the relay calls it, in the order the frames were
+// sent).
+func (h *Hub) Relayed(f RelayedFrame) {
+	switch f.Kind {
+	case RelayEnd:
+		h.remoteTurns.end(f.Turn)
+		return
+	case RelayGreet:
+		char, ok := h.deps.Characters.Find(f.ConfUID)
+		if !ok {
+			h.log.Debug("relayed greeting for a character this instance does not have", "conf_uid", f.ConfUID)
+			return
+		}
+		byClient, _ := h.watchers.of(f.ClientUID, "")
+		for _, w := range byClient {
+			w.greet(char)
+		}
+		return
+	case RelayFrame, RelayKoeFrame:
+	default:
+		return
+	}
+	byClient, byConf := h.watchers.of(f.ClientUID, f.ConfUID)
+	if len(byClient)+len(byConf) == 0 {
+		return
+	}
+	ctx := h.remoteTurns.context(f.Turn)
+	for _, list := range [][]*watcher{byClient, byConf} {
+		for _, w := range list {
+			if f.Kind == RelayFrame || w.opts.KoeEvents {
+				w.w.Offer(ctx, f.Data)
+			}
+		}
+	}
+}
+
+// RemoteFollow is the relay's news that watchers on instance now follow
+// target: a client of this instance that they follow is greeted to them
+// (a watcher connecting to another instance learns what its client talks
+// as).
+func (h *Hub) RemoteFollow(target WatchTarget, instance string) {
+	if h.relay == nil || target.ClientUID == "" {
+		return
+	}
+	s := h.Session(target.ClientUID)
+	if s == nil || s.textOnly {
+		return
+	}
+	h.relay.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: s.Character().ConfUID, To: instance})
+}
+
+// relayGreet tells the other instances' watchers of the session's client
+// that it talks as conf now.
+func (s *Session) relayGreet(conf string) {
+	if r := s.hub.relay; r != nil && r.Wanted(s.clientUID, "") {
+		r.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: conf})
+	}
+}
+
+// remoteTurnIdle is how long a relayed turn's context is kept after its
+// last frame: other instances tell only a stop, not a turn's normal end,
+// and watchers have long written a turn's frames by then.
+const remoteTurnIdle = 2 * time.Minute
+
+// remoteTurns gives the frames of each turn relayed from another instance
+// one context, which ends when that turn is stopped.
+type remoteTurns struct {
+	mu    sync.Mutex
+	byID  map[string]*remoteTurn
+	swept time.Time
+}
+
+type remoteTurn struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	seen   time.Time
+}
+
+// context returns turn's context, made at its first frame.
+func (r *remoteTurns) context(turn string) context.Context {
+	if turn == "" {
+		return context.Background()
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil {
+		r.byID = map[string]*remoteTurn{}
+	}
+	if now.Sub(r.swept) > remoteTurnIdle {
+		r.swept = now
+		for id, t := range r.byID {
+			if now.Sub(t.seen) > remoteTurnIdle {
+				t.cancel()
+				delete(r.byID, id)
+			}
+		}
+	}
+	t := r.byID[turn]
+	if t == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		t = &remoteTurn{ctx: ctx, cancel: cancel}
+		r.byID[turn] = t
+	}
+	t.seen = now
+	return t.ctx
+}
+
+// end ends turn's context: its frames not yet written are dropped, and
+// so are any that come after (a frame relayed as the turn was stopped
+// may follow the news). The ended context is kept as long as a live one.
+func (r *remoteTurns) end(turn string) {
+	ctx := r.context(turn)
+	r.mu.Lock()
+	t := r.byID[turn]
+	r.mu.Unlock()
+	if t != nil && t.ctx == ctx {
+		t.cancel()
+	}
+}
