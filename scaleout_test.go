@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
 
 	"koe/coord"
@@ -84,6 +85,13 @@ func TestScaleOutBehindNginx(t *testing.T) {
 		want = append(want, "human: "+text, "ai: You said: "+text+".")
 	}
 
+	// An overlay watching the character through nginx hears the
+	// WebSocket turns of step 1, whichever instance it and they are on.
+	// Its instance tells the others through Redis; the test hears it too.
+	follows := followNews(t, rds)
+	overlay := watchThrough(t, lb, "koe_default")
+	follows("+\nf\nkoe_default")
+
 	// 1. Six turns through nginx, over the chat API and the WebSocket in
 	// turn: each instance serves some, and all go to one history.
 	var before []float64
@@ -116,6 +124,10 @@ func TestScaleOutBehindNginx(t *testing.T) {
 			t.Fatalf("the history read from koe %d:\n%q\nwant\n%q", i+1, got, want)
 		}
 	}
+	if heard := overlay.heard(3); !slices.Equal(heard, []string{"You said: turn 2.", "You said: turn 4.", "You said: turn 6."}) {
+		t.Fatalf("the overlay watching through nginx heard %q", heard)
+	}
+	overlay.Close()
 
 	// 2. A stop sent to koe 1 stops the turn koe 2 streams.
 	took := stopAcross(t, koes[1].addr, koes[0].addr, "slow one")
@@ -490,4 +502,95 @@ http {
 			t.Fatalf("nginx does not accept on %s: %v\n%s", addr, err, out.String())
 		}
 	}
+}
+
+// followNews subscribes to the channel where koe instances say what
+// their watchers follow; the function it returns waits for news ending
+// with suffix.
+func followNews(t *testing.T, rds *redistest.Server) func(suffix string) {
+	t.Helper()
+	opts, err := redis.ParseURL(rds.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+	t.Cleanup(cancel)
+	sub := client.Subscribe(ctx, "koe:watch:follow")
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return func(suffix string) {
+		t.Helper()
+		for {
+			m, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatalf("waiting for %q on koe:watch:follow: %v", suffix, err)
+			}
+			if strings.HasSuffix(m.Payload, suffix) {
+				return
+			}
+		}
+	}
+}
+
+// watcher is a /client-ws?watch_conf= connection.
+type watcher struct {
+	t *testing.T
+	*websocket.Conn
+}
+
+// watchThrough connects a watcher of character conf at addr and reads its
+// greeting.
+func watchThrough(t *testing.T, addr, conf string) *watcher {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws?watch_conf="+conf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	w := &watcher{t: t, Conn: ws}
+	w.until(func(m map[string]any) bool { return m["type"] == "set-model-and-conf" })
+	return w
+}
+
+// until reads frames until stop holds for one, and returns them.
+func (w *watcher) until(stop func(map[string]any) bool) []map[string]any {
+	w.t.Helper()
+	var got []map[string]any
+	for {
+		_ = w.SetReadDeadline(time.Now().Add(2 * time.Minute)) // a hang guard
+		_, data, err := w.ReadMessage()
+		if err != nil {
+			w.t.Fatalf("watcher: %v after %d frames", err, len(got))
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			w.t.Fatal(err)
+		}
+		got = append(got, m)
+		if stop(m) {
+			return got
+		}
+	}
+}
+
+// heard reads n turns and returns the text each displayed, joined.
+func (w *watcher) heard(n int) []string {
+	w.t.Helper()
+	var out []string
+	for range n {
+		var text strings.Builder
+		for _, m := range w.until(func(m map[string]any) bool {
+			return m["type"] == "control" && m["text"] == "conversation-chain-end"
+		}) {
+			if d, ok := m["display_text"].(map[string]any); ok && m["type"] == "audio" {
+				s, _ := d["text"].(string)
+				text.WriteString(s)
+			}
+		}
+		out = append(out, strings.TrimSpace(text.String()))
+	}
+	return out
 }
