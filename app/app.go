@@ -52,6 +52,7 @@ type Main struct {
 	hub       *conversation.Hub
 	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
 	relay     *coord.WatchRelay       // with coord: watchers across instances
+	bus       *coord.Bus              // with coord: news of changes between instances
 	liveChat  *liveChat               // nil unless live_chat.enabled
 	metrics   *metrics.Metrics        // nil unless server.metrics
 	server    *server.Server
@@ -216,6 +217,7 @@ func (m *Main) Open() error {
 		KnowledgeRouter: cfg.Knowledge.Router,
 		Coordinator:     coordinator,
 		WatchRelay:      m.watchRelay(),
+		News:            m.news(),
 		Logger:          m.Logger,
 	})
 	if err := m.startRelay(); err != nil {

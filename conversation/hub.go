@@ -91,6 +91,9 @@ type Deps struct {
 	// WatchRelay carries frames to the watchers of other instances (nil:
 	// watchers follow the sessions of this instance only).
 	WatchRelay WatchRelay
+	// News tells the other instances that share the store of changes
+	// they keep in memory (nil: this instance is alone).
+	News News
 	// Knowledge is the characters' documents (nil: none), and
 	// KnowledgeRouter knowledge.router: when turns read them.
 	Knowledge       Knowledge
@@ -99,6 +102,12 @@ type Deps struct {
 	// Observer counts turns, latencies and failures for the operator
 	// (nil: nothing is counted).
 	Observer Observer
+}
+
+// News tells the other koe instances sharing the store of a change (package
+// coord's Bus); their app calls the hub back (PromptsChanged).
+type News interface {
+	Publish(ctx context.Context, topic, payload string) error
 }
 
 // ToolServers are the tool servers koe is connected to, shared by every

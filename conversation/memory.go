@@ -1,7 +1,9 @@
 package conversation
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"koe/agent"
 	"koe/history"
@@ -78,14 +80,35 @@ func (h *Hub) SetPrompt(confUID, name, text string) (protocol.Prompt, error) {
 	if err := h.deps.Store.SetPrompt(confUID, name, text); err != nil {
 		return protocol.Prompt{}, fmt.Errorf("save prompt: %w", err)
 	}
-	system, reminder := h.savedPrompt(confUID, history.PromptSystem), h.savedPrompt(confUID, history.PromptReminder)
-	for _, s := range h.openSessions() {
-		if c, _ := s.current(); c.char.ConfUID == confUID {
-			c.agent.SetSystemPrompt(system)
-			c.agent.SetReminder(reminder)
+	h.PromptsChanged(confUID)
+	if h.deps.News != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), newsTimeout)
+		err := h.deps.News.Publish(ctx, NewsPrompts, confUID)
+		cancel()
+		if err != nil {
+			h.log.Warn("the other instances were not told of a saved prompt; their open sessions of the character keep the old one until they reopen", "conf_uid", confUID, "err", err)
 		}
 	}
 	return h.Prompt(confUID, name)
+}
+
+// NewsPrompts is the News topic of a saved prompt; the payload is the
+// character's conf_uid.
+const NewsPrompts = "prompts"
+
+// newsTimeout bounds telling the other instances of a change.
+const newsTimeout = 5 * time.Second
+
+// PromptsChanged gives the open sessions of character confUID the
+// prompts saved for it now (saved here, or by another instance: its news
+// calls this). confUID "" means every character (news may have been
+// missed).
+func (h *Hub) PromptsChanged(confUID string) {
+	for _, s := range h.openSessions() {
+		if c, _ := s.current(); confUID == "" || c.char.ConfUID == confUID {
+			h.applyPrompts(c)
+		}
+	}
 }
 
 // applyPrompts gives a cast's agent the prompts saved for its character

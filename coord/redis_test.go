@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"koe/conversation"
+	"koe/internal/logwatch"
 	"koe/internal/redistest"
 )
 
@@ -24,52 +25,13 @@ const hangGuard = 30 * time.Second
 // third of it, so a loaded machine still renews in time.
 const testLease = 900 * time.Millisecond
 
-// logWatch is a slog handler that lets a test wait for a log message.
-type logWatch struct {
-	t      testing.TB
-	prefix string
-	mu     sync.Mutex
-	seen   map[string]int
-	change chan struct{}
-}
+// logWatch lets a test wait for a log message.
+type logWatch struct{ *logwatch.Handler }
 
-func newLogWatch(t testing.TB, prefix string) *logWatch {
-	return &logWatch{t: t, prefix: prefix, seen: map[string]int{}, change: make(chan struct{})}
-}
-
-func (w *logWatch) Enabled(context.Context, slog.Level) bool { return true }
-func (w *logWatch) Handle(_ context.Context, r slog.Record) error {
-	var attrs []string
-	r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a.String()); return true })
-	w.t.Logf("%s %s: %s %s", w.prefix, r.Level, r.Message, strings.Join(attrs, " "))
-	w.mu.Lock()
-	w.seen[r.Message]++
-	close(w.change)
-	w.change = make(chan struct{})
-	w.mu.Unlock()
-	return nil
-}
-func (w *logWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
-func (w *logWatch) WithGroup(string) slog.Handler      { return w }
+func newLogWatch(t testing.TB, prefix string) *logWatch { return &logWatch{logwatch.New(t, prefix)} }
 
 // waitFor waits until message has been logged n times in all.
-func (w *logWatch) waitFor(message string, n int) {
-	w.t.Helper()
-	deadline := time.After(hangGuard)
-	for {
-		w.mu.Lock()
-		got, ch := w.seen[message], w.change
-		w.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			w.t.Fatalf("%s: %q not logged %d times within %s", w.prefix, message, n, hangGuard)
-		}
-	}
-}
+func (w *logWatch) waitFor(message string, n int) { w.WaitFor(message, n) }
 
 func testConfig(url string) Config {
 	c := DefaultConfig()

@@ -11,9 +11,12 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"koe/app"
 	"koe/config"
 	"koe/coord"
 	"koe/internal/fakellm"
+	"koe/internal/logwatch"
+	"koe/internal/pgtest"
 	"koe/internal/redistest"
 	"koe/protocol"
 )
@@ -158,5 +161,39 @@ func TestWatchersAcrossInstances(t *testing.T) {
 	frames = speaker.turn("And now from here.")
 	if got, want := describeFrames(byClient.until(isControl("conversation-chain-end"))), watched(frames, false); !slices.Equal(got, want) {
 		t.Fatalf("after the reconnect through B the watcher saw\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestPromptAcrossInstances: two instances on one PostgreSQL store and one
+// Redis; a prompt saved through A reaches a session open on B from its
+// next turn on.
+func TestPromptAcrossInstances(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	srv := redistest.Start(t)
+	llm := startLLM(t, fakellm.Echo(0))
+	shared := func() config.Config {
+		cfg := withRedis(testConfig(t, t.TempDir(), llm.URL()), srv)
+		cfg.Store, cfg.StoreDSN = config.StorePostgres, dsn
+		return cfg
+	}
+	a := startKoe(t, shared())
+	bLog := logwatch.New(t, "B")
+	b := &app.Main{Config: shared(), Logger: bLog.Logger(), Getenv: func(string) string { return "" }}
+	if err := b.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+
+	speaker := dialGreeted(t, b.Addr())
+	speaker.turn("before")
+	prompt := "/api/characters/koe_default/prompts/system"
+	if status, body := httpDo(t, "PUT", "http://"+a.Addr()+prompt, "application/json", `{"text":"You are Koe, saved on A."}`); status != http.StatusOK {
+		t.Fatalf("PUT prompt on A: %d %s", status, body)
+	}
+	bLog.WaitFor("prompts saved through another instance applied", 1)
+	speaker.turn("after")
+	reqs := chatRequests(llm)
+	if got := reqs[len(reqs)-1].Messages[0].Content; !strings.Contains(got, "saved on A") {
+		t.Fatalf("B's next turn had the system prompt %q", got)
 	}
 }

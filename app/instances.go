@@ -1,0 +1,92 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"koe/conversation"
+	"koe/coord"
+)
+
+// Instances that share a store and a Redis (coord: redis) keep each other
+// up to date through it: the watch relay carries what sessions say to
+// other instances' watchers, the bus news of changes that instances keep
+// in memory (saved prompts).
+
+// openRelay connects the watch relay and the bus.
+func (m *Main) openRelay(c coord.Config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
+	defer cancel()
+	bus, err := coord.NewBus(ctx, c, m.Logger)
+	if err != nil {
+		return err
+	}
+	m.bus = bus
+	r, err := coord.NewWatchRelay(ctx, c, coord.RelayOptions{
+		Logger: m.Logger,
+		Dropped: func() {
+			if m.metrics != nil {
+				m.metrics.QueueDropped("watch_relay")
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	m.relay = r
+	return nil
+}
+
+// watchRelay is the relay for the hub, or nil (an interface holding a nil
+// pointer would not be).
+func (m *Main) watchRelay() conversation.WatchRelay {
+	if m.relay == nil {
+		return nil
+	}
+	return m.relay
+}
+
+// news is the bus for the hub, or nil.
+func (m *Main) news() conversation.News {
+	if m.bus == nil {
+		return nil
+	}
+	return m.bus
+}
+
+// startRelay begins relaying to and from the hub's watchers, and
+// listening to the other instances' news.
+func (m *Main) startRelay() error {
+	if m.relay == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
+	defer cancel()
+	m.bus.Handle(conversation.NewsPrompts, func(conf string) {
+		m.hub.PromptsChanged(conf)
+		m.Logger.Debug("prompts saved through another instance applied", "conf_uid", conf)
+	})
+	m.bus.OnResync(func() { m.hub.PromptsChanged("") })
+	if err := m.bus.Start(ctx); err != nil {
+		return fmt.Errorf("news between instances: %w", err)
+	}
+	if err := m.relay.Start(ctx, m.hub); err != nil {
+		return fmt.Errorf("watchers across instances: %w", err)
+	}
+	m.Logger.Info("watchers follow sessions of every instance through redis", "relay_instance", m.relay.Instance())
+	return nil
+}
+
+// closeRelay stops relaying and the news, if koe has them.
+func (m *Main) closeRelay() {
+	if m.relay != nil {
+		if err := m.relay.Close(); err != nil {
+			m.Logger.Warn("coord: closing the watch relay failed", "err", err)
+		}
+	}
+	if m.bus != nil {
+		if err := m.bus.Close(); err != nil {
+			m.Logger.Warn("coord: closing the news bus failed", "err", err)
+		}
+	}
+}
