@@ -60,6 +60,10 @@ type Main struct {
 	served    chan error
 	llm       *http.Client
 
+	// knowledgeNews tells the other instances of document changes (nil
+	// unless coord: redis).
+	knowledgeNews *coord.KnowledgeNews
+
 	// The start-up probe of the LLM runs in the background; Close stops it.
 	stopProbe context.CancelFunc
 	probed    chan struct{}
@@ -285,11 +289,24 @@ func recallOptions(cfg config.Config, store recall.Store, tok *agent.Tokenizer, 
 // catching it up with the stored documents in the background.
 func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 	kc := cfg.Knowledge
+	var peers knowledge.Peers
+	if cfg.Coord.Backend == coord.Redis {
+		// Subscribed before anything is read from the store, so that no
+		// change of another instance falls between.
+		ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
+		news, err := coord.NewKnowledgeNews(ctx, cfg.Coord, m.Logger)
+		cancel()
+		if err != nil {
+			return err
+		}
+		m.knowledgeNews, peers = news, news
+	}
 	var idx knowledge.Index
 	switch kc.Store {
 	case knowledge.StoreLocal:
 		local, err := knowledge.OpenLocalIndex(context.Background(), m.store, m.Logger)
 		if err != nil {
+			m.closeKnowledgeNews()
 			return fmt.Errorf("knowledge: open the local store: %w", err)
 		}
 		idx = local
@@ -298,6 +315,7 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 		pg, err := knowledge.OpenPostgres(ctx, kc.DSN, m.Logger)
 		cancel()
 		if err != nil {
+			m.closeKnowledgeNews()
 			return fmt.Errorf("knowledge: open the postgres store: %w", err)
 		}
 		idx = pg
@@ -305,7 +323,7 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 		idx = knowledge.NewMemoryIndex()
 	}
 	m.index = idx
-	opts := knowledge.Options{Config: kc, Docs: m.store, Index: idx, Count: tok.Count, Logger: m.Logger}
+	opts := knowledge.Options{Config: kc, Docs: m.store, Index: idx, Count: tok.Count, Peers: peers, Logger: m.Logger}
 	switch {
 	case !idx.Vectors():
 		m.Logger.Info("knowledge: documents are found by keywords", "store", kc.Store, "router", kc.Router)
@@ -359,8 +377,20 @@ const postgresOpenTimeout = 30 * time.Second
 func (m *Main) stopKnowledge() {
 	m.knowledge.Close()
 	<-m.knowledgeOpened
+	m.closeKnowledgeNews()
 	if err := m.index.Close(); err != nil {
 		m.Logger.Warn("knowledge: closing the store failed", "err", err)
+	}
+}
+
+// closeKnowledgeNews closes the connection that carries document changes
+// between instances, if koe has one.
+func (m *Main) closeKnowledgeNews() {
+	if m.knowledgeNews == nil {
+		return
+	}
+	if err := m.knowledgeNews.Close(); err != nil {
+		m.Logger.Warn("knowledge: closing the connection to redis failed", "err", err)
 	}
 }
 

@@ -50,24 +50,34 @@ func attachedFile(f knowledge.File, number int) protocol.AttachedFile {
 // history: the file would land in the middle of the turn.
 var errTurnRunning = &clientError{kind: KindConflict, msg: "a reply is being made in this history; attach the file when it is done (or interrupt it)"}
 
-// turnDone refuses a file while a reply is being made in history uid. A
-// turn that has told its client the chain is over is waited for: it only
-// has to let the history go, and a client that attaches right after the
-// reply must not be refused.
+// errHeldUnknown: the coordinator could not say whether a turn runs.
+var errHeldUnknown = &clientError{kind: KindUnavailable, msg: "koe could not check whether a reply is being made in this history: the coordination service is unreachable; the reason is in its log"}
+
+// turnDone refuses a file while a reply is being made in history uid, in
+// this process or, with a shared coordinator, on another instance. A turn
+// of this process that has told its client the chain is over is waited
+// for: it only has to let the history go, and a client that attaches
+// right after the reply must not be refused.
 func (h *Hub) turnDone(ctx context.Context, uid string) error {
-	t := h.running.running(uid)
-	if t == nil {
-		return nil
+	if t := h.running.running(uid); t != nil {
+		if !t.finishing.Load() {
+			return errTurnRunning
+		}
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	if !t.finishing.Load() {
+	held, err := h.coord.Held(ctx, uid)
+	if err != nil {
+		h.log.Error("could not ask the coordinator whether a turn runs in the history", "history_uid", uid, "err", err)
+		return &clientError{kind: errHeldUnknown.kind, msg: errHeldUnknown.msg, err: err}
+	}
+	if held {
 		return errTurnRunning
 	}
-	select {
-	case <-t.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
 // errNoKnowledge: koe was built without a knowledge service.

@@ -46,6 +46,9 @@ type Coordinator interface {
 	// stop, and returns once it has released the history. It reports
 	// whether a turn was running.
 	Stop(ctx context.Context, history string) (bool, error)
+	// Held reports whether a turn holds history, on any instance: a
+	// file is not attached in the middle of a reply.
+	Held(ctx context.Context, history string) (bool, error)
 }
 
 // Lease is a turn's hold on its history; the turn releases it when it has
@@ -102,6 +105,13 @@ func (c *LocalCoordinator) Stop(_ context.Context, history string) (bool, error)
 	l.stop(false)
 	<-l.released
 	return true, nil
+}
+
+// Held reports whether a turn of this process holds history.
+func (c *LocalCoordinator) Held(_ context.Context, history string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byID[history] != nil, nil
 }
 
 func (l *localLease) Release() {
@@ -192,10 +202,12 @@ func (h *Hub) takeOver(uid string, t *turn) (Lease, error) {
 	return lease, nil
 }
 
-// releaseHistory lets the history go at the end of t.
+// releaseHistory lets the history go at the end of t: the coordinator's
+// lease first, so that a turn it shows as holding the history is, in
+// this process, still seen here (see turnDone).
 func (h *Hub) releaseHistory(uid string, t *turn, lease Lease) {
-	h.running.release(uid, t)
 	if lease != nil {
 		lease.Release()
 	}
+	h.running.release(uid, t)
 }

@@ -427,6 +427,18 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 	}
 }
 
+// Held implements conversation.Coordinator: whether the history's lease
+// is set, within coord_wait.
+func (r *RedisCoordinator) Held(ctx context.Context, history string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.wait)
+	defer cancel()
+	n, err := r.client.Exists(ctx, leasePrefix+history).Result()
+	if err != nil {
+		return false, fmt.Errorf("history %s: read its lease: %w", history, err)
+	}
+	return n > 0, nil
+}
+
 func (r *RedisCoordinator) stopFailed(history, holder string, asked bool, err error) error {
 	if asked {
 		return fmt.Errorf("stop history %s: the turn running there (%s) did not end within coord_wait (%s)", history, holder, r.wait)

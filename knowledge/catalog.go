@@ -320,3 +320,29 @@ func (c *catalog) len(conf string) int {
 	}
 	return 0
 }
+
+// confs lists the characters the catalog holds chunks of.
+func (c *catalog) confs() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]string, 0, len(c.shelves))
+	for conf := range c.shelves {
+		out = append(out, conf)
+	}
+	return out
+}
+
+// docs lists the documents the catalog holds chunks of for conf.
+func (c *catalog) docs(conf string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s := c.shelves[conf]
+	if s == nil {
+		return nil
+	}
+	out := make([]string, 0, len(s.byDoc))
+	for id := range s.byDoc {
+		out = append(out, id)
+	}
+	return out
+}

@@ -121,6 +121,38 @@ func (x *LocalIndex) load(ctx context.Context, conf string) (chunks, vectors int
 	return chunks, vectors, nil
 }
 
+// stored reads conf's documents docs (docs[""]: all of them) as the store
+// holds them now, ready for the catalog, without indexing them: another
+// koe instance that shares the store may have changed them. A document
+// without chunks in the store has no entry.
+func (x *LocalIndex) stored(ctx context.Context, conf string, docs map[string]bool) (map[string][]prepared, error) {
+	if x.closed.Load() {
+		return nil, ErrClosed
+	}
+	byDoc := map[string][]Chunk{}
+	err := x.store.ForEachKnowledgeChunk(conf, func(c history.KnowledgeChunk) error {
+		if docs[""] || docs[c.DocID] {
+			byDoc[c.DocID] = append(byDoc[c.DocID], Chunk(c))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read knowledge of %q: %w", conf, err)
+	}
+	out := make(map[string][]prepared, len(byDoc))
+	for id, chunks := range byDoc {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read knowledge of %q: %w", conf, err)
+		}
+		ps, err := x.cat.prepare(id, chunks)
+		if err != nil {
+			return nil, fmt.Errorf("read knowledge of %q: document %q: %w", conf, id, err)
+		}
+		out[id] = ps
+	}
+	return out, nil
+}
+
 // Put stores document docID's chunks with their vectors, replacing what
 // it had, then indexes them. Vectors of one document must share one
 // dimension.

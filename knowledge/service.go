@@ -42,8 +42,12 @@ type Options struct {
 	// by vectors; nil: keywords only.
 	Embedder Embedder
 	// Count counts tokens when no character's tokenizer is at hand
-	// (catching up an index at start).
-	Count  func(string) int
+	// (catching up an index at start, reading again what another
+	// instance changed).
+	Count func(string) int
+	// Peers, if set, shares changes with the other koe instances on the
+	// same store (see Peers); nil: this instance is the store's only one.
+	Peers  Peers
 	Logger *slog.Logger
 }
 
@@ -60,16 +64,34 @@ type Service struct {
 	// ready is closed once the index has caught up with the stored
 	// documents (see Open).
 	ready chan struct{}
+	// wg holds follow, which reads again into cat (this instance's own
+	// index, nil if it keeps none) what other instances changed.
+	wg  sync.WaitGroup
+	cat *catalog
+	// wake tells follow that something is stale.
+	wake chan struct{}
 
 	mu sync.Mutex
 	// bases caches each character's document list (nil entry: not read).
 	bases map[string]*base
-	// gens counts each character's changes, so that a list read before a
-	// change is not cached after it.
-	gens map[string]int
+	// gens counts each character's changes, and epoch the times every
+	// character may have changed, so that a list read before a change is
+	// not cached after it.
+	gens  map[string]int
+	epoch int
 	// busy holds the documents being ingested or deleted, by conf and id:
 	// a second change to one of them is refused rather than raced.
 	busy map[string]bool
+	// writes counts, by conf, the changes made here as they begin and
+	// end: a document read again for another instance's change is not
+	// put in the index if one of this instance's changes overlapped the
+	// read. applying holds the documents being put so, which a change
+	// here waits for (applied is signalled): it is a moment, no I/O.
+	writes   map[string]uint64
+	applying map[string]bool
+	applied  *sync.Cond
+	// stale is what other instances changed, for follow.
+	stale stale
 	// embedFailing: the last embedding request failed; the warning is
 	// logged once per streak.
 	embedFailing bool
@@ -93,11 +115,21 @@ func New(opts Options) *Service {
 		opts.Count = func(s string) int { return (len(s) + 3) / 4 }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{
+	s := &Service{
 		opts: opts, cfg: opts.Config, log: opts.Logger,
-		ctx: ctx, cancel: cancel, ready: make(chan struct{}),
+		ctx: ctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1),
 		bases: map[string]*base{}, gens: map[string]int{}, busy: map[string]bool{},
+		writes: map[string]uint64{}, applying: map[string]bool{},
 	}
+	s.applied = sync.NewCond(&s.mu)
+	if opts.Peers != nil {
+		if s.cat = s.replica(); s.cat != nil {
+			s.wg.Add(1)
+			go s.follow()
+		}
+		opts.Peers.Follow(s.changed)
+	}
+	return s
 }
 
 // Open brings the index in line with the stored documents: a memory index
@@ -142,6 +174,15 @@ func (s *Service) catchUp(ctx context.Context, conf string) error {
 		return nil
 	}
 	start := time.Now()
+	// The memory store's chunks are this instance's alone: the others
+	// need to know only when a document's chunk count is stored anew.
+	_, memory := s.opts.Index.(*MemoryIndex)
+	wrote := false
+	defer func() {
+		if wrote {
+			s.announce(ctx, conf, "")
+		}
+	}()
 	for _, d := range docs {
 		text, pages, err := s.opts.Docs.KnowledgeText(conf, d.ID)
 		if err != nil {
@@ -152,10 +193,12 @@ func (s *Service) catchUp(ctx context.Context, conf string) error {
 		if err := s.opts.Index.Put(ctx, conf, d.ID, chunks); err != nil {
 			return fmt.Errorf("knowledge: index %s: %w", d.Name, err)
 		}
+		wrote = wrote || !memory
 		if len(chunks) != d.Chunks {
 			// Counted with another tokenizer: the new number is the one
 			// the index now holds.
 			d.Chunks = len(chunks)
+			wrote = true
 			if err := s.opts.Docs.PutKnowledgeDoc(conf, d, text, pages); err != nil {
 				return fmt.Errorf("knowledge: store %s: %w", d.Name, err)
 			}
@@ -166,8 +209,12 @@ func (s *Service) catchUp(ctx context.Context, conf string) error {
 	return nil
 }
 
-// Close stops Open and ingests under way.
-func (s *Service) Close() { s.cancel() }
+// Close stops Open, ingests under way and the reading of other instances'
+// changes, and waits for the last.
+func (s *Service) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
 
 // waitReady waits for Open to finish.
 func (s *Service) waitReady(ctx context.Context) error {
@@ -247,6 +294,9 @@ func (s *Service) Add(ctx context.Context, conf string, u Upload, count func(str
 	if err := s.opts.Index.Put(ctx, conf, id, chunks); err != nil {
 		return Document{}, fmt.Errorf("knowledge: index %s: %w", name, err)
 	}
+	// Told whatever follows: another instance may have read the chunks
+	// before they are taken back.
+	defer s.announce(ctx, conf, id)
 	if err := s.opts.Docs.PutKnowledgeDoc(conf, d, text.Body, text.Pages); err != nil {
 		// The chunks must not outlive a document that was never stored.
 		if derr := s.opts.Index.Delete(context.WithoutCancel(ctx), conf, id); derr != nil {
@@ -289,6 +339,7 @@ func (s *Service) Delete(ctx context.Context, conf, id string) (bool, error) {
 		return false, fmt.Errorf("knowledge: delete document: %w", err)
 	}
 	s.forget(conf)
+	defer s.announce(ctx, conf, id)
 	if err := s.opts.Index.Delete(ctx, conf, id); err != nil {
 		return found, fmt.Errorf("knowledge: delete chunks: %w", err)
 	}
@@ -430,7 +481,7 @@ func (s *Service) docs(conf string) ([]history.KnowledgeDoc, error) {
 
 func (s *Service) base(conf string) (*base, error) {
 	s.mu.Lock()
-	b, gen := s.bases[conf], s.gens[conf]
+	b, gen, epoch := s.bases[conf], s.gens[conf], s.epoch
 	s.mu.Unlock()
 	if b != nil {
 		return b, nil
@@ -446,7 +497,7 @@ func (s *Service) base(conf string) (*base, error) {
 	s.mu.Lock()
 	// A change that landed meanwhile makes this read stale for the
 	// next caller, though it is this caller's answer.
-	if s.gens[conf] == gen {
+	if s.gens[conf] == gen && s.epoch == epoch {
 		s.bases[conf] = b
 	}
 	s.mu.Unlock()
@@ -461,21 +512,30 @@ func (s *Service) forget(conf string) {
 	s.mu.Unlock()
 }
 
+// claim marks conf's document id as being changed here, or reports that
+// it already is.
 func (s *Service) claim(conf, id string) bool {
 	key := conf + "\x00" + id
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.applying[key] {
+		s.applied.Wait()
+	}
 	if s.busy[key] {
 		return false
 	}
 	s.busy[key] = true
+	s.writes[conf]++
 	return true
 }
 
 func (s *Service) release(conf, id string) {
 	s.mu.Lock()
 	delete(s.busy, conf+"\x00"+id)
+	s.writes[conf]++
 	s.mu.Unlock()
+	// What another instance changed meanwhile may wait for this.
+	notify(s.wake)
 }
 
 func document(d history.KnowledgeDoc) Document {
