@@ -60,10 +60,6 @@ type Main struct {
 	served    chan error
 	llm       *http.Client
 
-	// knowledgeNews tells the other instances of document changes (nil
-	// unless coord: redis).
-	knowledgeNews *coord.KnowledgeNews
-
 	// The start-up probe of the LLM runs in the background; Close stops it.
 	stopProbe context.CancelFunc
 	probed    chan struct{}
@@ -128,6 +124,12 @@ func (m *Main) Open() error {
 		return err
 	}
 	m.store = store
+	// With coord: redis, instances tell each other of changes to what
+	// they keep in memory: subscribed before anything is read.
+	if err := m.openBus(cfg.Coord); err != nil {
+		_ = store.Close()
+		return err
+	}
 	// Build the tokenizer's vocabulary now (about a quarter of a second)
 	// rather than in the first user's first turn.
 	tok := agent.NewTokenizer(cfg.Character.LLM.Model)
@@ -158,6 +160,7 @@ func (m *Main) Open() error {
 	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger)
 	if err != nil {
 		m.stopRecall()
+		m.closeBus()
 		_ = store.Close()
 		return err
 	}
@@ -171,6 +174,7 @@ func (m *Main) Open() error {
 	if err := m.openKnowledge(cfg, tok); err != nil {
 		m.mcp.Close()
 		m.stopRecall()
+		m.closeBus()
 		_ = store.Close()
 		return err
 	}
@@ -224,10 +228,7 @@ func (m *Main) Open() error {
 		News:            m.news(),
 		Logger:          m.Logger,
 	})
-	if err := m.startRelay(); err != nil {
-		m.abandon(store)
-		return err
-	}
+	m.startRelay()
 	var liveChatAPI server.LiveChat
 	if cfg.LiveChat.Enabled {
 		if m.liveChat, err = m.startLiveChat(cfg); err != nil {
@@ -290,23 +291,14 @@ func recallOptions(cfg config.Config, store recall.Store, tok *agent.Tokenizer, 
 func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 	kc := cfg.Knowledge
 	var peers knowledge.Peers
-	if cfg.Coord.Backend == coord.Redis {
-		// Subscribed before anything is read from the store, so that no
-		// change of another instance falls between.
-		ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
-		news, err := coord.NewKnowledgeNews(ctx, cfg.Coord, m.Logger)
-		cancel()
-		if err != nil {
-			return err
-		}
-		m.knowledgeNews, peers = news, news
+	if m.bus != nil {
+		peers = coord.KnowledgeNewsOn(m.bus, cfg.Coord, m.Logger)
 	}
 	var idx knowledge.Index
 	switch kc.Store {
 	case knowledge.StoreLocal:
 		local, err := knowledge.OpenLocalIndex(context.Background(), m.store, m.Logger)
 		if err != nil {
-			m.closeKnowledgeNews()
 			return fmt.Errorf("knowledge: open the local store: %w", err)
 		}
 		idx = local
@@ -315,7 +307,6 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 		pg, err := knowledge.OpenPostgres(ctx, kc.DSN, m.Logger)
 		cancel()
 		if err != nil {
-			m.closeKnowledgeNews()
 			return fmt.Errorf("knowledge: open the postgres store: %w", err)
 		}
 		idx = pg
@@ -352,6 +343,7 @@ func (m *Main) abandon(store appStore) {
 	m.mcp.Close()
 	m.stopRecall()
 	m.stopKnowledge()
+	m.closeBus()
 	_ = store.Close()
 }
 
@@ -377,20 +369,8 @@ const postgresOpenTimeout = 30 * time.Second
 func (m *Main) stopKnowledge() {
 	m.knowledge.Close()
 	<-m.knowledgeOpened
-	m.closeKnowledgeNews()
 	if err := m.index.Close(); err != nil {
 		m.Logger.Warn("knowledge: closing the store failed", "err", err)
-	}
-}
-
-// closeKnowledgeNews closes the connection that carries document changes
-// between instances, if koe has one.
-func (m *Main) closeKnowledgeNews() {
-	if m.knowledgeNews == nil {
-		return
-	}
-	if err := m.knowledgeNews.Close(); err != nil {
-		m.Logger.Warn("knowledge: closing the connection to redis failed", "err", err)
 	}
 }
 
@@ -507,6 +487,7 @@ func (m *Main) shutdown() error {
 	m.closeCoord()
 	m.stopRecall()
 	m.stopKnowledge()
+	m.closeBus()
 	m.mcp.Close()
 	m.llm.CloseIdleConnections()
 	if cerr := m.store.Close(); cerr != nil {

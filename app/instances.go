@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"koe/conversation"
 	"koe/coord"
@@ -13,15 +12,36 @@ import (
 // other instances' watchers, the bus news of changes that instances keep
 // in memory (saved prompts).
 
-// openRelay connects the watch relay and the bus.
-func (m *Main) openRelay(c coord.Config) error {
+// openBus connects and subscribes the bus (coord: redis).
+func (m *Main) openBus(c coord.Config) error {
+	if c.Backend != coord.Redis {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
 	defer cancel()
 	bus, err := coord.NewBus(ctx, c, m.Logger)
 	if err != nil {
 		return err
 	}
+	bus.Start()
 	m.bus = bus
+	return nil
+}
+
+// closeBus stops the news, if koe has them.
+func (m *Main) closeBus() {
+	if m.bus == nil {
+		return
+	}
+	if err := m.bus.Close(); err != nil {
+		m.Logger.Warn("coord: closing the news bus failed", "err", err)
+	}
+}
+
+// openRelay connects the watch relay.
+func (m *Main) openRelay(c coord.Config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
+	defer cancel()
 	r, err := coord.NewWatchRelay(ctx, c, coord.RelayOptions{
 		Logger: m.Logger,
 		Dropped: func() {
@@ -54,39 +74,27 @@ func (m *Main) news() conversation.News {
 	return m.bus
 }
 
-// startRelay begins relaying to and from the hub's watchers, and
-// listening to the other instances' news.
-func (m *Main) startRelay() error {
+// startRelay begins relaying to and from the hub's watchers, and applies
+// the other instances' saved prompts.
+func (m *Main) startRelay() {
 	if m.relay == nil {
-		return nil
+		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
-	defer cancel()
 	m.bus.Handle(conversation.NewsPrompts, func(conf string) {
 		m.hub.PromptsChanged(conf)
 		m.Logger.Debug("prompts saved through another instance applied", "conf_uid", conf)
 	})
 	m.bus.OnResync(func() { m.hub.PromptsChanged("") })
-	if err := m.bus.Start(ctx); err != nil {
-		return fmt.Errorf("news between instances: %w", err)
-	}
-	if err := m.relay.Start(ctx, m.hub); err != nil {
-		return fmt.Errorf("watchers across instances: %w", err)
-	}
+	m.relay.Start(m.hub)
 	m.Logger.Info("watchers follow sessions of every instance through redis", "relay_instance", m.relay.Instance())
-	return nil
 }
 
-// closeRelay stops relaying and the news, if koe has them.
+// closeRelay stops relaying, if koe relays.
 func (m *Main) closeRelay() {
-	if m.relay != nil {
-		if err := m.relay.Close(); err != nil {
-			m.Logger.Warn("coord: closing the watch relay failed", "err", err)
-		}
+	if m.relay == nil {
+		return
 	}
-	if m.bus != nil {
-		if err := m.bus.Close(); err != nil {
-			m.Logger.Warn("coord: closing the news bus failed", "err", err)
-		}
+	if err := m.relay.Close(); err != nil {
+		m.Logger.Warn("coord: closing the watch relay failed", "err", err)
 	}
 }

@@ -13,6 +13,10 @@ import (
 // chNews carries the Bus's messages: "instance\ntopic\npayload".
 const chNews = "koe:news"
 
+// topicMissed is the Bus's own news: an instance's news did not go out,
+// so everyone reads everything again.
+const topicMissed = "*"
+
 // Bus carries small news between the koe instances that share a store,
 // through Redis pub/sub: a prompt saved, recall entries stored, a
 // document added. Each instance keeps things read from the store in
@@ -22,38 +26,35 @@ const chNews = "koe:news"
 // Pub/sub keeps nothing: news published while an instance was not
 // subscribed is lost, so after go-redis subscribes again (a lost
 // connection, a restarted Redis) every OnResync function is called, to
-// read again whatever news may have been missed.
+// read again whatever news may have been missed. News an instance could
+// not publish is made good the same way: once it can publish again (at
+// its next news, or when it subscribes again) it tells every instance to
+// call its OnResync functions.
 type Bus struct {
-	client   *redis.Client
-	sub      *redis.PubSub
-	instance string
-	log      *slog.Logger
-
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	*conn
+	instance  string
+	log       *slog.Logger
 	startOnce sync.Once
-	closeOnce sync.Once
-	closeErr  error
 
 	mu       sync.Mutex
 	handlers map[string][]func(payload string)
 	resyncs  []func()
+	// missed: a publication failed; the others have not been told yet.
+	missed bool
 }
 
-// NewBus connects to c.RedisURL. Handlers are added with Handle and
-// OnResync; Start begins listening.
+// NewBus connects to c.RedisURL and subscribes: news published from then
+// on is heard once Start begins listening. Handlers are added with Handle
+// and OnResync.
 func NewBus(ctx context.Context, c Config, log *slog.Logger) (*Bus, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	client, err := dial(ctx, c.RedisURL)
+	cn, err := connect(ctx, c.RedisURL, chNews)
 	if err != nil {
 		return nil, fmt.Errorf("news: %w", err)
 	}
-	b := &Bus{client: client, instance: newInstanceID(), log: log, handlers: map[string][]func(string){}}
-	b.ctx, b.cancel = context.WithCancel(context.Background())
-	return b, nil
+	return &Bus{conn: cn, instance: newInstanceID(), log: log, handlers: map[string][]func(string){}}, nil
 }
 
 // Handle calls fn with the payload of each news on topic from another
@@ -73,86 +74,86 @@ func (b *Bus) OnResync(fn func()) {
 	b.resyncs = append(b.resyncs, fn)
 }
 
-// Start subscribes and listens until Close. It returns once subscribed.
-func (b *Bus) Start(ctx context.Context) error {
-	var err error
-	b.startOnce.Do(func() {
-		b.sub = b.client.Subscribe(ctx, chNews)
-		if _, rerr := b.sub.Receive(ctx); rerr != nil {
-			err = fmt.Errorf("news: subscribe: %w", rerr)
-			return
-		}
-		b.wg.Add(1)
-		go b.listen()
-	})
-	return err
+// Start begins listening, until Close.
+func (b *Bus) Start() {
+	b.startOnce.Do(func() { b.receive(b.onSubscribed, b.onMessage) })
 }
 
 // Publish tells the other instances news on topic. The topic must not
-// contain a newline; the payload may.
+// contain a newline; the payload may. When it fails, the others are told
+// to read everything again once this instance can publish.
 func (b *Bus) Publish(ctx context.Context, topic, payload string) error {
-	if strings.Contains(topic, "\n") {
-		return fmt.Errorf("news topic %q has a newline", topic)
+	if strings.Contains(topic, "\n") || topic == topicMissed {
+		return fmt.Errorf("news topic %q: not a topic", topic)
 	}
+	b.republish(ctx)
 	if err := b.client.Publish(ctx, chNews, b.instance+"\n"+topic+"\n"+payload).Err(); err != nil {
+		b.mu.Lock()
+		b.missed = true
+		b.mu.Unlock()
 		return fmt.Errorf("news %s: %w", topic, err)
 	}
 	return nil
 }
 
-// Close stops listening and closes the connection.
-func (b *Bus) Close() error {
-	b.closeOnce.Do(func() {
-		b.cancel()
-		var err error
-		if b.sub != nil {
-			err = b.sub.Close()
-		}
-		b.wg.Wait()
-		if cerr := b.client.Close(); err == nil {
-			err = cerr
-		}
-		b.closeErr = err
-	})
-	return b.closeErr
+// republish tells everyone to read everything again, if news of this
+// instance did not go out.
+func (b *Bus) republish(ctx context.Context) {
+	b.mu.Lock()
+	missed := b.missed
+	b.missed = false
+	b.mu.Unlock()
+	if !missed {
+		return
+	}
+	if err := b.client.Publish(ctx, chNews, b.instance+"\n"+topicMissed+"\n").Err(); err != nil {
+		b.mu.Lock()
+		b.missed = true
+		b.mu.Unlock()
+		b.log.Warn("news: could not tell the other instances to read everything again; trying again later", "err", err)
+		return
+	}
+	b.log.Info("news: told the other instances to read everything again, news of this instance having not reached them")
 }
 
-func (b *Bus) listen() {
-	defer b.wg.Done()
-	ch := b.sub.ChannelWithSubscriptions(redis.WithChannelSize(1024))
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if m.Kind != "subscribe" {
-					continue
-				}
-				b.log.Info("news: subscribed again; reading again what may have been missed")
-				b.mu.Lock()
-				fns := append([]func(){}, b.resyncs...)
-				b.mu.Unlock()
-				for _, fn := range fns {
-					fn()
-				}
-			case *redis.Message:
-				inst, rest, _ := strings.Cut(m.Payload, "\n")
-				topic, payload, ok := strings.Cut(rest, "\n")
-				if !ok || inst == b.instance {
-					continue
-				}
-				b.mu.Lock()
-				fns := b.handlers[topic]
-				b.mu.Unlock()
-				for _, fn := range fns {
-					fn(payload)
-				}
-			}
-		}
+// resync calls every OnResync function.
+func (b *Bus) resync() {
+	b.mu.Lock()
+	fns := append([]func(){}, b.resyncs...)
+	b.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// Close stops listening and closes the connection.
+func (b *Bus) Close() error { return b.close(nil) }
+
+// onSubscribed: go-redis subscribed again; news may have been lost.
+func (b *Bus) onSubscribed(m *redis.Subscription) {
+	if m.Kind != "subscribe" {
+		return
+	}
+	b.log.Info("news: subscribed again; reading again what may have been missed")
+	b.republish(b.ctx)
+	b.resync()
+}
+
+// onMessage passes another instance's news to the handlers of its topic.
+func (b *Bus) onMessage(m *redis.Message) {
+	inst, rest, _ := strings.Cut(m.Payload, "\n")
+	topic, payload, ok := strings.Cut(rest, "\n")
+	if !ok || inst == b.instance {
+		return
+	}
+	if topic == topicMissed {
+		b.resync()
+		return
+	}
+	b.mu.Lock()
+	fns := b.handlers[topic]
+	b.mu.Unlock()
+	for _, fn := range fns {
+		fn(payload)
 	}
 }

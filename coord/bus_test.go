@@ -21,9 +21,7 @@ func busInstance(t *testing.T, srv *redistest.Server, name string) (*Bus, chan s
 	b.Handle("prompt", func(p string) { got <- "prompt " + p })
 	b.Handle("doc", func(p string) { got <- "doc " + p })
 	b.OnResync(func() { resynced <- struct{}{} })
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	b.Start()
 	t.Cleanup(func() { _ = b.Close() })
 	return b, got, resynced
 }

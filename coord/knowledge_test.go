@@ -168,7 +168,7 @@ func TestKnowledgeNewsAfterAFailedAnnouncement(t *testing.T) {
 	if err := adm.ClientKillByFilter(ctx, "USER", "writer").Err(); err != nil {
 		t.Fatal(err)
 	}
-	aLog.waitFor("knowledge: told the other instances to read everything again, a change of this instance having not reached them", 1)
+	aLog.waitFor("news: told the other instances to read everything again, news of this instance having not reached them", 1)
 	if got := bNews.waitFor(1); !slices.Equal(got, []string{"/"}) {
 		t.Fatalf("B was told %q, want [/]", got)
 	}

@@ -97,17 +97,10 @@ return {cur, redis.call('PTTL', KEYS[1])}
 // (re)subscribes and at every renewal, so one sent while it was not
 // listening is not lost.
 type RedisCoordinator struct {
-	client      *redis.Client
-	sub         *redis.PubSub
+	*conn       // its goroutines: the subscriber, the renewals
 	lease, wait time.Duration
 	instance    string
 	log         *slog.Logger
-
-	ctx       context.Context // ends at Close: the subscriber, the renewals
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
 
 	mu      sync.Mutex
 	held    map[string]*redisLease // this instance's leases, by history
@@ -122,33 +115,19 @@ func NewRedis(ctx context.Context, c Config, log *slog.Logger) (*RedisCoordinato
 	if log == nil {
 		log = slog.Default()
 	}
-	client, err := dial(ctx, c.RedisURL)
+	// Subscribed once both channels are confirmed; nothing is held or
+	// awaited yet, so messages before that do not matter.
+	cn, err := connect(ctx, c.RedisURL, chStop, chReleased)
 	if err != nil {
 		return nil, err
 	}
-	// Subscribed once both channels are confirmed; nothing is held or
-	// awaited yet, so messages before that do not matter.
-	sub := client.Subscribe(ctx, chStop, chReleased)
-	for confirmed := 0; confirmed < 2; {
-		m, err := sub.Receive(ctx)
-		if err != nil {
-			_ = sub.Close()
-			_ = client.Close()
-			return nil, fmt.Errorf("coord: subscribe at redis %s: %w", client.Options().Addr, err)
-		}
-		if _, ok := m.(*redis.Subscription); ok {
-			confirmed++
-		}
-	}
 	instance := newInstanceID()
 	r := &RedisCoordinator{
-		client: client, sub: sub, lease: c.Lease, wait: c.Wait,
+		conn: cn, lease: c.Lease, wait: c.Wait,
 		instance: instance, log: log.With("coord_instance", instance),
 		held: map[string]*redisLease{}, waiters: map[string]map[chan struct{}]struct{}{},
 	}
-	r.ctx, r.cancel = context.WithCancel(context.Background())
-	r.wg.Add(1)
-	go r.listen()
+	r.receive(r.onSubscribed, r.onMessage)
 	return r, nil
 }
 
@@ -159,47 +138,23 @@ func (r *RedisCoordinator) Ping(ctx context.Context) error {
 
 // Close stops listening and renewing and closes the connection. Leases
 // still held are not released: they expire (as if this instance died).
-func (r *RedisCoordinator) Close() error {
-	r.closeOnce.Do(func() {
-		r.cancel()
-		err := r.sub.Close()
-		r.wg.Wait()
-		if cerr := r.client.Close(); err == nil {
-			err = cerr
-		}
-		r.closeErr = err
-	})
-	return r.closeErr
+func (r *RedisCoordinator) Close() error { return r.close(nil) }
+
+// onSubscribed: go-redis subscribed again after a connection loss; the
+// waiters look again and the holders read their stop keys, for what was
+// published while nobody listened.
+func (r *RedisCoordinator) onSubscribed(m *redis.Subscription) {
+	r.log.Debug("subscribed", "channel", m.Channel)
+	r.resync()
 }
 
-// listen dispatches stop and release messages. go-redis reconnects and
-// subscribes again after a connection loss; each subscription confirmation
-// makes the waiters look again and the holders read their stop keys, for
-// what was published while nobody listened.
-func (r *RedisCoordinator) listen() {
-	defer r.wg.Done()
-	ch := r.sub.ChannelWithSubscriptions()
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				r.log.Debug("subscribed", "channel", m.Channel)
-				r.resync()
-			case *redis.Message:
-				switch m.Channel {
-				case chStop:
-					r.onStop(m.Payload)
-				case chReleased:
-					r.wake(m.Payload)
-				}
-			}
-		}
+// onMessage dispatches stop and release messages.
+func (r *RedisCoordinator) onMessage(m *redis.Message) {
+	switch m.Channel {
+	case chStop:
+		r.onStop(m.Payload)
+	case chReleased:
+		r.wake(m.Payload)
 	}
 }
 

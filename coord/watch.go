@@ -57,8 +57,7 @@ type RelayReceiver interface {
 // not durable: what is published while Redis is away is lost, as it is
 // for a watcher whose connection drops.
 type WatchRelay struct {
-	client   *redis.Client
-	sub      *redis.PubSub
+	*conn
 	instance string
 	every    time.Duration // how often this instance says what it follows
 	expire   time.Duration // when what another said is forgotten
@@ -70,12 +69,7 @@ type WatchRelay struct {
 	drops    atomic.Int64
 	lastWarn atomic.Int64 // unix nanos of the last warning about drops or failures
 
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
 	startOnce sync.Once
-	closeOnce sync.Once
-	closeErr  error
 
 	// remoteCount is the number of (instance, target) entries in remote.
 	remoteCount atomic.Int64
@@ -108,23 +102,24 @@ type RelayOptions struct {
 	Dropped func()
 }
 
-// NewWatchRelay connects to c.RedisURL. Start begins relaying.
+// NewWatchRelay connects to c.RedisURL and subscribes. Start begins
+// relaying.
 func NewWatchRelay(ctx context.Context, c Config, opts RelayOptions) (*WatchRelay, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	client, err := dial(ctx, c.RedisURL)
+	instance := newInstanceID()
+	cn, err := connect(ctx, c.RedisURL, chFollow, inboxPre+instance)
 	if err != nil {
 		return nil, fmt.Errorf("watch relay: %w", err)
 	}
-	instance := newInstanceID()
 	queue := c.RelayQueue
 	if queue < 1 {
 		queue = DefaultConfig().RelayQueue
 	}
 	r := &WatchRelay{
-		client: client, instance: instance, every: c.Lease / 3, expire: c.Lease,
+		conn: cn, instance: instance, every: c.Lease / 3, expire: c.Lease,
 		log: log.With("relay_instance", instance), dropped: opts.Dropped,
 		queue: make(chan relayItem, queue), announce: make(chan struct{}, 1),
 		remote: map[string]map[string]map[string]time.Time{
@@ -133,61 +128,33 @@ func NewWatchRelay(ctx context.Context, c Config, opts RelayOptions) (*WatchRela
 		local:   map[string]map[string]localFollow{kindClient: {}, kindConf: {}},
 		changed: make(chan struct{}),
 	}
-	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r, nil
 }
 
 // Instance is this relay's id among the instances.
 func (r *WatchRelay) Instance() string { return r.instance }
 
-// Start subscribes and begins relaying; frames from other instances go
-// to recv. It returns once subscribed, or with ctx's error.
-func (r *WatchRelay) Start(ctx context.Context, recv RelayReceiver) error {
-	var err error
+// Start begins relaying; frames from other instances go to recv.
+func (r *WatchRelay) Start(recv RelayReceiver) {
 	r.startOnce.Do(func() {
-		r.sub = r.client.Subscribe(ctx, chFollow, inboxPre+r.instance)
-		for confirmed := 0; confirmed < 2; {
-			m, rerr := r.sub.Receive(ctx)
-			if rerr != nil {
-				err = fmt.Errorf("coord: watch relay: subscribe: %w", rerr)
-				return
-			}
-			if _, ok := m.(*redis.Subscription); ok {
-				confirmed++
-			}
-		}
-		r.wg.Add(3)
-		go r.listen(recv)
+		r.receive(r.onSubscribed, func(m *redis.Message) { r.onMessage(m, recv) })
+		r.wg.Add(2)
 		go r.publish()
 		go r.announcer()
 		r.sync()
 	})
-	return err
 }
 
 // Close says goodbye to the other instances, stops relaying and closes
 // the connection.
 func (r *WatchRelay) Close() error {
-	r.closeOnce.Do(func() {
-		if r.sub != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), r.every)
-			if err := r.client.Publish(ctx, chFollow, r.instance+"\n"+opBye).Err(); err != nil {
-				r.log.Debug("could not tell the other instances this one is closing", "err", err)
-			}
-			cancel()
+	return r.close(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), r.every)
+		defer cancel()
+		if err := r.client.Publish(ctx, chFollow, r.instance+"\n"+opBye).Err(); err != nil {
+			r.log.Debug("could not tell the other instances this one is closing", "err", err)
 		}
-		r.cancel()
-		var err error
-		if r.sub != nil {
-			err = r.sub.Close()
-		}
-		r.wg.Wait()
-		if cerr := r.client.Close(); err == nil {
-			err = cerr
-		}
-		r.closeErr = err
 	})
-	return r.closeErr
 }
 
 // Any implements conversation.WatchRelay.
@@ -329,40 +296,27 @@ func (r *WatchRelay) publish() {
 	}
 }
 
-// listen hands frames to recv and keeps what the others follow. After a
-// connection loss go-redis subscribes again; this instance then asks
-// everyone to say again what they follow, and says it too.
-func (r *WatchRelay) listen(recv RelayReceiver) {
-	defer r.wg.Done()
-	ch := r.sub.ChannelWithSubscriptions(redis.WithChannelSize(1024))
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if m.Channel == chFollow && m.Kind == "subscribe" {
-					r.log.Debug("watch relay subscribed again")
-					r.sync()
-				}
-			case *redis.Message:
-				if m.Channel == chFollow {
-					r.onFollow(m.Payload, recv)
-					continue
-				}
-				f, err := decode(m.Payload)
-				if err != nil {
-					r.warn("relayed frame not understood; dropped", "err", err)
-					continue
-				}
-				recv.Relayed(f)
-			}
-		}
+// onSubscribed: go-redis subscribed again after a connection loss; this
+// instance asks everyone to say again what they follow, and says it too.
+func (r *WatchRelay) onSubscribed(m *redis.Subscription) {
+	if m.Channel == chFollow && m.Kind == "subscribe" {
+		r.log.Debug("watch relay subscribed again")
+		r.sync()
 	}
+}
+
+// onMessage hands frames to recv and keeps what the others follow.
+func (r *WatchRelay) onMessage(m *redis.Message, recv RelayReceiver) {
+	if m.Channel == chFollow {
+		r.onFollow(m.Payload, recv)
+		return
+	}
+	f, err := decode(m.Payload)
+	if err != nil {
+		r.warn("relayed frame not understood; dropped", "err", err)
+		return
+	}
+	recv.Relayed(f)
 }
 
 // sync asks the other instances to say what they follow, and says it.

@@ -53,9 +53,7 @@ func relayInstance(t testing.TB, srv *redistest.Server, name string, queue int) 
 		t.Fatal(err)
 	}
 	recv := newReceiver()
-	if err := r.Start(ctx, recv); err != nil {
-		t.Fatal(err)
-	}
+	r.Start(recv)
 	t.Cleanup(func() { _ = r.Close() })
 	return r, recv, w
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"koe/coord"
 	"koe/history"
+	"koe/internal/logwatch"
 	"koe/internal/pgtest"
 	"koe/internal/redistest"
 	"koe/knowledge"
@@ -21,52 +21,13 @@ import (
 // hangGuard bounds every wait: reached, it means a hang, never slowness.
 const hangGuard = 30 * time.Second
 
-// logWatch is a slog handler that lets a test wait for a log message.
-type logWatch struct {
-	t      testing.TB
-	name   string
-	mu     sync.Mutex
-	seen   map[string]int
-	change chan struct{}
-}
+// logWatch lets a test wait for a log message.
+type logWatch struct{ *logwatch.Handler }
 
-func newLogWatch(t testing.TB, name string) *logWatch {
-	return &logWatch{t: t, name: name, seen: map[string]int{}, change: make(chan struct{})}
-}
-
-func (w *logWatch) Enabled(context.Context, slog.Level) bool { return true }
-func (w *logWatch) Handle(_ context.Context, r slog.Record) error {
-	var attrs []string
-	r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a.String()); return true })
-	w.t.Logf("%s %s: %s %s", w.name, r.Level, r.Message, strings.Join(attrs, " "))
-	w.mu.Lock()
-	w.seen[r.Message]++
-	close(w.change)
-	w.change = make(chan struct{})
-	w.mu.Unlock()
-	return nil
-}
-func (w *logWatch) WithAttrs([]slog.Attr) slog.Handler { return w }
-func (w *logWatch) WithGroup(string) slog.Handler      { return w }
+func newLogWatch(t testing.TB, name string) *logWatch { return &logWatch{logwatch.New(t, name)} }
 
 // waitFor waits until message has been logged n times in all.
-func (w *logWatch) waitFor(message string, n int) {
-	w.t.Helper()
-	deadline := time.After(hangGuard)
-	for {
-		w.mu.Lock()
-		got, ch := w.seen[message], w.change
-		w.mu.Unlock()
-		if got >= n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			w.t.Fatalf("%s: %q not logged %d times within %s (%d)", w.name, message, n, hangGuard, got)
-		}
-	}
-}
+func (w *logWatch) waitFor(message string, n int) { w.WaitFor(message, n) }
 
 const readAgain = "knowledge: read again what another instance changed"
 

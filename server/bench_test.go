@@ -81,9 +81,7 @@ func startBenchServerRelay(b *testing.B, llmURL string, engine conversation.Synt
 	}
 	hub := conversation.NewHub(deps)
 	if relay != nil {
-		if err := relay.Start(context.Background(), hub); err != nil {
-			b.Fatal(err)
-		}
+		relay.Start(hub)
 		b.Cleanup(func() { _ = relay.Close() })
 	}
 	srv := server.New(server.Options{Config: cfg.Server, Hub: hub, Logger: logger})
