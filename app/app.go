@@ -53,7 +53,7 @@ type Main struct {
 	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
 	relay     *coord.WatchRelay       // with coord: watchers across instances
 	bus       *coord.Bus              // with coord: news of changes between instances
-	liveChat  *liveChat               // nil unless live_chat.enabled
+	liveChat  *liveService            // nil unless live_chat.enabled
 	metrics   *metrics.Metrics        // nil unless server.metrics
 	server    *server.Server
 	ln        net.Listener
@@ -231,11 +231,11 @@ func (m *Main) Open() error {
 	m.startRelay()
 	var liveChatAPI server.LiveChat
 	if cfg.LiveChat.Enabled {
-		if m.liveChat, err = m.startLiveChat(cfg); err != nil {
+		if m.liveChat, err = m.openLiveChat(cfg); err != nil {
 			m.abandon(store)
 			return err
 		}
-		liveChatAPI = m.liveChat.runner
+		liveChatAPI = m.liveChat
 	}
 	// What /readyz checks: the store, and the shared coordinator if any.
 	ready := []server.ReadyCheck{storeReady(store)}

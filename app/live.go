@@ -26,8 +26,9 @@ type liveChat struct {
 }
 
 // startLiveChat opens the live session of live_chat.character in
-// live_chat.history and starts reading the chat into it.
-func (m *Main) startLiveChat(cfg config.Config) (*liveChat, error) {
+// live_chat.history and starts reading the chat into it; paused, no turn
+// starts until it is resumed.
+func (m *Main) startLiveChat(cfg config.Config, paused bool) (*liveChat, error) {
 	lc := cfg.LiveChat
 	ctx, cancel := context.WithCancel(context.Background())
 	live, err := m.hub.OpenLive(ctx, lc.Character, lc.History)
@@ -48,6 +49,9 @@ func (m *Main) startLiveChat(cfg config.Config) (*liveChat, error) {
 	}
 	c := &liveChat{live: live, runner: livechat.NewRunner(lc, live, notes, log), cancel: cancel}
 	c.runner.AddSource(twitch.Name(), twitch.Connected)
+	if paused {
+		c.runner.Pause()
+	}
 	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
@@ -63,7 +67,7 @@ func (m *Main) startLiveChat(cfg config.Config) (*liveChat, error) {
 			log.Error("live chat stopped", "err", err)
 		}
 	}()
-	log.Info("live chat is on", "twitch", lc.Twitch.Channel, "history", lc.History,
+	log.Info("live chat is on", "twitch", lc.Twitch.Channel, "history", lc.History, "paused", paused,
 		"watch", "/client-ws?watch_conf="+live.Session().Info().ConfUID)
 	return c, nil
 }

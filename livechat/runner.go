@@ -69,6 +69,13 @@ type Status struct {
 	LastError    string            `json:"last_error,omitempty"`
 	LastErrorAt  *time.Time        `json:"last_error_at,omitempty"`
 	Sources      []SourceStatus    `json:"sources"`
+	// With several koe instances sharing Redis, one runs the live chat:
+	// Role is the answering instance's part (leader, starting or standby:
+	// its status is then the leader's), Instance its id, Leader the
+	// running instance's. The runner leaves them empty.
+	Role     string `json:"role,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Leader   string `json:"leader,omitempty"`
 }
 
 // SourceStatus is one chat source's state.

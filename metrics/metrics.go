@@ -54,6 +54,7 @@ type Metrics struct {
 	drops        *prometheus.CounterVec
 	storeSeconds *prometheus.HistogramVec
 	storeErrors  *prometheus.CounterVec
+	liveLeader   prometheus.Gauge
 }
 
 // latencyBuckets cover what a user notices, from instant to given up.
@@ -92,11 +93,14 @@ func New() *Metrics {
 	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "koe_store_errors_total", Help: "History store operations that failed (not found excluded), by operation.",
 	}, []string{"op"})
+	m.liveLeader = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "koe_live_chat_leader", Help: "1 while this instance runs the live chat, else 0. With coord: redis only the elected instance runs it: the sum over the instances is 1, or 0 during an election.",
+	})
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.sessions, m.turnsStarted, m.turnsEnded, m.firstToken, m.firstAudio,
-		m.depErrors, m.drops, m.storeSeconds, m.storeErrors,
+		m.depErrors, m.drops, m.storeSeconds, m.storeErrors, m.liveLeader,
 	)
 	for _, k := range SessionKinds {
 		m.sessions.WithLabelValues(k)
@@ -142,6 +146,15 @@ func (m *Metrics) FirstToken(d time.Duration) { m.firstToken.Observe(d.Seconds()
 
 // FirstAudio records how long a turn waited for its first audio.
 func (m *Metrics) FirstAudio(d time.Duration) { m.firstAudio.Observe(d.Seconds()) }
+
+// LiveChatLeader records whether this instance runs the live chat.
+func (m *Metrics) LiveChatLeader(running bool) {
+	v := 0.0
+	if running {
+		v = 1
+	}
+	m.liveLeader.Set(v)
+}
 
 // Services whose failures are counted.
 const (

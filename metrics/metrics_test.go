@@ -71,6 +71,10 @@ func TestCounts(t *testing.T) {
 	m.DependencyFailed(metrics.ServiceTTS, context.DeadlineExceeded)
 	m.QueueDropped("websocket")
 	m.StoreOp("append", time.Millisecond, true)
+	if got := gathered(t, m, "koe_live_chat_leader", ""); got != 0 {
+		t.Errorf("koe_live_chat_leader before any live chat = %v, want 0", got)
+	}
+	m.LiveChatLeader(true)
 	for _, c := range []struct {
 		name, labels string
 		want         float64
@@ -82,10 +86,15 @@ func TestCounts(t *testing.T) {
 		{"koe_queue_drops_total", "websocket", 1},
 		{"koe_dependency_errors_total", "timeout/tts", 1},
 		{"koe_store_errors_total", "append", 1},
+		{"koe_live_chat_leader", "", 1},
 	} {
 		if got := gathered(t, m, c.name, c.labels); got != c.want {
 			t.Errorf("%s{%s} = %v, want %v", c.name, c.labels, got, c.want)
 		}
+	}
+	m.LiveChatLeader(false)
+	if got := gathered(t, m, "koe_live_chat_leader", ""); got != 0 {
+		t.Errorf("koe_live_chat_leader after the live chat stopped here = %v, want 0", got)
 	}
 	closed()
 	if got := gathered(t, m, "koe_sessions_open", "watcher"); got != 0 {

@@ -200,3 +200,32 @@ func (c *Chatter) WaitFor(part string) {
 		}
 	}
 }
+
+// Names lists the nicks in #channel, as the server answers NAMES.
+func (c *Chatter) Names(channel string) []string {
+	c.t.Helper()
+	c.Send("NAMES #" + channel)
+	var names []string
+	for {
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			c.t.Fatalf("chatter %s waiting for the names in #%s: %v", c.nick, channel, err)
+		}
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "PING ") {
+			c.Send("PONG " + line[5:])
+		}
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) < 2:
+		case fields[1] == "353": // :server 353 me = #channel :nick @nick
+			if _, list, ok := strings.Cut(line[1:], " :"); ok {
+				for _, n := range strings.Fields(list) {
+					names = append(names, strings.TrimLeft(n, "@+"))
+				}
+			}
+		case fields[1] == "366": // end of the list
+			return names
+		}
+	}
+}

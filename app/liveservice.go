@@ -1,0 +1,269 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"koe/config"
+	"koe/coord"
+	"koe/livechat"
+	"koe/server"
+)
+
+// leadership is the election of the one instance that runs the live chat
+// among those sharing Redis (coord.Leader).
+type leadership interface {
+	Run(ctx context.Context, lead func(context.Context), answer func(context.Context, []byte) ([]byte, error)) error
+	State() coord.LeaderState
+	Ask(ctx context.Context, req []byte) ([]byte, error)
+	SetShared(ctx context.Context, field, value string) error
+	Shared(ctx context.Context, field string) (string, error)
+}
+
+var _ leadership = (*coord.Leader)(nil)
+
+// liveService is the live chat as koe serves it. Without Redis it runs
+// here. With coord: redis, the instances elect one to run it (so that the
+// character answers each message once); the others stand by, forward the
+// streamer's commands to it and take over when it stops or dies.
+type liveService struct {
+	m      *Main
+	cfg    config.Config
+	log    *slog.Logger
+	leader leadership // nil: no election, the chat runs here
+	gauge  func(running bool)
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the election's goroutine ended
+
+	mu  sync.Mutex
+	cur *liveChat // the chat while it runs here
+}
+
+var _ server.LiveChat = (*liveService)(nil)
+
+// sharedPaused is the field of the election's shared state that keeps the
+// streamer's pause across a change of leader.
+const sharedPaused = "paused"
+
+// openLiveChat starts the live chat here, or (coord: redis) takes part in
+// the election of the instance that runs it.
+func (m *Main) openLiveChat(cfg config.Config) (*liveService, error) {
+	conf := cfg.LiveChat.Character
+	if conf == "" {
+		conf = cfg.Character.ConfUID
+	}
+	s := &liveService{m: m, cfg: cfg, log: m.Logger.With("live_chat", conf), gauge: func(bool) {}}
+	if m.metrics != nil {
+		s.gauge = m.metrics.LiveChatLeader
+	}
+	if m.coord == nil {
+		c, err := m.startLiveChat(cfg, false)
+		if err != nil {
+			return nil, err
+		}
+		s.cur = c
+		s.gauge(true)
+		return s, nil
+	}
+	s.leader = m.coord.NewLeader("live:" + conf)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		if err := s.leader.Run(ctx, s.lead, s.answer); err != nil {
+			s.log.Error("live chat: the election stopped", "err", err)
+		}
+	}()
+	s.log.Info("live chat: the instances sharing redis elect the one that runs it; the others stand by",
+		"instance", s.leader.State().Instance)
+	return s, nil
+}
+
+// stop ends the live chat here (and gives the lead up, letting another
+// instance take over at once).
+func (s *liveService) stop() {
+	if s == nil {
+		return
+	}
+	if s.leader != nil {
+		s.cancel()
+		<-s.done
+		return
+	}
+	s.cur.stop()
+	s.gauge(false)
+}
+
+func (s *liveService) current() *liveChat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// lead runs the live chat while this instance leads, paused if the
+// streamer left it paused on the previous leader.
+func (s *liveService) lead(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.Coord.Lease)
+	v, err := s.leader.Shared(rctx, sharedPaused)
+	cancel()
+	if err != nil {
+		s.log.Warn("live chat: could not read whether the streamer paused it; it starts unpaused", "err", err)
+	}
+	paused := v == "1"
+	c, err := s.m.startLiveChat(s.cfg, paused)
+	if err != nil {
+		// Returning gives the lead up; another instance (or this one,
+		// later) tries again.
+		s.log.Error("live chat: this instance leads but could not start it", "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.cur = c
+	s.mu.Unlock()
+	s.gauge(true)
+	<-ctx.Done()
+	s.mu.Lock()
+	s.cur = nil
+	s.mu.Unlock()
+	c.stop()
+	s.gauge(false)
+	s.log.Info("live chat: stopped on this instance")
+}
+
+// Commands of the live chat, as forwarded between instances.
+const (
+	liveStatus = "status"
+	livePause  = "pause"
+	liveResume = "resume"
+	liveSkip   = "skip"
+)
+
+type liveRequest struct {
+	Command string `json:"command"`
+}
+
+type liveReply struct {
+	Skipped bool            `json:"skipped"`
+	Status  livechat.Status `json:"status"`
+}
+
+// answer runs a command forwarded by another instance.
+func (s *liveService) answer(ctx context.Context, req []byte) ([]byte, error) {
+	var r liveRequest
+	if err := json.Unmarshal(req, &r); err != nil {
+		return nil, fmt.Errorf("unreadable live chat command: %w", err)
+	}
+	c := s.current()
+	if c == nil {
+		return nil, errors.New("the live chat is not running on the leading instance yet")
+	}
+	reply, err := s.run(ctx, c, r.Command)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(reply)
+}
+
+// run runs a command on the chat running here.
+func (s *liveService) run(ctx context.Context, c *liveChat, cmd string) (liveReply, error) {
+	var reply liveReply
+	switch cmd {
+	case liveStatus:
+	case livePause:
+		c.runner.Pause()
+		s.share(ctx, "1")
+	case liveResume:
+		c.runner.Resume()
+		s.share(ctx, "0")
+	case liveSkip:
+		reply.Skipped = c.runner.Skip()
+	default:
+		return reply, fmt.Errorf("unknown live chat command %q", cmd)
+	}
+	reply.Status = c.runner.Status()
+	s.describe(&reply.Status)
+	return reply, nil
+}
+
+// share keeps the pause in Redis for the next leader.
+func (s *liveService) share(ctx context.Context, paused string) {
+	if s.leader == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Coord.Lease)
+	defer cancel()
+	if err := s.leader.SetShared(ctx, sharedPaused, paused); err != nil {
+		s.log.Warn("live chat: could not keep the pause in redis; an instance taking over would not know it", "err", err)
+	}
+}
+
+// describe adds this instance's part in the election to st.
+func (s *liveService) describe(st *livechat.Status) {
+	if s.leader == nil {
+		return
+	}
+	e := s.leader.State()
+	st.Role, st.Instance, st.Leader = string(e.Role), e.Instance, e.Leader
+}
+
+// do runs cmd here if the chat runs here, else on the leader.
+func (s *liveService) do(ctx context.Context, cmd string) (liveReply, error) {
+	if c := s.current(); c != nil {
+		return s.run(ctx, c, cmd)
+	}
+	if s.leader == nil {
+		return liveReply{}, errors.New("the live chat is not running (see koe's log)")
+	}
+	req, err := json.Marshal(liveRequest{Command: cmd})
+	if err != nil {
+		return liveReply{}, err
+	}
+	body, err := s.leader.Ask(ctx, req)
+	e := s.leader.State()
+	if err != nil {
+		err = fmt.Errorf("live chat: this instance (%s, %s) does not run the live chat and could not forward %q to the one that does: %w",
+			e.Instance, e.Role, cmd, err)
+		if cmd != liveStatus {
+			return liveReply{}, err
+		}
+		// The status says who this instance is and why it knows no more.
+		st := livechat.Status{RunningUsers: []string{}, Dropped: map[string]uint64{}, Sources: []livechat.SourceStatus{}, LastError: err.Error()}
+		s.describe(&st)
+		return liveReply{Status: st}, nil
+	}
+	var reply liveReply
+	if err := json.Unmarshal(body, &reply); err != nil {
+		return liveReply{}, fmt.Errorf("live chat: unreadable answer of the leading instance: %w", err)
+	}
+	// The leader's status, as this instance's answer.
+	reply.Status.Role, reply.Status.Instance = string(e.Role), e.Instance
+	return reply, nil
+}
+
+// Status implements server.LiveChat.
+func (s *liveService) Status(ctx context.Context) (livechat.Status, error) {
+	r, err := s.do(ctx, liveStatus)
+	return r.Status, err
+}
+
+// Pause implements server.LiveChat.
+func (s *liveService) Pause(ctx context.Context) (livechat.Status, error) {
+	r, err := s.do(ctx, livePause)
+	return r.Status, err
+}
+
+// Resume implements server.LiveChat.
+func (s *liveService) Resume(ctx context.Context) (livechat.Status, error) {
+	r, err := s.do(ctx, liveResume)
+	return r.Status, err
+}
+
+// Skip implements server.LiveChat.
+func (s *liveService) Skip(ctx context.Context) (bool, livechat.Status, error) {
+	r, err := s.do(ctx, liveSkip)
+	return r.Skipped, r.Status, err
+}
