@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+	"github.com/redis/go-redis/v9"
+
 	"koe/app"
 	"koe/coord"
 	"koe/internal/fakellm"
@@ -279,6 +282,53 @@ func (c *liveCluster) chatTurns() []string {
 	return out
 }
 
+// followNews subscribes to the channel where instances say what their
+// watchers follow; the function it returns waits for news ending with
+// suffix.
+func (c *liveCluster) followNews() func(suffix string) {
+	c.t.Helper()
+	client := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", c.redis.Port)})
+	c.t.Cleanup(func() { _ = client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	c.t.Cleanup(cancel)
+	sub := client.Subscribe(ctx, "koe:watch:follow")
+	if _, err := sub.Receive(ctx); err != nil {
+		c.t.Fatal(err)
+	}
+	return func(suffix string) {
+		c.t.Helper()
+		for {
+			m, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				c.t.Fatalf("waiting for %q on koe:watch:follow: %v", suffix, err)
+			}
+			if strings.HasSuffix(m.Payload, suffix) {
+				return
+			}
+		}
+	}
+}
+
+// heardUntilEnd reads a watcher's frames up to the end of a turn and
+// returns the text of its audio.
+func heardUntilEnd(t testing.TB, ws *websocket.Conn) string {
+	t.Helper()
+	_ = ws.SetReadDeadline(time.Now().Add(guard))
+	var said []string
+	for {
+		var f frame
+		if err := ws.ReadJSON(&f); err != nil {
+			t.Fatalf("watcher: %v (heard %q)", err, said)
+		}
+		if f.Type == "audio" && f.DisplayText != nil && f.DisplayText.Text != "" {
+			said = append(said, strings.TrimSpace(f.DisplayText.Text))
+		}
+		if f.Type == "control" && f.Text == "conversation-chain-end" {
+			return strings.Join(said, " ")
+		}
+	}
+}
+
 // koeNicks are the live chat clients in #koe (anonymous readers).
 func koeNicks(names []string) []string {
 	var out []string
@@ -330,12 +380,28 @@ func TestLiveChatOneLeader(t *testing.T) {
 		t.Fatalf("the standing-by instance's koe_live_chat_leader = %s", v)
 	}
 
+	// An overlay on the standing-by instance hears the live character
+	// (the watch relay carries the leader's turns to it), once the other
+	// instances know what it follows.
+	conf := other.koe.Config.Character.ConfUID
+	follows := c.followNews()
+	overlay, resp, err := websocket.DefaultDialer.Dial("ws://"+other.addr+"/client-ws?watch_conf="+conf, nil)
+	if err != nil {
+		t.Fatalf("watch the live character on %s: %v", other.name, err)
+	}
+	_ = resp.Body.Close()
+	t.Cleanup(func() { _ = overlay.Close() })
+	follows("+\nf\n" + conf)
+
 	// One koe reads the channel; each message is answered once.
 	alice := ircdtest.NewChatter(t, c.irc.Plain, "alice", "koe")
 	if nicks := koeNicks(alice.Names("koe")); len(nicks) != 1 {
 		t.Fatalf("koe clients in the channel: %q", nicks)
 	}
 	alice.Send("PRIVMSG #koe :hello koe")
+	if heard := heardUntilEnd(t, overlay); heard != "Hi there!" {
+		t.Fatalf("the overlay on the standing-by instance heard %q", heard)
+	}
 	other.waitStatus(t, "the first message answered", idleAfter(1))
 	alice.Send("PRIVMSG #koe :second message")
 	other.waitStatus(t, "the second message answered", idleAfter(2))

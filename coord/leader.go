@@ -351,6 +351,10 @@ func (l *Leader) hold(ctx context.Context, wg *sync.WaitGroup, wake <-chan struc
 			stopLead = nil
 		}
 	}
+	// A renewal still on its way when the lead is left is cancelled (it
+	// must not set the lead again once it expired).
+	renewCtx, cancelRenewals := context.WithCancel(ctx)
+	defer cancelRenewals()
 	results := make(chan renewal, 1)
 	renewing, failing := false, false
 	tick := time.NewTicker(l.lease / 3)
@@ -392,9 +396,9 @@ func (l *Leader) hold(ctx context.Context, wg *sync.WaitGroup, wake <-chan struc
 			l.standBy("")
 			return true
 		case <-tick.C:
-			renewing = l.renew(ctx, wg, t.token, renewing, results)
+			renewing = l.renew(renewCtx, wg, t.token, renewing, results)
 		case <-wake:
-			renewing = l.renew(ctx, wg, t.token, renewing, results)
+			renewing = l.renew(renewCtx, wg, t.token, renewing, results)
 		case r := <-results:
 			renewing = false
 			switch {
@@ -512,10 +516,10 @@ func (l *Leader) onAsk(ctx context.Context, payload string, answer func(context.
 }
 
 // Ask forwards req to the leading instance's answer function (see Run)
-// and returns its answer. It waits at most coord_lease for it. Without a
-// leader it fails with ErrNoLeader.
+// and returns its answer. It waits at most coord_lease (at least a
+// second) for it. Without a leader it fails with ErrNoLeader.
 func (l *Leader) Ask(ctx context.Context, req []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.lease+time.Second)
+	ctx, cancel := context.WithTimeout(ctx, max(l.lease, time.Second)+time.Second)
 	defer cancel()
 	token, err := l.r.client.Get(ctx, holderPrefix+l.name).Result()
 	if errors.Is(err, redis.Nil) {
@@ -529,7 +533,8 @@ func (l *Leader) Ask(ctx context.Context, req []byte) ([]byte, error) {
 	if err := l.r.client.Publish(ctx, chLeadAsk, l.name+"\n"+token+"\n"+replyKey+"\n"+string(req)).Err(); err != nil {
 		return nil, fmt.Errorf("%s: forward to the leading instance %s: %w", l.name, leader, err)
 	}
-	res, err := l.r.client.BLPop(ctx, l.lease, replyKey).Result()
+	// (BLPOP counts whole seconds.)
+	res, err := l.r.client.BLPop(ctx, max(l.lease, time.Second), replyKey).Result()
 	if errors.Is(err, redis.Nil) || (err == nil && len(res) != 2) {
 		return nil, fmt.Errorf("%s: the leading instance %s did not answer within coord_lease (%s)", l.name, leader, l.lease)
 	}

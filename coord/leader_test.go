@@ -141,13 +141,6 @@ func join(t testing.TB, url, name string, lease time.Duration, tr *tracker, answ
 	return c
 }
 
-// count is how many times message has been logged.
-func (w *logWatch) count(message string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.seen[message]
-}
-
 // markKnown makes Redis remember an election of "job", so that the first
 // leader starts at once.
 func markKnown(t testing.TB, srv *redistest.Server) {
@@ -216,7 +209,7 @@ func TestLeaderCutOffStepsDown(t *testing.T) {
 	a.log.waitFor("stepped down: the lead could not be renewed for two thirds of coord_lease; another instance may take it once it expires", 1)
 	tr.check(t)
 	// B started at once: Redis knew the election.
-	if n := b.log.count("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord_lease so that such a leader has stopped"); n != 0 {
+	if n := b.log.Count("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord_lease so that such a leader has stopped"); n != 0 {
 		t.Fatalf("B waited as after a Redis without data")
 	}
 
