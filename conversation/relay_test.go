@@ -3,6 +3,7 @@ package conversation_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"koe/conversation"
 	"koe/internal/fakellm"
+	"koe/internal/mock"
 	"koe/protocol"
 )
 
@@ -221,5 +223,70 @@ func TestSessionRelaysToOtherInstances(t *testing.T) {
 	defer relay.mu.Unlock()
 	if want := []string{"client desk on 1", "client desk off 4"}; !slices.Equal(relay.follows, want) {
 		t.Fatalf("follows told: %q, want %q", relay.follows, want)
+	}
+}
+
+// leavingSender is a client that leaves as its chain-end is written: the
+// write fails once the session has closed under it.
+type leavingSender struct {
+	*mock.Sender
+	leave func()
+}
+
+func (s *leavingSender) SendWait(ctx context.Context, msg any) error {
+	if m, ok := msg.(protocol.Text); ok && m.Text == protocol.ControlChainEnd {
+		go s.leave()
+		<-ctx.Done()
+		return errors.New("connection closed")
+	}
+	return s.Sender.SendWait(ctx, msg)
+}
+
+// TestWatchersGetTheEndWhenTheClientLeaves: a client that leaves as its
+// turn ends its chain takes nothing from its watchers: they get the
+// chain-end, with a live context, and so do other instances' (no stop is
+// relayed).
+func TestWatchersGetTheEndWhenTheClientLeaves(t *testing.T) {
+	relay := &fakeRelay{sent: make(chan conversation.RelayedFrame, 1<<12)}
+	r := newRig(t, fakellm.Echo(0), func(d *conversation.Deps) { d.WatchRelay = relay })
+	w := newCtxWatcher()
+	stop, err := r.hub.Watch(conversation.WatchTarget{ClientUID: "leaver"}, w, conversation.WatchOptions{ClientUID: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	out := &leavingSender{Sender: mock.NewSender(1 << 10)}
+	sess := r.hub.Open(r.ctx, out, conversation.SessionOptions{ClientUID: "leaver"})
+	out.leave = sess.Close
+	for range 4 { // greeted
+		w.next(t)
+	}
+	if err := sess.Dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "bye now"}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // the client plays the reply
+		for f := range out.Frames {
+			if f.Type == protocol.TypeBackendSynthComplete {
+				sess.PlaybackComplete()
+			}
+		}
+	}()
+	for {
+		o := w.next(t)
+		if o.data == `{"type":"control","text":"conversation-chain-end"}` {
+			if o.ctx.Err() != nil {
+				t.Fatal("the watcher got the chain-end with an ended context: it would drop it")
+			}
+			break
+		}
+	}
+	for {
+		fr := relay.next(t)
+		if fr.Kind == conversation.RelayEnd {
+			t.Fatalf("a stop was relayed for a turn that ended: %+v", fr)
+		}
+		if string(fr.Data) == `{"type":"control","text":"conversation-chain-end"}` {
+			break
+		}
 	}
 }

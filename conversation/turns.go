@@ -98,18 +98,19 @@ func newTurn(parent context.Context) *turn {
 	// Watchers lag behind the client a little, and the turn's context
 	// ends as soon as the client has everything: their frames go by a
 	// context of their own, which ends only when the turn is stopped
-	// (finish cancels with no cause) and is otherwise left to the
-	// collector.
+	// before it finished (finish cancels with no cause; a client that
+	// leaves as its turn ends its chain takes nothing from its watchers)
+	// and is otherwise left to the collector.
 	watch, stopWatch := context.WithCancel(context.Background())
-	id := newRunID()
-	ctx = context.WithValue(ctx, watchContextKey{}, &watchCtx{ctx: watch, id: id})
-	stop := func(cause error) {
-		if cause != nil {
+	t := &turn{done: make(chan struct{}), playback: make(chan struct{}, 1), id: newRunID()}
+	t.ctx = context.WithValue(ctx, watchContextKey{}, &watchCtx{ctx: watch, id: t.id})
+	t.cancel = func(cause error) {
+		if cause != nil && !t.finishing.Load() {
 			stopWatch()
 		}
 		cancel(cause)
 	}
-	return &turn{ctx: ctx, cancel: stop, done: make(chan struct{}), playback: make(chan struct{}, 1), id: id}
+	return t
 }
 
 // watchContextKey finds a turn's context for its watchers' frames.

@@ -340,11 +340,12 @@ func (s *Session) emit(ctx context.Context, msg any) error {
 }
 
 // emitWait is emit that waits until the client's copy has been written.
+// The watchers get the frame even if the client is gone: unless the turn
+// was stopped (then its watchers' context has ended and drops it), the
+// client left as the turn was ending.
 func (s *Session) emitWait(ctx context.Context, msg any) error {
 	err := s.out.SendWait(ctx, msg)
-	if err == nil || ctx.Err() == nil {
-		s.toWatchers(ctx, msg)
-	}
+	s.toWatchers(ctx, msg)
 	return err
 }
 

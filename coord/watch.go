@@ -86,6 +86,9 @@ type WatchRelay struct {
 type localFollow struct {
 	following bool
 	seq       uint64
+	// said: an unfollow was told. It is kept one more round, so that a
+	// stale Follow for the target (seq lower) is still known as one.
+	said bool
 }
 
 type relayItem struct {
@@ -369,6 +372,9 @@ func (r *WatchRelay) onFollow(payload string, recv RelayReceiver) {
 			r.changedLocked()
 		}
 		r.mu.Unlock()
+		if op == opFollow && !had {
+			r.log.Debug("watchers of another instance follow", "instance", inst, "kind", kind, "key", key)
+		}
 		if op == opFollow && !had && kind == kindClient {
 			recv.RemoteFollow(conversation.WatchTarget{ClientUID: key}, inst)
 		}
@@ -447,6 +453,21 @@ func (r *WatchRelay) sayFollows() {
 		}
 	}
 	r.mu.RUnlock()
+	all = slices.DeleteFunc(all, func(s said) bool {
+		if !s.lf.said {
+			return false
+		}
+		// Told last round: forgotten now, unless followed again.
+		r.mu.Lock()
+		if r.local[s.kind][s.key] == s.lf {
+			delete(r.local[s.kind], s.key)
+		}
+		r.mu.Unlock()
+		return true
+	})
+	if len(all) == 0 {
+		return
+	}
 	if len(all) == 0 {
 		return
 	}
@@ -473,11 +494,12 @@ func (r *WatchRelay) sayFollows() {
 		}
 		return
 	}
-	// Unfollows said are done with, unless followed again meanwhile.
+	// Unfollows told are not told again, unless followed again meanwhile.
 	r.mu.Lock()
 	for _, s := range all {
 		if !s.lf.following && r.local[s.kind][s.key] == s.lf {
-			delete(r.local[s.kind], s.key)
+			s.lf.said = true
+			r.local[s.kind][s.key] = s.lf
 		}
 	}
 	r.mu.Unlock()
