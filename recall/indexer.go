@@ -42,6 +42,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 		if len(recs) == 0 {
 			break
 		}
+		from := mark
 		var entries []history.RecallEntry
 		for _, r := range recs {
 			mark.Seq = r.Seq
@@ -61,7 +62,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 				return err
 			}
 		}
-		saved, err := s.opts.Store.SaveRecall(conf, uid, mark, entries)
+		saved, err := s.opts.Store.SaveRecall(conf, uid, from, mark, entries)
 		if errors.Is(err, history.ErrNotFound) {
 			c.dropHistory(uid)
 			return nil

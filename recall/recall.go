@@ -38,7 +38,7 @@ type Store interface {
 	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
 	RecallMarks(confUID string) (map[string]history.RecallMark, error)
 	RecallMark(confUID, historyUID string) (history.RecallMark, bool, error)
-	SaveRecall(confUID, historyUID string, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error)
+	SaveRecall(confUID, historyUID string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error)
 	SetRecallVectors(confUID, model string, entries []history.RecallEntry) error
 	RecallVectorModel(confUID string) (string, error)
 	ForEachRecall(confUID string, fn func(history.RecallEntry) error) error
