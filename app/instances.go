@@ -11,7 +11,7 @@ import (
 // Instances that share a store and a Redis (coord: redis) keep each other
 // up to date through it: the watch relay carries what sessions say to
 // other instances' watchers, the bus news of changes that instances keep
-// in memory (saved prompts).
+// in memory (saved prompts, recall's memories).
 
 // openRelay connects the watch relay and the bus.
 func (m *Main) openRelay(c coord.Config) error {
@@ -67,9 +67,12 @@ func (m *Main) startRelay() error {
 		m.Logger.Debug("prompts saved through another instance applied", "conf_uid", conf)
 	})
 	m.bus.OnResync(func() { m.hub.PromptsChanged("") })
+	m.recall.Share(m.bus)
 	if err := m.bus.Start(ctx); err != nil {
 		return fmt.Errorf("news between instances: %w", err)
 	}
+	// Characters loaded before the bus listened may have missed news.
+	m.recall.Resync()
 	if err := m.relay.Start(ctx, m.hub); err != nil {
 		return fmt.Errorf("watchers across instances: %w", err)
 	}
