@@ -170,6 +170,11 @@ func (m *Main) Open() error {
 		toolServers = tools
 	}
 	m.recall = recall.New(recallOptions(cfg, store, tok, m.llm, m.Logger))
+	if m.bus != nil {
+		// Before anything is loaded: what other instances store and
+		// forget from now on reaches this instance's memories.
+		m.recall.Share(m.bus)
+	}
 	m.preload()
 	if err := m.openKnowledge(cfg, tok); err != nil {
 		m.mcp.Close()

@@ -10,7 +10,7 @@ import (
 // Instances that share a store and a Redis (coord: redis) keep each other
 // up to date through it: the watch relay carries what sessions say to
 // other instances' watchers, the bus news of changes that instances keep
-// in memory (saved prompts).
+// in memory (saved prompts, recall's memories).
 
 // openBus connects and subscribes the bus (coord: redis).
 func (m *Main) openBus(c coord.Config) error {

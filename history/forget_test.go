@@ -30,10 +30,10 @@ func testForgetRecalls(t *testing.T, open opener) {
 	entry := func(seq uint64) RecallEntry {
 		return RecallEntry{HistoryUID: uid, Seq: seq, Turn: 1, Role: RoleHuman, Text: "bees", Vector: []float32{1, 0}}
 	}
-	if _, err := s.SaveRecall(conf, uid, RecallMark{Seq: 3, Turn: 1}, []RecallEntry{entry(2), entry(3)}); err != nil {
+	if _, err := s.SaveRecall(conf, uid, RecallMark{}, RecallMark{Seq: 3, Turn: 1}, []RecallEntry{entry(2), entry(3)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveRecall(conf, other, RecallMark{Seq: 2, Turn: 1}, []RecallEntry{{HistoryUID: other, Seq: 2, Role: RoleHuman, Text: "milk"}}); err != nil {
+	if _, err := s.SaveRecall(conf, other, RecallMark{}, RecallMark{Seq: 2, Turn: 1}, []RecallEntry{{HistoryUID: other, Seq: 2, Role: RoleHuman, Text: "milk"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -45,7 +45,7 @@ func testForgetRecalls(t *testing.T, open opener) {
 	if got := recallSeqs(t, s, conf); !slices.Equal(got, []uint64{2}) {
 		t.Fatalf("entries left %v, want only the other history's seq 2", got)
 	}
-	saved, err := s.SaveRecall(conf, uid, RecallMark{Seq: 4, Turn: 2}, []RecallEntry{entry(2), entry(4), entry(5)})
+	saved, err := s.SaveRecall(conf, uid, RecallMark{Seq: 3, Turn: 1}, RecallMark{Seq: 4, Turn: 2}, []RecallEntry{entry(2), entry(4), entry(5)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func testForgetRecalls(t *testing.T, open opener) {
 	if err := s.ClearRecall(conf); err != nil {
 		t.Fatal(err)
 	}
-	saved, err = s.SaveRecall(conf, uid, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{entry(2), entry(3), entry(4), entry(5)})
+	saved, err = s.SaveRecall(conf, uid, RecallMark{}, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{entry(2), entry(3), entry(4), entry(5)})
 	if err != nil || len(saved) != 1 || saved[0].Seq != 5 {
 		t.Fatalf("after a clear, saved %v, %v; want only seq 5", saved, err)
 	}

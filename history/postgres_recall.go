@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,10 +90,13 @@ func (s *PGStore) RecallMarks(confUID string) (map[string]RecallMark, error) {
 	return marks, nil
 }
 
-// SaveRecall stores entries of a history and moves its mark, in one
-// transaction, and returns the entries stored: those forgotten before are
-// skipped. A history that no longer exists gets nothing (ErrNotFound).
-func (s *PGStore) SaveRecall(confUID, historyUID string, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error) {
+// SaveRecall stores entries of a history and moves its mark from from to
+// mark, in one transaction, and returns the entries stored: those
+// forgotten before are skipped. The mark moves only if it still is from
+// (ErrMarkMoved otherwise, and nothing is written): instances indexing one
+// history at once never store its entries twice nor move its mark back.
+// A history that no longer exists gets nothing (ErrNotFound).
+func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -118,6 +122,10 @@ func (s *PGStore) SaveRecall(confUID, historyUID string, mark RecallMark, entrie
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
 		}
+		if err != nil {
+			return err
+		}
+		claimed, err := claimRecallMark(ctx, tx, confUID, historyUID, from, markVal)
 		if err != nil {
 			return err
 		}
@@ -175,18 +183,58 @@ func (s *PGStore) SaveRecall(confUID, historyUID string, mark RecallMark, entrie
 			confUID, historyUID, ins.seqs, ins.bodies, ins.vectors); err != nil {
 			return fmt.Errorf("put recall entries: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO koe_recall_marks (conf_uid, uid, body) VALUES ($1, $2, $3)
-			ON CONFLICT (conf_uid, uid) DO UPDATE SET body = excluded.body`,
+		if claimed {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE koe_recall_marks SET body = $3 WHERE conf_uid = $1 AND uid = $2`,
 			confUID, historyUID, markVal); err != nil {
 			return fmt.Errorf("put recall mark: %w", err)
 		}
 		return nil
 	})
+	if errors.Is(err, ErrMarkMoved) {
+		return nil, failf(fmt.Errorf("from %+v: %w", from, err))
+	}
 	if err != nil {
 		return nil, failf(s.pgErr(err))
 	}
 	return saved, nil
+}
+
+// claimRecallMark locks a history's recall mark, in tx, before entries
+// are written, and checks it still is from (ErrMarkMoved otherwise): the
+// savers of one history go one at a time, each from where the last left
+// off. A history without a mark (from is zero) gets one now, mark
+// (claimed true), which a concurrent first saver waits for and then finds
+// taken.
+func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string, from RecallMark, mark []byte) (claimed bool, err error) {
+	var body []byte
+	err = tx.QueryRow(ctx, `SELECT body FROM koe_recall_marks WHERE conf_uid = $1 AND uid = $2 FOR UPDATE`, confUID, historyUID).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if from != (RecallMark{}) {
+			return false, ErrMarkMoved // cleared meanwhile
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO koe_recall_marks (conf_uid, uid, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			confUID, historyUID, mark)
+		if err != nil {
+			return false, fmt.Errorf("put recall mark: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return false, ErrMarkMoved
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var stored RecallMark
+	if err := json.Unmarshal(body, &stored); err != nil {
+		return false, fmt.Errorf("decode recall mark: %w", err)
+	}
+	if stored != from {
+		return false, ErrMarkMoved
+	}
+	return false, nil
 }
 
 // SetRecallVectors stores the embeddings of entries already saved, made

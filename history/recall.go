@@ -101,12 +101,16 @@ func (s *Store) RecallMark(confUID, historyUID string) (mark RecallMark, ok bool
 	return mark, ok, nil
 }
 
-// SaveRecall stores entries of a history and moves its mark, in one
-// transaction, and returns the entries stored: those forgotten before are
-// skipped. A history that no longer exists gets nothing (ErrNotFound): an
-// indexer that read it just before it was deleted must not bring its
-// memories back.
-func (s *Store) SaveRecall(confUID, historyUID string, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error) {
+// SaveRecall stores entries of a history and moves its mark from from to
+// mark, in one transaction, and returns the entries stored: those
+// forgotten before are skipped. The mark moves only if it still is from
+// (the zero mark: none): otherwise another indexer saved first, nothing
+// is written and the error is ErrMarkMoved, so that two indexers of one
+// history never store its entries twice nor move its mark back. A
+// history that no longer exists gets nothing (ErrNotFound): an indexer
+// that read it just before it was deleted must not bring its memories
+// back.
+func (s *Store) SaveRecall(confUID, historyUID string, from, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -122,10 +126,10 @@ func (s *Store) SaveRecall(confUID, historyUID string, mark RecallMark, entries 
 	if err != nil {
 		return nil, fmt.Errorf("encode recall mark: %w", err)
 	}
-	var missing bool
+	var missing, moved bool
 	var saved []RecallEntry
 	err = s.write(func(tx *bolt.Tx) error {
-		missing = false
+		missing, moved = false, false // a batched transaction may run again
 		saved = saved[:0]
 		if historyBucket(tx, confUID, historyUID) == nil {
 			missing = true
@@ -134,6 +138,16 @@ func (s *Store) SaveRecall(confUID, historyUID string, mark RecallMark, entries 
 		conf, err := recallConf(tx, confUID)
 		if err != nil {
 			return err
+		}
+		var stored RecallMark
+		if v := conf.Bucket(bucketMarks).Get([]byte(historyUID)); v != nil {
+			if err := json.Unmarshal(v, &stored); err != nil {
+				return fmt.Errorf("decode recall mark: %w", err)
+			}
+		}
+		if stored != from {
+			moved = true
+			return nil
 		}
 		forgotten := conf.Bucket(bucketForgotten)
 		for i, e := range entries {
@@ -158,6 +172,9 @@ func (s *Store) SaveRecall(confUID, historyUID string, mark RecallMark, entries 
 	}
 	if missing {
 		return nil, fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+	}
+	if moved {
+		return nil, fmt.Errorf("save recall of history %q of conf %q from %+v: %w", historyUID, confUID, from, ErrMarkMoved)
 	}
 	return saved, nil
 }

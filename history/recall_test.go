@@ -41,9 +41,14 @@ func mustCreateWith(t *testing.T, s testStore, conf, uid string, records ...Reco
 	}
 }
 
+// mustSaveRecall saves entries and moves the mark from wherever it is.
 func mustSaveRecall(t *testing.T, s testStore, conf, uid string, mark RecallMark, es ...RecallEntry) []RecallEntry {
 	t.Helper()
-	saved, err := s.SaveRecall(conf, uid, mark, es)
+	from, _, err := s.RecallMark(conf, uid)
+	if err != nil {
+		t.Fatalf("RecallMark(%q, %q): %v", conf, uid, err)
+	}
+	saved, err := s.SaveRecall(conf, uid, from, mark, es)
 	if err != nil {
 		t.Fatalf("SaveRecall(%q, %q): %v", conf, uid, err)
 	}
@@ -161,7 +166,7 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	for _, uid := range []string{"gone", "never"} {
-		saved, err := s.SaveRecall("c", uid, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{ent(uid, 2, "hello")})
+		saved, err := s.SaveRecall("c", uid, RecallMark{}, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{ent(uid, 2, "hello")})
 		if !errors.Is(err, ErrNotFound) || saved != nil {
 			t.Fatalf("SaveRecall(%s) = %v, %v; want ErrNotFound and nothing", uid, saved, err)
 		}
@@ -170,7 +175,7 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 		}
 	}
 	// The conf has no history at all: still nothing.
-	if _, err := s.SaveRecall("nobody", "h1", RecallMark{Seq: 1}, []RecallEntry{ent("h1", 1, "x")}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.SaveRecall("nobody", "h1", RecallMark{}, RecallMark{Seq: 1}, []RecallEntry{ent("h1", 1, "x")}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("SaveRecall in an unknown conf: %v", err)
 	}
 	if got := recallOf(t, s, "c"); len(got) != 0 {
@@ -179,7 +184,7 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 	if n := rawRecallKeys(t, s, "c", bucketEntries, "gone") + rawRecallKeys(t, s, "c", bucketEntries, "never"); n != 0 {
 		t.Fatalf("%d raw entries for missing histories", n)
 	}
-	if _, err := s.SaveRecall("c", "../h1", RecallMark{}, nil); !errors.Is(err, ErrInvalidID) {
+	if _, err := s.SaveRecall("c", "../h1", RecallMark{}, RecallMark{}, nil); !errors.Is(err, ErrInvalidID) {
 		t.Fatalf("SaveRecall with a bad uid: %v", err)
 	}
 }
@@ -497,7 +502,7 @@ func TestRecallReopen(t *testing.T) {
 	if m, _ := s2.RecallVectorModel("c"); m != "m1" {
 		t.Fatalf("model after reopen = %q", m)
 	}
-	if saved, err := s2.SaveRecall("c", "h1", RecallMark{Seq: 3, Turn: 2}, []RecallEntry{ent("h1", 3, "forget me")}); err != nil || len(saved) != 0 {
+	if saved, err := s2.SaveRecall("c", "h1", RecallMark{Seq: 2, Turn: 1}, RecallMark{Seq: 3, Turn: 2}, []RecallEntry{ent("h1", 3, "forget me")}); err != nil || len(saved) != 0 {
 		t.Fatalf("the tombstone did not survive the reopen: %v, %v", saved, err)
 	}
 	msgs, err := s2.Messages("c", "h1")

@@ -29,6 +29,10 @@ var (
 	ErrInvalidRecord = errors.New("invalid record")
 	// ErrInvalidPage means a Page request asked for no records.
 	ErrInvalidPage = errors.New("invalid page request")
+	// ErrMarkMoved means a recall mark was not where the indexer that
+	// saves read it: another indexer (of another instance, say) saved
+	// first. Nothing was written.
+	ErrMarkMoved = errors.New("the recall mark moved: another indexer saved first")
 )
 
 // Roles of a Record, as used by Open-LLM-VTuber.

@@ -41,7 +41,10 @@ type testStore interface {
 	Confs() ([]string, error)
 	RecallMarks(confUID string) (map[string]RecallMark, error)
 	RecallMark(confUID, historyUID string) (RecallMark, bool, error)
-	SaveRecall(confUID, historyUID string, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error)
+	SaveRecall(confUID, historyUID string, from, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error)
+	RecallSince(confUID, historyUID string, after uint64, limit int) ([]RecallEntry, error)
+	ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error)
+	FillRecallVectors(confUID, model string, entries []RecallEntry) (int, error)
 	SetRecallVectors(confUID, model string, entries []RecallEntry) error
 	RecallVectorModel(confUID string) (string, error)
 	ForEachRecall(confUID string, fn func(RecallEntry) error) error

@@ -158,6 +158,7 @@ func (s *Service) ForgetConversation(ctx context.Context, confUID, historyUID st
 	if rerr := s.outlastIndexer(ctx, func() { c.removeAll(historyUID, seqs) }); err == nil {
 		err = rerr
 	}
+	s.tell(newsForgot, confUID, historyUID)
 	return n, err
 }
 
@@ -196,11 +197,16 @@ func (s *Service) forgetStored(ctx context.Context, confUID, historyUID string) 
 	}
 }
 
-// removeAll drops entries of one history from the index.
-func (c *character) removeAll(historyUID string, seqs []uint64) {
+// removeAll drops entries of one history from the index, and reports
+// how many it held.
+func (c *character) removeAll(historyUID string, seqs []uint64) int {
+	n := 0
 	for _, seq := range seqs {
-		c.remove(historyUID, seq)
+		if c.remove(historyUID, seq) {
+			n++
+		}
 	}
+	return n
 }
 
 // outlastIndexer removes from the index (remove) what was just forgotten
@@ -265,5 +271,6 @@ func (s *Service) ForgetEverything(ctx context.Context, confUID string) (int, er
 	if err == nil {
 		err = rerr
 	}
+	s.tell(newsForgot, confUID, "")
 	return forgotten, err
 }

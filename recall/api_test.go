@@ -277,8 +277,8 @@ type pausingStore struct {
 	forgotten chan struct{} // a forget reached the store
 }
 
-func (p *pausingStore) SaveRecall(confUID, historyUID string, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {
-	out, err := p.Store.SaveRecall(confUID, historyUID, mark, entries)
+func (p *pausingStore) SaveRecall(confUID, historyUID string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {
+	out, err := p.Store.SaveRecall(confUID, historyUID, from, mark, entries)
 	p.once.Do(func() {
 		close(p.saved)
 		<-p.release

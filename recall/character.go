@@ -123,8 +123,10 @@ func speaker(e history.RecallEntry) string {
 	return "Assistant"
 }
 
-// add indexes entries, each history's in seq order after what it holds.
-func (c *character) add(entries []history.RecallEntry) {
+// add indexes entries, each history's in seq order after what it holds,
+// and reports how many it added (not those it holds already, nor those
+// forgotten or of a deleted history).
+func (c *character) add(entries []history.RecallEntry) int {
 	type prepared struct {
 		e      history.RecallEntry
 		terms  []string
@@ -141,6 +143,7 @@ func (c *character) add(entries []history.RecallEntry) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	added := 0
 	for _, p := range prep {
 		e := p.e
 		k := key{e.HistoryUID, e.Seq}
@@ -170,7 +173,9 @@ func (c *character) add(entries []history.RecallEntry) {
 		if e.Vector == nil {
 			c.missing++
 		}
+		added++
 	}
+	return added
 }
 
 // intern returns the history uid shared by its entries.
@@ -195,14 +200,49 @@ func (c *character) sessionFor(h string, t time.Time, headerTokens int) int {
 	return len(c.sessions) - 1
 }
 
-// remove drops one entry, for good.
-func (c *character) remove(uid string, seq uint64) {
+// remove drops one entry, for good, and reports whether the index held
+// it.
+func (c *character) remove(uid string, seq uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forgotten[key{uid, seq}] = true
-	if id, ok := c.bySeq[key{uid, seq}]; ok {
+	id, ok := c.bySeq[key{uid, seq}]
+	if ok {
 		c.killLocked(id)
 	}
+	return ok
+}
+
+// lastSeq is the sequence number of the last entry of a history the
+// index took (0: none): the store holds no other entry of it before, but
+// for those forgotten.
+func (c *character) lastSeq(uid string) uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ids := c.byHistory[uid]
+	if len(ids) == 0 {
+		return 0
+	}
+	return c.entries[ids[len(ids)-1]].seq
+}
+
+// historyUIDs lists the histories the index holds entries or summaries
+// of.
+func (c *character) historyUIDs() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	seen := make(map[string]bool, len(c.byHistory))
+	out := make([]string, 0, len(c.byHistory))
+	for uid := range c.byHistory {
+		seen[uid] = true
+		out = append(out, uid)
+	}
+	for uid := range c.sumByHist {
+		if !seen[uid] {
+			out = append(out, uid)
+		}
+	}
+	return out
 }
 
 func (c *character) killLocked(id textindex.DocID) {
@@ -238,8 +278,8 @@ func (c *character) dropHistory(uid string) {
 }
 
 // setSummaries indexes a history's summaries, replacing what was indexed
-// of them if they changed.
-func (c *character) setSummaries(uid string, sums []history.SummaryRecord) {
+// of them if they changed, and reports whether they did.
+func (c *character) setSummaries(uid string, sums []history.SummaryRecord) bool {
 	var sig strings.Builder
 	for _, s := range sums {
 		sig.WriteString(s.Summary)
@@ -252,7 +292,7 @@ func (c *character) setSummaries(uid string, sums []history.SummaryRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.deleted[uid] || c.sumKeys[uid] == sig.String() {
-		return
+		return false
 	}
 	for _, id := range c.sumByHist[uid] {
 		c.sums.Remove(id)
@@ -270,6 +310,7 @@ func (c *character) setSummaries(uid string, sums []history.SummaryRecord) {
 	}
 	c.sumByHist[uid] = ids
 	c.sumKeys[uid] = sig.String()
+	return true
 }
 
 // turnDocs returns the live entries of a history's turns, in order.

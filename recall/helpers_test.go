@@ -71,8 +71,8 @@ func (s *countingStore) setOnSince(fn func()) {
 	s.mu.Unlock()
 }
 
-func (s *countingStore) SaveRecall(conf, uid string, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {
-	saved, err := s.Store.SaveRecall(conf, uid, mark, entries)
+func (s *countingStore) SaveRecall(conf, uid string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {
+	saved, err := s.Store.SaveRecall(conf, uid, from, mark, entries)
 	s.mu.Lock()
 	hook := s.afterSave
 	s.mu.Unlock()

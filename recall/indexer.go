@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"koe/history"
@@ -18,7 +19,8 @@ const readBatch = 256
 const backfillBatch = 256
 
 // indexHistory indexes a history's records past its mark and its
-// summaries, then makes vectors that are missing.
+// summaries, tells the other instances if it stored any, then makes
+// vectors that are missing.
 func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	c, err := s.character(ctx, conf)
 	if err != nil {
@@ -30,6 +32,22 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	if err != nil {
 		return err
 	}
+	// Another instance may have indexed past what this index holds:
+	// take its entries, so that this one's follow them.
+	takeStored := func() (bool, error) {
+		vectors, err := s.storedVectorsUsable(conf)
+		if err != nil {
+			return false, err
+		}
+		_, gone, err := s.takeStored(conf, uid, c, vectors)
+		return gone, err
+	}
+	if mark.Seq > c.lastSeq(uid) {
+		if gone, err := takeStored(); gone || err != nil {
+			return err
+		}
+	}
+	stored := false
 	for {
 		recs, err := s.opts.Store.Since(conf, uid, mark.Seq, readBatch)
 		if errors.Is(err, history.ErrNotFound) {
@@ -42,6 +60,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 		if len(recs) == 0 {
 			break
 		}
+		from := mark
 		var entries []history.RecallEntry
 		for _, r := range recs {
 			mark.Seq = r.Seq
@@ -61,15 +80,28 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 				return err
 			}
 		}
-		saved, err := s.opts.Store.SaveRecall(conf, uid, mark, entries)
+		saved, err := s.opts.Store.SaveRecall(conf, uid, from, mark, entries)
 		if errors.Is(err, history.ErrNotFound) {
 			c.dropHistory(uid)
 			return nil
+		}
+		if errors.Is(err, history.ErrMarkMoved) {
+			// Another instance indexed these records first: take what
+			// it stored and go on from where it left off.
+			s.log.Debug("recall: another instance indexed the history first; going on from its mark", "conf_uid", conf, "history_uid", uid)
+			if mark, _, err = s.opts.Store.RecallMark(conf, uid); err != nil {
+				return err
+			}
+			if gone, err := takeStored(); gone || err != nil {
+				return err
+			}
+			continue
 		}
 		if err != nil {
 			return err
 		}
 		c.add(saved)
+		stored = stored || len(saved) > 0
 		if len(recs) < readBatch {
 			break
 		}
@@ -78,7 +110,9 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	if err != nil && !errors.Is(err, history.ErrNotFound) {
 		return err
 	}
-	c.setSummaries(uid, sums)
+	if c.setSummaries(uid, sums) || stored {
+		s.tell(newsSaved, conf, uid)
+	}
 	return s.backfill(ctx, conf, uid, c)
 }
 
@@ -152,6 +186,22 @@ func (s *Service) backfill(ctx context.Context, conf, uid string, c *character) 
 	if len(todo) == 0 {
 		return nil
 	}
+	more := len(todo) == backfillBatch
+	// Another instance may have made them already.
+	n, err := s.opts.Store.FillRecallVectors(conf, s.opts.Embedder.Model(), todo)
+	if err != nil {
+		return fmt.Errorf("read stored vectors: %w", err)
+	}
+	if n > 0 {
+		c.setVectors(todo)
+		todo = slices.DeleteFunc(todo, func(e history.RecallEntry) bool { return e.Vector != nil })
+		if len(todo) == 0 {
+			if more {
+				s.Noted(conf, uid)
+			}
+			return nil
+		}
+	}
 	s.embedEntries(ctx, todo)
 	if todo[0].Vector == nil {
 		return nil
@@ -160,7 +210,7 @@ func (s *Service) backfill(ctx context.Context, conf, uid string, c *character) 
 		return fmt.Errorf("store vectors: %w", err)
 	}
 	c.setVectors(todo)
-	if len(todo) == backfillBatch {
+	if more {
 		s.Noted(conf, uid)
 	}
 	return nil

@@ -15,7 +15,8 @@
 // The index lives in memory, loaded from the history database (package
 // history keeps the entries, their vectors and how far each history was
 // indexed) and caught up from the histories themselves, so a missing or
-// stale index is rebuilt from what was said.
+// stale index is rebuilt from what was said. Instances of koe that share
+// a database tell each other what they stored and forgot (share.go).
 package recall
 
 import (
@@ -38,13 +39,17 @@ type Store interface {
 	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
 	RecallMarks(confUID string) (map[string]history.RecallMark, error)
 	RecallMark(confUID, historyUID string) (history.RecallMark, bool, error)
-	SaveRecall(confUID, historyUID string, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error)
+	SaveRecall(confUID, historyUID string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error)
 	SetRecallVectors(confUID, model string, entries []history.RecallEntry) error
 	RecallVectorModel(confUID string) (string, error)
 	ForEachRecall(confUID string, fn func(history.RecallEntry) error) error
 	ForgetRecall(confUID, historyUID string, seq uint64) (bool, error)
 	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
 	ClearRecall(confUID string) error
+	// What other instances sharing the store saved and forgot (share.go).
+	RecallSince(confUID, historyUID string, after uint64, limit int) ([]history.RecallEntry, error)
+	ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error)
+	FillRecallVectors(confUID, model string, entries []history.RecallEntry) (int, error)
 }
 
 // Embedder turns texts into unit vectors (package llm's Embedder).
@@ -91,6 +96,12 @@ type Service struct {
 	// embedFailing: the last embedding request failed; the warning is
 	// logged once per streak.
 	embedFailing bool
+	// bus, if set, carries news to and from the other instances that
+	// share the store; syncs are the news heard, applied by the indexer
+	// between its jobs (share.go).
+	bus        Bus
+	syncs      []syncJob
+	syncQueued map[syncJob]bool
 }
 
 type noted struct{ conf, uid string }
@@ -123,6 +134,8 @@ func New(opts Options) *Service {
 		wake:   make(chan struct{}, 1),
 		chars:  map[string]*loading{},
 		queued: map[noted]bool{},
+
+		syncQueued: map[syncJob]bool{},
 	}
 	s.idle = sync.NewCond(&s.mu)
 	s.wg.Add(1)
@@ -167,7 +180,7 @@ func (s *Service) Settle(ctx context.Context) error {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for (len(s.pending) > 0 || len(s.clears) > 0 || s.working) && ctx.Err() == nil && s.ctx.Err() == nil {
+	for (len(s.pending) > 0 || len(s.clears) > 0 || len(s.syncs) > 0 || s.working) && ctx.Err() == nil && s.ctx.Err() == nil {
 		s.idle.Wait()
 	}
 	if err := ctx.Err(); err != nil {
@@ -176,8 +189,9 @@ func (s *Service) Settle(ctx context.Context) error {
 	return s.ctx.Err()
 }
 
-// run is the indexer: it takes noted histories one at a time, and the
-// clears of Rebuild between them.
+// run is the indexer: it takes noted histories one at a time, and
+// between them the clears of Rebuild and the news of other instances.
+// Everything that adds to a loaded index runs here, in order.
 func (s *Service) run() {
 	defer s.wg.Done()
 	for {
@@ -188,6 +202,15 @@ func (s *Service) run() {
 			s.working = true
 			s.mu.Unlock()
 			r.done <- s.clear(r.conf)
+			continue
+		}
+		if len(s.syncs) > 0 {
+			j := s.syncs[0]
+			s.syncs = s.syncs[1:]
+			delete(s.syncQueued, j)
+			s.working = true
+			s.mu.Unlock()
+			s.apply(s.ctx, j)
 			continue
 		}
 		if len(s.pending) == 0 {
@@ -252,6 +275,12 @@ func (s *Service) load(conf string) (*character, error) {
 	// Vectors of another model (or of none now configured) cannot be
 	// compared with a question's: they are left out, and made again.
 	useVectors := s.opts.Embedder != nil && model == s.opts.Embedder.Model()
+	// The marks before the entries: a history another instance indexes
+	// meanwhile has a mark read behind its records, and is caught up.
+	marks, err := s.opts.Store.RecallMarks(conf)
+	if err != nil {
+		return nil, err
+	}
 	var entries []history.RecallEntry
 	err = s.opts.Store.ForEachRecall(conf, func(e history.RecallEntry) error {
 		if !useVectors {
@@ -264,7 +293,7 @@ func (s *Service) load(conf string) (*character, error) {
 		return nil, fmt.Errorf("load recall of %q: %w", conf, err)
 	}
 	c.add(entries)
-	if err := s.catchUp(conf, c); err != nil {
+	if err := s.catchUp(conf, c, marks); err != nil {
 		return nil, err
 	}
 	if s.opts.Embedder != nil && c.missing > 0 {
@@ -281,11 +310,7 @@ func (s *Service) load(conf string) (*character, error) {
 
 // catchUp notes the histories of conf with records past their mark, and
 // indexes every history's summaries.
-func (s *Service) catchUp(conf string, c *character) error {
-	marks, err := s.opts.Store.RecallMarks(conf)
-	if err != nil {
-		return err
-	}
+func (s *Service) catchUp(conf string, c *character, marks map[string]history.RecallMark) error {
 	list, err := s.opts.Store.List(conf)
 	if err != nil {
 		return fmt.Errorf("recall catch-up of %q: %w", conf, err)
@@ -327,8 +352,9 @@ func (s *Service) Preload(ctx context.Context) error {
 }
 
 // ForgetHistory drops a deleted history's memories from the index (the
-// store dropped them with the history).
+// store dropped them with the history), and tells the other instances.
 func (s *Service) ForgetHistory(confUID, historyUID string) {
+	defer s.tell(newsDeleted, confUID, historyUID)
 	s.mu.Lock()
 	l := s.chars[confUID]
 	s.mu.Unlock()
@@ -353,6 +379,7 @@ func (s *Service) Forget(ctx context.Context, confUID, historyUID string, seq ui
 		return false, err
 	}
 	c.remove(historyUID, seq)
+	s.tell(newsForgot, confUID, historyUID)
 	return ok, nil
 }
 

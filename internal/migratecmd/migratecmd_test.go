@@ -105,7 +105,7 @@ func buildBolt(t *testing.T, path string) fixture {
 			if h == 1 {
 				entries[len(entries)-1].Vector = nil // one entry without a vector
 			}
-			_, err = s.SaveRecall(conf, uid, history.RecallMark{Seq: msgs[len(msgs)-1].Seq, Turn: 5}, entries)
+			_, err = s.SaveRecall(conf, uid, history.RecallMark{}, history.RecallMark{Seq: msgs[len(msgs)-1].Seq, Turn: 5}, entries)
 			must(err)
 			if h == 0 {
 				_, err := s.ForgetRecall(conf, uid, entries[0].Seq)
@@ -343,7 +343,12 @@ func TestMigrateCopiesEverything(t *testing.T) {
 			t.Fatalf("entry %d was forgotten in bbolt but is listed", forgotten.Seq)
 		}
 	}
-	saved, err := pg.SaveRecall("alice", uid, history.RecallMark{Seq: last + 1, Turn: 6}, []history.RecallEntry{forgotten})
+	// The copied mark is where indexing goes on from.
+	mark, ok, err := pg.RecallMark("alice", uid)
+	if err != nil || !ok {
+		t.Fatalf("the copied recall mark: %+v, %v, %v", mark, ok, err)
+	}
+	saved, err := pg.SaveRecall("alice", uid, mark, history.RecallMark{Seq: last + 1, Turn: 6}, []history.RecallEntry{forgotten})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,136 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// What an instance of koe reads of recall data another instance wrote to
+// the same store: the entries it saved after those this one holds, what
+// it forgot, and vectors it made.
+
+// RecallSince returns up to limit entries of a history with a sequence
+// number after after, in sequence order, with their vectors. A history
+// that does not exist is ErrNotFound.
+func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int) ([]RecallEntry, error) {
+	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+		return nil, err
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("recall entries of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+	}
+	var out []RecallEntry
+	missing := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if historyBucket(tx, confUID, historyUID) == nil {
+			missing = true
+			return nil
+		}
+		ents := recallSub(tx, confUID, bucketEntries)
+		if ents == nil || after == ^uint64(0) {
+			return nil
+		}
+		vecs := recallSub(tx, confUID, bucketVectors)
+		prefix := historyPrefix(historyUID)
+		c := ents.Cursor()
+		for k, v := c.Seek(recallKey(historyUID, after+1)); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
+			_, seq, ok := parseRecallKey(k)
+			if !ok {
+				return fmt.Errorf("recall key %x is malformed", k)
+			}
+			var e RecallEntry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode recall entry %x: %w", k, err)
+			}
+			e.HistoryUID, e.Seq = historyUID, seq
+			if vecs != nil {
+				e.Vector = decodeVector(vecs.Get(k))
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	if missing {
+		return nil, fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+	}
+	return out, nil
+}
+
+// ForgottenRecalls returns the sequence numbers of the forgotten entries
+// of a history (historyUID "": of every history of the conf), in order,
+// by history uid (none for a history that does not exist).
+func (s *Store) ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error) {
+	if err := checkForgottenIDs(confUID, historyUID); err != nil {
+		return nil, err
+	}
+	out := map[string][]uint64{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := recallSub(tx, confUID, bucketForgotten)
+		if b == nil {
+			return nil
+		}
+		var prefix []byte
+		if historyUID != "" {
+			prefix = historyPrefix(historyUID)
+		}
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			uid, seq, ok := parseRecallKey(k)
+			if !ok {
+				return fmt.Errorf("recall key %x is malformed", k)
+			}
+			out[uid] = append(out[uid], seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read forgotten recall entries of history %q of conf %q: %w", historyUID, confUID, err)
+	}
+	return out, nil
+}
+
+// checkForgottenIDs checks ForgottenRecalls' ids: historyUID may be "".
+func checkForgottenIDs(confUID, historyUID string) error {
+	if historyUID == "" {
+		return checkIDs(confID(confUID))
+	}
+	return checkIDs(confID(confUID), historyID(historyUID))
+}
+
+// FillRecallVectors gives each of entries (by HistoryUID and Seq) that
+// has none the vector stored for it, if the conf's vectors are model's,
+// and reports how many it gave: vectors another instance made need not
+// be made again.
+func (s *Store) FillRecallVectors(confUID, model string, entries []RecallEntry) (int, error) {
+	if err := checkIDs(confID(confUID)); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta, vecs := recallSub(tx, confUID, bucketRecallMeta), recallSub(tx, confUID, bucketVectors)
+		if model == "" || meta == nil || vecs == nil || string(meta.Get(keyVectorModel)) != model {
+			return nil
+		}
+		for i := range entries {
+			e := &entries[i]
+			if e.Vector != nil {
+				continue
+			}
+			if v := decodeVector(vecs.Get(recallKey(e.HistoryUID, e.Seq))); v != nil {
+				e.Vector = v
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read recall vectors of conf %q: %w", confUID, err)
+	}
+	return n, nil
+}
