@@ -111,9 +111,7 @@ func startInstance(t *testing.T, name, dsn string, redis *redistest.Server, onSi
 		}
 		t.Cleanup(func() { _ = in.bus.Close() })
 		in.svc.Share(in.bus)
-		if err := in.bus.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
+		in.bus.Start()
 		in.svc.Resync()
 	}
 	return in
