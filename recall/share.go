@@ -51,9 +51,9 @@ type Bus interface {
 }
 
 // Share makes the service tell the other instances on bus what it stores
-// and forgets, and apply what they tell it. Call it before the bus starts
-// listening, and Resync once it listens: characters loaded before may
-// have missed news.
+// and forgets, and apply what they tell it. Call it before any character
+// is loaded with the bus listening, or else Resync once it listens:
+// characters loaded before may have missed news.
 func (s *Service) Share(bus Bus) {
 	s.mu.Lock()
 	s.bus = bus
