@@ -10,7 +10,9 @@ import (
 // Instances that share a store and a Redis (coord: redis) keep each other
 // up to date through it: the watch relay carries what sessions say to
 // other instances' watchers, the bus news of changes that instances keep
-// in memory (saved prompts, recall's memories).
+// in memory (saved prompts, documents, recall's memories). The bus listens
+// from the start; each part registers for its news before it reads
+// anything from the store.
 
 // openBus connects and subscribes the bus (coord: redis).
 func (m *Main) openBus(c coord.Config) error {

@@ -34,9 +34,10 @@ type KnowledgeNews struct {
 
 var _ knowledge.Peers = (*KnowledgeNews)(nil)
 
-// KnowledgeNewsOn carries document changes on bus, which must not have
-// started yet if no news is to be missed (news before Follow is not); the
-// caller closes bus.
+// KnowledgeNewsOn carries document changes on bus; call it before the
+// knowledge service reads anything (news from then on is not missed, and
+// news before Follow makes Follow tell of everything). The caller closes
+// bus.
 func KnowledgeNewsOn(bus *Bus, c Config, log *slog.Logger) *KnowledgeNews {
 	if log == nil {
 		log = slog.Default()
