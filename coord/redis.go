@@ -50,13 +50,15 @@ end
 return {0, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}
 `)
 
-// renew: KEYS lease, stop; ARGV token, lease ms. {1, stop} renewed (or
-// set again when it had gone: Redis lost it, nobody else took it); {0,
-// ”} another turn holds the history.
+// renew: KEYS lease, stop; ARGV token, lease ms, channel, history. {1,
+// stop} renewed (or set again when it had gone: Redis lost it, nobody
+// else took it; a stop waiting for it is woken); {0, ”} another turn
+// holds the history.
 var renew = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if cur == false then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
 elseif cur ~= ARGV[1] then
   return {0, ''}
 else
@@ -66,6 +68,23 @@ local s = redis.call('GET', KEYS[2])
 if s == false then s = '' end
 return {1, s}
 `)
+
+// upSince: KEYS up. {since, now} in Redis's milliseconds: since is when
+// koe first found this Redis without its mark, that is when it started
+// with nothing or lost its data (set now if it is so now).
+var upSince = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local since = tonumber(redis.call('GET', KEYS[1]))
+if not since then
+  redis.call('SET', KEYS[1], now)
+  since = now
+end
+return {since, now}
+`)
+
+// upKey marks a Redis that koe has known since the time it holds.
+const upKey = "koe:coord:up"
 
 // release: KEYS lease; ARGV token, channel, history. Deletes the lease
 // only if it is still this token's and tells the waiters.
@@ -128,7 +147,17 @@ func NewRedis(ctx context.Context, c Config, log *slog.Logger) (*RedisCoordinato
 		held: map[string]*redisLease{}, waiters: map[string]map[chan struct{}]struct{}{},
 	}
 	r.receive(r.onSubscribed, r.onMessage)
+	r.markUp(ctx)
 	return r, nil
+}
+
+// markUp notes when this Redis started with nothing or lost its data, if
+// nobody has: a stop that finds no lease soon after waits for the running
+// turns to set theirs again.
+func (r *RedisCoordinator) markUp(ctx context.Context) {
+	if err := upSince.Run(ctx, r.client, []string{upKey}).Err(); err != nil {
+		r.log.Debug("could not mark redis as known", "err", err)
+	}
 }
 
 // Ping checks that Redis answers (for readiness checks).
@@ -146,6 +175,7 @@ func (r *RedisCoordinator) Close() error { return r.close(nil) }
 func (r *RedisCoordinator) onSubscribed(m *redis.Subscription) {
 	r.log.Debug("subscribed", "channel", m.Channel)
 	r.resync()
+	r.markUp(r.ctx)
 }
 
 // onMessage dispatches stop and release messages.
@@ -359,7 +389,16 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 			cur, _ := res[0].(string)
 			switch {
 			case !asked && cur == "":
-				return false, nil
+				// Unless Redis lost the leases lately and the turns'
+				// instances have not set them again yet.
+				settle := r.settling(ctx)
+				if settle <= 0 {
+					return false, nil
+				}
+				if err := pause(ctx, wake, settle); err != nil {
+					return false, r.stopFailed(history, holder, asked, err)
+				}
+				continue
 			case asked && cur != holder:
 				return true, nil
 			}
@@ -392,6 +431,19 @@ func (r *RedisCoordinator) Held(ctx context.Context, history string) (bool, erro
 		return false, fmt.Errorf("history %s: read its lease: %w", history, err)
 	}
 	return n > 0, nil
+}
+
+// settling is how long, after Redis started with nothing or lost its data,
+// a running turn's lease may still be missing: every live instance sets
+// its turns' leases again within coord_lease. Zero when that is past (or
+// unknown: Redis cannot say).
+func (r *RedisCoordinator) settling(ctx context.Context) time.Duration {
+	res, err := upSince.Run(ctx, r.client, []string{upKey}).Slice()
+	if err != nil || len(res) != 2 {
+		return 0
+	}
+	left := time.Duration(toInt(res[0])+r.lease.Milliseconds()-toInt(res[1])) * time.Millisecond
+	return max(left, 0)
 }
 
 func (r *RedisCoordinator) stopFailed(history, holder string, asked bool, err error) error {
@@ -446,7 +498,7 @@ func (l *redisLease) renew(ctx context.Context) {
 		case <-l.kick:
 		}
 		res, err := renew.Run(ctx, l.r.client, []string{leasePrefix + l.history, stopPrefix + l.history},
-			l.token, l.r.lease.Milliseconds()).Slice()
+			l.token, l.r.lease.Milliseconds(), chReleased, l.history).Slice()
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -521,3 +521,34 @@ func BenchmarkClaimRelease(b *testing.B) {
 		})
 	}
 }
+
+// TestStopRightAfterRedisRestart: a Redis without persistence restarts and
+// loses a running turn's lease; a stop sent at once waits until the
+// turn's instance has set it again, and stops the turn. A stop for an
+// idle history then still finds nothing.
+func TestStopRightAfterRedisRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	a, aLog := instance(t, srv, "A")
+	b, _ := instance(t, srv, "B")
+	tt := newTurn()
+	lease := claim(t, b, "h9", "run-across", tt)
+	srv.Stop()
+	srv.Start()
+	stopped := make(chan bool, 1)
+	go func() {
+		s, err := a.Stop(context.Background(), "h9")
+		if err != nil {
+			t.Error(err)
+		}
+		stopped <- s
+	}()
+	wait(t, tt.stopped, "a stop sent right after the restart reached the turn")
+	lease.Release()
+	if !<-stopped {
+		t.Fatal("a stop sent right after the restart found no turn")
+	}
+	aLog.waitFor("subscribed", 2)
+	if s, err := a.Stop(context.Background(), "idle"); err != nil || s {
+		t.Fatalf("stop of an idle history after the restart: %v, %v", s, err)
+	}
+}
