@@ -64,6 +64,20 @@ func (r *rig) restart() {
 // does.
 func (r *rig) say(uid string, lines ...string) string {
 	r.t.Helper()
+	return say(r.t, r.store, r.svc, uid, lines...)
+}
+
+// lineStore is where say stores lines.
+type lineStore interface {
+	CreateWith(confUID, historyUID string, recs ...history.Record) error
+	Append(confUID, historyUID string, rec history.Record) error
+}
+
+// say stores lines ("human: ..." or "ai: ...") in history uid of store,
+// or in a new one (all at once) when uid is "", tells svc, as
+// conversation does, and returns the uid.
+func say(t testing.TB, store lineStore, svc *recall.Service, uid string, lines ...string) string {
+	t.Helper()
 	var recs []history.Record
 	for _, l := range lines {
 		role, text, _ := strings.Cut(l, ": ")
@@ -71,17 +85,17 @@ func (r *rig) say(uid string, lines ...string) string {
 	}
 	if uid == "" {
 		uid = history.NewUID(time.Now())
-		if err := r.store.CreateWith(conf, uid, recs...); err != nil {
-			r.t.Fatal(err)
+		if err := store.CreateWith(conf, uid, recs...); err != nil {
+			t.Fatal(err)
 		}
 	} else {
 		for _, rec := range recs {
-			if err := r.store.Append(conf, uid, rec); err != nil {
-				r.t.Fatal(err)
+			if err := store.Append(conf, uid, rec); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
-	r.svc.Noted(conf, uid)
+	svc.Noted(conf, uid)
 	return uid
 }
 

@@ -122,25 +122,7 @@ func startInstance(t *testing.T, name, dsn string, redis *redistest.Server, onSi
 // sessions do; it returns the uid.
 func (in *instance) say(uid string, lines ...string) string {
 	in.t.Helper()
-	var recs []history.Record
-	for _, l := range lines {
-		role, text, _ := strings.Cut(l, ": ")
-		recs = append(recs, history.Record{Role: role, Content: text})
-	}
-	if uid == "" {
-		uid = history.NewUID(time.Now())
-		if err := in.store.CreateWith(conf, uid, recs...); err != nil {
-			in.t.Fatal(err)
-		}
-	} else {
-		for _, r := range recs {
-			if err := in.store.Append(conf, uid, r); err != nil {
-				in.t.Fatal(err)
-			}
-		}
-	}
-	in.svc.Noted(conf, uid)
-	return uid
+	return say(in.t, in.store, in.svc, uid, lines...)
 }
 
 func (in *instance) settle() {
