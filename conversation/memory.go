@@ -104,10 +104,21 @@ const newsTimeout = 5 * time.Second
 // calls this). confUID "" means every character (news may have been
 // missed).
 func (h *Hub) PromptsChanged(confUID string) {
+	type prompts struct{ system, reminder string }
+	read := map[string]prompts{} // each character's, read once
 	for _, s := range h.openSessions() {
-		if c, _ := s.current(); confUID == "" || c.char.ConfUID == confUID {
-			h.applyPrompts(c)
+		c, _ := s.current()
+		conf := c.char.ConfUID
+		if confUID != "" && conf != confUID {
+			continue
 		}
+		p, ok := read[conf]
+		if !ok {
+			p = prompts{h.savedPrompt(conf, history.PromptSystem), h.savedPrompt(conf, history.PromptReminder)}
+			read[conf] = p
+		}
+		c.agent.SetSystemPrompt(p.system)
+		c.agent.SetReminder(p.reminder)
 	}
 }
 
