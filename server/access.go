@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -199,37 +200,48 @@ func isRoute(path, route string) bool {
 	return strings.EqualFold(strings.TrimSuffix(path, "/"), route)
 }
 
-// checkToken enforces server.auth_token.
-func (s *Server) checkToken(c *fiber.Ctx) error {
-	a := s.access
+// tokenOK reports whether a request carries server.auth_token, or needs
+// none (the probes, asset preflights); fromQuery is set when only a
+// ?token= query carried it, for a page that should then get the cookie.
+func (a *access) tokenOK(r head) (ok, fromQuery bool) {
 	if !a.tokenEnabled {
-		return c.Next()
+		return true, false
 	}
-	path, method := c.Path(), c.Method()
+	path, method := r.path(), r.method()
 	get := method == fiber.MethodGet || method == fiber.MethodHead
 	switch {
 	case get && (isRoute(path, "/healthz") || isRoute(path, "/readyz")):
-		return c.Next()
-	case method == fiber.MethodOptions && s.isAssetPath(path):
-		return c.Next() // CORS preflights never carry credentials
-	case a.tokenMatches(bearer(c.Get(fiber.HeaderAuthorization))), a.cookieMatches(c.Cookies(tokenCookie)):
-		return c.Next()
+		return true, false
+	case method == fiber.MethodOptions && isAssetPath(path):
+		return true, false // CORS preflights never carry credentials
+	case a.tokenMatches(bearer(string(r.h.Peek(fiber.HeaderAuthorization)))), a.cookieMatches(string(r.h.Cookie(tokenCookie))):
+		return true, false
 	}
-	query := c.Query(tokenQuery)
-	if isRoute(path, "/client-ws") {
-		var protocols []string
-		c.Request().Header.VisitAll(func(k, v []byte) {
-			if strings.EqualFold(string(k), fiber.HeaderSecWebSocketProtocol) {
-				protocols = append(protocols, string(v))
+	query := string(r.uri.QueryArgs().Peek(tokenQuery))
+	if query == "" || !a.tokenMatches(query) {
+		if isRoute(path, "/client-ws") {
+			var protocols []string
+			for k, v := range r.h.All() {
+				if strings.EqualFold(string(k), fiber.HeaderSecWebSocketProtocol) {
+					protocols = append(protocols, string(v))
+				}
 			}
-		})
-		if sp := subprotocolToken(protocols); sp != "" && a.tokenMatches(sp) || query != "" && a.tokenMatches(query) {
-			return c.Next()
+			sp := subprotocolToken(protocols)
+			return sp != "" && a.tokenMatches(sp), false
 		}
-	} else if query != "" && get && a.tokenMatches(query) {
-		return s.setTokenCookie(c)
+		return false, false
 	}
-	c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="koe"`)
+	switch {
+	case isRoute(path, "/client-ws"):
+		return true, false
+	case get:
+		return true, true
+	}
+	return false, false
+}
+
+// tokenRefusal is the answer to a request without the token.
+func tokenRefusal() *fiber.Error {
 	return fiber.NewError(fiber.StatusUnauthorized, tokenHelp)
 }
 
@@ -261,31 +273,58 @@ func (s *Server) setTokenCookie(c *fiber.Ctx) error {
 	return c.Redirect(loc, fiber.StatusSeeOther)
 }
 
-// checkOrigin guards REST and the WebSocket against other web pages.
-func (s *Server) checkOrigin(c *fiber.Ctx) error {
-	origin := c.Get(fiber.HeaderOrigin)
-	if !s.access.originAllowed(origin, string(c.Request().Header.Host())) {
-		origin = quote.Shorten(origin, 120)
-		if n, ok := s.refusedOrigins.due(); ok {
-			s.log.Warn("request from a foreign web page refused; add its origin to server.allowed_origins if it is yours",
-				"origin", origin, "path", quote.Shorten(c.Path(), 120), "refused_since_last_log", n)
-		}
-		return fiber.NewError(fiber.StatusForbidden, "origin "+origin+" is not allowed: add it to server.allowed_origins")
-	}
-	return c.Next()
+// originRefusal is the answer to a foreign web page.
+func originRefusal(origin string) *fiber.Error {
+	return fiber.NewError(fiber.StatusForbidden, "origin "+quote.Shorten(origin, 120)+" is not allowed: add it to server.allowed_origins")
 }
 
-// refuseHost refuses Host headers koe does not answer to (DNS rebinding).
-func (s *Server) refuseHost(c *fiber.Ctx) error {
-	host := string(c.Request().Header.Host())
+// hostRefusal reports a Host header, or an absolute request target's host,
+// that koe does not answer to (DNS rebinding).
+func (a *access) hostRefusal(r head) *fiber.Error {
+	host := string(r.h.Host())
 	if host == "" {
 		return fiber.NewError(fiber.StatusBadRequest, "the request has no Host header")
 	}
-	for _, h := range []string{host, string(c.Request().URI().Host())} {
-		if h != "" && !s.access.hostAllowed(h) {
+	for _, h := range []string{host, string(r.uri.Host())} {
+		if h != "" && !a.hostAllowed(h) {
 			return fiber.NewError(fiber.StatusForbidden, "koe does not answer to the host name "+quote.Shorten(strings.ToLower(h), 120)+
 				": add it to server.allowed_hosts if it is this machine's name (literal IP addresses and localhost always work)")
 		}
 	}
 	return nil
+}
+
+// GuardHTTP puts next (a net/http handler served on a port of its own:
+// -pprof's profiles) behind the checks koe's own port makes of every
+// request: a Host name koe answers to, so that a rebound domain name
+// cannot read it from the user's browser, and server.auth_token when set.
+// A browser opens it once with ?token=, as koe's pages, and keeps the
+// cookie (which koe's own port sets too).
+func GuardHTTP(cfg Config, next http.Handler) http.Handler {
+	a := newAccess(cfg)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(fiber.HeaderXContentTypeOptions, "nosniff")
+		for _, h := range []string{r.Host, r.URL.Host} {
+			if h != "" && !a.hostAllowed(h) || r.Host == "" {
+				http.Error(w, "koe does not answer to the host name "+quote.Shorten(strings.ToLower(h), 120)+
+					": add it to server.allowed_hosts if it is this machine's name", http.StatusForbidden)
+				return
+			}
+		}
+		if a.tokenEnabled {
+			cookie, _ := r.Cookie(tokenCookie)
+			query := r.URL.Query().Get(tokenQuery)
+			switch {
+			case a.tokenMatches(bearer(r.Header.Get("Authorization"))), cookie != nil && a.cookieMatches(cookie.Value):
+			case query != "" && a.tokenMatches(query) && r.Method == http.MethodGet:
+				http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: a.cookieValue, Path: "/", HttpOnly: true,
+					MaxAge: int(tokenCookieMaxAge / time.Second), SameSite: http.SameSiteStrictMode})
+			default:
+				w.Header().Set(fiber.HeaderWWWAuthenticate, `Bearer realm="koe"`)
+				http.Error(w, tokenHelp, http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -56,6 +56,10 @@ type Config struct {
 	// gets a 503. 0 derives it from the open-file limit (see
 	// defaultMaxConnections).
 	MaxConnections int `yaml:"max_connections"`
+	// HealthConnections more connections are let in past MaxConnections
+	// for /healthz, /readyz and /metrics only (anything else on them gets
+	// a 503), so that probes still get through to a koe kept full.
+	HealthConnections int `yaml:"health_connections"`
 	// ReadTimeout bounds reading one request, from the connection's start
 	// or the request's first byte; IdleTimeout bounds the wait for the next
 	// request on a kept-alive connection. WebSockets are not affected once
@@ -94,6 +98,7 @@ func DefaultConfig() Config {
 		SSEHeartbeat:      15 * time.Second,
 		Metrics:           true,
 		ReadyTimeout:      2 * time.Second,
+		HealthConnections: 16,
 	}
 }
 
@@ -124,6 +129,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server.pong_timeout (%s) must be longer than server.ping_interval (%s)", c.PongTimeout, c.PingInterval)
 	case c.MaxConnections < 0:
 		return fmt.Errorf("server.max_connections %d is negative (0 derives it from the open-file limit)", c.MaxConnections)
+	case c.HealthConnections < 0 || c.HealthConnections > 1024:
+		return fmt.Errorf("server.health_connections %d is out of range: 0 to 1024 (default 16)", c.HealthConnections)
 	}
 	for _, h := range c.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/:@ ") && net.ParseIP(h) == nil {

@@ -155,9 +155,9 @@ func flood(t *testing.T, addr string, n int) []net.Conn {
 	return conns
 }
 
-// answers waits until GET /healthz gets an answer starting with want,
-// failing if koe stopped.
-func (ch *fdChild) answers(t *testing.T, want string) {
+// answers waits until GET path gets an answer starting with want, failing
+// if koe stopped.
+func (ch *fdChild) answers(t *testing.T, path, want string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -169,7 +169,7 @@ func (ch *fdChild) answers(t *testing.T, want string) {
 		c, err := net.DialTimeout("tcp", ch.addr, 5*time.Second)
 		if err == nil {
 			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+ch.addr+"\r\nConnection: close\r\n\r\n")
+			_, _ = io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: "+ch.addr+"\r\nConnection: close\r\n\r\n")
 			data, _ := io.ReadAll(c)
 			_ = c.Close()
 			if strings.HasPrefix(string(data), want) {
@@ -177,7 +177,7 @@ func (ch *fdChild) answers(t *testing.T, want string) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/healthz never answered %q", want)
+			t.Fatalf("%s never answered %q", path, want)
 		}
 		time.Sleep(100 * time.Millisecond) // a poll interval, not an assertion
 	}
@@ -185,9 +185,10 @@ func (ch *fdChild) answers(t *testing.T, want string) {
 
 // Running out of file descriptors must not stop koe. With the default
 // server.max_connections (derived from the limit), connections beyond it
-// get a 503 naming the key; with a cap set above the limit, accept fails
-// with EMFILE and koe rides it out. Either way /healthz answers once the
-// flood is gone.
+// get a 503 naming the key, but for probes, which get through on the
+// reserve (server.health_connections); with a cap set above the limit,
+// accept fails with EMFILE and koe rides it out. Either way /healthz
+// answers once the flood is gone.
 func TestOutOfFileDescriptors(t *testing.T) {
 	if os.Getenv("KOE_FDLIMIT_CHILD") != "" {
 		t.Skip("in the child")
@@ -213,9 +214,10 @@ func TestOutOfFileDescriptors(t *testing.T) {
 		if busy == 0 {
 			t.Fatal("no connection over the cap got a 503 naming server.max_connections")
 		}
-		ch.answers(t, "HTTP/1.1 503")
+		ch.answers(t, "/api/sessions", "HTTP/1.1 503")
+		ch.answers(t, "/healthz", "HTTP/1.1 200")
 		closeAll(conns)
-		ch.answers(t, "HTTP/1.1 200")
+		ch.answers(t, "/api/sessions", "HTTP/1.1 200")
 	})
 	t.Run("cap above the limit", func(t *testing.T) {
 		ch := startFDChild(t, "100000")
@@ -223,7 +225,7 @@ func TestOutOfFileDescriptors(t *testing.T) {
 		defer closeAll(conns)
 		waitLog(t, ch, "too many open files")
 		closeAll(conns)
-		ch.answers(t, "HTTP/1.1 200")
+		ch.answers(t, "/healthz", "HTTP/1.1 200")
 	})
 }
 

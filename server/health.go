@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -46,6 +47,30 @@ func (s *Server) healthRoutes() {
 	if s.cfg.Metrics && s.opts.MetricsHandler != nil {
 		s.app.Get("/metrics", adaptor.HTTPHandler(s.opts.MetricsHandler))
 	}
+}
+
+// isProbeRoute reports the routes a connection in the reserve past
+// server.max_connections may ask for.
+func isProbeRoute(method, path string) bool {
+	return (method == fiber.MethodGet || method == fiber.MethodHead) &&
+		(isRoute(path, "/healthz") || isRoute(path, "/readyz") || isRoute(path, "/metrics"))
+}
+
+// reservedOnly refuses anything but a probe on a connection let in past
+// server.max_connections (see connTracker.reserve), and closes such a
+// connection after its one request.
+func (s *Server) reservedOnly(c *fiber.Ctx) error {
+	tc, ok := c.Context().Conn().(*trackedConn)
+	if !ok || !tc.reserved() {
+		return nil
+	}
+	c.Context().SetConnectionClose()
+	if isProbeRoute(c.Method(), c.Path()) {
+		return nil
+	}
+	c.Set(fiber.HeaderRetryAfter, "5")
+	return fiber.NewError(fiber.StatusServiceUnavailable, fmt.Sprintf(
+		"koe is at its connection limit (server.max_connections = %d); try again shortly", s.tracker.max))
 }
 
 // readyz answers 200 when every check passes, 503 naming the failing ones

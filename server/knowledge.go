@@ -124,16 +124,21 @@ func refusal(c *fiber.Ctx, body fiber.Map, refused []*knowledge.FileError) error
 	return c.Status(status).JSON(body)
 }
 
-// uploadedFiles reads the request's "file" parts. The body is in memory
-// already (bounded by bodyLimit); reading the parts from it rather than
-// through fasthttp's form parser keeps large files off the disk.
+// uploadedFiles reads the request's "file" parts as the client sends
+// them, each file's bytes held once and the body's total bounded by
+// knowledge.max_file_bytes, rather than first buffering the whole body
+// (and rather than fasthttp's form parser, which puts large files on disk).
 func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
 	ctype, params, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
 	if err != nil || ctype != fiber.MIMEMultipartForm || params["boundary"] == "" {
 		return nil, fiber.NewError(fiber.StatusUnsupportedMediaType,
 			fmt.Sprintf(`send the files as multipart/form-data, each in a part named "%s"`, uploadField))
 	}
-	r := multipart.NewReader(bytes.NewReader(c.Request().Body()), params["boundary"])
+	body := c.Context().RequestBodyStream()
+	if body == nil {
+		body = bytes.NewReader(c.Request().Body())
+	}
+	r := multipart.NewReader(&limitedBody{r: body, left: int64(s.maxUpload + uploadOverhead)}, params["boundary"])
 	var files []knowledge.Upload
 	for {
 		part, err := r.NextPart()
@@ -141,7 +146,7 @@ func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
 			break
 		}
 		if err != nil {
-			return nil, fiber.NewError(fiber.StatusBadRequest, "the multipart body does not parse: "+err.Error())
+			return nil, s.uploadReadError(err)
 		}
 		if part.FormName() != uploadField {
 			_ = part.Close()
@@ -150,7 +155,7 @@ func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
 		data, err := io.ReadAll(part)
 		_ = part.Close()
 		if err != nil {
-			return nil, fiber.NewError(fiber.StatusBadRequest, "the multipart body does not parse: "+err.Error())
+			return nil, s.uploadReadError(err)
 		}
 		// FileName is the last element of the part's filename; an empty
 		// one is refused by the knowledge service, by name.
@@ -161,6 +166,14 @@ func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
 			fmt.Sprintf(`the request has no "%s" part: send each file in a multipart/form-data part named "%s"`, uploadField, uploadField))
 	}
 	return files, nil
+}
+
+// uploadReadError answers an upload whose body could not be read whole.
+func (s *Server) uploadReadError(err error) error {
+	if errors.Is(err, errBodyTooLarge) {
+		return fiber.NewError(fiber.StatusRequestEntityTooLarge, s.tooLargeMessage(true, -1))
+	}
+	return fiber.NewError(fiber.StatusBadRequest, "the multipart body does not parse: "+bodyReadProblem(err))
 }
 
 // partType is the media type a part declares, without parameters ("" if
@@ -194,30 +207,17 @@ func isUploadRoute(method, path string) bool {
 	return false
 }
 
-// bodyLimit is fasthttp's bound on every request body: the larger of an
-// upload's and any other request's.
-func (s *Server) bodyLimit() int {
-	return max(s.cfg.MaxMessageBytes, s.maxUpload+uploadOverhead)
-}
-
-// boundBody keeps requests other than uploads within
-// server.max_message_bytes, as they were before uploads raised fasthttp's
-// limit. fasthttp has read the body by now; this refuses to act on it.
-func (s *Server) boundBody(c *fiber.Ctx) error {
-	n := len(c.Request().Body())
-	if n <= s.cfg.MaxMessageBytes || isUploadRoute(c.Method(), c.Path()) {
-		return c.Next()
-	}
-	return fiber.NewError(fiber.StatusRequestEntityTooLarge, fmt.Sprintf(
-		"Request Entity Too Large: the body is %s; server.max_message_bytes allows %s (files go to the upload routes, up to knowledge.max_file_bytes)",
-		quote.Bytes(int64(n)), quote.Bytes(int64(s.cfg.MaxMessageBytes))))
-}
-
-// tooLargeMessage words fasthttp's refusal of a body over bodyLimit.
-func (s *Server) tooLargeMessage(c *fiber.Ctx, fallback string) string {
-	if isUploadRoute(c.Method(), c.Path()) {
+// tooLargeMessage words the refusal of a body over its route's limit;
+// size is the declared size, or -1 when the body was cut while read.
+func (s *Server) tooLargeMessage(upload bool, size int64) string {
+	if upload {
 		return fmt.Sprintf("Request Entity Too Large: one upload may carry at most knowledge.max_file_bytes (%s) of files; send large files one per request",
 			quote.Bytes(int64(s.maxUpload)))
 	}
-	return fmt.Sprintf("%s: server.max_message_bytes allows %s", fallback, quote.Bytes(int64(s.cfg.MaxMessageBytes)))
+	msg := "Request Entity Too Large: "
+	if size >= 0 {
+		msg += "the body is " + quote.Bytes(size) + "; "
+	}
+	return msg + "server.max_message_bytes allows " + quote.Bytes(int64(s.cfg.MaxMessageBytes)) +
+		" (files go to the upload routes, up to knowledge.max_file_bytes)"
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // server.max_connections counts WebSockets too, for as long as they are
-// open; one connection more gets a 503 that names the key.
+// open; one connection more gets a 503 that names the key (unless it only
+// asks for a probe: see TestProbesGetThroughAFullKoe).
 func TestMaxConnectionsCountsWebSockets(t *testing.T) {
 	llm := startLLM(t, nil)
 	cfg := testConfig(t, t.TempDir(), llm.URL())
@@ -27,7 +28,7 @@ func TestMaxConnectionsCountsWebSockets(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		wss = append(wss, dialGreeted(t, addr))
 	}
-	r := rawGet(t, addr, "/healthz", addr)
+	r := rawGet(t, addr, "/api/sessions", addr)
 	if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, "server.max_connections") {
 		t.Fatalf("a fourth connection got %d %q, want a 503 naming server.max_connections", r.status, r.body)
 	}

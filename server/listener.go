@@ -22,7 +22,11 @@ import (
 // run from a connection's start.)
 type connTracker struct {
 	max int
-	log *slog.Logger
+	// reserve more connections are let in past max for the probes
+	// (/healthz, /readyz, /metrics) alone, so that a load balancer or a
+	// liveness probe still hears from a koe that clients keep full.
+	reserve int
+	log     *slog.Logger
 
 	mu      sync.Mutex
 	conns   map[*trackedConn]struct{} // open, hijacked WebSockets included
@@ -59,9 +63,10 @@ const (
 	acceptLogInterval = time.Minute
 )
 
-func newConnTracker(maxConns int, log *slog.Logger) *connTracker {
+func newConnTracker(maxConns, reserve int, log *slog.Logger) *connTracker {
 	return &connTracker{
 		max:       maxConns,
+		reserve:   reserve,
 		log:       log,
 		conns:     map[*trackedConn]struct{}{},
 		rejecters: make(chan struct{}, maxRejecters),
@@ -82,8 +87,9 @@ func (t *connTracker) open() int {
 	return len(t.conns)
 }
 
-// admit registers c, or turns it away: with a 503 when koe is at the cap,
-// silently when it is shutting down.
+// admit registers c, or turns it away: with a 503 when koe is at the cap
+// and its reserve, silently when it is shutting down. A connection let in
+// past the cap is marked as in the reserve.
 func (t *connTracker) admit(c net.Conn) *trackedConn {
 	t.mu.Lock()
 	if t.closing {
@@ -91,12 +97,15 @@ func (t *connTracker) admit(c net.Conn) *trackedConn {
 		_ = c.Close()
 		return nil
 	}
-	if len(t.conns) >= t.max {
+	if len(t.conns) >= t.max+t.reserve {
 		t.mu.Unlock()
 		t.reject(c)
 		return nil
 	}
-	tc := &trackedConn{Conn: c, t: t}
+	tc := &trackedConn{Conn: c, t: t, line: requestLine{pending: true}}
+	if len(t.conns) >= t.max {
+		tc.reservedUntil = time.Now().Add(reservedRequestWait)
+	}
 	t.conns[tc] = struct{}{}
 	t.mu.Unlock()
 	return tc
@@ -166,7 +175,13 @@ func (t *connTracker) connState(c net.Conn, state fasthttp.ConnState) {
 		return
 	}
 	switch state {
-	case fasthttp.StateNew, fasthttp.StateActive, fasthttp.StateIdle:
+	case fasthttp.StateActive:
+		tc.line.started()
+		tc.setPhase(phaseWaiting)
+	case fasthttp.StateIdle:
+		tc.line.next()
+		tc.setPhase(phaseWaiting)
+	case fasthttp.StateNew:
 		tc.setPhase(phaseWaiting)
 	case fasthttp.StateHijacked:
 		tc.setPhase(phaseHijacked)
@@ -228,7 +243,14 @@ func (l *trackedListener) Close() error {
 // closed, by fasthttp or, once hijacked, by its WebSocket session.
 type trackedConn struct {
 	net.Conn
-	t         *connTracker
+	t *connTracker
+	// reservedUntil is set on a connection let in past
+	// server.max_connections, for one probe only: the connection is closed
+	// after it, and no read on it may wait past this time.
+	reservedUntil time.Time
+	// line checks how the request line ends (fasthttp takes a bare LF
+	// there); only the goroutine serving the connection touches it.
+	line      requestLine
 	phase     connPhase // guarded by t.mu
 	closeOnce sync.Once
 	closeErr  error
@@ -247,6 +269,41 @@ func (c *trackedConn) setPhase(p connPhase) {
 	if closeNow {
 		_ = c.Close()
 	}
+}
+
+// reservedRequestWait is how long a connection in the reserve past
+// server.max_connections may take to send its request: a probe sends it
+// at once, and an idle connection must not hold a place kept for probes.
+const reservedRequestWait = 2 * time.Second
+
+// Read fails once the request line turns out to end in a bare LF, so that
+// fasthttp, which would wait for a CR LF CR LF that may never come, refuses
+// the request at once (a request whose head is read whole by then is
+// refused by guard).
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.line.scan(p[:n]) && err == nil {
+		err = errBareLF
+	}
+	return n, err
+}
+
+func (c *trackedConn) reserved() bool { return !c.reservedUntil.IsZero() }
+
+// SetReadDeadline keeps a reserved connection's reads within
+// reservedUntil, whatever deadline fasthttp asks for.
+func (c *trackedConn) SetReadDeadline(t time.Time) error {
+	if c.reserved() && (t.IsZero() || t.After(c.reservedUntil)) {
+		t = c.reservedUntil
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *trackedConn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
 }
 
 // SyscallConn reaches the socket under the tracking (see watchPeer).

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +25,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"koe/conversation"
+	"koe/internal/quote"
 	"koe/knowledge"
 	"koe/protocol"
 )
@@ -110,29 +112,26 @@ func New(opts Options) *Server {
 	if maxConns == 0 {
 		maxConns = defaultMaxConnections(soft)
 	}
-	s.tracker = newConnTracker(maxConns, s.log)
+	s.tracker = newConnTracker(maxConns, s.cfg.HealthConnections, s.log)
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		AppName:               "koe",
 		ErrorHandler:          s.answerError,
 		ReadTimeout:           s.cfg.ReadTimeout,
-		// Request bodies (the chat API's, images included) are bounded
-		// like WebSocket messages, but for uploads, which may be as large
-		// as a file may be; boundBody holds the others to the first.
-		BodyLimit:   s.bodyLimit(),
-		IdleTimeout: s.cfg.IdleTimeout,
+		// Bodies are streamed: headerReceived sets each request's limit
+		// from its headers, and guard reads the body within it (see
+		// admit.go). BodyLimit only applies if that hook is bypassed.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		BodyLimit:                    s.cfg.MaxMessageBytes,
+		IdleTimeout:                  s.cfg.IdleTimeout,
 	})
 	srv := s.app.Server()
 	srv.Logger = fasthttpLogger{s.log}
 	srv.ConnState = s.tracker.connState
-	// Requests fasthttp refuses before any handler (malformed, too large)
-	// carry the same headers as every other response.
-	if refuse := srv.ErrorHandler; refuse != nil {
-		srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
-			refuse(ctx, err)
-			setSecurityHeaders(&ctx.Response.Header)
-		}
-	}
+	srv.HeaderReceived = s.headerReceived
+	srv.SecureErrorLogMessage = true
+	srv.ErrorHandler = s.refuseMalformed
 	s.routes()
 	return s
 }
@@ -155,7 +154,9 @@ func defaultMaxConnections(fileLimit uint64) int {
 type fasthttpLogger struct{ log *slog.Logger }
 
 func (l fasthttpLogger) Printf(format string, args ...any) {
-	msg := "http server: " + fmt.Sprintf(format, args...)
+	// fasthttp may quote the start of a request it could not parse, and
+	// with it a token.
+	msg := "http server: " + quote.Redact(fmt.Sprintf(format, args...))
 	// koe closed the connection itself (idle at shutdown): nothing wrong.
 	if strings.Contains(msg, net.ErrClosed.Error()) {
 		l.log.Debug(msg)
@@ -164,12 +165,41 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 	l.log.Warn(msg)
 }
 
+// refuseMalformed answers a request fasthttp refused before any handler,
+// and closes its connection. The answer says what kind of problem it was
+// and never quotes the request: fasthttp's own words may carry its start,
+// and with it a token.
+func (s *Server) refuseMalformed(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var netErr net.Error
+	status, msg := fiber.StatusBadRequest, "Bad Request: the request does not parse as HTTP/1.1 (RFC 9112); koe closes the connection"
+	switch {
+	case errors.As(err, &small):
+		status, msg = fiber.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large: the request line and headers must fit in 4 KB"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		status, msg = fiber.StatusRequestTimeout, "Request Timeout: the request did not arrive within server.read_timeout"
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		status, msg = fiber.StatusRequestEntityTooLarge, s.tooLargeMessage(isUploadRoute(string(ctx.Method()), string(ctx.Path())), -1)
+	case errors.Is(err, errBareLF):
+		msg = "ambiguous request framing: " + errBareLF.Error() + " (RFC 9112); koe closes the connection"
+	case errors.Is(err, fasthttp.ErrGetOnly):
+		status, msg = fiber.StatusMethodNotAllowed, "Method Not Allowed"
+	}
+	s.log.Debug("http request refused before any handler", "status", status, "err", quote.Shorten(quote.Redact(err.Error()), 300))
+	ctx.Response.Reset()
+	setSecurityHeaders(&ctx.Response.Header)
+	ctx.SetConnectionClose()
+	ctx.SetStatusCode(status)
+	ctx.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
+	body, _ := json.Marshal(fiber.Map{"error": msg})
+	ctx.SetBody(body)
+}
+
 func (s *Server) routes() {
-	s.app.Use(s.guard, s.boundBody)
+	s.app.Use(s.guard)
 	s.healthRoutes()
-	s.app.Use("/api", s.checkOrigin)
 	s.apiRoutes()
-	s.app.Use("/client-ws", s.checkUpgrade, s.checkSocketQuery)
+	s.app.Use("/client-ws", checkUpgrade, s.checkSocketQuery)
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize:  wsReadBufferSize,
 		WriteBufferSize: wsWriteBufferSize,
@@ -216,7 +246,7 @@ var wsWriteBuffers sync.Pool
 // assetPrefixes are the asset mounts' URL prefixes.
 var assetPrefixes = []string{"/live2d-models", "/bg", "/avatars"}
 
-func (s *Server) isAssetPath(path string) bool {
+func isAssetPath(path string) bool {
 	for _, p := range assetPrefixes {
 		if underPrefix(path, p) {
 			return true
@@ -264,40 +294,23 @@ func (s *Server) mount(m *fileMount) {
 	})
 }
 
-// guard runs first on every request: it marks the connection busy (so
-// that shutdown lets the request finish), sets the security headers, and
-// refuses ambiguous framing, foreign Host names and missing tokens.
-func (s *Server) guard(c *fiber.Ctx) error {
-	handling(c.Context().Conn())
-	setSecurityHeaders(&c.Response().Header)
-	h := &c.Request().Header
-	if problem := framingProblem(h.RawHeaders(), h.IsHTTP11()); problem != "" {
-		c.Context().SetConnectionClose()
-		return fiber.NewError(fiber.StatusBadRequest, "ambiguous request framing: "+problem+" (RFC 9112); koe closes the connection")
-	}
-	if err := s.refuseHost(c); err != nil {
-		return err
-	}
-	return s.checkToken(c)
-}
-
 // answerError words fasthttp's refusal of an oversized body for the
 // route it was sent to, then answers as every failure is answered.
 func (s *Server) answerError(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) && fe.Code == fiber.StatusRequestEntityTooLarge && fe.Message == utils.StatusMessage(fe.Code) {
-		err = fiber.NewError(fe.Code, s.tooLargeMessage(c, fe.Message))
+		err = fiber.NewError(fe.Code, s.tooLargeMessage(isUploadRoute(c.Method(), c.Path()), -1))
 	}
 	return s.httpError(c, err)
 }
 
-// checkUpgrade accepts only WebSocket upgrades from allowed origins, so a
-// random web page open in the user's browser cannot drive their koe.
-func (s *Server) checkUpgrade(c *fiber.Ctx) error {
+// checkUpgrade accepts only WebSocket upgrades at /client-ws (guard has
+// checked their origin already).
+func checkUpgrade(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
 		return fiber.NewError(fiber.StatusUpgradeRequired, "this is a WebSocket endpoint")
 	}
-	return s.checkOrigin(c)
+	return c.Next()
 }
 
 // Serve accepts connections on ln until Shutdown.
