@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"koe/internal/memorycmd"
 	"koe/internal/migratecmd"
 	"koe/internal/pprofserve"
+	"koe/server"
 )
 
 func main() {
@@ -89,7 +91,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	level.Set(configured)
 
 	if cl.pprofAddr != "" {
-		p, err := pprofserve.Start("-pprof", cl.pprofAddr, logger)
+		// The same Host check and token as koe's own port.
+		p, err := pprofserve.Start("-pprof", cl.pprofAddr, logger, func(h http.Handler) http.Handler { return server.GuardHTTP(cfg.Server, h) })
 		if err != nil {
 			return err
 		}

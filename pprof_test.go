@@ -83,3 +83,63 @@ func TestPprofServesOnLoopback(t *testing.T) {
 		t.Error("the pprof port is still open after shutdown")
 	}
 }
+
+// The profile port makes the checks koe's own port makes: a page on a
+// rebound domain name cannot read the profiles from the user's browser,
+// and with server.auth_token set they need the token.
+func TestPprofChecksHostAndToken(t *testing.T) {
+	keepDefaultLogger(t)
+	const token = "pprof-token-0123456789abcdef"
+	port, pprofPort := freePort(t), freePort(t)
+	path := writeConf(t, "data_dir: "+filepath.ToSlash(t.TempDir())+
+		"\nasr:\n  engine: none\ncharacter:\n  tts:\n    engine: none\nserver:\n  auth_token: "+token+"\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", path, "-port", port, "-pprof", "127.0.0.1:" + pprofPort}, &stderr, noEnv)
+	}()
+	waitHealthy(t, "http://127.0.0.1:"+port+"/healthz", done)
+
+	base := "http://127.0.0.1:" + pprofPort + "/debug/pprof/goroutine?debug=1"
+	get := func(url, host string, header ...string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if host != "" {
+			req.Host = host
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		name   string
+		url    string
+		host   string
+		header []string
+		want   int
+	}{
+		{"no token", base, "", nil, http.StatusUnauthorized},
+		{"a wrong token", base, "", []string{"Authorization", "Bearer wrong-token-0123456789abcdef"}, http.StatusUnauthorized},
+		{"the token", base, "", []string{"Authorization", "Bearer " + token}, http.StatusOK},
+		{"the token in the query", base + "&token=" + token, "", nil, http.StatusOK},
+		{"a rebound host name", base, "attacker.example:" + pprofPort, []string{"Authorization", "Bearer " + token}, http.StatusForbidden},
+		{"localhost", base, "localhost:" + pprofPort, []string{"Authorization", "Bearer " + token}, http.StatusOK},
+	} {
+		if got := get(tc.url, tc.host, tc.header...); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}

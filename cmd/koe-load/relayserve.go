@@ -28,7 +28,7 @@ func relayServe(args []string) error {
 		return err
 	}
 	if *pprofAddr != "" {
-		p, err := pprofserve.Start("-pprof", *pprofAddr, slog.Default())
+		p, err := pprofserve.Start("-pprof", *pprofAddr, slog.Default(), nil)
 		if err != nil {
 			return err
 		}

@@ -39,8 +39,9 @@ func Check(flag, addr string) error {
 }
 
 // Start listens on addr (which must pass Check) and serves the profiles
-// under /debug/pprof/ until Stop.
-func Start(flag, addr string, log *slog.Logger) (*Server, error) {
+// under /debug/pprof/ until Stop, through guard when it is not nil (koe
+// puts them behind its Host check and token).
+func Start(flag, addr string, log *slog.Logger, guard func(http.Handler) http.Handler) (*Server, error) {
 	if err := Check(flag, addr); err != nil {
 		return nil, err
 	}
@@ -54,9 +55,13 @@ func Start(flag, addr string, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	var h http.Handler = mux
+	if guard != nil {
+		h = guard(mux)
+	}
 	s := &Server{
 		// No write timeout: a CPU profile answers after its whole duration.
-		srv:    &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		srv:    &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10},
 		ln:     ln,
 		served: make(chan struct{}),
 	}
