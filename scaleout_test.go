@@ -391,8 +391,18 @@ func turnsStarted(t *testing.T, addr string) float64 {
 // startNginx runs Debian's nginx in the foreground with deploy/nginx.conf,
 // its three upstream servers replaced by koes and its listen address by a
 // free loopback port, and returns that address once it accepts
-// connections. Its files are in a temporary directory.
+// connections. Its files are in a temporary directory, its access log
+// (in the format deploy/nginx.conf gives) at accessLogPath(that directory).
 func startNginx(t *testing.T, koes []string) string {
+	addr, _ := startNginxIn(t, koes)
+	return addr
+}
+
+// accessLogPath is where startNginxIn's nginx writes its access log.
+func accessLogPath(dir string) string { return filepath.Join(dir, "access.log") }
+
+// startNginxIn is startNginx, also returning nginx's directory.
+func startNginxIn(t *testing.T, koes []string) (addr, dir string) {
 	t.Helper()
 	bin := "/usr/sbin/nginx"
 	if _, err := os.Stat(bin); err != nil {
@@ -407,9 +417,13 @@ func startNginx(t *testing.T, koes []string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
+	addr = l.Addr().String()
 	l.Close()
-	subst := map[string]string{"listen 80;": "listen " + addr + ";"}
+	dir = t.TempDir()
+	subst := map[string]string{
+		"listen 80;": "listen " + addr + ";",
+		"access_log /var/log/nginx/access.log koe;": "access_log " + accessLogPath(dir) + " koe;",
+	}
 	for i, k := range koes {
 		subst[fmt.Sprintf("server koe%d:12393 ", i+1)] = "server " + k + " "
 	}
@@ -419,7 +433,6 @@ func startNginx(t *testing.T, koes []string) string {
 		}
 		conf = strings.Replace(conf, old, repl, 1)
 	}
-	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "koe.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +483,7 @@ http {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
-			return addr
+			return addr, dir
 		}
 		select {
 		case err := <-exited:
