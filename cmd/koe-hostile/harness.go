@@ -31,6 +31,9 @@ type scenario struct {
 	fileLimit bool
 	// watchesKoe: the outcome says whether koe survived.
 	watchesKoe bool
+	// token: koe is configured with server.auth_token probeToken, which
+	// the harness's own session then carries.
+	token bool
 	// respond is the fake LLM; nil answers every request with a short reply.
 	respond func(fakellm.Request) fakellm.Reply
 	// figure names the number the summary of several runs gives a range
@@ -71,6 +74,7 @@ type result struct {
 type env struct {
 	koe    *loadrun.Koe
 	o      *options
+	token  string // server.auth_token, if the scenario sets it
 	before loadrun.Usage
 	peakOK bool
 	http   *http.Client
@@ -104,6 +108,9 @@ func runScenario(s scenario, o *options) (r result) {
 		Timeout:   5 * time.Second,
 		Transport: &http.Transport{DisableKeepAlives: true},
 	}}
+	if s.token {
+		e.token = probeToken
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
@@ -271,7 +278,11 @@ func lastLine(s string) string {
 // warmUp opens and closes one session, so that what koe builds for its
 // first session (the tokenizer, say) is not charged to the scenario.
 func (e *env) warmUp(ctx context.Context) error {
-	ws, err := dialSession(ctx, e.koe.URL)
+	url := e.koe.URL
+	if e.token != "" {
+		url += "?token=" + e.token
+	}
+	ws, err := dialSession(ctx, url)
 	if err != nil {
 		return err
 	}
