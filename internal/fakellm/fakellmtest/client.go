@@ -1,8 +1,14 @@
 package fakellmtest
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"net/http/httptrace"
 	"testing"
+	"time"
+
+	"koe/internal/fakellm"
 )
 
 // HeadersClient is an HTTP client that notifies headers each time response
@@ -23,3 +29,33 @@ func HeadersClient(t testing.TB, headers chan struct{}) *http.Client {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// KeptAlive sends GET /models to s through client and returns once the
+// connection is back in client's pool, idle: client's next request to s
+// reuses it (the way to meet a server that reset kept-alive connections,
+// see fakellm.Server.SetResetReused).
+func KeptAlive(t testing.TB, s *fakellm.Server, client *http.Client) {
+	t.Helper()
+	idle := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
+	defer cancel()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{PutIdleConn: func(err error) { idle <- err }})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/models", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	select {
+	case err := <-idle:
+		if err != nil {
+			t.Fatalf("the connection was not kept alive: %v", err)
+		}
+	case <-time.After(HangGuard):
+		t.Fatalf("the connection did not return to the pool within %v", HangGuard)
+	}
+}
