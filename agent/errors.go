@@ -31,6 +31,10 @@ const (
 	// KindTooManyCycles: the model still called tools in the turn's last
 	// allowed LLM call, when it was told to answer.
 	KindTooManyCycles
+	// KindTooLarge: the server sent more in one piece than a read limit
+	// (llm.max_line_bytes…) allows, and koe stopped reading: Detail names
+	// the piece and the setting.
+	KindTooLarge
 )
 
 // LLMError is an LLM failure with a message a person can act on: which URL,
@@ -75,6 +79,8 @@ func (e *LLMError) Error() string {
 		return fmt.Sprintf("the LLM server at %s answered but sent no text%s", e.BaseURL, detail)
 	case KindTooManyCycles:
 		return fmt.Sprintf("model %q kept calling tools instead of answering%s. Raise llm.max_cycles if its tasks need more steps", e.Model, detail)
+	case KindTooLarge:
+		return fmt.Sprintf("the LLM server at %s sent more than koe reads%s. A broken or hostile server does this; raise that setting if yours is meant to send this much", e.BaseURL, detail)
 	case KindToolsUnsupported:
 		return fmt.Sprintf("the LLM server at %s refused the tools koe offered to model %q%s. Use a model and server that support tool calls, or turn tools off for this character (tools.enabled: [])", e.BaseURL, e.Model, detail)
 	}

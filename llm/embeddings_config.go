@@ -25,6 +25,14 @@ type EmbeddingsConfig struct {
 	QueryTimeout time.Duration `yaml:"query_timeout"`
 	// Batch is the most texts sent in one request (0: DefaultEmbedBatch).
 	Batch int `yaml:"batch"`
+	// MaxResponseBytes bounds one answer, read as it arrives (0:
+	// DefaultEmbedMaxResponseBytes): a broken or hostile server cannot
+	// take koe's memory. A batch of 32 vectors of 3,072 dimensions is
+	// about 2 MB.
+	MaxResponseBytes int `yaml:"max_response_bytes"`
+	// MaxErrorBytes is how much of an error answer koe reads (0:
+	// DefaultEmbedMaxErrorBytes); the rest is cut off, marked "…".
+	MaxErrorBytes int `yaml:"max_error_bytes"`
 }
 
 // Defaults and bounds of the embeddings section. MaxEmbedBatch is OpenAI's
@@ -34,6 +42,9 @@ const (
 	DefaultEmbedQueryTimeout = 500 * time.Millisecond
 	DefaultEmbedBatch        = 32
 	MaxEmbedBatch            = 2048
+	// DefaultEmbedMaxResponseBytes and the least it may be.
+	DefaultEmbedMaxResponseBytes = 32 << 20
+	MinEmbedMaxResponseBytes     = 64 << 10
 )
 
 // EnvEmbeddingsAPIKey overrides embeddings.api_key, so that a key need not
@@ -53,7 +64,10 @@ func (c *EmbeddingsConfig) ApplyEnv(getenv func(string) string) {
 // DefaultEmbeddingsConfig has no endpoint, so koe ranks by keywords until
 // the user names one.
 func DefaultEmbeddingsConfig() EmbeddingsConfig {
-	return EmbeddingsConfig{Timeout: DefaultEmbedTimeout, QueryTimeout: DefaultEmbedQueryTimeout, Batch: DefaultEmbedBatch}
+	return EmbeddingsConfig{
+		Timeout: DefaultEmbedTimeout, QueryTimeout: DefaultEmbedQueryTimeout, Batch: DefaultEmbedBatch,
+		MaxResponseBytes: DefaultEmbedMaxResponseBytes, MaxErrorBytes: agent.DefaultMaxErrorBytes,
+	}
 }
 
 // Enabled reports whether an endpoint is configured.
@@ -72,6 +86,12 @@ func (c EmbeddingsConfig) Validate() error {
 	}
 	if c.Batch < 0 || c.Batch > MaxEmbedBatch {
 		return fmt.Errorf("embeddings.batch %d is out of range: 1 to %d texts per request (default %d)", c.Batch, MaxEmbedBatch, DefaultEmbedBatch)
+	}
+	if c.MaxResponseBytes != 0 && c.MaxResponseBytes < MinEmbedMaxResponseBytes {
+		return fmt.Errorf("embeddings.max_response_bytes %d is too small: at least %d bytes (0: the default, %d)", c.MaxResponseBytes, MinEmbedMaxResponseBytes, DefaultEmbedMaxResponseBytes)
+	}
+	if c.MaxErrorBytes != 0 && c.MaxErrorBytes < agent.MinMaxErrorBytes {
+		return fmt.Errorf("embeddings.max_error_bytes %d is too small: at least %d bytes (0: the default, %d)", c.MaxErrorBytes, agent.MinMaxErrorBytes, agent.DefaultMaxErrorBytes)
 	}
 	if !c.Enabled() {
 		return nil
@@ -95,6 +115,12 @@ func (c EmbeddingsConfig) withDefaults() EmbeddingsConfig {
 	}
 	if c.Batch == 0 {
 		c.Batch = DefaultEmbedBatch
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultEmbedMaxResponseBytes
+	}
+	if c.MaxErrorBytes == 0 {
+		c.MaxErrorBytes = agent.DefaultMaxErrorBytes
 	}
 	return c
 }
