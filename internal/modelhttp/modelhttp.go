@@ -3,7 +3,9 @@
 // broken or hostile, and go-openai reads what it sends without a bound: an
 // error body whole, a stream line up to its newline. So every answer's
 // body is bounded here, as it is read, before a byte past the limit is
-// handed on.
+// handed on. And a request that meets a kept-alive connection the server
+// has dropped (it restarted) is sent again on another connection, as long
+// as nothing of the answer had arrived.
 package modelhttp
 
 import (
@@ -57,7 +59,7 @@ func (e *TooLargeError) Error() string {
 }
 
 // NewClient returns base (nil: a default client) with every answer's body
-// bounded by l. base's transport, and so its
+// bounded by l and requests made replayable. base's transport, and so its
 // connection pool, is shared, not copied.
 func NewClient(base *http.Client, l Limits) *http.Client {
 	c := &http.Client{}
@@ -78,7 +80,7 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(replayable(req))
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +100,31 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// replayable marks req idempotent for net/http, with an
+// X-Idempotency-Key that has no value and so is not sent. net/http then
+// sends it again, on another connection, when a kept-alive connection it
+// reused fails before the first byte of the answer: the server closed it
+// (it restarted, or its keep-alive timeout ran out) as the request went
+// out. It never does so once a byte of the answer has arrived, nor for a
+// connection dialled for this request, so a reply is never asked for
+// twice after any of it was seen. A server that gets the request twice
+// this way had not answered the first one.
+func replayable(req *http.Request) *http.Request {
+	if _, ok := req.Header["Idempotency-Key"]; ok {
+		return req
+	}
+	if _, ok := req.Header["X-Idempotency-Key"]; ok {
+		return req
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		// A body that cannot be read again cannot be sent again.
+		return req
+	}
+	r := req.Clone(req.Context())
+	r.Header["X-Idempotency-Key"] = nil
+	return r
 }
 
 func acceptsEventStream(req *http.Request) bool {
