@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"koe/internal/modelhttp"
 )
 
 // Config is one character's LLM connection. Every OpenAI-compatible server
@@ -101,17 +103,16 @@ func orDefault(v, def int) int {
 // answers need.
 func (c Config) checkReadLimits() error {
 	for _, l := range []struct {
-		key           string
-		value, least  int
-		defaultAmount int
+		key               string
+		value, least, def int
 	}{
 		{"llm.max_line_bytes", c.MaxLineBytes, MinMaxLineBytes, DefaultMaxLineBytes},
 		{"llm.max_delta_bytes", c.MaxDeltaBytes, MinMaxDeltaBytes, DefaultMaxDeltaBytes},
 		{"llm.max_error_bytes", c.MaxErrorBytes, MinMaxErrorBytes, DefaultMaxErrorBytes},
 		{"llm.max_response_bytes", c.MaxResponseBytes, MinMaxResponseBytes, DefaultMaxResponseBytes},
 	} {
-		if l.value != 0 && l.value < l.least {
-			return fmt.Errorf("%s %d is too small: at least %d bytes (0: the default, %d)", l.key, l.value, l.least, l.defaultAmount)
+		if err := modelhttp.CheckSetting(l.key, l.value, l.least, l.def); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"koe/agent"
+	"koe/internal/modelhttp"
 )
 
 // EmbeddingsConfig is the top-level `embeddings:` section: the
@@ -87,11 +88,11 @@ func (c EmbeddingsConfig) Validate() error {
 	if c.Batch < 0 || c.Batch > MaxEmbedBatch {
 		return fmt.Errorf("embeddings.batch %d is out of range: 1 to %d texts per request (default %d)", c.Batch, MaxEmbedBatch, DefaultEmbedBatch)
 	}
-	if c.MaxResponseBytes != 0 && c.MaxResponseBytes < MinEmbedMaxResponseBytes {
-		return fmt.Errorf("embeddings.max_response_bytes %d is too small: at least %d bytes (0: the default, %d)", c.MaxResponseBytes, MinEmbedMaxResponseBytes, DefaultEmbedMaxResponseBytes)
+	if err := modelhttp.CheckSetting("embeddings.max_response_bytes", c.MaxResponseBytes, MinEmbedMaxResponseBytes, DefaultEmbedMaxResponseBytes); err != nil {
+		return err
 	}
-	if c.MaxErrorBytes != 0 && c.MaxErrorBytes < agent.MinMaxErrorBytes {
-		return fmt.Errorf("embeddings.max_error_bytes %d is too small: at least %d bytes (0: the default, %d)", c.MaxErrorBytes, agent.MinMaxErrorBytes, agent.DefaultMaxErrorBytes)
+	if err := modelhttp.CheckSetting("embeddings.max_error_bytes", c.MaxErrorBytes, agent.MinMaxErrorBytes, agent.DefaultMaxErrorBytes); err != nil {
+		return err
 	}
 	if !c.Enabled() {
 		return nil

@@ -135,3 +135,13 @@ func acceptsEventStream(req *http.Request) bool {
 	}
 	return false
 }
+
+// CheckSetting reports a limit set, in the configuration file's key, to
+// fewer bytes than least: an answer a real server sends must fit. 0 means
+// the default, def.
+func CheckSetting(key string, value, least, def int) error {
+	if value != 0 && value < least {
+		return fmt.Errorf("%s %d is too small: at least %d bytes (0: the default, %d)", key, value, least, def)
+	}
+	return nil
+}
