@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,4 +59,33 @@ func KeptAlive(t testing.TB, s *fakellm.Server, client *http.Client) {
 	case <-time.After(HangGuard):
 		t.Fatalf("the connection did not return to the pool within %v", HangGuard)
 	}
+}
+
+// CountingClient is an HTTP client with a pool of its own that counts the
+// bytes its answers' bodies hand on, below every limit the client under
+// test sets on top of it: what was taken off the network, and so the most
+// the client can hold.
+func CountingClient(t testing.TB) (*http.Client, *atomic.Int64) {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	var read atomic.Int64
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := tr.RoundTrip(r)
+		if err == nil {
+			resp.Body = &countedBody{ReadCloser: resp.Body, n: &read}
+		}
+		return resp, err
+	})}, &read
+}
+
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }
