@@ -1,6 +1,10 @@
 package agent
 
-import "fmt"
+import (
+	"fmt"
+
+	"koe/internal/modelhttp"
+)
 
 // ErrorKind says what went wrong with the LLM, so callers can react (and
 // tests can check) with errors.As instead of matching text.
@@ -80,7 +84,7 @@ func (e *LLMError) Error() string {
 	case KindTooManyCycles:
 		return fmt.Sprintf("model %q kept calling tools instead of answering%s. Raise llm.max_cycles if its tasks need more steps", e.Model, detail)
 	case KindTooLarge:
-		return fmt.Sprintf("the LLM server at %s sent more than koe reads%s. A broken or hostile server does this; raise that setting if yours is meant to send this much", e.BaseURL, detail)
+		return fmt.Sprintf("the LLM server at %s sent more than koe reads%s. %s", e.BaseURL, detail, modelhttp.TooLargeAdvice)
 	case KindToolsUnsupported:
 		return fmt.Sprintf("the LLM server at %s refused the tools koe offered to model %q%s. Use a model and server that support tool calls, or turn tools off for this character (tools.enabled: [])", e.BaseURL, e.Model, detail)
 	}

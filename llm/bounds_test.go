@@ -2,7 +2,6 @@ package llm_test
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 
 	"koe/agent"
 	"koe/internal/fakellm"
+	"koe/internal/fakellm/fakellmtest"
 	"koe/llm"
 )
 
@@ -17,38 +17,6 @@ import (
 // read that crossed it (go-openai reads through a 4 KiB buffer, json
 // through a little more). Nothing near a megabyte.
 const readSlack = 64 << 10
-
-// countingClient is an HTTP client that counts the bytes its answers'
-// bodies hand on, below every limit koe sets: what koe took off the
-// network, and so the most it can hold.
-func countingClient(t *testing.T) (*http.Client, *atomic.Int64) {
-	t.Helper()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	var read atomic.Int64
-	return &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
-		resp, err := tr.RoundTrip(r)
-		if err == nil {
-			resp.Body = &countedBody{ReadCloser: resp.Body, n: &read}
-		}
-		return resp, err
-	})}, &read
-}
-
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-type countedBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (b *countedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	return n, err
-}
 
 // eventHead starts a stream event whose text delta the flood fills.
 const eventHead = `data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`
@@ -77,7 +45,7 @@ func TestStreamHugeTokenLine(t *testing.T) {
 	s := startLLM(t, fakellm.Script(fakellm.Reply{Flood: &fakellm.Flood{
 		Head: eventHead, Fill: "hello ", Size: 8 << 20, Tail: `"}}]}` + "\n\n",
 	}}))
-	hc, read := countingClient(t)
+	hc, read := fakellmtest.CountingClient(t)
 	c := llm.New(agent.Config{BaseURL: s.URL(), Model: "m", IdleTimeout: guard}, hc)
 	got, err := collect(testCtx(t), c, userMsgs("hi"))
 	tooLarge(t, err, "llm.max_line_bytes")
@@ -92,7 +60,7 @@ func TestStreamLineWithoutEnd(t *testing.T) {
 		fakellm.Reply{Flood: &fakellm.Flood{Head: "data: {", Fill: "x", Size: 8 << 20}},
 		fakellm.Reply{Flood: &fakellm.Flood{Head: "data: {", Fill: "x", Size: 8 << 20}},
 	))
-	hc, read := countingClient(t)
+	hc, read := fakellmtest.CountingClient(t)
 	c := llm.New(agent.Config{BaseURL: s.URL(), Model: "m", IdleTimeout: guard}, hc)
 	_, err := collect(testCtx(t), c, userMsgs("hi"))
 	tooLarge(t, err, "llm.max_line_bytes")
@@ -115,7 +83,7 @@ func TestStreamStrayLines(t *testing.T) {
 	event := eventHead + `a"}}]}` + "\n\n"
 	comment := ": " + strings.Repeat("p", 16<<10) + "\n"
 	s := startLLM(t, fakellm.Script(fakellm.Reply{Flood: &fakellm.Flood{Fill: event + comment, Size: 8 << 20}}))
-	hc, read := countingClient(t)
+	hc, read := fakellmtest.CountingClient(t)
 	c := llm.New(agent.Config{BaseURL: s.URL(), Model: "m", IdleTimeout: guard}, hc)
 	_, err := collect(testCtx(t), c, userMsgs("hi"))
 	tooLarge(t, err, "llm.max_line_bytes")
@@ -156,7 +124,7 @@ func TestStreamHugeErrorBody(t *testing.T) {
 	s := startLLM(t, fakellm.Script(fakellm.Reply{Flood: &fakellm.Flood{
 		Status: http.StatusInternalServerError, ContentType: "text/html", Head: "<html><body>", Fill: "Internal error. ", Size: 5 << 20,
 	}}))
-	hc, read := countingClient(t)
+	hc, read := fakellmtest.CountingClient(t)
 	c := llm.New(agent.Config{BaseURL: s.URL(), Model: "m", IdleTimeout: guard}, hc)
 	_, err := collect(testCtx(t), c, userMsgs("hi"))
 	le := llmError(t, err)
@@ -194,7 +162,7 @@ func TestCompleteHugeAnswer(t *testing.T) {
 	s := startLLM(t, fakellm.Script(fakellm.Reply{Flood: &fakellm.Flood{
 		ContentType: "application/json", Head: `{"choices":[{"index":0,"message":{"role":"assistant","content":"`, Fill: "a", Size: 16 << 20, Tail: `"}}]}`,
 	}}))
-	hc, read := countingClient(t)
+	hc, read := fakellmtest.CountingClient(t)
 	c := llm.New(agent.Config{BaseURL: s.URL(), Model: "m", IdleTimeout: guard}, hc)
 	_, _, err := c.Complete(testCtx(t), userMsgs("sum up"))
 	tooLarge(t, err, "llm.max_response_bytes")
@@ -211,7 +179,7 @@ func TestEmbedHugeAnswers(t *testing.T) {
 	s.SetEmbeddings(func(fakellm.EmbeddingRequest) fakellm.EmbeddingReply {
 		return fakellm.EmbeddingReply{Flood: floods[n.Add(1)-1]}
 	})
-	hc, read := countingClient(t)
+	hc, read := fakellmtest.CountingClient(t)
 	e := llm.NewEmbedder(llm.EmbeddingsConfig{BaseURL: s.URL(), Model: "m"}, hc)
 	_, err := e.Embed(testCtx(t), []string{"a"})
 	var ee *llm.EmbedError

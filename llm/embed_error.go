@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"koe/agent"
+	"koe/internal/modelhttp"
 )
 
 // EmbedError is a failed embedding request, with a message a person can
@@ -38,7 +39,7 @@ func (e *EmbedError) Error() string {
 	case agent.KindTimeout:
 		return fmt.Sprintf("the embeddings server at %s did not answer in time%s. It may be busy or still loading model %q", e.BaseURL, detail, e.Model)
 	case agent.KindTooLarge:
-		return fmt.Sprintf("the embeddings server at %s sent more than koe reads%s. A broken or hostile server does this; raise that setting if yours is meant to send this much", e.BaseURL, detail)
+		return fmt.Sprintf("the embeddings server at %s sent more than koe reads%s. %s", e.BaseURL, detail, modelhttp.TooLargeAdvice)
 	case agent.KindEmptyReply:
 		return fmt.Sprintf("the embeddings server at %s gave no usable embeddings for model %q%s. Is embeddings.base_url an OpenAI-compatible /v1 endpoint?", e.BaseURL, e.Model, detail)
 	}

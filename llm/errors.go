@@ -61,10 +61,7 @@ func classifyFailure(err error, kindIfUnknown agent.ErrorKind, errorBody modelht
 		f.status = reqErr.HTTPStatusCode
 		// Not an OpenAI-style error body: often a proxy's HTML page, so
 		// quote only its start.
-		f.detail = quote.Shorten(strings.TrimSpace(string(reqErr.Body)), quotedErrorChars)
-		if errorBody.Cut(reqErr.Body) {
-			f.detail += fmt.Sprintf(" (an error answer of more than %s; koe reads up to %s)", quote.Bytes(errorBody.Bytes), errorBody.Key)
-		}
+		f.detail = quote.Shorten(strings.TrimSpace(string(reqErr.Body)), quotedErrorChars) + errorBody.CutNote(reqErr.Body)
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return failure{kind: agent.KindTimeout, detail: err.Error()}
 	}

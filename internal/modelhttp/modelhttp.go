@@ -47,6 +47,18 @@ func (l Limit) Cut(body []byte) bool {
 	return l.Bytes > 0 && int64(len(body)) > l.Bytes
 }
 
+// CutNote is what an error message adds after quoting body when body was
+// cut at l ("" when it was not): the key that would let more be read.
+func (l Limit) CutNote(body []byte) string {
+	if !l.Cut(body) {
+		return ""
+	}
+	return fmt.Sprintf(" (an error answer of more than %s; koe reads up to %s)", quote.Bytes(l.Bytes), l.Key)
+}
+
+// TooLargeAdvice follows a TooLargeError in the messages for people.
+const TooLargeAdvice = "A broken or hostile server does this; raise that setting if yours is meant to send this much"
+
 // TooLargeError is an answer that ran past a Limit; reading it stopped
 // there.
 type TooLargeError struct {
