@@ -72,38 +72,18 @@ func runHostileLLM(ctx context.Context, e *env) outcome {
 		out.text = "could not send: " + err.Error()
 		return out
 	}
-	deadline := start.Add(hostileListen)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	errText, errFrame := "", 0
-	ended := false
-	for !ended {
-		m, raw, err := readFrame(ws, deadline)
-		if err != nil {
-			if time.Now().Before(deadline) {
-				out.issues = append(out.issues, "the connection broke: "+err.Error())
-			}
-			break
-		}
-		switch {
-		case m.Type == "error" && errText == "":
-			errText, errFrame = m.Message, len(raw)
-		case m.Type == "control" && m.Text == "conversation-chain-end":
-			ended = true
-		}
-	}
+	h := listenWithin(ctx, ws, start, hostileListen, &out)
 	took := time.Since(start)
 	sent := fmt.Sprintf("%.1f MiB of the flood sent", float64(e.koe.LLM.Flooded())/(1<<20))
 	switch {
-	case !ended:
+	case !h.ended:
 		out.text = fmt.Sprintf("NO END in %.0f s; %s", took.Seconds(), sent)
-	case errText == "":
+	case h.errText == "":
 		out.text = fmt.Sprintf("turn ended after %.2f s without an error frame; %s", took.Seconds(), sent)
 	default:
 		out.value = took.Seconds()
 		out.text = fmt.Sprintf("turn failed after %.2f s; %s; error frame %s, log grew %s: %q",
-			took.Seconds(), sent, size(int64(errFrame)), size(e.koe.LogSize()-logBefore), clip(errText, 150))
+			took.Seconds(), sent, size(int64(h.errFrame)), size(e.koe.LogSize()-logBefore), clip(h.errText, 150))
 	}
 	return out
 }
@@ -136,32 +116,21 @@ func runStaleConnections(ctx context.Context, e *env) outcome {
 			out.issues = append(out.issues, "could not send: "+err.Error())
 			break
 		}
-		errText, ended := "", false
-		deadline := time.Now().Add(restartTurnWait)
-		for !ended {
-			m, _, err := readFrame(ws, deadline)
-			if err != nil {
-				out.issues = append(out.issues, fmt.Sprintf("turn %d: %v", i+1, err))
-				break
-			}
-			switch {
-			case m.Type == "error" && errText == "":
-				errText = m.Message
-			case m.Type == "backend-synth-complete":
-				// As a client that has played it all: koe waits for that.
-				_ = ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"frontend-playback-complete"}`))
-			case m.Type == "control" && m.Text == "conversation-chain-end":
-				ended = true
-			}
+		h := listenTurn(ws, time.Now().Add(restartTurnWait))
+		switch {
+		case h.broke != nil:
+			out.issues = append(out.issues, fmt.Sprintf("turn %d: the connection broke: %v", i+1, h.broke))
+		case h.timedOut:
+			out.issues = append(out.issues, fmt.Sprintf("turn %d: no end in %s", i+1, restartTurnWait))
 		}
-		if !ended {
+		if !h.ended {
 			break
 		}
 		done++
-		if errText != "" {
+		if h.errText != "" {
 			failed++
 			if firstErr == "" {
-				firstErr = errText
+				firstErr = h.errText
 			}
 		}
 	}
