@@ -24,7 +24,7 @@ type Embedder struct {
 }
 
 // NewEmbedder builds an embedder for cfg, which should have passed
-// Validate; httpClient may be shared (nil: go-openai's default client).
+// Validate; httpClient may be shared (nil: a default client).
 func NewEmbedder(cfg EmbeddingsConfig, httpClient *http.Client) *Embedder {
 	cfg = cfg.withDefaults()
 	limits := modelhttp.Limits{
