@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"koe/internal/modelhttp"
 )
 
 // Config is one character's LLM connection. Every OpenAI-compatible server
@@ -42,6 +44,78 @@ type Config struct {
 	// tools (0: DefaultMaxCycles): a cycle that calls tools is followed by
 	// another with their results, and the last allowed one must answer.
 	MaxCycles int `yaml:"max_cycles"`
+	// The server may be broken or hostile: what koe reads of its answers
+	// is bounded as it is read, so that one endless line or error page
+	// cannot take koe's memory (0: the Default of each).
+	//
+	// MaxLineBytes bounds one line of a streamed reply. Lines that are not
+	// events (comments, notices) count together against it too, since
+	// they are all kept for a possible error message.
+	MaxLineBytes int `yaml:"max_line_bytes"`
+	// MaxDeltaBytes bounds one streamed delta: its text, or its tool
+	// call's name and arguments. A real delta is a token or a few.
+	MaxDeltaBytes int `yaml:"max_delta_bytes"`
+	// MaxErrorBytes is how much of an error answer koe reads; the rest is
+	// cut off, marked "…".
+	MaxErrorBytes int `yaml:"max_error_bytes"`
+	// MaxResponseBytes bounds a whole answer that is not streamed (a
+	// summary, the model list read at start).
+	MaxResponseBytes int `yaml:"max_response_bytes"`
+}
+
+// What koe reads of the LLM server's answers: the default of each limit,
+// and the least it may be set to (an answer a real server sends must fit).
+const (
+	DefaultMaxLineBytes     = 1 << 20
+	MinMaxLineBytes         = 4 << 10
+	DefaultMaxDeltaBytes    = 64 << 10
+	MinMaxDeltaBytes        = 1 << 10
+	DefaultMaxErrorBytes    = 4 << 10
+	MinMaxErrorBytes        = 256
+	DefaultMaxResponseBytes = 8 << 20
+	MinMaxResponseBytes     = 64 << 10
+)
+
+// ReadLimits are the byte limits on what koe reads of one server's
+// answers, with the defaults filled in.
+type ReadLimits struct {
+	Line, Delta, ErrorBody, Response int
+}
+
+// ReadLimits returns the configured read limits, defaults for the unset.
+func (c Config) ReadLimits() ReadLimits {
+	return ReadLimits{
+		Line:      orDefault(c.MaxLineBytes, DefaultMaxLineBytes),
+		Delta:     orDefault(c.MaxDeltaBytes, DefaultMaxDeltaBytes),
+		ErrorBody: orDefault(c.MaxErrorBytes, DefaultMaxErrorBytes),
+		Response:  orDefault(c.MaxResponseBytes, DefaultMaxResponseBytes),
+	}
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// checkReadLimits reports a read limit set below what a real server's
+// answers need.
+func (c Config) checkReadLimits() error {
+	for _, l := range []struct {
+		key               string
+		value, least, def int
+	}{
+		{"llm.max_line_bytes", c.MaxLineBytes, MinMaxLineBytes, DefaultMaxLineBytes},
+		{"llm.max_delta_bytes", c.MaxDeltaBytes, MinMaxDeltaBytes, DefaultMaxDeltaBytes},
+		{"llm.max_error_bytes", c.MaxErrorBytes, MinMaxErrorBytes, DefaultMaxErrorBytes},
+		{"llm.max_response_bytes", c.MaxResponseBytes, MinMaxResponseBytes, DefaultMaxResponseBytes},
+	} {
+		if err := modelhttp.CheckSetting(l.key, l.value, l.least, l.def); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Cycle bounds: the default of llm.max_cycles and the most it may be.
@@ -112,7 +186,7 @@ func (c Config) Validate() error {
 		}
 		return fmt.Errorf("%s %d is too small: a reply needs at least %d tokens (default %d)", key, n, MinReplyTokens, DefaultMaxReplyTokens)
 	}
-	return nil
+	return c.checkReadLimits()
 }
 
 // CheckBaseURL reports an OpenAI-compatible base URL, the value of key in

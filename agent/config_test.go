@@ -85,3 +85,36 @@ func TestReplyTokenLimit(t *testing.T) {
 		t.Errorf("default limit %d, want 4096", agent.DefaultConfig().ReplyTokenLimit())
 	}
 }
+
+// What koe reads of the LLM server is bounded by four keys: 0 means the
+// default, and a limit too small for a real server's answers is refused
+// at start, by name.
+func TestReadLimits(t *testing.T) {
+	base := agent.Config{BaseURL: "http://h:8080/v1", Model: "m", ContextWindow: 4096}
+	if got, want := base.ReadLimits(), (agent.ReadLimits{Line: 1 << 20, Delta: 64 << 10, ErrorBody: 4 << 10, Response: 8 << 20}); got != want {
+		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+	set := base
+	set.MaxLineBytes, set.MaxDeltaBytes, set.MaxErrorBytes, set.MaxResponseBytes = 4096, 1024, 256, 64<<10
+	if err := set.Validate(); err != nil {
+		t.Errorf("the least limits: %v", err)
+	}
+	if got, want := set.ReadLimits(), (agent.ReadLimits{Line: 4096, Delta: 1024, ErrorBody: 256, Response: 64 << 10}); got != want {
+		t.Errorf("set %+v, want %+v", got, want)
+	}
+	for _, tc := range []struct {
+		key string
+		set func(*agent.Config)
+	}{
+		{"llm.max_line_bytes 4095 is too small: at least 4096 bytes", func(c *agent.Config) { c.MaxLineBytes = 4095 }},
+		{"llm.max_delta_bytes -1 is too small", func(c *agent.Config) { c.MaxDeltaBytes = -1 }},
+		{"llm.max_error_bytes 255 is too small: at least 256 bytes", func(c *agent.Config) { c.MaxErrorBytes = 255 }},
+		{"llm.max_response_bytes 1000 is too small: at least 65536 bytes", func(c *agent.Config) { c.MaxResponseBytes = 1000 }},
+	} {
+		c := base
+		tc.set(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("Validate() = %v, want %q", err, tc.key)
+		}
+	}
+}

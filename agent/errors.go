@@ -1,6 +1,10 @@
 package agent
 
-import "fmt"
+import (
+	"fmt"
+
+	"koe/internal/modelhttp"
+)
 
 // ErrorKind says what went wrong with the LLM, so callers can react (and
 // tests can check) with errors.As instead of matching text.
@@ -31,6 +35,10 @@ const (
 	// KindTooManyCycles: the model still called tools in the turn's last
 	// allowed LLM call, when it was told to answer.
 	KindTooManyCycles
+	// KindTooLarge: the server sent more in one piece than a read limit
+	// (llm.max_line_bytes…) allows, and koe stopped reading: Detail names
+	// the piece and the setting.
+	KindTooLarge
 )
 
 // LLMError is an LLM failure with a message a person can act on: which URL,
@@ -75,6 +83,8 @@ func (e *LLMError) Error() string {
 		return fmt.Sprintf("the LLM server at %s answered but sent no text%s", e.BaseURL, detail)
 	case KindTooManyCycles:
 		return fmt.Sprintf("model %q kept calling tools instead of answering%s. Raise llm.max_cycles if its tasks need more steps", e.Model, detail)
+	case KindTooLarge:
+		return fmt.Sprintf("the LLM server at %s sent more than koe reads%s. %s", e.BaseURL, detail, modelhttp.TooLargeAdvice)
 	case KindToolsUnsupported:
 		return fmt.Sprintf("the LLM server at %s refused the tools koe offered to model %q%s. Use a model and server that support tool calls, or turn tools off for this character (tools.enabled: [])", e.BaseURL, e.Model, detail)
 	}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"koe/internal/modelhttp"
+	"koe/internal/openaicompat"
 )
 
 // Engine names for Config.Engine.
@@ -57,7 +60,22 @@ type OpenAIConfig struct {
 	// Prompt is optional text in the style of what is said: names and
 	// words the recogniser should expect.
 	Prompt string `yaml:"prompt"`
+	// What koe reads of the server's answers, so that a broken or hostile
+	// server cannot take koe's memory: MaxResponseBytes bounds a
+	// transcript's answer (0: DefaultMaxTranscriptBytes); MaxErrorBytes
+	// is how much of an error answer is read (0:
+	// openaicompat.DefaultMaxErrorBytes), the rest cut off, marked "…".
+	MaxResponseBytes int `yaml:"max_response_bytes"`
+	MaxErrorBytes    int `yaml:"max_error_bytes"`
 }
+
+// DefaultMaxTranscriptBytes bounds a transcript's answer unless
+// asr.openai.max_response_bytes says otherwise (a minute of speech is about
+// a kilobyte of text); MinMaxTranscriptBytes is the least it may be.
+const (
+	DefaultMaxTranscriptBytes = 1 << 20
+	MinMaxTranscriptBytes     = 4 << 10
+)
 
 // DefaultConfig returns the documented defaults: pocketsphinx, which works
 // offline with nothing but two Debian packages.
@@ -74,6 +92,9 @@ func DefaultConfig() Config {
 		OpenAI: OpenAIConfig{
 			BaseURL: "http://127.0.0.1:8000/v1",
 			Model:   "whisper-1",
+
+			MaxResponseBytes: DefaultMaxTranscriptBytes,
+			MaxErrorBytes:    openaicompat.DefaultMaxErrorBytes,
 		},
 	}
 }
@@ -114,6 +135,12 @@ func (c PocketsphinxConfig) validate() error {
 }
 
 func (c OpenAIConfig) validate() error {
+	if err := modelhttp.CheckSetting("asr.openai.max_response_bytes", c.MaxResponseBytes, MinMaxTranscriptBytes, DefaultMaxTranscriptBytes); err != nil {
+		return err
+	}
+	if err := modelhttp.CheckSetting("asr.openai.max_error_bytes", c.MaxErrorBytes, openaicompat.MinMaxErrorBytes, openaicompat.DefaultMaxErrorBytes); err != nil {
+		return err
+	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("asr.openai.base_url %q is not an http(s) URL (example: http://127.0.0.1:8000/v1)", c.BaseURL)

@@ -23,7 +23,7 @@ func TestConfigDefaults(t *testing.T) {
 	if cfg.Pocketsphinx != want {
 		t.Errorf("pocketsphinx defaults %+v, want %+v", cfg.Pocketsphinx, want)
 	}
-	if o := cfg.OpenAI; o != (OpenAIConfig{BaseURL: "http://127.0.0.1:8000/v1", Model: "whisper-1"}) {
+	if o := cfg.OpenAI; o != (OpenAIConfig{BaseURL: "http://127.0.0.1:8000/v1", Model: "whisper-1", MaxResponseBytes: 1 << 20, MaxErrorBytes: 4096}) {
 		t.Errorf("openai defaults %+v", o)
 	}
 	cfg.Engine = EngineOpenAI

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"koe/internal/modelhttp"
 	"koe/internal/openaicompat"
 )
 
@@ -18,8 +19,18 @@ type openAITranscriber struct {
 }
 
 func newOpenAI(c OpenAIConfig, httpClient *http.Client) *openAITranscriber {
+	limits := modelhttp.Limits{
+		ErrorBody: modelhttp.Limit{Bytes: int64(c.MaxErrorBytes), Key: "asr.openai.max_error_bytes"},
+		Body:      modelhttp.Limit{Bytes: int64(c.MaxResponseBytes), Key: "asr.openai.max_response_bytes"},
+	}
+	if limits.ErrorBody.Bytes == 0 {
+		limits.ErrorBody.Bytes = openaicompat.DefaultMaxErrorBytes
+	}
+	if limits.Body.Bytes == 0 {
+		limits.Body.Bytes = DefaultMaxTranscriptBytes
+	}
 	return &openAITranscriber{
-		client: openaicompat.NewClient(c.BaseURL, c.APIKey, httpClient),
+		client: openaicompat.NewClient(c.BaseURL, c.APIKey, httpClient, limits),
 		cfg:    c,
 		server: openaicompat.Endpoint{
 			Prefix:   "asr",
@@ -30,6 +41,8 @@ func newOpenAI(c OpenAIConfig, httpClient *http.Client) *openAITranscriber {
 			Check:    fmt.Sprintf("asr.openai.model (%q) and language (%q)", c.Model, c.Language),
 			Payload:  "the recording",
 			TooLarge: "Lower the maximum utterance length",
+
+			ErrorBody: limits.ErrorBody,
 		},
 	}
 }

@@ -36,7 +36,8 @@ embeddings:
 		t.Fatal(err)
 	}
 	want := llm.EmbeddingsConfig{BaseURL: "http://127.0.0.1:11434/v1", APIKey: "from-file", Model: "nomic-embed-text",
-		Timeout: 30 * time.Second, QueryTimeout: 250 * time.Millisecond, Batch: 64}
+		Timeout: 30 * time.Second, QueryTimeout: 250 * time.Millisecond, Batch: 64,
+		MaxResponseBytes: llm.DefaultEmbedMaxResponseBytes, MaxErrorBytes: 4096}
 	if cfg.Embeddings != want {
 		t.Errorf("embeddings = %+v, want %+v", cfg.Embeddings, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"koe/agent"
+	"koe/internal/modelhttp"
 )
 
 // EmbedError is a failed embedding request, with a message a person can
@@ -37,6 +38,8 @@ func (e *EmbedError) Error() string {
 		return fmt.Sprintf("the embeddings server at %s refused to embed with model %q (HTTP %d)%s. Check that embeddings.model is an embedding model such as nomic-embed-text", e.BaseURL, e.Model, e.Status, detail)
 	case agent.KindTimeout:
 		return fmt.Sprintf("the embeddings server at %s did not answer in time%s. It may be busy or still loading model %q", e.BaseURL, detail, e.Model)
+	case agent.KindTooLarge:
+		return fmt.Sprintf("the embeddings server at %s sent more than koe reads%s. %s", e.BaseURL, detail, modelhttp.TooLargeAdvice)
 	case agent.KindEmptyReply:
 		return fmt.Sprintf("the embeddings server at %s gave no usable embeddings for model %q%s. Is embeddings.base_url an OpenAI-compatible /v1 endpoint?", e.BaseURL, e.Model, detail)
 	}

@@ -11,21 +11,27 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"koe/agent"
+	"koe/internal/modelhttp"
 )
 
 // Embedder embeds texts through one OpenAI-compatible /v1/embeddings
 // endpoint (Ollama, llama.cpp server --embeddings, vLLM, OpenAI). It is
 // safe for concurrent use.
 type Embedder struct {
-	cfg EmbeddingsConfig // zero values replaced by the defaults
-	api *openai.Client
+	cfg    EmbeddingsConfig // zero values replaced by the defaults
+	api    *openai.Client
+	limits modelhttp.Limits
 }
 
 // NewEmbedder builds an embedder for cfg, which should have passed
-// Validate; httpClient may be shared (nil: go-openai's default client).
+// Validate; httpClient may be shared (nil: a default client).
 func NewEmbedder(cfg EmbeddingsConfig, httpClient *http.Client) *Embedder {
 	cfg = cfg.withDefaults()
-	return &Embedder{cfg: cfg, api: apiClient(cfg.BaseURL, cfg.APIKey, httpClient)}
+	limits := modelhttp.Limits{
+		ErrorBody: modelhttp.Limit{Bytes: int64(cfg.MaxErrorBytes), Key: "embeddings.max_error_bytes"},
+		Body:      modelhttp.Limit{Bytes: int64(cfg.MaxResponseBytes), Key: "embeddings.max_response_bytes"},
+	}
+	return &Embedder{cfg: cfg, api: apiClient(cfg.BaseURL, cfg.APIKey, httpClient, limits), limits: limits}
 }
 
 // Model is the configured embedding model: vectors of different models
@@ -92,7 +98,7 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string, timeout time.
 	case undecodable(err):
 		return nil, e.fail(failure{kind: agent.KindEmptyReply, detail: "its answer is not an embedding list: " + err.Error()}, err)
 	default:
-		return nil, e.fail(classifyFailure(err, agent.KindUnreachable), err)
+		return nil, e.fail(classifyFailure(err, agent.KindUnreachable, e.limits.ErrorBody), err)
 	}
 	vs, problem := vectorsInOrder(resp.Data, len(texts))
 	if problem != "" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"koe/agent"
+	"koe/internal/modelhttp"
 )
 
 // EmbeddingsConfig is the top-level `embeddings:` section: the
@@ -25,6 +26,14 @@ type EmbeddingsConfig struct {
 	QueryTimeout time.Duration `yaml:"query_timeout"`
 	// Batch is the most texts sent in one request (0: DefaultEmbedBatch).
 	Batch int `yaml:"batch"`
+	// MaxResponseBytes bounds one answer, read as it arrives (0:
+	// DefaultEmbedMaxResponseBytes): a broken or hostile server cannot
+	// take koe's memory. A batch of 32 vectors of 3,072 dimensions is
+	// about 2 MB.
+	MaxResponseBytes int `yaml:"max_response_bytes"`
+	// MaxErrorBytes is how much of an error answer koe reads (0:
+	// DefaultEmbedMaxErrorBytes); the rest is cut off, marked "…".
+	MaxErrorBytes int `yaml:"max_error_bytes"`
 }
 
 // Defaults and bounds of the embeddings section. MaxEmbedBatch is OpenAI's
@@ -34,6 +43,9 @@ const (
 	DefaultEmbedQueryTimeout = 500 * time.Millisecond
 	DefaultEmbedBatch        = 32
 	MaxEmbedBatch            = 2048
+	// DefaultEmbedMaxResponseBytes and the least it may be.
+	DefaultEmbedMaxResponseBytes = 32 << 20
+	MinEmbedMaxResponseBytes     = 64 << 10
 )
 
 // EnvEmbeddingsAPIKey overrides embeddings.api_key, so that a key need not
@@ -53,7 +65,10 @@ func (c *EmbeddingsConfig) ApplyEnv(getenv func(string) string) {
 // DefaultEmbeddingsConfig has no endpoint, so koe ranks by keywords until
 // the user names one.
 func DefaultEmbeddingsConfig() EmbeddingsConfig {
-	return EmbeddingsConfig{Timeout: DefaultEmbedTimeout, QueryTimeout: DefaultEmbedQueryTimeout, Batch: DefaultEmbedBatch}
+	return EmbeddingsConfig{
+		Timeout: DefaultEmbedTimeout, QueryTimeout: DefaultEmbedQueryTimeout, Batch: DefaultEmbedBatch,
+		MaxResponseBytes: DefaultEmbedMaxResponseBytes, MaxErrorBytes: agent.DefaultMaxErrorBytes,
+	}
 }
 
 // Enabled reports whether an endpoint is configured.
@@ -72,6 +87,12 @@ func (c EmbeddingsConfig) Validate() error {
 	}
 	if c.Batch < 0 || c.Batch > MaxEmbedBatch {
 		return fmt.Errorf("embeddings.batch %d is out of range: 1 to %d texts per request (default %d)", c.Batch, MaxEmbedBatch, DefaultEmbedBatch)
+	}
+	if err := modelhttp.CheckSetting("embeddings.max_response_bytes", c.MaxResponseBytes, MinEmbedMaxResponseBytes, DefaultEmbedMaxResponseBytes); err != nil {
+		return err
+	}
+	if err := modelhttp.CheckSetting("embeddings.max_error_bytes", c.MaxErrorBytes, agent.MinMaxErrorBytes, agent.DefaultMaxErrorBytes); err != nil {
+		return err
 	}
 	if !c.Enabled() {
 		return nil
@@ -95,6 +116,12 @@ func (c EmbeddingsConfig) withDefaults() EmbeddingsConfig {
 	}
 	if c.Batch == 0 {
 		c.Batch = DefaultEmbedBatch
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultEmbedMaxResponseBytes
+	}
+	if c.MaxErrorBytes == 0 {
+		c.MaxErrorBytes = agent.DefaultMaxErrorBytes
 	}
 	return c
 }

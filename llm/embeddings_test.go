@@ -356,6 +356,10 @@ func TestEmbeddingsConfigValidate(t *testing.T) {
 		{"negative query timeout", func(c *llm.EmbeddingsConfig) { c.QueryTimeout = -time.Second }, "embeddings.query_timeout -1s is negative"},
 		{"batch too big", func(c *llm.EmbeddingsConfig) { c.Batch = 2049 }, "embeddings.batch 2049 is out of range: 1 to 2048"},
 		{"negative batch, disabled", func(c *llm.EmbeddingsConfig) { c.BaseURL, c.Batch = "", -1 }, "embeddings.batch -1"},
+		{"small answers", func(c *llm.EmbeddingsConfig) { c.MaxResponseBytes = 1000 }, "embeddings.max_response_bytes 1000 is too small: at least 65536 bytes"},
+		{"negative answers", func(c *llm.EmbeddingsConfig) { c.MaxResponseBytes = -1 }, "embeddings.max_response_bytes -1 is too small"},
+		{"small errors", func(c *llm.EmbeddingsConfig) { c.MaxErrorBytes = 100 }, "embeddings.max_error_bytes 100 is too small: at least 256 bytes"},
+		{"answer and error limits", func(c *llm.EmbeddingsConfig) { c.MaxResponseBytes, c.MaxErrorBytes = 64<<10, 256 }, ""},
 	} {
 		cfg := ok
 		tc.mutate(&cfg)
@@ -368,7 +372,8 @@ func TestEmbeddingsConfigValidate(t *testing.T) {
 		}
 	}
 	d := llm.DefaultEmbeddingsConfig()
-	if d.Enabled() || d.Timeout != 30*time.Second || d.QueryTimeout != 500*time.Millisecond || d.Batch != 32 {
+	if d.Enabled() || d.Timeout != 30*time.Second || d.QueryTimeout != 500*time.Millisecond || d.Batch != 32 ||
+		d.MaxResponseBytes != 32<<20 || d.MaxErrorBytes != 4096 {
 		t.Errorf("defaults %+v", d)
 	}
 	if !ok.Enabled() {

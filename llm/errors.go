@@ -12,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"koe/agent"
+	"koe/internal/modelhttp"
 	"koe/internal/quote"
 )
 
@@ -25,7 +26,7 @@ func (c *Client) classify(err error, kindIfUnknown agent.ErrorKind) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	f := classifyFailure(err, kindIfUnknown)
+	f := classifyFailure(err, kindIfUnknown, c.limits.ErrorBody)
 	return &agent.LLMError{Kind: f.kind, BaseURL: c.cfg.BaseURL, Model: c.cfg.Model, Status: f.status, Detail: f.detail, Err: err}
 }
 
@@ -37,21 +38,30 @@ type failure struct {
 	detail string // what the server said, or what the client saw
 }
 
+// quotedErrorChars is the most of a server's error message an error
+// quotes: a person reads the start, and the whole goes into a frame and a
+// log line.
+const quotedErrorChars = 300
+
 // classifyFailure sorts whatever go-openai or net/http returned by what a
-// person can do about it.
-func classifyFailure(err error, kindIfUnknown agent.ErrorKind) failure {
+// person can do about it. errorBody is the limit error bodies were read
+// with.
+func classifyFailure(err error, kindIfUnknown agent.ErrorKind, errorBody modelhttp.Limit) failure {
 	var f failure
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	var netErr net.Error
+	var tooLarge *modelhttp.TooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		return failure{kind: agent.KindTooLarge, detail: tooLarge.Error()}
 	case errors.As(err, &apiErr):
-		f.status, f.detail = apiErr.HTTPStatusCode, apiErr.Message
+		f.status, f.detail = apiErr.HTTPStatusCode, quote.Shorten(apiErr.Message, quotedErrorChars)
 	case errors.As(err, &reqErr):
 		f.status = reqErr.HTTPStatusCode
 		// Not an OpenAI-style error body: often a proxy's HTML page, so
 		// quote only its start.
-		f.detail = quote.Shorten(strings.TrimSpace(string(reqErr.Body)), 200)
+		f.detail = quote.Shorten(strings.TrimSpace(string(reqErr.Body)), quotedErrorChars) + errorBody.CutNote(reqErr.Body)
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return failure{kind: agent.KindTimeout, detail: err.Error()}
 	}
@@ -74,17 +84,21 @@ func classifyFailure(err error, kindIfUnknown agent.ErrorKind) failure {
 		} else {
 			f.kind = kindIfUnknown
 		}
-		f.detail = err.Error()
+		// A stream's error event is an error of this kind, with the
+		// server's message in it.
+		f.detail = quote.Shorten(err.Error(), quotedErrorChars)
 	}
 	return f
 }
 
 // undecodable reports whether err is a 200 answer that was not the JSON
-// asked for: a web page, or another API at that URL.
+// asked for: a web page, or another API at that URL. An error status whose
+// body is not JSON is not that: go-openai wraps the JSON error in it too.
 func undecodable(err error) bool {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	return errors.As(err, &syntax) || errors.As(err, &typ)
+	var reqErr *openai.RequestError
+	return !errors.As(err, &reqErr) && (errors.As(err, &syntax) || errors.As(err, &typ))
 }
 
 // noText is the error for an answer that held no reply text. If nothing

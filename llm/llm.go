@@ -14,6 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"koe/agent"
+	"koe/internal/modelhttp"
 )
 
 // Client streams chat completions from one OpenAI-compatible server. It
@@ -21,6 +22,10 @@ import (
 type Client struct {
 	cfg agent.Config
 	api *openai.Client
+	// limits bound what is read of the server's answers; maxDelta bounds
+	// one streamed delta.
+	limits   modelhttp.Limits
+	maxDelta int
 	// tok counts streamed replies against the reply limit.
 	tok *agent.Tokenizer
 	// startIdle starts a stream's idle clock (startIdleClock; tests put in
@@ -31,20 +36,34 @@ type Client struct {
 var _ agent.LLM = (*Client)(nil)
 
 // New builds a client; httpClient may be shared by many sessions so that
-// they share one connection pool (nil: go-openai's default client).
+// they share one connection pool (nil: a default client).
 func New(cfg agent.Config, httpClient *http.Client) *Client {
-	return &Client{cfg: cfg, api: apiClient(cfg.BaseURL, cfg.APIKey, httpClient), tok: agent.NewTokenizer(cfg.Model), startIdle: startIdleClock}
+	limits := chatLimits(cfg)
+	return &Client{
+		cfg: cfg, api: apiClient(cfg.BaseURL, cfg.APIKey, httpClient, limits),
+		limits: limits, maxDelta: cfg.ReadLimits().Delta,
+		tok: agent.NewTokenizer(cfg.Model), startIdle: startIdleClock,
+	}
 }
 
-// apiClient is go-openai's client for one server.
-func apiClient(baseURL, apiKey string, httpClient *http.Client) *openai.Client {
+// chatLimits bound what the client reads of the chat server's answers.
+func chatLimits(cfg agent.Config) modelhttp.Limits {
+	l := cfg.ReadLimits()
+	return modelhttp.Limits{
+		ErrorBody: modelhttp.Limit{Bytes: int64(l.ErrorBody), Key: "llm.max_error_bytes"},
+		Line:      modelhttp.Limit{Bytes: int64(l.Line), Key: "llm.max_line_bytes"},
+		Body:      modelhttp.Limit{Bytes: int64(l.Response), Key: "llm.max_response_bytes"},
+	}
+}
+
+// apiClient is go-openai's client for one server, reading its answers
+// within limits.
+func apiClient(baseURL, apiKey string, httpClient *http.Client, limits modelhttp.Limits) *openai.Client {
 	oc := openai.DefaultConfig(apiKey)
 	// People paste base URLs with a trailing slash; the paths go-openai
 	// appends start with one.
 	oc.BaseURL = strings.TrimRight(baseURL, "/")
-	if httpClient != nil {
-		oc.HTTPClient = httpClient
-	}
+	oc.HTTPClient = modelhttp.NewClient(httpClient, limits)
 	return openai.NewClientWithConfig(oc)
 }
 

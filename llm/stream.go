@@ -11,6 +11,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"koe/agent"
+	"koe/internal/quote"
 )
 
 var errIdle = errors.New("llm idle timeout")
@@ -24,7 +25,9 @@ var errIdle = errors.New("llm idle timeout")
 // the server sends nothing for llm.idle_timeout (KindTimeout), when the
 // reply runs past llm.max_reply_tokens (KindReplyTooLong; the deltas
 // before stay delivered), and when the answer holds no text at all
-// (KindEmptyReply).
+// (KindEmptyReply). What it reads of the server is bounded
+// (KindTooLarge): one line by llm.max_line_bytes, one delta by
+// llm.max_delta_bytes, an error answer by llm.max_error_bytes.
 func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(string)) (agent.StreamResult, error) {
 	r := c.chatRequest(req)
 	r.Stream = true
@@ -79,6 +82,9 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 				finish = string(ch.FinishReason)
 			}
 			for _, tc := range ch.Delta.ToolCalls {
+				if len(tc.Function.Name)+len(tc.Function.Arguments) > c.maxDelta {
+					return res, c.deltaTooLarge("one streamed tool call delta")
+				}
 				// A runaway call (endless arguments) is as long a reply
 				// as endless text.
 				if limit.exceededBy(tc.Function.Name + tc.Function.Arguments) {
@@ -87,6 +93,9 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 				calls.add(tc)
 			}
 			if d := ch.Delta.Content; d != "" {
+				if len(d) > c.maxDelta {
+					return res, c.deltaTooLarge("one streamed text delta")
+				}
 				if limit.exceededBy(d) {
 					return res, c.llmError(agent.KindReplyTooLong, fmt.Sprintf("%d tokens", limit.max))
 				}
@@ -105,6 +114,14 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 		return res, c.noText(stream.Header(), parsed, finish)
 	}
 	return res, nil
+}
+
+// deltaTooLarge is the error for a delta past llm.max_delta_bytes. A real
+// delta is a token or a few: a huge one would be counted (the tokenizer's
+// time grows faster than its input) and sent on whole before
+// llm.max_reply_tokens could stop it.
+func (c *Client) deltaTooLarge(what string) error {
+	return c.llmError(agent.KindTooLarge, fmt.Sprintf("%s ran past llm.max_delta_bytes (%s)", what, quote.Bytes(int64(c.maxDelta))))
 }
 
 // streamFailed explains why a stream could not start or go on: the idle

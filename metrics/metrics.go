@@ -223,4 +223,5 @@ var llmKinds = map[agent.ErrorKind]string{
 	agent.KindEmptyReply:       "empty_reply",
 	agent.KindToolsUnsupported: "tools_unsupported",
 	agent.KindTooManyCycles:    "too_many_cycles",
+	agent.KindTooLarge:         "too_large",
 }

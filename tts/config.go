@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"koe/internal/modelhttp"
+	"koe/internal/openaicompat"
 )
 
 // Engine names for Config.Engine.
@@ -50,6 +53,12 @@ type OpenAIConfig struct {
 	// the samples, and decoding mp3/opus/aac/flac would need codecs koe
 	// does not carry.
 	Format string `yaml:"format"`
+	// MaxErrorBytes is how much of an error answer koe reads (0:
+	// openaicompat.DefaultMaxErrorBytes); the rest is cut off, marked "…",
+	// so that a broken or hostile server's error page cannot take koe's
+	// memory. The audio itself is bounded by the most one sentence may
+	// need.
+	MaxErrorBytes int `yaml:"max_error_bytes"`
 }
 
 // DefaultConfig returns the documented defaults: espeak-ng, which works
@@ -70,6 +79,8 @@ func DefaultConfig() Config {
 			Voice:   "alloy",
 			Speed:   1.0,
 			Format:  "wav",
+
+			MaxErrorBytes: openaicompat.DefaultMaxErrorBytes,
 		},
 	}
 }
@@ -127,6 +138,9 @@ func validVoice(v string) bool {
 }
 
 func (c OpenAIConfig) validate() error {
+	if err := modelhttp.CheckSetting("tts.openai.max_error_bytes", c.MaxErrorBytes, openaicompat.MinMaxErrorBytes, openaicompat.DefaultMaxErrorBytes); err != nil {
+		return err
+	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("tts.openai.base_url %q is not an http(s) URL (example: http://127.0.0.1:8880/v1)", c.BaseURL)

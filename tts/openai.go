@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"koe/internal/modelhttp"
 	"koe/internal/openaicompat"
 )
 
@@ -23,8 +24,13 @@ type openAISpeech struct {
 }
 
 func newOpenAI(c OpenAIConfig, httpClient *http.Client) *openAISpeech {
+	errorBody := modelhttp.Limit{Bytes: int64(c.MaxErrorBytes), Key: "tts.openai.max_error_bytes"}
+	if errorBody.Bytes == 0 {
+		errorBody.Bytes = openaicompat.DefaultMaxErrorBytes
+	}
 	return &openAISpeech{
-		client: openaicompat.NewClient(c.BaseURL, c.APIKey, httpClient),
+		// The audio is read within maxAudioBytes by Synthesize.
+		client: openaicompat.NewClient(c.BaseURL, c.APIKey, httpClient, modelhttp.Limits{ErrorBody: errorBody}),
 		cfg:    c,
 		server: openaicompat.Endpoint{
 			Prefix:   "tts",
@@ -33,6 +39,8 @@ func newOpenAI(c OpenAIConfig, httpClient *http.Client) *openAISpeech {
 			BaseURL:  c.BaseURL,
 			Model:    c.Model,
 			Check:    fmt.Sprintf("tts.openai.model (%q), voice (%q), speed (%g) and format (%q)", c.Model, c.Voice, c.Speed, c.Format),
+
+			ErrorBody: errorBody,
 		},
 	}
 }

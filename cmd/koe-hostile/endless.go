@@ -40,42 +40,17 @@ func runEndless(ctx context.Context, e *env) outcome {
 		return out
 	}
 	start := time.Now()
-	deadline := start.Add(endlessListen)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	var bytes, frames int
-	var errText string
-	ended := false
-	for !ended {
-		m, raw, err := readFrame(ws, deadline)
-		if err != nil {
-			if time.Now().Before(deadline) {
-				out.issues = append(out.issues, "the connection broke: "+err.Error())
-			}
-			break
-		}
-		bytes += len(raw)
-		frames++
-		switch {
-		case m.Type == "error" && errText == "":
-			errText = m.Message
-		case m.Type == "backend-synth-complete":
-			_ = ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"frontend-playback-complete"}`))
-		case m.Type == "control" && m.Text == "conversation-chain-end":
-			ended = true
-		}
-	}
+	h := listenWithin(ctx, ws, start, endlessListen, &out)
 	took := time.Since(start)
-	got := fmt.Sprintf("%.1f MiB in %d frames", float64(bytes)/(1<<20), frames)
-	if ended {
+	got := fmt.Sprintf("%.1f MiB in %d frames", float64(h.bytes)/(1<<20), h.frames)
+	if h.ended {
 		out.value = took.Seconds()
 		out.text = fmt.Sprintf("turn ended after %.1f s; %s", took.Seconds(), got)
 	} else {
 		out.text = fmt.Sprintf("NO END in %.0f s; %s", took.Seconds(), got)
 	}
-	if errText != "" {
-		out.text += fmt.Sprintf("; error: %q", clip(errText, 120))
+	if h.errText != "" {
+		out.text += fmt.Sprintf("; error: %q", clip(h.errText, 120))
 	} else {
 		out.text += "; no error frame"
 	}

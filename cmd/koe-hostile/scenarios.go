@@ -11,5 +11,6 @@ func scenarios() []scenario {
 		fdScenario(),
 		shutdownScenario(),
 		declaredBodyScenario(), declaredBodyTokenScenario(), gzipBombScenario(), healthFullScenario(), tokenLogScenario(),
+		hugeTokenScenario(), endlessLineScenario(), errorPageScenario(), staleConnectionScenario(),
 	}
 }

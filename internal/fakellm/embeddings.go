@@ -72,6 +72,9 @@ type EmbeddingReply struct {
 	// embedding list: a server that is not OpenAI-compatible.
 	Body        string
 	ContentType string
+	// Flood, if set (and Status is not), is the whole answer instead: a
+	// hostile or broken server's answer of any size (see Flood).
+	Flood *Flood
 }
 
 // SetEmbeddings makes respond decide the answer to each embedding request;
@@ -148,8 +151,12 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header = r.Header.Clone()
 
-	reply, _, ok := answerHeld(s, w, r, &s.embeddingRequests, &s.embeddingRespond, "embedding responder", req, "application/json")
+	reply, c, ok := answerHeld(s, w, r, &s.embeddingRequests, &s.embeddingRespond, "embedding responder", req, "application/json")
 	if !ok {
+		return
+	}
+	if reply.Flood != nil {
+		c.flood(reply.Flood)
 		return
 	}
 	if reply.Body != "" {

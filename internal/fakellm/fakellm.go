@@ -85,6 +85,9 @@ type Reply struct {
 	// proxy's notice) or a hand-made stream such as "data: [DONE]\n\n".
 	Body        string
 	ContentType string
+	// Flood, if set, is the whole answer instead of all of the above: a
+	// hostile or broken server's answer of any size (see Flood).
+	Flood *Flood
 	// ToolCalls are function calls the model makes after its Tokens. A
 	// stream sends each as OpenAI does: a first fragment with the call's
 	// index, id and name, then its arguments in several fragments; the
@@ -148,6 +151,9 @@ type Server struct {
 	serveDone   chan struct{}
 	disconnects chan struct{}
 	seq         atomic.Int64
+	flooded     atomic.Int64 // bytes of Flood answers written
+	resetReused atomic.Bool  // set by SetResetReused
+	resets      atomic.Int64 // requests answered with a reset
 
 	mu          sync.Mutex
 	closed      bool
@@ -197,6 +203,7 @@ func Start(addr string, respond func(Request) Reply) (*Server, error) {
 		// Guards against clients that open a connection and never send a
 		// request. No write timeout: streams are long-lived by design.
 		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext:       withConnServed,
 	}
 	go func() {
 		defer close(s.serveDone)
@@ -302,6 +309,9 @@ func (r Request) clone() Request {
 }
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if s.resetIfReused(w, r) {
+		return
+	}
 	switch {
 	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
 		s.chat(w, r)
@@ -395,6 +405,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if reply.Flood != nil {
+		(&call{s: s, w: w, ctx: r.Context()}).flood(reply.Flood)
+		return
+	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		writeFailure(w, reply.Status, reply.ErrorMessage)
 		return

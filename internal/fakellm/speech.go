@@ -61,6 +61,9 @@ type SpeechReply struct {
 	// application/octet-stream) instead of synthetic speech, e.g. to serve
 	// a malformed file or a real engine's WAV.
 	Body []byte
+	// Flood, if set (and Status is not), is the whole answer instead: a
+	// hostile or broken server's answer of any size (see Flood).
+	Flood *Flood
 }
 
 // SetSpeech makes respond decide the answer to each speech request; nil
@@ -120,6 +123,10 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 
 	reply, c, ok := answerHeld(s, w, r, &s.speechRequests, &s.speechRespond, "speech responder", req, "application/octet-stream")
 	if !ok {
+		return
+	}
+	if reply.Flood != nil {
+		c.flood(reply.Flood)
 		return
 	}
 

@@ -53,6 +53,9 @@ type TranscriptionReply struct {
 	// Hang sends the response headers and then blocks until the client
 	// goes away (or the server is closed).
 	Hang bool
+	// Flood, if set (and Status is not), is the whole answer instead: a
+	// hostile or broken server's answer of any size (see Flood).
+	Flood *Flood
 }
 
 // SetTranscription makes respond decide the answer to each transcription
@@ -96,6 +99,10 @@ func (s *Server) transcription(w http.ResponseWriter, r *http.Request) {
 
 	reply, c, ok := answerHeld(s, w, r, &s.transcriptionRequests, &s.transcriptionRespond, "transcription responder", req, "application/json")
 	if !ok {
+		return
+	}
+	if reply.Flood != nil {
+		c.flood(reply.Flood)
 		return
 	}
 

@@ -16,6 +16,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"koe/internal/modelhttp"
 	"koe/internal/quote"
 )
 
@@ -23,16 +24,21 @@ import (
 // types inside this package: tts and asr see only their own.
 type Client struct{ api *openai.Client }
 
+// How much of an error answer an audio engine reads unless its
+// max_error_bytes says otherwise, and the least that may be set.
+const (
+	DefaultMaxErrorBytes = 4 << 10
+	MinMaxErrorBytes     = 256
+)
+
 // NewClient returns a client for the server at baseURL (ending in /v1; a
-// trailing slash is tolerated, as people paste URLs with one). httpClient
-// is shared with the rest of koe (its connection pool); nil means
-// go-openai's default.
-func NewClient(baseURL, apiKey string, httpClient *http.Client) *Client {
+// trailing slash is tolerated, as people paste URLs with one) that reads
+// its answers within limits. httpClient is shared with the rest of koe
+// (its connection pool); nil means a default client.
+func NewClient(baseURL, apiKey string, httpClient *http.Client, limits modelhttp.Limits) *Client {
 	oc := openai.DefaultConfig(apiKey)
 	oc.BaseURL = strings.TrimRight(baseURL, "/")
-	if httpClient != nil {
-		oc.HTTPClient = httpClient
-	}
+	oc.HTTPClient = modelhttp.NewClient(httpClient, limits)
 	return &Client{api: openai.NewClientWithConfig(oc)}
 }
 
@@ -104,7 +110,14 @@ type Endpoint struct {
 	// found too large ("the recording") and what to do about it. Without
 	// them a 413 is advised on like any other refusal.
 	Payload, TooLarge string
+	// ErrorBody is the limit the client read error answers with, for the
+	// note on one it cut.
+	ErrorBody modelhttp.Limit
 }
+
+// quotedErrorChars is the most of a server's error message an error
+// quotes: the whole goes into a frame and a log line.
+const quotedErrorChars = 300
 
 // Aborted is the error for a request the caller's context ended: it names
 // the server and wraps the context's error for errors.Is.
@@ -119,13 +132,18 @@ func (e Endpoint) Describe(err error) error {
 	status, detail := 0, ""
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
+	var tooLarge *modelhttp.TooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		msg := fmt.Sprintf("%s: the %s server at %s sent more than koe reads: %v. %s", e.Prefix, e.Server, e.BaseURL, tooLarge, modelhttp.TooLargeAdvice)
+		return &describedError{msg: msg, err: err}
 	case errors.As(err, &apiErr):
-		status, detail = apiErr.HTTPStatusCode, apiErr.Message
+		status, detail = apiErr.HTTPStatusCode, quote.Shorten(apiErr.Message, quotedErrorChars)
 	case errors.As(err, &reqErr):
 		// Not an OpenAI-style error body: often a proxy's HTML page, so
 		// quote only its start.
-		status, detail = reqErr.HTTPStatusCode, quote.Shorten(strings.TrimSpace(string(reqErr.Body)), 200)
+		status = reqErr.HTTPStatusCode
+		detail = quote.Shorten(strings.TrimSpace(string(reqErr.Body)), 200) + e.ErrorBody.CutNote(reqErr.Body)
 	}
 	if detail != "" {
 		detail = ": " + detail
