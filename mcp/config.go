@@ -33,6 +33,10 @@ type Config struct {
 	// error's text included (0: DefaultMaxResultChars); longer results are
 	// cut with a note saying so.
 	MaxResultChars int `yaml:"mcp_max_result_chars" json:"mcp_max_result_chars"`
+	// MaxLineBytes bounds one line a stdio server writes to stdout (0:
+	// DefaultMaxLineBytes): a longer message ends the connection, which
+	// is started again; a longer line of anything else is skipped.
+	MaxLineBytes int `yaml:"mcp_max_line_bytes" json:"mcp_max_line_bytes"`
 }
 
 // ServerConfig is one server: Command (a stdio server koe starts) or URL
@@ -58,6 +62,12 @@ const (
 	// minResultChars leaves room for the cut note and some of the result.
 	minResultChars       = 200
 	DefaultServerTimeout = 30 * time.Second
+	// DefaultMaxLineBytes is the SDK's own bound on a message.
+	DefaultMaxLineBytes = 16 << 20
+	// A line limit holds at least a handshake and at most what a process
+	// should ever be made to hold of one message.
+	minLineBytes = 4 << 10
+	maxLineBytes = 1 << 30
 	// maxServerName keeps "<server>__" short enough that a tool's own name
 	// keeps at least 30 of the 64 characters a function name may have.
 	maxServerName = 32
@@ -69,6 +79,9 @@ var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 func (c Config) Validate() error {
 	if c.MaxResultChars < 0 || c.MaxResultChars > 0 && c.MaxResultChars < minResultChars {
 		return fmt.Errorf("mcp_max_result_chars %d is out of range: 0 (%d) or at least %d", c.MaxResultChars, DefaultMaxResultChars, minResultChars)
+	}
+	if c.MaxLineBytes < 0 || c.MaxLineBytes > 0 && (c.MaxLineBytes < minLineBytes || c.MaxLineBytes > maxLineBytes) {
+		return fmt.Errorf("mcp_max_line_bytes %d is out of range: 0 (%d) or %d to %d", c.MaxLineBytes, DefaultMaxLineBytes, minLineBytes, maxLineBytes)
 	}
 	var errs []error
 	for _, name := range c.names() {
@@ -111,6 +124,13 @@ func (c Config) maxResultChars() int {
 		return DefaultMaxResultChars
 	}
 	return c.MaxResultChars
+}
+
+func (c Config) maxLineBytes() int {
+	if c.MaxLineBytes == 0 {
+		return DefaultMaxLineBytes
+	}
+	return c.MaxLineBytes
 }
 
 func checkServer(name string, s ServerConfig) error {

@@ -73,6 +73,7 @@ type server struct {
 	cfg     ServerConfig
 	log     *slog.Logger
 	client  *sdk.Client
+	maxLine int    // mcp_max_line_bytes
 	changed func() // tells the Manager's watchers
 	// relist asks run to list the tools again (tools/list_changed).
 	relist chan struct{}
@@ -86,10 +87,11 @@ type server struct {
 	tools []tool
 }
 
-func newServer(name string, cfg ServerConfig, log *slog.Logger, changed func()) *server {
+func newServer(name string, cfg ServerConfig, maxLine int, log *slog.Logger, changed func()) *server {
 	s := &server{
 		name:    name,
 		cfg:     cfg,
+		maxLine: maxLine,
 		log:     log.With("mcp_server", name),
 		changed: changed,
 		relist:  make(chan struct{}, 1),
@@ -157,7 +159,7 @@ func (s *server) run(ctx context.Context, t timing) {
 func (s *server) connect(ctx context.Context) (*link, *sdk.ClientSession, []tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
-	l, err := startLink(s.cfg, s.log)
+	l, err := startLink(s.cfg, s.maxLine, s.log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
