@@ -87,9 +87,11 @@ type Options struct {
 	Tools Toolbox
 	// MaxCycles bounds the LLM calls of a turn with tools (0:
 	// DefaultMaxCycles); ToolTimeout bounds each tool call (0:
-	// DefaultToolTimeout).
+	// DefaultToolTimeout); MaxTools the tools offered in one request (0:
+	// DefaultMaxTools), the first ones Tools lists.
 	MaxCycles   int
 	ToolTimeout time.Duration
+	MaxTools    int
 	Now         func() time.Time
 	Logger      *slog.Logger
 }
@@ -130,6 +132,9 @@ type Agent struct {
 	// of. Notices that pile up while the receiver is busy become one,
 	// carrying the latest state.
 	noticeDue bool
+	// leftOut names the tools the last turn could not offer (over
+	// MaxTools), so that a change is logged once, not every turn.
+	leftOut string
 	// notifying: the notifier goroutine runs. It runs only while notices
 	// are due: most sessions never summarise, and an idle one should not
 	// hold a goroutine for it.
@@ -158,6 +163,9 @@ func New(opts Options) *Agent {
 	}
 	if opts.ToolTimeout <= 0 {
 		opts.ToolTimeout = DefaultToolTimeout
+	}
+	if opts.MaxTools <= 0 {
+		opts.MaxTools = DefaultMaxTools
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a := &Agent{

@@ -132,6 +132,7 @@ func (s *Session) buildCast(char Character) cast {
 		Tools:         box,
 		MaxCycles:     char.LLM.Cycles(),
 		ToolTimeout:   char.Tools.Timeout,
+		MaxTools:      char.LLM.ToolLimit(),
 		Logger:        s.log,
 	})
 	c.agent = a
@@ -144,9 +145,10 @@ func (s *Session) buildCast(char Character) cast {
 	return c
 }
 
-// toolbox is the tools a character may use: its built-in ones, those of
-// the MCP servers it enables, and the document search when the knowledge
-// router is off.
+// toolbox is the tools a character may use: its built-in ones, the
+// document search when the knowledge router is off, and those of the MCP
+// servers it enables. koe's own come first: over llm.max_tools, the last
+// are left out.
 func (h *Hub) toolbox(char Character, log *slog.Logger) agent.Toolbox {
 	if log == nil {
 		log = h.log
@@ -162,7 +164,7 @@ func (h *Hub) toolbox(char Character, log *slog.Logger) agent.Toolbox {
 	if len(char.Tools.MCPServers) > 0 && h.deps.ToolServers != nil {
 		servers = h.deps.ToolServers.Toolbox(char.Tools.MCPServers)
 	}
-	return agent.JoinToolboxes(builtin, servers, h.documentSearch(char))
+	return agent.JoinToolboxes(builtin, h.documentSearch(char), servers)
 }
 
 // summaryReady tells a koe client about a new summary of its current

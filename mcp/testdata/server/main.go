@@ -44,6 +44,8 @@ func main() {
 	httpMode := flag.Bool("http", false, "serve streamable HTTP instead of stdio")
 	addr := flag.String("addr", "127.0.0.1:0", "the address to serve HTTP on")
 	junk := flag.Bool("junk", false, "over stdio, write lines that are not JSON-RPC messages to stdout")
+	many := flag.Int("tools", 0, "offer that many more tools, many_000, many_001…, after the others")
+	descChars := flag.Int("desc", 0, "pad the descriptions of those tools to that many characters")
 	flag.Parse()
 	server := mcp.NewServer(&mcp.Implementation{Name: "koe-test-server", Version: "1"}, nil)
 
@@ -145,6 +147,20 @@ func main() {
 			fmt.Println(strings.Repeat("=", 100000))
 			return text(a.Text), nil, nil
 		})
+
+	// The many tools come after the others, in the order the server
+	// lists them: by name.
+	for i := range *many {
+		name := fmt.Sprintf("many_%03d", i)
+		desc := fmt.Sprintf("Returns the number %d, one of many tools.", i)
+		if pad := *descChars - len(desc); pad > 0 {
+			desc += strings.Repeat(" More words.", pad/len(" More words.")+1)[:pad]
+		}
+		server.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string","description":"anything"}}}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text(fmt.Sprint(i)), nil
+			})
+	}
 
 	if !*httpMode && *junk {
 		fmt.Println("koe-test-server 1.0 starting up…")
