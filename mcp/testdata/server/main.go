@@ -46,6 +46,7 @@ func main() {
 	junk := flag.Bool("junk", false, "over stdio, write lines that are not JSON-RPC messages to stdout")
 	many := flag.Int("tools", 0, "offer that many more tools, many_000, many_001…, after the others")
 	descChars := flag.Int("desc", 0, "pad the descriptions of those tools to that many characters")
+	wide := flag.Bool("wide", false, "offer a tool whose input schema has 100 properties")
 	flag.Parse()
 	server := mcp.NewServer(&mcp.Implementation{Name: "koe-test-server", Version: "1"}, nil)
 
@@ -159,6 +160,18 @@ func main() {
 		server.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string","description":"anything"}}}`)},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return text(fmt.Sprint(i)), nil
+			})
+	}
+
+	if *wide {
+		props := map[string]any{}
+		for i := range 100 {
+			props[fmt.Sprintf("field_%02d", i)] = map[string]any{"type": "string", "description": "one of many fields"}
+		}
+		schema, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
+		server.AddTool(&mcp.Tool{Name: "wide", Description: "Takes many fields.", InputSchema: json.RawMessage(schema)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text("wide"), nil
 			})
 	}
 
