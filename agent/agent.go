@@ -59,6 +59,11 @@ type Options struct {
 	SystemPrompt string
 	// Persona is the character's own prompt.
 	Persona string
+	// Rules, if set, end the system prompt of every request, whichever
+	// prompt is in use (the default, one the user saved, or the persona
+	// in its place): what the session's callers need the model to keep
+	// to, such as how to read a live chat's messages.
+	Rules string
 	// Reminder, if set, is the last user text of every request.
 	Reminder string
 	// CharacterName and HumanName are used in the default system prompt
@@ -339,6 +344,7 @@ func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder, memorie
 	if a.opts.Memory.PersonaAsSystem && persona != "" {
 		system, persona = persona, ""
 	}
+	system = joinText(system, a.opts.Rules)
 	req, rep, err := build(a.opts.Tokenizer, contextParts{
 		system:      system,
 		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + "." + toolsNote,

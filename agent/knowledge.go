@@ -46,7 +46,7 @@ func (a *Agent) AttachFile(f File) {
 func (a *Agent) FileRoom() int {
 	specs, _ := a.offeredTools(false)
 	a.mu.Lock()
-	system, persona := a.systemPromptLocked(), a.opts.Persona
+	system, persona := joinText(a.systemPromptLocked(), a.opts.Rules), a.opts.Persona
 	a.mu.Unlock()
 	tok := a.opts.Tokenizer
 	fixed := systemTokens(tok, system, "") + tok.CountTools(specs)

@@ -53,6 +53,7 @@ type Session struct {
 	textOnly  bool
 	replaced  func() // SessionOptions.Replaced
 	headless  bool
+	rules     string // SessionOptions.Rules
 
 	turns turns
 	voice voice // the read loop's own
@@ -99,6 +100,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		textOnly:  opts.TextOnly,
 		replaced:  opts.Replaced,
 		headless:  opts.Headless,
+		rules:     opts.Rules,
 	}
 	s.log = slog.New(turnLogs{Handler: log.Handler(), cur: &s.turnAttrs})
 	s.voice.rate = defaultRawRate
@@ -121,6 +123,7 @@ func (s *Session) buildCast(char Character) cast {
 		// The saved prompts are applied once the cast is in place (see
 		// Hub.applyPrompts).
 		Persona:       char.Persona,
+		Rules:         s.rules,
 		CharacterName: char.Name,
 		HumanName:     char.HumanName,
 		Store:         notingSummaries{store: s.deps.Store, hub: s.hub},
