@@ -59,6 +59,11 @@ type Options struct {
 	SystemPrompt string
 	// Persona is the character's own prompt.
 	Persona string
+	// Rules, if set, end the system prompt of every request, whichever
+	// prompt is in use (the default, one the user saved, or the persona
+	// in its place): what the session's callers need the model to keep
+	// to, such as how to read a live chat's messages.
+	Rules string
 	// Reminder, if set, is the last user text of every request.
 	Reminder string
 	// CharacterName and HumanName are used in the default system prompt
@@ -87,9 +92,11 @@ type Options struct {
 	Tools Toolbox
 	// MaxCycles bounds the LLM calls of a turn with tools (0:
 	// DefaultMaxCycles); ToolTimeout bounds each tool call (0:
-	// DefaultToolTimeout).
+	// DefaultToolTimeout); MaxTools the tools offered in one request (0:
+	// DefaultMaxTools), the first ones Tools lists.
 	MaxCycles   int
 	ToolTimeout time.Duration
+	MaxTools    int
 	Now         func() time.Time
 	Logger      *slog.Logger
 }
@@ -130,6 +137,9 @@ type Agent struct {
 	// of. Notices that pile up while the receiver is busy become one,
 	// carrying the latest state.
 	noticeDue bool
+	// leftOut names the tools the last turn could not offer (over
+	// MaxTools), so that a change is logged once, not every turn.
+	leftOut string
 	// notifying: the notifier goroutine runs. It runs only while notices
 	// are due: most sessions never summarise, and an idle one should not
 	// hold a goroutine for it.
@@ -158,6 +168,9 @@ func New(opts Options) *Agent {
 	}
 	if opts.ToolTimeout <= 0 {
 		opts.ToolTimeout = DefaultToolTimeout
+	}
+	if opts.MaxTools <= 0 {
+		opts.MaxTools = DefaultMaxTools
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a := &Agent{
@@ -331,6 +344,7 @@ func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder, memorie
 	if a.opts.Memory.PersonaAsSystem && persona != "" {
 		system, persona = persona, ""
 	}
+	system = joinText(system, a.opts.Rules)
 	req, rep, err := build(a.opts.Tokenizer, contextParts{
 		system:      system,
 		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + "." + toolsNote,

@@ -61,6 +61,11 @@ type Config struct {
 	// MaxResponseBytes bounds a whole answer that is not streamed (a
 	// summary, the model list read at start).
 	MaxResponseBytes int `yaml:"max_response_bytes"`
+	// MaxTools bounds the tool definitions sent in one request (0:
+	// DefaultMaxTools). When a character has more, koe's own tools go
+	// first, then each MCP server's in the order of tools.mcp_servers;
+	// the rest are left out, and the log says which.
+	MaxTools int `yaml:"max_tools"`
 }
 
 // What koe reads of the LLM server's answers: the default of each limit,
@@ -132,6 +137,21 @@ func (c Config) Cycles() int {
 	return c.MaxCycles
 }
 
+// Tool count bounds: the default of llm.max_tools (what OpenAI's API
+// takes at most) and the most it may be.
+const (
+	DefaultMaxTools = 128
+	MaxMaxTools     = 1024
+)
+
+// ToolLimit is the most tool definitions one request may carry.
+func (c Config) ToolLimit() int {
+	if c.MaxTools == 0 {
+		return DefaultMaxTools
+	}
+	return c.MaxTools
+}
+
 // Reply length bounds: the default of llm.max_reply_tokens, and the least
 // it may be (a reply must hold at least a short sentence).
 const (
@@ -178,6 +198,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxCycles < 0 || c.MaxCycles > MaxMaxCycles {
 		return fmt.Errorf("llm.max_cycles %d is out of range: 1 to %d LLM calls per turn (default %d)", c.MaxCycles, MaxMaxCycles, DefaultMaxCycles)
+	}
+	if c.MaxTools < 0 || c.MaxTools > MaxMaxTools {
+		return fmt.Errorf("llm.max_tools %d is out of range: 1 to %d tool definitions per request (default %d)", c.MaxTools, MaxMaxTools, DefaultMaxTools)
 	}
 	if n := c.ReplyTokenLimit(); n < MinReplyTokens {
 		key := "llm.max_reply_tokens"

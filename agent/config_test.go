@@ -36,6 +36,8 @@ func TestConfigValidate(t *testing.T) {
 		{"no context window", agent.Config{BaseURL: "http://h:8080/v1", Model: "m"}, "context_window"},
 		{"context window 511", agent.Config{BaseURL: "http://h:8080/v1", Model: "m", ContextWindow: 511}, "context_window"},
 		{"negative idle", agent.Config{BaseURL: "http://h:8080/v1", Model: "m", ContextWindow: 4096, IdleTimeout: -time.Second}, "idle_timeout"},
+		{"negative max_tools", agent.Config{BaseURL: "http://h:8080/v1", Model: "m", ContextWindow: 4096, MaxTools: -1}, "llm.max_tools -1 is out of range"},
+		{"huge max_tools", agent.Config{BaseURL: "http://h:8080/v1", Model: "m", ContextWindow: 4096, MaxTools: 5000}, "llm.max_tools 5000 is out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -122,6 +122,12 @@ func build(tok *Tokenizer, p contextParts) (Request, ContextReport, error) {
 	toolTokens := tok.CountTools(p.tools)
 	fixed := head + tok.CountMessages(alternate(tail)) + toolTokens
 	if cost(fixed) > budget {
+		if room := budget - cost(fixed-toolTokens); toolTokens > 0 && room >= 0 {
+			// Without the tools it would fit: say whose they are.
+			// koe's own counts throughout, the room too.
+			return Request{}, ContextReport{}, &ToolsTooLargeError{Tokens: toolTokens, Room: int(float64(room) / cal), Window: p.window,
+				Available: len(p.tools), Groups: groupTools(tok, p.tools)}
+		}
 		return Request{}, ContextReport{}, fmt.Errorf("%w (%d tokens needed, %d available of a %d-token window)", ErrContextTooLarge, cost(fixed), budget, p.window)
 	}
 	left := budget - cost(fixed)

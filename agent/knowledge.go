@@ -44,12 +44,9 @@ func (a *Agent) AttachFile(f File) {
 // system prompt, the persona, the tools) and a reserve for the message it
 // comes with.
 func (a *Agent) FileRoom() int {
-	var specs []ToolSpec
-	if a.opts.Tools != nil {
-		specs = a.opts.Tools.Specs()
-	}
+	specs, _ := a.offeredTools(false)
 	a.mu.Lock()
-	system, persona := a.systemPromptLocked(), a.opts.Persona
+	system, persona := joinText(a.systemPromptLocked(), a.opts.Rules), a.opts.Persona
 	a.mu.Unlock()
 	tok := a.opts.Tokenizer
 	fixed := systemTokens(tok, system, "") + tok.CountTools(specs)

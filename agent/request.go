@@ -103,6 +103,9 @@ type ToolSpec struct {
 	// Parameters is the JSON schema of the arguments (an object schema);
 	// nil means none.
 	Parameters json.RawMessage
+	// Source names who offers the tool, for people ("MCP server search");
+	// "" is koe's own. It is not sent.
+	Source string
 }
 
 // joinText joins two pieces of text with a blank line, skipping empty

@@ -318,9 +318,15 @@ func (t *Tokenizer) CountTools(tools []ToolSpec) int {
 	}
 	n := tokensToolsHeader
 	for _, tool := range tools {
-		n += tokensPerTool + t.Count(tool.Name) + t.Count(tool.Description) + t.Count(compactJSON(tool.Parameters))
+		n += t.CountTool(tool)
 	}
 	return n
+}
+
+// CountTool estimates what one tool definition costs, without the header
+// CountTools adds once for all.
+func (t *Tokenizer) CountTool(tool ToolSpec) int {
+	return tokensPerTool + t.Count(tool.Name) + t.Count(tool.Description) + t.Count(compactJSON(tool.Parameters))
 }
 
 // compactJSON is schema without insignificant white space (as it is

@@ -79,10 +79,7 @@ var ErrInterrupted = errors.New("the user interrupted before the tool finished")
 // allowed cycle must answer in text. The caller records the final reply
 // with AddAssistant once it knows what the user heard.
 func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
-	var specs []ToolSpec
-	if a.opts.Tools != nil {
-		specs = a.opts.Tools.Specs()
-	}
+	specs, available := a.offeredTools(true)
 	watcher, _ := emit.(ToolEmitter)
 	cycles, _ := emit.(CycleEmitter)
 	searcher, _ := a.opts.Tools.(Searcher)
@@ -102,6 +99,9 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 			reminder = citationReminder
 		}
 		req, rep, err := a.buildContext(specs, note, reminder, memories, docs)
+		if tooLarge := (*ToolsTooLargeError)(nil); errors.As(err, &tooLarge) {
+			tooLarge.MaxTools, tooLarge.Available = a.opts.MaxTools, available
+		}
 		if err != nil {
 			return err
 		}
@@ -146,6 +146,58 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 			return err
 		}
 	}
+}
+
+// offeredTools is what a request offers of the toolbox's tools: the first
+// MaxTools, koe's own coming first in the list, and how many there are in
+// all. With note, a change in what is left out is logged, once.
+func (a *Agent) offeredTools(note bool) ([]ToolSpec, int) {
+	if a.opts.Tools == nil {
+		return nil, 0
+	}
+	specs := a.opts.Tools.Specs()
+	available := len(specs)
+	var left []ToolSpec
+	if len(specs) > a.opts.MaxTools {
+		specs, left = specs[:a.opts.MaxTools], specs[a.opts.MaxTools:]
+	}
+	if !note {
+		return specs, available
+	}
+	names := make([]string, len(left))
+	for i, s := range left {
+		names[i] = s.Name
+	}
+	joined := strings.Join(names, ", ")
+	a.mu.Lock()
+	changed := a.leftOut != joined
+	a.leftOut = joined
+	a.mu.Unlock()
+	if changed && len(left) > 0 {
+		var sources []string
+		for _, g := range groupTools(a.opts.Tokenizer, left) {
+			sources = append(sources, fmt.Sprintf("%s: %d", g.Source, g.Tools))
+		}
+		a.log.Warn("tools left out of the requests: there are more than llm.max_tools",
+			"max_tools", a.opts.MaxTools, "available", available, "left_out", len(left),
+			"from", strings.Join(sources, "; "), "tools", clipNames(joined))
+	} else if changed {
+		a.log.Info("every tool is offered again", "tools", len(specs))
+	}
+	return specs, available
+}
+
+// clipNames bounds a list of tool names quoted in a log line.
+func clipNames(s string) string {
+	const limit = 2000
+	if len(s) <= limit {
+		return s
+	}
+	cut := strings.LastIndex(s[:limit], ", ")
+	if cut < 0 {
+		cut = limit
+	}
+	return s[:cut] + ", …"
 }
 
 // toolOutcome is one finished call, by its place in the cycle.

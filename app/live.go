@@ -31,7 +31,9 @@ type liveChat struct {
 func (m *Main) startLiveChat(cfg config.Config, paused bool) (*liveChat, error) {
 	lc := cfg.LiveChat
 	ctx, cancel := context.WithCancel(context.Background())
-	live, err := m.hub.OpenLive(ctx, lc.Character, lc.History)
+	// The audience's messages come framed as quoted data (package
+	// livechat); the rules tell the model so, whatever prompt is saved.
+	live, err := m.hub.OpenLive(ctx, conversation.LiveOptions{Character: lc.Character, History: lc.History, Rules: livechat.Instruction})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("live_chat: %w", err)

@@ -405,7 +405,7 @@ func TestLiveChatOneLeader(t *testing.T) {
 	other.waitStatus(t, "the first message answered", idleAfter(1))
 	alice.Send("PRIVMSG #koe :second message")
 	other.waitStatus(t, "the second message answered", idleAfter(2))
-	if turns := c.chatTurns(); !slices.Equal(turns, []string{"viewer alice says: hello koe", "viewer alice says: second message"}) {
+	if turns := c.chatTurns(); !slices.Equal(turns, []string{chatTurn("alice", "hello koe"), chatTurn("alice", "second message")}) {
 		t.Fatalf("the LLM was asked %q", turns)
 	}
 
@@ -454,7 +454,7 @@ func TestLiveChatOneLeader(t *testing.T) {
 	alice.Send("PRIVMSG #koe :are you still there?")
 	other.waitStatus(t, "the message after the take-over answered", idleAfter(1))
 	turns := c.chatTurns()
-	if len(turns) != 3 || turns[2] != "viewer alice says: are you still there?" {
+	if len(turns) != 3 || turns[2] != chatTurn("alice", "are you still there?") {
 		t.Fatalf("the LLM was asked %q", turns)
 	}
 	c.check()
@@ -498,7 +498,7 @@ func TestLiveChatLeaderCutOff(t *testing.T) {
 	}
 	alice.Send("PRIVMSG #koe :anyone there?")
 	b.waitStatus(t, "the message after the take-over answered", idleAfter(1))
-	if turns := c.chatTurns(); !slices.Equal(turns, []string{"viewer alice says: hello koe", "viewer alice says: anyone there?"}) {
+	if turns := c.chatTurns(); !slices.Equal(turns, []string{chatTurn("alice", "hello koe"), chatTurn("alice", "anyone there?")}) {
 		t.Fatalf("the LLM was asked %q", turns)
 	}
 	// Back, A stands by.
@@ -542,7 +542,7 @@ func TestLiveChatRedisRestart(t *testing.T) {
 	alice.Send("PRIVMSG #koe :after the restart")
 	newLead.waitStatus(t, "the message after the restart answered", idleAfter(spoken+1))
 	turns := c.chatTurns()
-	if len(turns) != before+1 || turns[len(turns)-1] != "viewer alice says: after the restart" {
+	if len(turns) != before+1 || turns[len(turns)-1] != chatTurn("alice", "after the restart") {
 		t.Fatalf("the LLM was asked %q", turns)
 	}
 	if nicks := koeNicks(alice.Names("koe")); len(nicks) != 1 {

@@ -67,6 +67,7 @@ func refused(err error) error {
 func Explain(err error) Problem {
 	var ce *clientError
 	var llm *agent.LLMError
+	var tools *agent.ToolsTooLargeError
 	switch {
 	case errors.As(err, &ce):
 		return Problem{Kind: ce.kind, Message: ce.msg}
@@ -79,6 +80,10 @@ func Explain(err error) Problem {
 		return Problem{Kind: KindNotFound, Message: "no such history"}
 	case errors.Is(err, history.ErrInvalidRecord):
 		return Problem{Kind: KindInvalid, Message: "that text cannot be stored: it is too long or not valid UTF-8"}
+	case errors.As(err, &tools):
+		// Nothing the user sends fits: the configuration must change,
+		// and the message says how.
+		return Problem{Kind: KindUnavailable, Message: tools.Error()}
 	case errors.Is(err, agent.ErrContextTooLarge):
 		return Problem{Kind: KindInvalid, Message: "the message does not fit the model's context window (llm.context_window): send something shorter"}
 	case errors.Is(err, asr.ErrBadAudio), errors.Is(err, ErrBadImage):

@@ -198,7 +198,10 @@ type SessionOptions struct {
 	// Headless: nobody plays the audio but watchers (a live session); a
 	// turn waits for its audio's duration, not for playback-complete.
 	Headless bool
-	Logger   *slog.Logger
+	// Rules end the system prompt of every request the session makes,
+	// whatever prompt the user saved (see agent.Options.Rules).
+	Rules  string
+	Logger *slog.Logger
 }
 
 // Open starts a session for one client with the default character. ctx

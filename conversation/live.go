@@ -53,10 +53,21 @@ func LiveClientUID(confUID string) string {
 	return id
 }
 
-// OpenLive opens the live session of character confUID ("" for the
-// default one) in history historyUID, created if it does not exist yet.
-// ctx bounds its life; Close ends it. A character has one live session.
-func (h *Hub) OpenLive(ctx context.Context, confUID, historyUID string) (*Live, error) {
+// LiveOptions say which live session to open.
+type LiveOptions struct {
+	// Character is the conf_uid of the character ("" for the default
+	// one); History the history it talks in, created if it does not
+	// exist yet.
+	Character, History string
+	// Rules end the live session's system prompt: how to read the
+	// audience's messages (livechat.Instruction).
+	Rules string
+}
+
+// OpenLive opens a character's live session. ctx bounds its life; Close
+// ends it. A character has one live session.
+func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
+	confUID, historyUID := opts.Character, opts.History
 	char := h.deps.Characters.Default()
 	if confUID != "" {
 		var ok bool
@@ -77,7 +88,7 @@ func (h *Hub) OpenLive(ctx context.Context, confUID, historyUID string) (*Live, 
 	}
 
 	uid := LiveClientUID(conf)
-	s := newSession(ctx, h, discard{}, SessionOptions{ClientUID: uid, Headless: true, Logger: h.log.With("live", conf)}, char)
+	s := newSession(ctx, h, discard{}, SessionOptions{ClientUID: uid, Headless: true, Rules: opts.Rules, Logger: h.log.With("live", conf)}, char)
 	l := &Live{hub: h, s: s, conf: conf, counted: sync.OnceFunc(h.deps.Observer.SessionOpened("live"))}
 	h.mu.Lock()
 	switch {

@@ -59,7 +59,7 @@ func liveSpeech(t *testing.T) rigOption {
 
 func openLive(t *testing.T, r *rig) *conversation.Live {
 	t.Helper()
-	l, err := r.hub.OpenLive(r.ctx, "c1", "live")
+	l, err := r.hub.OpenLive(r.ctx, conversation.LiveOptions{Character: "c1", History: "live"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,7 @@ type Session struct {
 	textOnly  bool
 	replaced  func() // SessionOptions.Replaced
 	headless  bool
+	rules     string // SessionOptions.Rules
 
 	turns turns
 	voice voice // the read loop's own
@@ -99,6 +100,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		textOnly:  opts.TextOnly,
 		replaced:  opts.Replaced,
 		headless:  opts.Headless,
+		rules:     opts.Rules,
 	}
 	s.log = slog.New(turnLogs{Handler: log.Handler(), cur: &s.turnAttrs})
 	s.voice.rate = defaultRawRate
@@ -121,6 +123,7 @@ func (s *Session) buildCast(char Character) cast {
 		// The saved prompts are applied once the cast is in place (see
 		// Hub.applyPrompts).
 		Persona:       char.Persona,
+		Rules:         s.rules,
 		CharacterName: char.Name,
 		HumanName:     char.HumanName,
 		Store:         notingSummaries{store: s.deps.Store, hub: s.hub},
@@ -132,6 +135,7 @@ func (s *Session) buildCast(char Character) cast {
 		Tools:         box,
 		MaxCycles:     char.LLM.Cycles(),
 		ToolTimeout:   char.Tools.Timeout,
+		MaxTools:      char.LLM.ToolLimit(),
 		Logger:        s.log,
 	})
 	c.agent = a
@@ -144,9 +148,10 @@ func (s *Session) buildCast(char Character) cast {
 	return c
 }
 
-// toolbox is the tools a character may use: its built-in ones, those of
-// the MCP servers it enables, and the document search when the knowledge
-// router is off.
+// toolbox is the tools a character may use: its built-in ones, the
+// document search when the knowledge router is off, and those of the MCP
+// servers it enables. koe's own come first: over llm.max_tools, the last
+// are left out.
 func (h *Hub) toolbox(char Character, log *slog.Logger) agent.Toolbox {
 	if log == nil {
 		log = h.log
@@ -162,7 +167,7 @@ func (h *Hub) toolbox(char Character, log *slog.Logger) agent.Toolbox {
 	if len(char.Tools.MCPServers) > 0 && h.deps.ToolServers != nil {
 		servers = h.deps.ToolServers.Toolbox(char.Tools.MCPServers)
 	}
-	return agent.JoinToolboxes(builtin, servers, h.documentSearch(char))
+	return agent.JoinToolboxes(builtin, h.documentSearch(char), servers)
 }
 
 // summaryReady tells a koe client about a new summary of its current

@@ -9,7 +9,9 @@
 // (Run) starts at most one turn at a time and at most max_per_minute per
 // minute, folding up to max_batch waiting messages — all that arrived
 // while the character spoke — into one turn text, one line per message
-// ("viewer Alice says: hi"), preceded by what is remembered about each
-// viewer when a ViewerNotes hook is given. The streamer can Pause, Resume
-// and Skip.
+// (`viewer Alice says: "hi"`), preceded by what is remembered about each
+// viewer when a ViewerNotes hook is given. The lines are framed as quoted
+// data between <live_chat> and </live_chat>, which a viewer cannot close,
+// and Instruction, for the live session's system prompt, tells the model
+// they are not instructions. The streamer can Pause, Resume and Skip.
 package livechat

@@ -567,17 +567,18 @@ func (r *Runner) turn(ctx, turnCtx context.Context, batch []queued) {
 	}
 }
 
-// buildText writes one line per message and, with notes, one line per
-// distinct viewer about what is remembered.
+// buildText writes, inside the chat frame, one line per message and,
+// with notes, one line per distinct viewer about what is remembered, each
+// viewer's text quoted.
 func (r *Runner) buildText(ctx context.Context, batch []queued) string {
 	var lines []string
 	if r.notes != nil && r.cfg.MaxNoteChars > 0 {
 		lines = append(lines, r.noteLines(ctx, batch)...)
 	}
 	for _, q := range batch {
-		lines = append(lines, formatViewer(r.cfg.ViewerFormat, q.User, q.Text))
+		lines = append(lines, formatViewer(r.cfg.ViewerFormat, q.User, quote(q.Text)))
 	}
-	return strings.Join(lines, "\n")
+	return frame(lines)
 }
 
 func (r *Runner) noteLines(ctx context.Context, batch []queued) []string {
@@ -639,7 +640,7 @@ wait:
 	var lines []string
 	for i, v := range vs {
 		if notes[i] != "" {
-			lines = append(lines, "What you remember about "+v.name+": "+notes[i])
+			lines = append(lines, "What you remember about "+v.name+": "+quote(notes[i]))
 		}
 	}
 	return lines

@@ -33,6 +33,18 @@ type Config struct {
 	// error's text included (0: DefaultMaxResultChars); longer results are
 	// cut with a note saying so.
 	MaxResultChars int `yaml:"mcp_max_result_chars" json:"mcp_max_result_chars"`
+	// MaxLineBytes bounds one line a stdio server writes to stdout (0:
+	// DefaultMaxLineBytes): a longer message ends the connection, which
+	// is started again; a longer line of anything else is skipped.
+	MaxLineBytes int `yaml:"mcp_max_line_bytes" json:"mcp_max_line_bytes"`
+	// MaxDescriptionChars bounds a tool's description as the model gets
+	// it (0: DefaultMaxDescriptionChars); a longer one is cut with a
+	// mark. Every request carries every tool's description.
+	MaxDescriptionChars int `yaml:"mcp_max_description_chars" json:"mcp_max_description_chars"`
+	// MaxSchemaBytes bounds a tool's input schema (compact JSON; 0:
+	// DefaultMaxSchemaBytes); a tool with a larger one is left out and
+	// logged, as a schema cut short would be wrong.
+	MaxSchemaBytes int `yaml:"mcp_max_schema_bytes" json:"mcp_max_schema_bytes"`
 }
 
 // ServerConfig is one server: Command (a stdio server koe starts) or URL
@@ -56,8 +68,18 @@ type ServerConfig struct {
 const (
 	DefaultMaxResultChars = 16000
 	// minResultChars leaves room for the cut note and some of the result.
-	minResultChars       = 200
-	DefaultServerTimeout = 30 * time.Second
+	minResultChars             = 200
+	DefaultServerTimeout       = 30 * time.Second
+	DefaultMaxDescriptionChars = 1024
+	minDescriptionChars        = 50
+	DefaultMaxSchemaBytes      = 16 << 10
+	minSchemaBytes             = 256
+	// DefaultMaxLineBytes is the SDK's own bound on a message.
+	DefaultMaxLineBytes = 16 << 20
+	// A line limit holds at least a handshake and at most what a process
+	// should ever be made to hold of one message.
+	minLineBytes = 4 << 10
+	maxLineBytes = 1 << 30
 	// maxServerName keeps "<server>__" short enough that a tool's own name
 	// keeps at least 30 of the 64 characters a function name may have.
 	maxServerName = 32
@@ -69,6 +91,15 @@ var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 func (c Config) Validate() error {
 	if c.MaxResultChars < 0 || c.MaxResultChars > 0 && c.MaxResultChars < minResultChars {
 		return fmt.Errorf("mcp_max_result_chars %d is out of range: 0 (%d) or at least %d", c.MaxResultChars, DefaultMaxResultChars, minResultChars)
+	}
+	if c.MaxLineBytes < 0 || c.MaxLineBytes > 0 && (c.MaxLineBytes < minLineBytes || c.MaxLineBytes > maxLineBytes) {
+		return fmt.Errorf("mcp_max_line_bytes %d is out of range: 0 (%d) or %d to %d", c.MaxLineBytes, DefaultMaxLineBytes, minLineBytes, maxLineBytes)
+	}
+	if c.MaxDescriptionChars < 0 || c.MaxDescriptionChars > 0 && c.MaxDescriptionChars < minDescriptionChars {
+		return fmt.Errorf("mcp_max_description_chars %d is out of range: 0 (%d) or at least %d", c.MaxDescriptionChars, DefaultMaxDescriptionChars, minDescriptionChars)
+	}
+	if c.MaxSchemaBytes < 0 || c.MaxSchemaBytes > 0 && c.MaxSchemaBytes < minSchemaBytes {
+		return fmt.Errorf("mcp_max_schema_bytes %d is out of range: 0 (%d) or at least %d", c.MaxSchemaBytes, DefaultMaxSchemaBytes, minSchemaBytes)
 	}
 	var errs []error
 	for _, name := range c.names() {
@@ -111,6 +142,25 @@ func (c Config) maxResultChars() int {
 		return DefaultMaxResultChars
 	}
 	return c.MaxResultChars
+}
+
+// limits are the bounds a server's connection keeps, defaults applied.
+type limits struct {
+	line, description, schema int
+}
+
+func (c Config) limits() limits {
+	or := func(v, def int) int {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	return limits{
+		line:        or(c.MaxLineBytes, DefaultMaxLineBytes),
+		description: or(c.MaxDescriptionChars, DefaultMaxDescriptionChars),
+		schema:      or(c.MaxSchemaBytes, DefaultMaxSchemaBytes),
+	}
 }
 
 func checkServer(name string, s ServerConfig) error {

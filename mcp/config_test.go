@@ -36,6 +36,9 @@ func TestValidate(t *testing.T) {
 		{"command with args in it", Config{Servers: map[string]ServerConfig{"x": {Command: " npx"}}}, `mcp_servers.x.command " npx" has surrounding spaces`},
 		{"small limit", Config{MaxResultChars: 10}, "mcp_max_result_chars 10 is out of range"},
 		{"negative limit", Config{MaxResultChars: -1}, "mcp_max_result_chars -1 is out of range"},
+		{"small line limit", Config{MaxLineBytes: 100}, "mcp_max_line_bytes 100 is out of range"},
+		{"huge line limit", Config{MaxLineBytes: 2 << 30}, "mcp_max_line_bytes 2147483648 is out of range"},
+		{"line limit", Config{MaxLineBytes: 1 << 20}, ""},
 	} {
 		err := tc.c.Validate()
 		switch {

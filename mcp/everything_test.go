@@ -175,6 +175,16 @@ func TestEverythingStdio(t *testing.T) {
 	m.Close()
 }
 
+// Wrapped by a script that prints a banner on stdout first, as launchers
+// do, the server still works.
+func TestEverythingStdioBanner(t *testing.T) {
+	cfg := everythingStdio(t)
+	sh := proctest.LookPath(t, "sh", "dash")
+	cfg.Command, cfg.Args = sh, append([]string{"-c", `echo "Starting the everything server..."; exec "$@"`, "sh", cfg.Command}, cfg.Args...)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	checkEverything(t, cfg)
+}
+
 func TestEverythingHTTP(t *testing.T) {
 	cfg := everythingHTTP(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

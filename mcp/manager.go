@@ -40,7 +40,7 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger, t timing) (*Man
 	ctx, cancel := context.WithCancel(ctx)
 	m := &Manager{cfg: cfg, servers: map[string]*server{}, cancel: cancel, watchCh: make(chan struct{})}
 	for _, name := range cfg.names() {
-		s := newServer(name, cfg.Servers[name], logger, m.changed)
+		s := newServer(name, cfg.Servers[name], cfg.limits(), logger, m.changed)
 		m.servers[name] = s
 		m.wg.Add(1)
 		go func() {

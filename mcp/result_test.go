@@ -47,8 +47,11 @@ func TestCut(t *testing.T) {
 	}
 }
 
-// A tool's spec carries the server's schema as it is, or any object.
+// A tool's spec carries the server's schema as it is, or any object, and
+// its description cut to mcp_max_description_chars; it names its server.
 func TestToolSpec(t *testing.T) {
+	srv := &server{name: "s", limits: Config{MaxDescriptionChars: 60}.limits()}
+	toolSpec := srv.toolSpec
 	schema := map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []any{"q"}}
 	for _, tc := range []struct {
 		tool       sdk.Tool
@@ -56,9 +59,12 @@ func TestToolSpec(t *testing.T) {
 	}{
 		{sdk.Tool{Name: "search", Description: "Searches.", InputSchema: schema}, "Searches.", `{"properties":{"q":{"type":"string"}},"required":["q"],"type":"object"}`},
 		{sdk.Tool{Name: "now", Title: "Current time"}, "Current time", `{"type":"object"}`},
+		{sdk.Tool{Name: "long", Description: strings.Repeat("wordy ", 20)}, "wordy wordy wordy wordy wordy wordy wordy wordy wordy wo […]", `{"type":"object"}`},
+		{sdk.Tool{Name: "long2", Description: strings.Repeat("é", 61)}, strings.Repeat("é", 56) + " […]", `{"type":"object"}`},
+		{sdk.Tool{Name: "fits", Description: strings.Repeat("é", 60)}, strings.Repeat("é", 60), `{"type":"object"}`},
 	} {
 		spec, err := toolSpec("s__"+tc.tool.Name, &tc.tool)
-		if err != nil || spec.Name != "s__"+tc.tool.Name || spec.Description != tc.desc || string(spec.Parameters) != tc.want {
+		if err != nil || spec.Name != "s__"+tc.tool.Name || spec.Description != tc.desc || string(spec.Parameters) != tc.want || spec.Source != "MCP server s" {
 			t.Errorf("%s: %+v %s, %v", tc.tool.Name, spec, spec.Parameters, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -73,6 +74,7 @@ type server struct {
 	cfg     ServerConfig
 	log     *slog.Logger
 	client  *sdk.Client
+	limits  limits
 	changed func() // tells the Manager's watchers
 	// relist asks run to list the tools again (tools/list_changed).
 	relist chan struct{}
@@ -86,10 +88,11 @@ type server struct {
 	tools []tool
 }
 
-func newServer(name string, cfg ServerConfig, log *slog.Logger, changed func()) *server {
+func newServer(name string, cfg ServerConfig, lim limits, log *slog.Logger, changed func()) *server {
 	s := &server{
 		name:    name,
 		cfg:     cfg,
+		limits:  lim,
 		log:     log.With("mcp_server", name),
 		changed: changed,
 		relist:  make(chan struct{}, 1),
@@ -157,7 +160,7 @@ func (s *server) run(ctx context.Context, t timing) {
 func (s *server) connect(ctx context.Context) (*link, *sdk.ClientSession, []tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
-	l, err := startLink(s.cfg, s.log)
+	l, err := startLink(s.cfg, s.limits.line, s.log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -279,9 +282,13 @@ func (s *server) listTools(ctx context.Context, session *sdk.ClientSession) ([]t
 			continue
 		}
 		owner[name] = t.Name
-		spec, err := toolSpec(name, t)
+		spec, err := s.toolSpec(name, t)
 		if err != nil {
 			return nil, err
+		}
+		if n := len(spec.Parameters); n > s.limits.schema {
+			s.log.Warn("MCP tool left out: its input schema is larger than mcp_max_schema_bytes", "tool", t.Name, "bytes", n, "mcp_max_schema_bytes", s.limits.schema)
+			continue
 		}
 		tools = append(tools, tool{spec: spec, name: t.Name})
 	}
@@ -289,8 +296,9 @@ func (s *server) listTools(ctx context.Context, session *sdk.ClientSession) ([]t
 }
 
 // toolSpec describes a server's tool to the model under name: its input
-// schema as the server wrote it, or any object when it wrote none.
-func toolSpec(name string, t *sdk.Tool) (agent.ToolSpec, error) {
+// schema as the server wrote it (compact), or any object when it wrote
+// none, and its description cut to mcp_max_description_chars.
+func (s *server) toolSpec(name string, t *sdk.Tool) (agent.ToolSpec, error) {
 	params := json.RawMessage(`{"type":"object"}`)
 	if t.InputSchema != nil {
 		b, err := json.Marshal(t.InputSchema)
@@ -303,7 +311,21 @@ func toolSpec(name string, t *sdk.Tool) (agent.ToolSpec, error) {
 	if description == "" {
 		description = t.Title
 	}
-	return agent.ToolSpec{Name: name, Description: description, Parameters: params}, nil
+	return agent.ToolSpec{Name: name, Description: cutDescription(description, s.limits.description),
+		Parameters: params, Source: "MCP server " + s.name}, nil
+}
+
+// descriptionCut marks a description cut short.
+const descriptionCut = " […]"
+
+// cutDescription bounds a description to limit characters, the mark
+// included.
+func cutDescription(d string, limit int) string {
+	r := []rune(d)
+	if len(r) <= limit {
+		return d
+	}
+	return strings.TrimRightFunc(string(r[:limit-len([]rune(descriptionCut))]), unicode.IsSpace) + descriptionCut
 }
 
 func (s *server) set(st state, session *sdk.ClientSession, live context.Context, tools []tool) {

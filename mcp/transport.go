@@ -67,8 +67,9 @@ func (t *keptTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 }
 
 // startLink prepares a connection to the server: for a stdio server it
-// starts the process.
-func startLink(cfg ServerConfig, log *slog.Logger) (*link, error) {
+// starts the process, whose stdout is read a line at a time of at most
+// maxLine bytes.
+func startLink(cfg ServerConfig, maxLine int, log *slog.Logger) (*link, error) {
 	if cfg.URL != "" {
 		ht := http.DefaultTransport.(*http.Transport).Clone()
 		return &link{
@@ -118,7 +119,13 @@ func startLink(cfg ServerConfig, log *slog.Logger) (*link, error) {
 		files:      []*os.File{inW, outR},
 		stderrFile: errR,
 		stderrDone: make(chan struct{}),
-		transport:  &keptTransport{Transport: &sdk.IOTransport{Reader: outR, Writer: inW}},
+		transport: &keptTransport{Transport: &sdk.IOTransport{
+			Reader: newStdoutFilter(outR, maxLine, log),
+			Writer: inW,
+			// The filter bounds each line already, and hands the SDK
+			// one whole message per line.
+			MaxLineLength: -1,
+		}},
 	}
 	go func() {
 		l.exitErr = cmd.Wait()

@@ -21,7 +21,7 @@ func TestOverlayShowsLiveChat(t *testing.T) {
 		Args: []string{"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows"}})
 	const answer = "Welcome to the stream, Alice. Make yourself at home!"
 	llm := koetest.StartLLM(t, func(r fakellm.Request) fakellm.Reply {
-		if r.UserWords() == "viewer alice says: hi from the chat" {
+		if strings.Contains(r.UserWords(), `viewer alice says: "hi from the chat"`) {
 			return fakellm.Reply{Tokens: fakellm.Words(answer)}
 		}
 		return fakellm.Reply{Tokens: fakellm.Words("Something else.")}

@@ -12,5 +12,6 @@ func scenarios() []scenario {
 		shutdownScenario(),
 		declaredBodyScenario(), declaredBodyTokenScenario(), gzipBombScenario(), healthFullScenario(), tokenLogScenario(),
 		hugeTokenScenario(), endlessLineScenario(), errorPageScenario(), staleConnectionScenario(),
+		mcpJunkScenario(), mcpManyScenario(),
 	}
 }

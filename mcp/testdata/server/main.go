@@ -1,7 +1,10 @@
 // Command server is the MCP server koe's mcp tests run: over stdio by
 // default, over streamable HTTP with -http (it then prints its endpoint's
 // URL as the first line of stdout). Its tools exercise what a client must
-// handle: errors, cancellation, a crash, tools added at run time.
+// handle: errors, cancellation, a crash, tools added at run time. With
+// -junk, over stdio, it writes what careless servers write to stdout
+// besides the protocol: a banner, a line before every message, prints
+// from a tool.
 package main
 
 import (
@@ -9,6 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -39,6 +43,10 @@ func text(s string) *mcp.CallToolResult {
 func main() {
 	httpMode := flag.Bool("http", false, "serve streamable HTTP instead of stdio")
 	addr := flag.String("addr", "127.0.0.1:0", "the address to serve HTTP on")
+	junk := flag.Bool("junk", false, "over stdio, write lines that are not JSON-RPC messages to stdout")
+	many := flag.Int("tools", 0, "offer that many more tools, many_000, many_001…, after the others")
+	descChars := flag.Int("desc", 0, "pad the descriptions of those tools to that many characters")
+	wide := flag.Bool("wide", false, "offer a tool whose input schema has 100 properties")
 	flag.Parse()
 	server := mcp.NewServer(&mcp.Implementation{Name: "koe-test-server", Version: "1"}, nil)
 
@@ -134,6 +142,48 @@ func main() {
 			return text("weird"), nil
 		})
 
+	mcp.AddTool(server, &mcp.Tool{Name: "shout", Description: "Prints lines to stdout, then returns the text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
+			fmt.Println("debug: shout called with", a.Text)
+			fmt.Println(strings.Repeat("=", 100000))
+			return text(a.Text), nil, nil
+		})
+
+	// The many tools come after the others, in the order the server
+	// lists them: by name.
+	for i := range *many {
+		name := fmt.Sprintf("many_%03d", i)
+		desc := fmt.Sprintf("Returns the number %d, one of many tools.", i)
+		if pad := *descChars - len(desc); pad > 0 {
+			desc += strings.Repeat(" More words.", pad/len(" More words.")+1)[:pad]
+		}
+		server.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string","description":"anything"}}}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text(fmt.Sprint(i)), nil
+			})
+	}
+
+	if *wide {
+		props := map[string]any{}
+		for i := range 100 {
+			props[fmt.Sprintf("field_%02d", i)] = map[string]any{"type": "string", "description": "one of many fields"}
+		}
+		schema, _ := json.Marshal(map[string]any{"type": "object", "properties": props})
+		server.AddTool(&mcp.Tool{Name: "wide", Description: "Takes many fields.", InputSchema: json.RawMessage(schema)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text("wide"), nil
+			})
+	}
+
+	if !*httpMode && *junk {
+		fmt.Println("koe-test-server 1.0 starting up…")
+		fmt.Print("\n\r\n")
+		t := &mcp.IOTransport{Reader: os.Stdin, Writer: &junkWriter{w: os.Stdout}}
+		if err := server.Run(context.Background(), t); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if !*httpMode {
 		if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			log.Fatal(err)
@@ -148,3 +198,30 @@ func main() {
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	log.Fatal(http.Serve(ln, handler))
 }
+
+// junkWriter writes one of junkLines before each message: the protocol's
+// writer writes a message in one call.
+type junkWriter struct {
+	w io.WriteCloser
+	n int
+}
+
+// junkLines are not JSON-RPC messages, though some are JSON.
+var junkLines = []string{
+	"debug: about to answer",
+	`{"level":"info","msg":"a structured log line, not JSON-RPC"}`,
+	"[1, 2, 3]",
+	"[]",
+	"42",
+	`"a JSON string"`,
+	"{ not json at all",
+	"Warning: ünïcödé and a tab\there\r",
+}
+
+func (j *junkWriter) Write(p []byte) (int, error) {
+	fmt.Fprintln(j.w, junkLines[j.n%len(junkLines)])
+	j.n++
+	return j.w.Write(p)
+}
+
+func (j *junkWriter) Close() error { return j.w.Close() }
