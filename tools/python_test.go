@@ -130,7 +130,7 @@ print(" ".join(results), os.getcwd(), open("mine.txt").read())`, outside)
 // at once with everything it started.
 func TestPythonLimits(t *testing.T) {
 	requireSandbox(t)
-	b := pythonBox(t, PythonSettings{CPUSeconds: 1, MemoryMB: 64, MaxOutputBytes: 1000})
+	b := pythonBox(t, PythonSettings{CPUSeconds: 1, MemoryMB: 64, FilesMB: 8, MaxOutputBytes: 1000})
 	got, err := runPython(t, b, "while True: pass")
 	if err != nil || !strings.Contains(got, "tools.python.cpu_seconds") {
 		t.Errorf("busy loop: %q, %v", got, err)
@@ -210,7 +210,13 @@ func TestPythonNeedsSandbox(t *testing.T) {
 }
 
 func TestPythonSettingsChecked(t *testing.T) {
-	for _, s := range []PythonSettings{{CPUSeconds: -1}, {CPUSeconds: 601}, {MemoryMB: 8}, {Command: "python3 -c evil"}} {
+	for _, s := range []PythonSettings{
+		{CPUSeconds: -1}, {CPUSeconds: 601}, {MemoryMB: 8}, {Command: "python3 -c evil"},
+		// The files' share leaves too little for the program.
+		{MemoryMB: 96}, {MemoryMB: 128, FilesMB: 100}, {MaxFiles: 500 << 10},
+		{FilesMB: -1}, {MaxFiles: -1}, {MaxProcesses: 2}, {MaxProcesses: 5000}, {MaxOpenFiles: 8},
+		{UID: -1}, {GID: -1},
+	} {
 		if _, err := New([]string{calculatorName}, Options{Python: s}); err == nil || !strings.Contains(err.Error(), "tools.python.") {
 			t.Errorf("%+v: %v", s, err)
 		}
