@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -351,7 +352,8 @@ func (p *python) report(out *capped, exitCode int, ran time.Duration) string {
 		fmt.Fprintf(&b, "\n[output cut: %d more bytes (tools.python.max_output_bytes)]", out.dropped)
 	}
 	for _, n := range limitNotes {
-		if bytes.Contains(out.buf.Bytes(), []byte(n.shows)) {
+		shown := func(text string) bool { return bytes.Contains(out.buf.Bytes(), []byte(text)) }
+		if slices.ContainsFunc(n.shows, shown) {
 			b.WriteString("\n[" + n.note(s) + "]")
 		}
 	}
@@ -386,26 +388,23 @@ func (p *python) report(out *capped, exitCode int, ran time.Duration) string {
 // limitNotes name the setting behind an error the output shows: the
 // kernel's error says what ran out, not which of koe's keys bounds it.
 var limitNotes = []struct {
-	shows string
+	shows []string
 	note  func(PythonSettings) string
 }{
-	{"MemoryError", func(s PythonSettings) string {
-		return fmt.Sprintf("a run has %d MB of memory, its files' share included (tools.python.memory_mb)", s.MemoryMB)
+	{[]string{"MemoryError"}, func(s PythonSettings) string {
+		return fmt.Sprintf("memory: %d MB per run, its files' share included (tools.python.memory_mb)", s.MemoryMB)
 	}},
-	{"No space left on device", func(s PythonSettings) string {
-		return fmt.Sprintf("a run's files hold at most %d MB and %d files in /work, /tmp and /dev/shm together (tools.python.files_mb, tools.python.max_files)", s.FilesMB, s.MaxFiles)
+	{[]string{"No space left on device"}, func(s PythonSettings) string {
+		return fmt.Sprintf("files: %d MB and %d files per run in /work, /tmp and /dev/shm together (tools.python.files_mb, tools.python.max_files)", s.FilesMB, s.MaxFiles)
 	}},
-	{"File too large", func(s PythonSettings) string {
-		return fmt.Sprintf("a run's file holds at most %d MB (tools.python.files_mb)", s.FilesMB)
+	{[]string{"File too large"}, func(s PythonSettings) string {
+		return fmt.Sprintf("files: %d MB per file (tools.python.files_mb)", s.FilesMB)
 	}},
-	{"Resource temporarily unavailable", func(s PythonSettings) string {
-		return fmt.Sprintf("a run has at most %d processes and threads (tools.python.max_processes)", s.MaxProcesses)
+	{[]string{"Resource temporarily unavailable", "can't start new thread"}, func(s PythonSettings) string {
+		return fmt.Sprintf("processes and threads: %d per run (tools.python.max_processes)", s.MaxProcesses)
 	}},
-	{"can't start new thread", func(s PythonSettings) string {
-		return fmt.Sprintf("a run has at most %d processes and threads (tools.python.max_processes)", s.MaxProcesses)
-	}},
-	{"Too many open files", func(s PythonSettings) string {
-		return fmt.Sprintf("a run's process has at most %d open files (tools.python.max_open_files)", s.MaxOpenFiles)
+	{[]string{"Too many open files"}, func(s PythonSettings) string {
+		return fmt.Sprintf("open files: %d per process (tools.python.max_open_files)", s.MaxOpenFiles)
 	}},
 }
 

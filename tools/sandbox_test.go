@@ -370,7 +370,8 @@ func TestSandboxUnprivileged(t *testing.T) {
 	attr := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
 	rerunTests(t, "unprivileged", attr,
 		"TestSandboxEscapes", "TestSandboxProcessLimit", "TestSandboxFilesBounded", "TestSandboxFilesOwner",
-		"TestSandboxFailedRunIsError", "TestSandboxRefusedWithoutUserNamespaces",
+		"TestSandboxFailedRunIsError", "TestSandboxRefusedWithoutUserNamespaces", "TestSandboxInheritsNoDescriptor",
+		"TestPythonUnsandboxedIsNotRoot",
 		"TestPythonRuns", "TestPythonConfined", "TestPythonLimits")
 }
 
@@ -432,4 +433,45 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return dst.Close()
+}
+
+// Unsandboxed (tools.python.unsandboxed), the program is still never
+// root, and koe's environment does not reach it either.
+func TestPythonUnsandboxedIsNotRoot(t *testing.T) {
+	requireSandbox(t)
+	t.Setenv("KOE_SANDBOX_TEST_SECRET", "koe-secret")
+	b := pythonBox(t, PythonSettings{Unsandboxed: true})
+	got, err := runPython(t, b, `import os
+open("mine.txt", "w").write("ok")
+print(os.getuid(), os.geteuid(), os.stat("mine.txt").st_uid, "KOE_SANDBOX_TEST_SECRET" in open("/proc/self/environ").read())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.Itoa(os.Geteuid())
+	if want == "0" {
+		want = strconv.Itoa(defaultPythonUID)
+	}
+	if got != strings.Repeat(want+" ", 3)+"False" {
+		t.Errorf("unsandboxed: uid, euid, its file's owner and whether it sees koe's environment: %q, want %s's, and no", got, want)
+	}
+}
+
+// A descriptor koe inherited from what started it does not reach the
+// program.
+func TestSandboxInheritsNoDescriptor(t *testing.T) {
+	requireSandbox(t)
+	// Without O_CLOEXEC, as a parent process would have left it.
+	fd, err := syscall.Open(filepath.Join(t.TempDir(), "inherited"), syscall.O_CREAT|syscall.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	keepDescriptorsFromRuns()
+	b := pythonBox(t, PythonSettings{})
+	got, err := runPython(t, b, `import os
+print(sorted(int(fd) for fd in os.listdir("/proc/self/fd")))`)
+	// 0, 1 and 2, and the one listdir opens.
+	if err != nil || got != "[0, 1, 2, 3]" {
+		t.Errorf("the program's descriptors: %q, %v (koe's inherited one is %d)", got, err, fd)
+	}
 }
