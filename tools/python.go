@@ -294,7 +294,7 @@ func (p *python) run(ctx context.Context, code string) (string, error) {
 	}
 	ran := time.Since(started)
 	if pipes == nil {
-		return p.report(out, exitOf(waitErr), ran), nil
+		return p.report(out, exitOf(cmd.ProcessState), ran), nil
 	}
 	// bwrap has written all it will; a process that kept the descriptor
 	// would have to have left the group, and WaitDelay bounds that case.
@@ -324,18 +324,11 @@ func (p *python) limits() []string {
 
 // exitOf is the exit status of an unsandboxed run as a shell shows it:
 // 128 + the signal for one that a signal ended.
-func exitOf(waitErr error) int {
-	var exit *exec.ExitError
-	if !errors.As(waitErr, &exit) {
-		if waitErr != nil {
-			return -1
-		}
-		return 0
-	}
-	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+func exitOf(state *os.ProcessState) int {
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return exit.ExitCode()
+	return state.ExitCode()
 }
 
 // report is the run as the model reads it: what it printed, then how it
@@ -368,8 +361,6 @@ func (p *python) report(out *capped, exitCode int, ran time.Duration) string {
 		sig = syscall.Signal(exitCode - 128)
 	}
 	switch {
-	case exitCode < 0:
-		b.WriteString("\n[the program's end is unknown]")
 	case sig == 0:
 		fmt.Fprintf(&b, "\n[exit status %d]", exitCode)
 	case sig == syscall.SIGXCPU || sig == syscall.SIGKILL:

@@ -220,15 +220,16 @@ func readSandboxStatus(r io.Reader) sandboxStatus {
 	}
 }
 
-// sandboxFailure is a run whose sandbox failed before the program ran.
+// sandboxFailure is a run whose sandbox failed: bwrap did not report the
+// program's end, most often because it could not start it.
 type sandboxFailure struct {
-	said string // what the commands that build it printed
-	err  error  // how the outermost of them ended
+	said string // what the run printed: the failing command's complaint
+	err  error  // how the outermost command ended
 }
 
 func (f *sandboxFailure) Error() string {
 	if f.said == "" {
-		return fmt.Sprintf("the python sandbox failed before the program ran (%v)", f.err)
+		return fmt.Sprintf("the python sandbox failed (%v)", f.err)
 	}
-	return fmt.Sprintf("the python sandbox failed before the program ran: %s", f.said)
+	return fmt.Sprintf("the python sandbox failed: %s", f.said)
 }
