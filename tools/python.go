@@ -253,7 +253,7 @@ func (p *python) run(ctx context.Context, code string) (string, error) {
 		if err := os.Chown(dir, p.uid, p.gid); err != nil {
 			return "", fmt.Errorf("could not start python: %w", err)
 		}
-		cmd = exec.Command("prlimit", append(p.limits()[1:], program...)...)
+		cmd = exec.Command("prlimit", append(p.limits(), program...)...)
 		cmd.Dir = dir
 		cmd.Env = []string{"PATH=" + sandboxPath, "HOME=" + dir, "PYTHONDONTWRITEBYTECODE=1"}
 		cmd.SysProcAttr = unsandboxedAttr(p.uid, p.gid)
@@ -306,12 +306,12 @@ func (p *python) run(ctx context.Context, code string) (string, error) {
 	return p.report(out, st.exitCode, ran), nil
 }
 
-// limits is prlimit's command line up to the program it starts: CPU
-// seconds, address space, processes, open files, and the size of any
-// file written.
+// limits are prlimit's options up to the program it starts: CPU seconds,
+// address space, processes, open files, and the size of any file
+// written.
 func (p *python) limits() []string {
 	s := p.settings
-	return []string{"prlimit",
+	return []string{
 		// SIGXCPU at the limit, SIGKILL a second later.
 		"--cpu=" + strconv.Itoa(s.CPUSeconds) + ":" + strconv.Itoa(s.CPUSeconds+1),
 		"--as=" + strconv.Itoa(s.addressBytes()),

@@ -73,8 +73,7 @@ exec "$@"`
 // sandboxDirs is how many files of the tmpfs its own directories take.
 const sandboxDirs = 4
 
-// sandboxPath is the PATH of the commands that build the sandbox and of
-// the program in it.
+// sandboxPath is the program's PATH.
 const sandboxPath = "/usr/bin:/bin"
 
 // sandboxUID is the program's user inside the sandbox (nobody).
@@ -94,6 +93,7 @@ func (p *python) sandboxCommand(mountPoint string, program []string) *exec.Cmd {
 	s := p.settings
 	args := []string{"-c", sandboxSetup, "sh",
 		mountPoint, strconv.Itoa(s.FilesMB << 20), strconv.Itoa(s.MaxFiles + sandboxDirs)}
+	args = append(args, "prlimit")
 	args = append(args, p.limits()...)
 	args = append(args, p.sandbox,
 		"--unshare-all", "--unshare-user", "--disable-userns",
@@ -126,8 +126,8 @@ func (p *python) sandboxCommand(mountPoint string, program []string) *exec.Cmd {
 	args = append(args, program...)
 	cmd := exec.Command("/bin/sh", args...)
 	// Not koe's environment, which holds its keys: bwrap and what builds
-	// the sandbox get a PATH and nothing else, and the program what bwrap
-	// sets.
+	// the sandbox get a PATH (mount may live in sbin) and nothing else,
+	// and the program what bwrap sets.
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = sandboxAttr(p.uid, p.gid)
