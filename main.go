@@ -89,6 +89,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		return err
 	}
 	level.Set(configured)
+	if os.Geteuid() == 0 {
+		logger.Warn("koe runs as root, and needs none of root's power: run it as an unprivileged user (the python tool's code runs as tools.python.uid meanwhile)")
+	}
 
 	if cl.pprofAddr != "" {
 		// The same Host check and token as koe's own port.

@@ -129,6 +129,9 @@ func TestConfiguredLogLevel(t *testing.T) {
 			if got := strings.Contains(out, `msg="koe is listening"`); got != tc.want {
 				t.Errorf("log_level %s: listening line written = %v, want %v; log:\n%s", tc.level, got, tc.want, out)
 			}
+			if root := os.Geteuid() == 0; strings.Contains(out, `msg="koe runs as root`) != root {
+				t.Errorf("root: %v, but the warning about it is not right; log:\n%s", root, out)
+			}
 			if strings.Contains(out, "level=DEBUG") {
 				t.Errorf("debug lines at log_level %s:\n%s", tc.level, out)
 			}

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,23 +19,41 @@ import (
 const pythonName = "python"
 
 // PythonSettings are the python tool's: off unless enabled, and then run
-// in a bubblewrap sandbox with no network, a read-only system, a fresh
-// temporary directory as its only writable place, and CPU time, memory,
-// process and output limits.
+// in a bubblewrap sandbox with no network, no privilege, a read-only
+// system, a bounded in-memory directory as its only writable place, and
+// CPU time, memory, file, process and output limits.
 type PythonSettings struct {
 	// Command is the interpreter inside the sandbox (default python3).
 	Command string `yaml:"command"`
-	// Unsandboxed lets the tool run without bubblewrap, as koe's user,
-	// with only the resource limits. Off by default: without it, the tool
-	// refuses to start where bubblewrap is missing.
+	// Unsandboxed lets the tool run without bubblewrap, as koe's user
+	// (tools.python.uid when koe is root), with only the resource limits.
+	// Off by default: without it, the tool refuses to start where the
+	// sandbox does not work.
 	Unsandboxed bool `yaml:"unsandboxed"`
 	// CPUSeconds, MemoryMB and MaxOutputBytes bound one run (0: 10 s,
-	// 512 MB, 64 KB).
+	// 512 MB, 64 KB). MemoryMB is the whole run's: its files come out
+	// of it (FilesMB, and a kilobyte for each of MaxFiles), and the rest
+	// is the program's address space.
 	CPUSeconds     int `yaml:"cpu_seconds"`
 	MemoryMB       int `yaml:"memory_mb"`
 	MaxOutputBytes int `yaml:"max_output_bytes"`
 	// MaxCodeChars bounds the program the model sends (0: 20000).
 	MaxCodeChars int `yaml:"max_code_chars"`
+	// FilesMB bounds what a run writes in /work, /tmp and /dev/shm
+	// together, and MaxFiles how many files and folders it makes there
+	// (0: 64 MB, 4096).
+	FilesMB  int `yaml:"files_mb"`
+	MaxFiles int `yaml:"max_files"`
+	// MaxProcesses bounds a run's processes and threads, the sandbox's
+	// own process included, and MaxOpenFiles the files each process may
+	// have open (0: 64, 256).
+	MaxProcesses int `yaml:"max_processes"`
+	MaxOpenFiles int `yaml:"max_open_files"`
+	// UID and GID are the host user and group runs take when koe runs as
+	// root (0: 65534, nobody and nogroup on Debian). Otherwise runs take
+	// koe's own.
+	UID int `yaml:"uid"`
+	GID int `yaml:"gid"`
 }
 
 // Defaults of PythonSettings.
@@ -42,9 +63,13 @@ const (
 	defaultPythonMemoryMB = 512
 	defaultPythonOutput   = 64 << 10
 	defaultPythonCode     = 20000
-	// pythonProcs bounds the processes a run may have at once (a fork
-	// bomb stops there).
-	pythonProcs = 64
+	defaultPythonFilesMB  = 64
+	defaultPythonFiles    = 4096
+	defaultPythonProcs    = 64
+	defaultPythonOpen     = 256
+	defaultPythonUID      = 65534
+	// minPythonAddressMB is the least address space python3 starts in.
+	minPythonAddressMB = 32
 	// pythonWaitDelay bounds how long a finished run waits for output
 	// still held open by a process that outlived it.
 	pythonWaitDelay = 5 * time.Second
@@ -66,35 +91,63 @@ func (p PythonSettings) withDefaults() PythonSettings {
 	if p.MaxCodeChars == 0 {
 		p.MaxCodeChars = defaultPythonCode
 	}
+	if p.FilesMB == 0 {
+		p.FilesMB = defaultPythonFilesMB
+	}
+	if p.MaxFiles == 0 {
+		p.MaxFiles = defaultPythonFiles
+	}
+	if p.MaxProcesses == 0 {
+		p.MaxProcesses = defaultPythonProcs
+	}
+	if p.MaxOpenFiles == 0 {
+		p.MaxOpenFiles = defaultPythonOpen
+	}
+	if p.UID == 0 {
+		p.UID = defaultPythonUID
+	}
+	if p.GID == 0 {
+		p.GID = defaultPythonUID
+	}
 	return p
 }
 
+// addressBytes is the program's address space: the run's memory less
+// what its files may take.
+func (p PythonSettings) addressBytes() int {
+	return p.MemoryMB<<20 - p.FilesMB<<20 - p.MaxFiles<<10
+}
+
 func (p PythonSettings) check() error {
+	d := p.withDefaults()
 	switch {
 	case p.CPUSeconds < 0 || p.CPUSeconds > 600:
 		return fmt.Errorf("tools.python.cpu_seconds %d is out of range: 1 to 600 (default %d)", p.CPUSeconds, defaultPythonCPU)
-	case p.MemoryMB < 0 || p.MemoryMB > 0 && p.MemoryMB < 32:
-		return fmt.Errorf("tools.python.memory_mb %d is out of range: at least 32 (default %d)", p.MemoryMB, defaultPythonMemoryMB)
+	case p.MemoryMB < 0 || p.MemoryMB > 1<<20:
+		return fmt.Errorf("tools.python.memory_mb %d is out of range: at most %d (default %d)", p.MemoryMB, 1<<20, defaultPythonMemoryMB)
 	case p.MaxOutputBytes < 0:
 		return fmt.Errorf("tools.python.max_output_bytes %d is negative (default %d)", p.MaxOutputBytes, defaultPythonOutput)
 	case p.MaxCodeChars < 0:
 		return fmt.Errorf("tools.python.max_code_chars %d is negative (default %d)", p.MaxCodeChars, defaultPythonCode)
+	case p.FilesMB < 0 || p.FilesMB > 1<<20:
+		return fmt.Errorf("tools.python.files_mb %d is out of range: 1 to %d (default %d)", p.FilesMB, 1<<20, defaultPythonFilesMB)
+	case p.MaxFiles < 0 || p.MaxFiles > 1<<24:
+		return fmt.Errorf("tools.python.max_files %d is out of range: 1 to %d (default %d)", p.MaxFiles, 1<<24, defaultPythonFiles)
+	case d.addressBytes() < minPythonAddressMB<<20:
+		return fmt.Errorf("tools.python.memory_mb %d leaves %d MB for the program once tools.python.files_mb (%d) and tools.python.max_files (%d, a kilobyte each) are taken: it needs at least %d",
+			d.MemoryMB, d.addressBytes()>>20, d.FilesMB, d.MaxFiles, minPythonAddressMB)
+	case p.MaxProcesses < 0 || p.MaxProcesses > 0 && p.MaxProcesses < 4 || p.MaxProcesses > 4096:
+		return fmt.Errorf("tools.python.max_processes %d is out of range: 4 to 4096 (default %d)", p.MaxProcesses, defaultPythonProcs)
+	case p.MaxOpenFiles < 0 || p.MaxOpenFiles > 0 && p.MaxOpenFiles < 16 || p.MaxOpenFiles > 1<<16:
+		return fmt.Errorf("tools.python.max_open_files %d is out of range: 16 to %d (default %d)", p.MaxOpenFiles, 1<<16, defaultPythonOpen)
+	case p.UID < 0 || p.UID > math.MaxUint32-1:
+		return fmt.Errorf("tools.python.uid %d is out of range: 1 to %d (default %d)", p.UID, uint32(math.MaxUint32-1), defaultPythonUID)
+	case p.GID < 0 || p.GID > math.MaxUint32-1:
+		return fmt.Errorf("tools.python.gid %d is out of range: 1 to %d (default %d)", p.GID, uint32(math.MaxUint32-1), defaultPythonUID)
 	case strings.ContainsAny(p.Command, " \t\n/") && !strings.HasPrefix(p.Command, "/"):
 		return fmt.Errorf("tools.python.command %q must be a program name or an absolute path", p.Command)
 	}
 	return nil
-}
-
-// sandboxProgram is bubblewrap's executable.
-const sandboxProgram = "bwrap"
-
-// findSandbox returns bubblewrap's path, or an error saying how to get it.
-func findSandbox() (string, error) {
-	path, err := exec.LookPath(sandboxProgram)
-	if err != nil {
-		return "", errors.New("the python tool runs code in a bubblewrap sandbox, and bwrap was not found: install bubblewrap (apt-get install bubblewrap), or set tools.python.unsandboxed: true to run it without one")
-	}
-	return path, nil
 }
 
 type pythonArgs struct {
@@ -112,16 +165,22 @@ var pythonSchema = newSchema(map[string]property{
 type python struct {
 	settings PythonSettings
 	sandbox  string // bwrap's path; "" runs without one (tools.python.unsandboxed)
+	// uid and gid are the host ids runs take.
+	uid, gid int
 }
 
+// descriptorsKept marks koe's descriptors once, before its first run.
+var descriptorsKept sync.Once
+
 func newPython(opts Options) (tool, error) {
-	p := &python{settings: opts.Python.withDefaults()}
-	if !p.settings.Unsandboxed {
-		path, err := findSandbox()
-		if err != nil {
+	p, err := preparePython(opts.Python)
+	if err != nil {
+		return tool{}, err
+	}
+	if p.sandbox != "" {
+		if err := p.probe(); err != nil {
 			return tool{}, err
 		}
-		p.sandbox = path
 	}
 	return tool{
 		spec: agentSpec(pythonName,
@@ -139,6 +198,30 @@ func newPython(opts Options) (tool, error) {
 	}, nil
 }
 
+// preparePython is the tool with its settings, not yet probed.
+func preparePython(settings PythonSettings) (*python, error) {
+	descriptorsKept.Do(keepDescriptorsFromRuns)
+	s := settings.withDefaults()
+	p := &python{settings: s, uid: os.Getuid(), gid: os.Getgid()}
+	if os.Geteuid() == 0 {
+		p.uid, p.gid = s.UID, s.GID
+	}
+	if s.Unsandboxed {
+		return p, nil
+	}
+	if err := sandboxUnsupported(); err != nil {
+		return nil, err
+	}
+	path, err := findSandbox()
+	if err != nil {
+		return nil, err
+	}
+	p.sandbox = path
+	return p, nil
+}
+
+// run runs code and returns what the model reads of it; a run whose
+// sandbox failed before the program ran is an error.
 func (p *python) run(ctx context.Context, code string) (string, error) {
 	s := p.settings
 	if strings.TrimSpace(code) == "" {
@@ -147,75 +230,56 @@ func (p *python) run(ctx context.Context, code string) (string, error) {
 	if n := len([]rune(code)); n > s.MaxCodeChars {
 		return "", fmt.Errorf("the program is %d characters long; at most %d (tools.python.max_code_chars)", n, s.MaxCodeChars)
 	}
-	work, err := os.MkdirTemp("", "koe-python-")
+	// Sandboxed, the run's files go to a tmpfs mounted over this
+	// directory in the run's own mount namespace: on the host it stays
+	// empty. Unsandboxed, the program writes in it.
+	dir, err := os.MkdirTemp("", "koe-python-")
 	if err != nil {
 		return "", fmt.Errorf("no temporary directory: %w", err)
 	}
-	defer os.RemoveAll(work)
+	defer os.RemoveAll(dir)
 
-	// prlimit sets the resource limits for what it starts: CPU seconds,
-	// address space, processes, and the size of any file written.
-	limits := []string{
-		// SIGXCPU at the limit, SIGKILL a second later.
-		"--cpu=" + strconv.Itoa(s.CPUSeconds) + ":" + strconv.Itoa(s.CPUSeconds+1),
-		"--as=" + strconv.Itoa(s.MemoryMB<<20),
-		"--nproc=" + strconv.Itoa(pythonProcs),
-		"--fsize=" + strconv.Itoa(s.MaxOutputBytes*16),
-		"--core=0",
-		"--",
-	}
-	var argv []string
+	program := []string{s.Command, "-I", "-u", "-"}
+	var cmd *exec.Cmd
+	var pipes *sandboxPipes
 	if p.sandbox != "" {
-		argv = append([]string{"prlimit"}, limits...)
-		argv = append(argv, p.sandbox,
-			// New namespaces of every kind: no network (only a loopback
-			// that is down), no view of other processes. No
-			// --new-session: the run already has a session of its own
-			// without a terminal (Setsid below), and bwrap's would take
-			// the sandbox out of the process group that a cancel kills.
-			"--unshare-all", "--die-with-parent",
-			// The system read-only; merged /usr as Debian has it.
-			"--ro-bind", "/usr", "/usr",
-			"--symlink", "usr/lib", "/lib",
-			"--symlink", "usr/lib64", "/lib64",
-			"--symlink", "usr/bin", "/bin",
-			"--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
-			"--proc", "/proc", "--dev", "/dev",
-			// The only writable place: this run's own directory.
-			"--tmpfs", "/tmp",
-			"--bind", work, "/work", "--chdir", "/work",
-			"--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/work",
-			"--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-			// The sandbox's own root, where the mount points were made,
-			// read-only too.
-			"--remount-ro", "/",
-			s.Command, "-I", "-u", "-")
+		cmd = p.sandboxCommand(dir, program)
+		if pipes, err = openSandboxPipes(); err != nil {
+			return "", fmt.Errorf("could not start python: %w", err)
+		}
+		defer pipes.close()
+		cmd.ExtraFiles = pipes.childEnds()
 	} else {
-		argv = append([]string{"prlimit"}, limits...)
-		argv = append(argv, s.Command, "-I", "-u", "-")
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = work
-	if p.sandbox == "" {
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + work, "PYTHONDONTWRITEBYTECODE=1"}
+		if err := os.Chown(dir, p.uid, p.gid); err != nil {
+			return "", fmt.Errorf("could not start python: %w", err)
+		}
+		cmd = exec.Command("prlimit", append(p.limits(), program...)...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + sandboxPath, "HOME=" + dir, "PYTHONDONTWRITEBYTECODE=1"}
+		cmd.SysProcAttr = unsandboxedAttr(p.uid, p.gid)
 	}
 	cmd.Stdin = strings.NewReader(code)
 	out := &capped{max: s.MaxOutputBytes}
 	cmd.Stdout, cmd.Stderr = out, out
-	// Its own session and process group, without a controlling terminal
-	// (nothing inside can open /dev/tty to type into koe's). Every process
-	// of the run stays in that group, the sandbox's init included, so one
-	// kill of the group ends the run whole, even while bwrap is still
-	// setting up: bwrap's --die-with-parent alone misses a child it
-	// cloned but had not yet armed. Pipes reach EOF only when the last
-	// process holding them is gone, so Wait returns after all of them.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	// A backstop only: should anything outlive the group, Wait gives up
-	// on the output after this long rather than hold the turn.
+	// A backstop only: every process of the run is in its process group
+	// (see sandboxAttr), and pipes reach EOF when the last of them is
+	// gone; should anything outlive the group, Wait gives up on the
+	// output after this long rather than hold the turn.
 	cmd.WaitDelay = pythonWaitDelay
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if pipes != nil {
+		pipes.started()
+	}
+	if err != nil {
+		if pipes != nil {
+			return "", fmt.Errorf("could not start the python sandbox: %w", err)
+		}
 		return "", fmt.Errorf("could not start python: %w", err)
+	}
+	statusc := make(chan sandboxStatus, 1)
+	if pipes != nil {
+		go func() { statusc <- readSandboxStatus(pipes.status) }()
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -225,54 +289,114 @@ func (p *python) run(ctx context.Context, code string) (string, error) {
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
+		// The status reader ends when pipes.close closes its pipe.
 		return "", ctx.Err()
 	}
-	return p.report(out, waitErr, time.Since(started)), nil
+	ran := time.Since(started)
+	if pipes == nil {
+		return p.report(out, exitOf(cmd.ProcessState), ran), nil
+	}
+	// bwrap has written all it will; a process that kept the descriptor
+	// would have to have left the group, and WaitDelay bounds that case.
+	_ = pipes.status.SetReadDeadline(time.Now().Add(pythonWaitDelay))
+	st := <-statusc
+	if !st.ran {
+		return "", &sandboxFailure{said: strings.TrimSpace(out.buf.String()), err: waitErr}
+	}
+	return p.report(out, st.exitCode, ran), nil
+}
+
+// limits are prlimit's options up to the program it starts: CPU seconds,
+// address space, processes, open files, and the size of any file
+// written.
+func (p *python) limits() []string {
+	s := p.settings
+	return []string{
+		// SIGXCPU at the limit, SIGKILL a second later.
+		"--cpu=" + strconv.Itoa(s.CPUSeconds) + ":" + strconv.Itoa(s.CPUSeconds+1),
+		"--as=" + strconv.Itoa(s.addressBytes()),
+		"--nproc=" + strconv.Itoa(s.MaxProcesses),
+		"--nofile=" + strconv.Itoa(s.MaxOpenFiles),
+		"--fsize=" + strconv.Itoa(s.FilesMB<<20),
+		"--core=0",
+		"--"}
+}
+
+// exitOf is the exit status of an unsandboxed run as a shell shows it:
+// 128 + the signal for one that a signal ended.
+func exitOf(state *os.ProcessState) int {
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return state.ExitCode()
 }
 
 // report is the run as the model reads it: what it printed, then how it
-// ended when that was not a plain success.
+// ended when that was not a plain success, and which limit it met when
+// its output shows one.
 // ran is how long the run took: a program stopped for its CPU time ran at
-// least that long (the sandbox hides the program's own CPU usage).
-func (p *python) report(out *capped, waitErr error, ran time.Duration) string {
+// least that long (the status alone does not tell the limit's kill from
+// the program's own exit status 137).
+func (p *python) report(out *capped, exitCode int, ran time.Duration) string {
+	s := p.settings
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(out.buf.String(), "\n"))
 	if out.dropped > 0 {
 		fmt.Fprintf(&b, "\n[output cut: %d more bytes (tools.python.max_output_bytes)]", out.dropped)
 	}
-	var exit *exec.ExitError
-	switch {
-	case waitErr == nil:
+	for _, n := range limitNotes {
+		shown := func(text string) bool { return bytes.Contains(out.buf.Bytes(), []byte(text)) }
+		if slices.ContainsFunc(n.shows, shown) {
+			b.WriteString("\n[" + n.note(s) + "]")
+		}
+	}
+	if exitCode == 0 {
 		if b.Len() == 0 {
 			return "(the program printed nothing)"
 		}
 		return b.String()
-	case errors.As(waitErr, &exit):
-		// A signal ends the program directly (unsandboxed) or, in the
-		// sandbox, shows as bubblewrap's exit status 128 + signal.
-		sig := syscall.Signal(0)
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			sig = ws.Signal()
-		} else if code := exit.ExitCode(); code > 128 && code < 128+65 {
-			sig = syscall.Signal(code - 128)
-		}
-		switch sig {
-		case 0:
-			fmt.Fprintf(&b, "\n[exit status %d]", exit.ExitCode())
-		case syscall.SIGXCPU, syscall.SIGKILL:
-			if ran < time.Duration(p.settings.CPUSeconds)*time.Second {
-				// Not its CPU time: the code exited with that status itself.
-				fmt.Fprintf(&b, "\n[exit status %d]", exit.ExitCode())
-				break
-			}
-			fmt.Fprintf(&b, "\n[stopped: it used its %d s of CPU time (tools.python.cpu_seconds)]", p.settings.CPUSeconds)
-		default:
-			fmt.Fprintf(&b, "\n[stopped by signal %s]", sig)
-		}
-		return strings.TrimLeft(b.String(), "\n")
 	}
-	fmt.Fprintf(&b, "\n[%v]", waitErr)
-	return b.String()
+	sig := syscall.Signal(0)
+	if exitCode > 128 && exitCode < 128+65 {
+		sig = syscall.Signal(exitCode - 128)
+	}
+	switch {
+	case sig == 0:
+		fmt.Fprintf(&b, "\n[exit status %d]", exitCode)
+	case sig == syscall.SIGXCPU || sig == syscall.SIGKILL:
+		if ran < time.Duration(s.CPUSeconds)*time.Second {
+			// Not its CPU time: the code exited with that status itself.
+			fmt.Fprintf(&b, "\n[exit status %d]", exitCode)
+			break
+		}
+		fmt.Fprintf(&b, "\n[stopped: it used its %d s of CPU time (tools.python.cpu_seconds)]", s.CPUSeconds)
+	default:
+		fmt.Fprintf(&b, "\n[stopped by signal %s]", sig)
+	}
+	return strings.TrimLeft(b.String(), "\n")
+}
+
+// limitNotes name the setting behind an error the output shows: the
+// kernel's error says what ran out, not which of koe's keys bounds it.
+var limitNotes = []struct {
+	shows []string
+	note  func(PythonSettings) string
+}{
+	{[]string{"MemoryError"}, func(s PythonSettings) string {
+		return fmt.Sprintf("memory: %d MB per run, its files' share included (tools.python.memory_mb)", s.MemoryMB)
+	}},
+	{[]string{"No space left on device"}, func(s PythonSettings) string {
+		return fmt.Sprintf("files: %d MB and %d files per run in /work, /tmp and /dev/shm together (tools.python.files_mb, tools.python.max_files)", s.FilesMB, s.MaxFiles)
+	}},
+	{[]string{"File too large"}, func(s PythonSettings) string {
+		return fmt.Sprintf("files: %d MB per file (tools.python.files_mb)", s.FilesMB)
+	}},
+	{[]string{"Resource temporarily unavailable", "can't start new thread"}, func(s PythonSettings) string {
+		return fmt.Sprintf("processes and threads: %d per run (tools.python.max_processes)", s.MaxProcesses)
+	}},
+	{[]string{"Too many open files"}, func(s PythonSettings) string {
+		return fmt.Sprintf("open files: %d per process (tools.python.max_open_files)", s.MaxOpenFiles)
+	}},
 }
 
 // capped keeps the first max bytes written to it and counts the rest.

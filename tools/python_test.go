@@ -17,7 +17,7 @@ import (
 
 // requireSandbox skips where bubblewrap or python3 is missing, except in
 // CI, whose test script installs both: there nothing is skipped.
-func requireSandbox(t *testing.T) {
+func requireSandbox(t testing.TB) {
 	t.Helper()
 	for _, prog := range []string{sandboxProgram, "/usr/bin/python3", "prlimit"} {
 		if _, err := exec.LookPath(prog); err != nil {
@@ -29,7 +29,7 @@ func requireSandbox(t *testing.T) {
 	}
 }
 
-func pythonBox(t *testing.T, s PythonSettings) *Box {
+func pythonBox(t testing.TB, s PythonSettings) *Box {
 	t.Helper()
 	b, err := New([]string{pythonName}, Options{Python: s})
 	if err != nil {
@@ -38,7 +38,7 @@ func pythonBox(t *testing.T, s PythonSettings) *Box {
 	return b
 }
 
-func runPython(t *testing.T, b *Box, code string) (string, error) {
+func runPython(t testing.TB, b *Box, code string) (string, error) {
 	t.Helper()
 	args := fmt.Sprintf(`{"code":%q}`, code)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -130,7 +130,7 @@ print(" ".join(results), os.getcwd(), open("mine.txt").read())`, outside)
 // at once with everything it started.
 func TestPythonLimits(t *testing.T) {
 	requireSandbox(t)
-	b := pythonBox(t, PythonSettings{CPUSeconds: 1, MemoryMB: 64, MaxOutputBytes: 1000})
+	b := pythonBox(t, PythonSettings{CPUSeconds: 1, MemoryMB: 64, FilesMB: 8, MaxOutputBytes: 1000})
 	got, err := runPython(t, b, "while True: pass")
 	if err != nil || !strings.Contains(got, "tools.python.cpu_seconds") {
 		t.Errorf("busy loop: %q, %v", got, err)
@@ -210,9 +210,27 @@ func TestPythonNeedsSandbox(t *testing.T) {
 }
 
 func TestPythonSettingsChecked(t *testing.T) {
-	for _, s := range []PythonSettings{{CPUSeconds: -1}, {CPUSeconds: 601}, {MemoryMB: 8}, {Command: "python3 -c evil"}} {
+	for _, s := range []PythonSettings{
+		{CPUSeconds: -1}, {CPUSeconds: 601}, {MemoryMB: 8}, {Command: "python3 -c evil"},
+		// The files' share leaves too little for the program.
+		{MemoryMB: 96}, {MemoryMB: 128, FilesMB: 100}, {MaxFiles: 500 << 10},
+		{FilesMB: -1}, {MaxFiles: -1}, {MaxProcesses: 2}, {MaxProcesses: 5000}, {MaxOpenFiles: 8},
+		{UID: -1}, {GID: -1},
+	} {
 		if _, err := New([]string{calculatorName}, Options{Python: s}); err == nil || !strings.Contains(err.Error(), "tools.python.") {
 			t.Errorf("%+v: %v", s, err)
+		}
+	}
+}
+
+// BenchmarkPythonRun is what a trivial program costs from the call to its
+// result: the sandbox's making and python's start.
+func BenchmarkPythonRun(b *testing.B) {
+	requireSandbox(b)
+	box := pythonBox(b, PythonSettings{})
+	for b.Loop() {
+		if got, err := runPython(b, box, "pass"); err != nil || got != "(the program printed nothing)" {
+			b.Fatalf("%q, %v", got, err)
 		}
 	}
 }
