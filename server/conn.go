@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	fws "github.com/fasthttp/websocket"
@@ -45,6 +46,10 @@ type conn struct {
 	done   chan struct{} // closed by the last writer, after the goodbye
 	// stopWatch stops the shutdown watch (see start).
 	stopWatch func() bool
+	// droppedSlow: the client was dropped for not reading, by whichever
+	// noticed first (a sender that found no room, the writer that timed
+	// out); the other must not count it again.
+	droppedSlow atomic.Bool
 
 	mu        sync.Mutex
 	queue     frameQueue    // at most cfg.SendQueueSize frames
@@ -184,8 +189,7 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error, then func(
 		case <-c.closed:
 			return errConnClosed
 		case <-giveUp.C:
-			c.log.Warn("disconnecting a client that stopped reading", "queued", c.queued(), "waited", c.cfg.WriteTimeout)
-			c.metrics.QueueDropped("websocket")
+			c.dropSlow("queued", c.queued())
 			c.close(closePolicy, "send queue full")
 			// The writer is most likely blocked on the client's full
 			// socket: fail that write now rather than after another
@@ -195,6 +199,16 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error, then func(
 			return errSlowClient
 		}
 	}
+}
+
+// dropSlow logs and counts a client dropped for not reading, once
+// however many noticed it.
+func (c *conn) dropSlow(args ...any) {
+	if !c.droppedSlow.CompareAndSwap(false, true) {
+		return
+	}
+	c.log.Warn("disconnecting a client that stopped reading", append(args, "waited", c.cfg.WriteTimeout)...)
+	c.metrics.QueueDropped("websocket")
 }
 
 // offer queues an encoded frame for a watcher without waiting for room:
@@ -303,8 +317,7 @@ func (c *conn) writePump() {
 			// why the write failed: it was counted then).
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && !c.isClosing() {
-				c.log.Warn("disconnecting a client that stopped reading", "waited", c.cfg.WriteTimeout)
-				c.metrics.QueueDropped("websocket")
+				c.dropSlow()
 			}
 			c.close(closeBrokenConn, "")
 		}
