@@ -10,5 +10,6 @@ func scenarios() []scenario {
 		echoScenario(),
 		fdScenario(),
 		shutdownScenario(),
+		uploadsScenario(),
 	}
 }
