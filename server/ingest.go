@@ -9,11 +9,11 @@ import (
 	"koe/internal/quote"
 )
 
-// ingestContext is the context files of c are read in: it ends when koe
-// shuts down or when the client leaves, so that a file nobody waits for
-// is not read on. The body has been read whole by now, so that the
-// watch sees the client close its side, not its file arriving.
-func (s *Server) ingestContext(c *fiber.Ctx) (context.Context, func()) {
+// clientContext is a context for the work of request c: it ends when koe
+// shuts down or when the client leaves, so that work nobody waits for (a
+// file being read) stops. Call it once the body has been read whole, so
+// that the watch sees the client close its side, not its body arriving.
+func (s *Server) clientContext(c *fiber.Ctx) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(s.base)
 	gone, stopWatch := watchPeer(c.Context().Conn())
 	go func() {

@@ -33,7 +33,7 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		if err != nil {
 			return err
 		}
-		ctx, done := s.ingestContext(c)
+		ctx, done := s.clientContext(c)
 		defer done()
 		added, refused := []knowledge.Document{}, []*knowledge.FileError{}
 		for _, f := range files {
@@ -86,7 +86,7 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		if len(files) > 1 {
 			return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf(`attach one file per request (this one has %d "%s" parts)`, len(files), uploadField))
 		}
-		ctx, done := s.ingestContext(c)
+		ctx, done := s.clientContext(c)
 		defer done()
 		f, err := hub.AttachFile(ctx, param(c, "conf_uid"), uid, files[0])
 		var fe *knowledge.FileError

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"koe/app"
+	"koe/config"
 	"koe/internal/fakellm"
 	"koe/internal/pdftext/pdftest"
 )
@@ -93,22 +95,33 @@ func awaitStatus(c *client, state, text string) msg {
 	}
 }
 
+// startSlowIngest starts koe, configured further by configure (nil: as
+// it is), and an upload of slowFile on a connection of its own, and
+// returns once koe says it is reading it: koe, the character, a session
+// that hears koe's events, and the upload's connection.
+func startSlowIngest(t *testing.T, configure func(*config.Config)) (*app.Main, string, *client, net.Conn) {
+	t.Helper()
+	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("Noted.")}))
+	cfg := testConfig(t, t.TempDir(), llm.URL())
+	cfg.Knowledge.MaxDocumentTokens = 100_000_000
+	cfg.Knowledge.IngestTimeout = time.Hour
+	if configure != nil {
+		configure(&cfg)
+	}
+	m := startKoe(t, cfg)
+	conf := cfg.Character.ConfUID
+	events := dialKoe(t, m.Addr())
+	slow := rawUpload(t, m.Addr(), "/api/characters/"+conf+"/documents", slowFile())
+	awaitStatus(events, "start", "Reading slow.txt")
+	return m, conf, events, slow
+}
+
 // TestKnowledgeIngestLimitAndLeaving: while knowledge.max_concurrent_ingests
 // files are being read, one more is refused with 503, Retry-After and the
 // key; an uploader that leaves stops the reading of its file, which frees
 // its place.
 func TestKnowledgeIngestLimitAndLeaving(t *testing.T) {
-	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("Noted.")}))
-	cfg := testConfig(t, t.TempDir(), llm.URL())
-	cfg.Knowledge.MaxConcurrentIngests = 1
-	cfg.Knowledge.MaxDocumentTokens = 100_000_000
-	cfg.Knowledge.IngestTimeout = time.Hour
-	m := startKoe(t, cfg)
-	conf := cfg.Character.ConfUID
-	events := dialKoe(t, m.Addr())
-
-	slow := rawUpload(t, m.Addr(), "/api/characters/"+conf+"/documents", slowFile())
-	awaitStatus(events, "start", "Reading slow.txt")
+	m, conf, events, slow := startSlowIngest(t, func(cfg *config.Config) { cfg.Knowledge.MaxConcurrentIngests = 1 })
 
 	body, ctype := kbMultipart(t, kbFilePart(t, "story.md", "text/markdown"))
 	req, _ := http.NewRequest("POST", kbDocsURL(m.Addr(), conf), bytes.NewReader(body))
@@ -141,16 +154,7 @@ func TestKnowledgeIngestLimitAndLeaving(t *testing.T) {
 // stops the reading, answers the uploader 503 with the reason, and stops
 // cleanly within its shutdown timeout.
 func TestKnowledgeShutdownDuringIngest(t *testing.T) {
-	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("Noted.")}))
-	cfg := testConfig(t, t.TempDir(), llm.URL())
-	cfg.Knowledge.MaxDocumentTokens = 100_000_000
-	cfg.Knowledge.IngestTimeout = time.Hour
-	m := startKoe(t, cfg)
-	conf := cfg.Character.ConfUID
-	events := dialKoe(t, m.Addr())
-
-	slow := rawUpload(t, m.Addr(), "/api/characters/"+conf+"/documents", slowFile())
-	awaitStatus(events, "start", "Reading slow.txt")
+	m, _, _, slow := startSlowIngest(t, nil)
 	closed := make(chan error, 1)
 	go func() { closed <- m.Close() }()
 
