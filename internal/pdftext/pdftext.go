@@ -73,6 +73,9 @@ func ExtractWithin(ctx context.Context, data []byte, lim Limits) (doc Document, 
 		return Document{}, err
 	}
 	data = compatibleHeader(data)
+	if err := checkStructure(data); err != nil {
+		return Document{}, err
+	}
 	r, err := pdf.NewReader(&file{ctx: ctx, data: data}, int64(len(data)))
 	var stop stopped
 	switch {
