@@ -11,5 +11,6 @@ func scenarios() []scenario {
 		fdScenario(),
 		shutdownScenario(),
 		uploadsScenario(),
+		pdfStructureScenario(),
 	}
 }

@@ -219,3 +219,50 @@ func upload(ctx context.Context, addr string, f hostileFile) (int, string) {
 	}
 	return resp.StatusCode, a.Error
 }
+
+// structureTimeout bounds the wait for the answer to a PDF whose
+// structure a reader without checks loops on.
+const structureTimeout = 15 * time.Second
+
+func pdfStructureScenario() scenario {
+	return scenario{
+		name: "pdf-struct",
+		about: "PDFs of a few hundred bytes whose structure holds one number a reader should not trust: " +
+			"an object stream of 10^12 objects, then a cross-reference table that starts at object 10^12",
+		figure:     "files answered",
+		format:     "%.0f",
+		watchesKoe: true,
+		run:        runPDFStructure,
+	}
+}
+
+func runPDFStructure(ctx context.Context, e *env) outcome {
+	out := outcome{value: 0}
+	files := []hostileFile{
+		{"objstm.pdf", pdftest.ObjectStream("/N 1000000000000", 7)},
+		{"xref.pdf", pdftest.ClassicXref("1000000000000 1\n0000000000 00000 n \n")},
+	}
+	var steps []string
+	for _, f := range files {
+		r := e.measureUpload(ctx, f, structureTimeout)
+		out.peak = max(out.peak, r.peak)
+		step := r.String()
+		if r.status != 0 {
+			out.value++
+		} else {
+			// A connection that broke may be koe dying: give it a moment.
+			select {
+			case <-e.koe.Exited():
+			case <-time.After(2 * time.Second):
+			}
+		}
+		if !e.koe.Running() {
+			out.noKoe = true
+			steps = append(steps, step+"; koe is gone: "+e.koe.ExitStatus())
+			break
+		}
+		steps = append(steps, step)
+	}
+	out.text = strings.Join(steps, "; ")
+	return out
+}
