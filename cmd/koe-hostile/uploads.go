@@ -228,7 +228,7 @@ func pdfStructureScenario() scenario {
 	return scenario{
 		name: "pdf-struct",
 		about: "PDFs of a few hundred bytes whose structure holds one number a reader should not trust: " +
-			"an object stream of 10^12 objects, then a cross-reference table that starts at object 10^12",
+			"an object stream of 10^12 objects, one said to be in itself, a cross-reference table that starts at object 10^12",
 		figure:     "files answered",
 		format:     "%.0f",
 		watchesKoe: true,
@@ -240,6 +240,7 @@ func runPDFStructure(ctx context.Context, e *env) outcome {
 	out := outcome{value: 0}
 	files := []hostileFile{
 		{"objstm.pdf", pdftest.ObjectStream("/N 1000000000000", 7)},
+		{"itself.pdf", pdftest.ObjectStreamInItself()},
 		{"xref.pdf", pdftest.ClassicXref("1000000000000 1\n0000000000 00000 n \n")},
 	}
 	var steps []string

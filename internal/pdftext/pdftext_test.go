@@ -145,6 +145,11 @@ func FuzzExtract(f *testing.F) {
 	f.Add(twoPages("title"))
 	f.Add([]byte("%PDF-1.4\n"))
 	f.Add([]byte("%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF"))
+	f.Add(pdftest.ClassicXref(""))
+	f.Add(pdftest.StreamXref("/Size 3 /W [1 2 1]", []byte{0, 0, 0, 0, 1, 0, 9, 0, 1, 0, 58, 0}))
+	f.Add(pdftest.ObjectStream("/N 1", 1))
+	f.Add(pdftest.ObjectStreamInItself())
+	f.Add(pdftest.InflatingCMap(4<<10, 2))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<16 {
 			return

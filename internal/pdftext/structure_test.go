@@ -31,8 +31,9 @@ func extractGuarded(t *testing.T, data []byte) error {
 
 // Numbers in a file's structure that the library would trust are refused
 // first: a table of a trillion entries is an allocation the runtime dies
-// of (no recover reaches it), and entries of no bytes or an object stream
-// of a trillion objects are loops where no read happens and no context
+// of, an object stream in itself a recursion it dies of (no recover
+// reaches either), and entries of no bytes or an object stream of a
+// trillion objects are loops where no read happens and no context
 // reaches.
 func TestExtractRefusesStructureTheLibraryTrusts(t *testing.T) {
 	tests := []struct {
@@ -46,6 +47,7 @@ func TestExtractRefusesStructureTheLibraryTrusts(t *testing.T) {
 		{"entries of no bytes", pdftest.StreamXref("/Size 3 /W [0 0 0] /Index [0 1000000000]", nil), "entries of no bytes"},
 		{"an object stream of 10^12 objects", pdftest.ObjectStream("/N 1000000000000", 7), "an object stream's /N"},
 		{"an object stream whose count is elsewhere", pdftest.ObjectStream("/N 9 0 R", 7), "an object stream's /N"},
+		{"an object stream in itself", pdftest.ObjectStreamInItself(), "an object stream is itself in an object stream"},
 		{"a section that is its own Prev", pdftest.ClassicXref(""), ""},
 	}
 	for _, tt := range tests {

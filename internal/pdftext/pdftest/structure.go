@@ -44,6 +44,16 @@ func StreamXref(entries string, data []byte) []byte {
 // names object listed: another than 1, and looking object 1 up reads the
 // list through.
 func ObjectStream(entries string, listed int) []byte {
+	return objectStream(entries, listed, false)
+}
+
+// ObjectStreamInItself is ObjectStream(entries, 1) but that the
+// cross-reference stream says the object stream is in itself.
+func ObjectStreamInItself() []byte {
+	return objectStream("/N 1", 1, true)
+}
+
+func objectStream(entries string, listed int, inItself bool) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.5\n")
 	o2 := b.Len()
@@ -63,7 +73,11 @@ func ObjectStream(entries string, listed int) []byte {
 	entry(2, 4, 0)
 	entry(1, uint32(o2), 0)
 	entry(0, 0, 0)
-	entry(1, uint32(o4), 0)
+	if inItself {
+		entry(2, 4, 0)
+	} else {
+		entry(1, uint32(o4), 0)
+	}
 	x := b.Len()
 	entry(1, uint32(x), 0)
 	z := Deflate(xref.Bytes())
