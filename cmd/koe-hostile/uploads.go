@@ -117,8 +117,12 @@ func (r uploadResult) String() string {
 	if r.peakIsGlobal {
 		peak += " (since start)"
 	}
-	return fmt.Sprintf("%s (%.1f MB): %s in %.1f s, koe CPU %.1f s, peak %s",
-		r.file, float64(r.size)/1e6, answer, r.took.Seconds(), r.cpu.Seconds(), peak)
+	cpu := fmt.Sprintf("%.1f s", r.cpu.Seconds())
+	if r.cpu < 0 {
+		cpu = "-" // koe is gone: its CPU time with it
+	}
+	return fmt.Sprintf("%s (%.1f MB): %s in %.1f s, koe CPU %s, peak %s",
+		r.file, float64(r.size)/1e6, answer, r.took.Seconds(), cpu, peak)
 }
 
 // measureUpload sends f and waits for the answer within limit.
