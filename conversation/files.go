@@ -222,7 +222,8 @@ func (h *Hub) AddDocument(ctx context.Context, conf string, u knowledge.Upload) 
 	a := h.sizingAgent(char)
 	defer a.Close()
 	task := "ingest:" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	last := -1
+	// -10, not -1: -1/10 is 0 in Go, which dropped "Reading" (0%).
+	last := -10
 	progress := func(p knowledge.Progress) {
 		// Tens of percent are enough to watch; every batch would flood.
 		if p.Percent/10 == last/10 && p.Stage != "done" {

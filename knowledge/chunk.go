@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"context"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -22,8 +23,16 @@ import (
 // every word of Body is in some piece. size is at least 1; overlap is
 // held to at most half of size, so that every piece brings new text.
 func Split(t Text, count func(string) int, size, overlap int) []Piece {
+	pieces, _ := split(context.Background(), t, count, size, overlap)
+	return pieces
+}
+
+// split is Split until ctx ends, checked between blocks and between the
+// parts of a long one.
+func split(ctx context.Context, t Text, count func(string) int, size, overlap int) ([]Piece, error) {
 	size = max(size, 1)
 	s := &splitter{
+		ctx:      ctx,
 		body:     t.Body,
 		count:    count,
 		size:     size,
@@ -32,13 +41,22 @@ func Split(t Text, count func(string) int, size, overlap int) []Piece {
 		headings: t.Format == "markdown" || t.Format == "html",
 	}
 	for _, b := range s.blocks() {
+		if s.err == nil {
+			s.err = ctx.Err()
+		}
+		if s.err != nil {
+			return nil, s.err
+		}
 		s.place(b)
+	}
+	if s.err != nil {
+		return nil, s.err
 	}
 	s.flush(false, true)
 	for i := range s.out {
 		s.out[i].Page = t.PageAt(s.starts[i])
 	}
-	return s.out
+	return s.out, nil
 }
 
 // span is a stretch of the body, [start, end), with its tokens counted
@@ -51,6 +69,8 @@ type span struct {
 }
 
 type splitter struct {
+	ctx      context.Context
+	err      error // ctx's, once it ended
 	body     string
 	count    func(string) int
 	size     int
@@ -132,9 +152,22 @@ func headingText(line string) string {
 
 func (s *splitter) text(sp span) string { return s.body[sp.start:sp.end] }
 
+// maxTokenBytes is more bytes than any token of the tokenizers koe uses
+// holds: a span longer than size times it is over size tokens without
+// counting it, which for one long word costs seconds per megabyte.
+const maxTokenBytes = 128
+
+// countSpan is sp's tokens, or size+1 for a span certainly over size.
+func (s *splitter) countSpan(sp span) int {
+	if sp.end-sp.start > s.size*maxTokenBytes {
+		return s.size + 1
+	}
+	return s.count(s.text(sp))
+}
+
 // place puts one block in the current piece or the next ones.
 func (s *splitter) place(b span) {
-	b.tokens = s.count(s.text(b))
+	b.tokens = s.countSpan(b)
 	if b.heading && b.tokens <= s.size {
 		if s.curTokens >= s.size/4 {
 			s.flush(false, false)
@@ -297,12 +330,22 @@ const (
 // parts cuts a span of more than size tokens into spans of at most size
 // tokens each, each at the coarsest level that gets it there.
 func (s *splitter) parts(sp span, level int) []span {
+	if s.err == nil {
+		s.err = s.ctx.Err()
+	}
+	if s.err != nil {
+		return nil
+	}
 	if level == levelRunes {
 		return s.runeParts(sp)
 	}
+	units := s.cut(sp, level)
+	if len(units) == 1 && units[0].start == sp.start && units[0].end == sp.end {
+		return s.parts(sp, level+1) // nothing to cut at this level
+	}
 	var out []span
-	for _, u := range s.cut(sp, level) {
-		u.tokens = s.count(s.text(u))
+	for _, u := range units {
+		u.tokens = s.countSpan(u)
 		if u.tokens <= s.size {
 			out = append(out, u)
 			continue
@@ -364,49 +407,94 @@ func (s *splitter) cut(sp span, level int) []span {
 }
 
 // runeParts cuts a word longer than size between characters, each part
-// the longest prefix of what is left that fits.
+// the longest prefix of what is left that fits. The search for each
+// starts at the length of the part before: the parts of one long word
+// are of nearly one length, so that a part costs a few counts of about
+// its own length.
 func (s *splitter) runeParts(sp span) []span {
 	var out []span
+	guess := s.size
 	for start := sp.start; start < sp.end; {
-		// Grow the part while it fits, then narrow down between the
-		// last size that fit and the first that did not.
-		fit, over := start, sp.end
-		probe := start
-		for step := s.size; ; step *= 2 {
-			probe = runeBoundary(s.body, min(start+step, sp.end))
-			if probe == start {
-				_, n := utf8.DecodeRuneInString(s.body[start:])
-				probe = start + n
+		if s.err = s.ctx.Err(); s.err != nil {
+			return out
+		}
+		end, tokens := s.longestFit(start, sp.end, guess)
+		out = append(out, span{start: start, end: end, tokens: tokens})
+		guess = end - start
+		start = end
+	}
+	return out
+}
+
+// longestFit is the end of the longest stretch of the body from start,
+// up to limit, of at most size tokens, and its tokens; at least one
+// character, even one that counts more.
+func (s *splitter) longestFit(start, limit, guess int) (end, tokens int) {
+	after := func(i int) int {
+		_, n := utf8.DecodeRuneInString(s.body[i:])
+		return i + n
+	}
+	fits := func(end int) (bool, int) {
+		n := s.count(s.body[start:end])
+		return n <= s.size, n
+	}
+	// fit is the longest end known to fit (start: none), over the
+	// shortest known not to (limit+1: none).
+	fit, fitTokens, over := start, 0, limit+1
+	probe := max(runeBoundary(s.body, min(start+guess, limit)), after(start))
+	if ok, n := fits(probe); ok {
+		fit, fitTokens = probe, n
+		// Grow: the next character, then steps that double.
+		for step := 0; fit < limit; {
+			probe = after(fit)
+			if step > 0 {
+				probe = max(probe, runeBoundary(s.body, min(fit+step, limit)))
 			}
-			if s.count(s.body[start:probe]) > s.size {
+			step = max(step*2, 4)
+			ok, n := fits(probe)
+			if !ok {
 				over = probe
 				break
 			}
-			fit = probe
-			if probe >= sp.end {
+			fit, fitTokens = probe, n
+		}
+	} else {
+		over = probe
+		// Shrink by steps that double until one fits or start is reached.
+		for step := 4; ; step *= 2 {
+			probe = runeBoundary(s.body, max(over-step, start))
+			if probe <= start {
 				break
 			}
-		}
-		for over-fit > 1 && fit < sp.end {
-			mid := runeBoundary(s.body, fit+(over-fit)/2)
-			if mid <= fit {
+			ok, n := fits(probe)
+			if ok {
+				fit, fitTokens = probe, n
 				break
 			}
-			if s.count(s.body[start:mid]) > s.size {
-				over = mid
-			} else {
-				fit = mid
-			}
+			over = probe
 		}
-		if fit == start {
-			// One character counts more than size: it goes alone.
-			_, n := utf8.DecodeRuneInString(s.body[start:])
-			fit = start + n
-		}
-		out = append(out, span{start: start, end: fit, tokens: s.count(s.body[start:fit])})
-		start = fit
 	}
-	return out
+	// Narrow down between the two.
+	for over <= limit {
+		mid := runeBoundary(s.body, fit+(over-fit)/2)
+		if mid <= fit {
+			// Halfway is inside the character after fit.
+			if mid = after(fit); mid >= over {
+				break
+			}
+		}
+		if ok, n := fits(mid); ok {
+			fit, fitTokens = mid, n
+		} else {
+			over = mid
+		}
+	}
+	if fit == start {
+		// One character counts more than size: it goes alone.
+		end = after(start)
+		return end, s.count(s.body[start:end])
+	}
+	return fit, fitTokens
 }
 
 // runeBoundary is the start of the character holding byte i.

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"koe/agent"
 )
@@ -351,4 +352,49 @@ func benchText(rng *rand.Rand, n int) Text {
 		}
 	}
 	return Text{Body: b.String(), Format: "markdown"}
+}
+
+// A word longer than a piece is cut into the longest parts that fit,
+// whatever the characters, and the search from the previous part's
+// length finds the same cuts a search from nothing would.
+func TestSplitLongWordsIntoLongestParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	alphabets := []string{"ab", "a", "日本語の", "éàü", "x1_", "😀a"}
+	for round := range 40 {
+		letters := []rune(alphabets[round%len(alphabets)])
+		var b strings.Builder
+		for range 200 + rng.IntN(3000) {
+			b.WriteRune(letters[rng.IntN(len(letters))])
+		}
+		word := b.String()
+		size := 1 + rng.IntN(60)
+		s := &splitter{ctx: context.Background(), body: word, count: tokens, size: size}
+		parts := s.runeParts(span{start: 0, end: len(word)})
+		at := 0
+		for i, p := range parts {
+			if p.start != at || p.end <= p.start || p.tokens != tokens(word[p.start:p.end]) {
+				t.Fatalf("round %d part %d: %+v at %d", round, i, p, at)
+			}
+			if p.end < len(word) {
+				_, n := utf8.DecodeRuneInString(word[p.end:])
+				if longer := tokens(word[p.start : p.end+n]); longer <= size && p.tokens <= size {
+					t.Fatalf("round %d part %d of %d tokens could take one more character (%d tokens, size %d)", round, i, p.tokens, longer, size)
+				}
+			}
+			at = p.end
+		}
+		if at != len(word) {
+			t.Fatalf("round %d: the parts end at %d of %d", round, at, len(word))
+		}
+	}
+}
+
+// A split whose context ends stops with its error.
+func TestSplitStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	body := strings.Repeat("word ", 10000) + strings.Repeat("x", 100000)
+	if pieces, err := split(ctx, Text{Body: body, Format: "text"}, tokens, 64, 8); err != context.Canceled || pieces != nil {
+		t.Fatalf("got %d pieces, %v", len(pieces), err)
+	}
 }

@@ -3,6 +3,7 @@ package knowledge
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Config is the top-level `knowledge:` section.
@@ -37,6 +38,19 @@ type Config struct {
 	// bounds a character's knowledge base.
 	MaxFileBytes int `yaml:"max_file_bytes"`
 	MaxDocuments int `yaml:"max_documents"`
+	// What reading one file may cost; a file over one of them is refused
+	// with a message naming the key. MaxInflatedBytes bounds what it
+	// inflates to as it is read (a PDF's streams, counted each time a
+	// page draws them, and the text made of them; a JSON file indented);
+	// MaxDocumentTokens its text; IngestTimeout the time spent reading
+	// it (extracting, counting, chunking).
+	MaxInflatedBytes  int           `yaml:"max_inflated_bytes"`
+	MaxDocumentTokens int           `yaml:"max_document_tokens"`
+	IngestTimeout     time.Duration `yaml:"ingest_timeout"`
+	// MaxConcurrentIngests bounds the files being read at once, for all
+	// characters and conversations together; one more is refused until
+	// one of them is done.
+	MaxConcurrentIngests int `yaml:"max_concurrent_ingests"`
 }
 
 // The stores and the router's modes.
@@ -65,6 +79,13 @@ const (
 	DefaultChunkOverlap = 32
 	DefaultMaxFileBytes = 10 << 20
 	DefaultMaxDocuments = 200
+	// A book of a thousand pages inflates to tens of megabytes of
+	// drawing instructions and holds a few hundred thousand tokens; the
+	// slowest file under both is read in seconds.
+	DefaultMaxInflatedBytes     = 128 << 20
+	DefaultMaxDocumentTokens    = 1_000_000
+	DefaultIngestTimeout        = time.Minute
+	DefaultMaxConcurrentIngests = 2
 
 	minBudget       = 50
 	maxBudget       = 32000
@@ -72,6 +93,14 @@ const (
 	maxChunkTokens  = 4096
 	maxFileBytes    = 256 << 20
 	maxMaxDocuments = 100000
+
+	minInflatedBytes        = 1 << 20
+	maxInflatedBytes        = 1 << 30
+	minDocumentTokens       = 1000
+	maxDocumentTokens       = 100_000_000
+	minIngestTimeout        = time.Second
+	maxIngestTimeout        = time.Hour
+	maxMaxConcurrentIngests = 64
 )
 
 // DefaultConfig keeps documents in memory (rebuilt from the database at
@@ -82,7 +111,29 @@ func DefaultConfig() Config {
 		WholeShare: DefaultWholeShare, MinMatch: DefaultMinMatch, MinKeywords: DefaultMinKeywords,
 		ChunkTokens: DefaultChunkTokens, ChunkOverlap: DefaultChunkOverlap,
 		MaxFileBytes: DefaultMaxFileBytes, MaxDocuments: DefaultMaxDocuments,
+		MaxInflatedBytes: DefaultMaxInflatedBytes, MaxDocumentTokens: DefaultMaxDocumentTokens,
+		IngestTimeout: DefaultIngestTimeout, MaxConcurrentIngests: DefaultMaxConcurrentIngests,
 	}
+}
+
+// withReadingBounds gives the bounds of reading a file their defaults
+// where a Config made in code leaves them at zero: no bound is never
+// what such a Config means.
+func (c Config) withReadingBounds() Config {
+	d := DefaultConfig()
+	if c.MaxInflatedBytes <= 0 {
+		c.MaxInflatedBytes = d.MaxInflatedBytes
+	}
+	if c.MaxDocumentTokens <= 0 {
+		c.MaxDocumentTokens = d.MaxDocumentTokens
+	}
+	if c.IngestTimeout <= 0 {
+		c.IngestTimeout = d.IngestTimeout
+	}
+	if c.MaxConcurrentIngests <= 0 {
+		c.MaxConcurrentIngests = d.MaxConcurrentIngests
+	}
+	return c
 }
 
 // ApplyEnv applies the environment overrides; getenv may be nil.
@@ -134,6 +185,18 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDocuments < 1 || c.MaxDocuments > maxMaxDocuments {
 		return fmt.Errorf("knowledge.max_documents %d is out of range: 1 to %d (default %d)", c.MaxDocuments, maxMaxDocuments, DefaultMaxDocuments)
+	}
+	if c.MaxInflatedBytes < minInflatedBytes || c.MaxInflatedBytes > maxInflatedBytes {
+		return fmt.Errorf("knowledge.max_inflated_bytes %d is out of range: %d (1 MiB) to %d (1 GiB) (default %d, 128 MiB)", c.MaxInflatedBytes, minInflatedBytes, maxInflatedBytes, DefaultMaxInflatedBytes)
+	}
+	if c.MaxDocumentTokens < minDocumentTokens || c.MaxDocumentTokens > maxDocumentTokens {
+		return fmt.Errorf("knowledge.max_document_tokens %d is out of range: %d to %d (default %d)", c.MaxDocumentTokens, minDocumentTokens, maxDocumentTokens, DefaultMaxDocumentTokens)
+	}
+	if c.IngestTimeout < minIngestTimeout || c.IngestTimeout > maxIngestTimeout {
+		return fmt.Errorf("knowledge.ingest_timeout %s is out of range: %s to %s (default %s)", c.IngestTimeout, minIngestTimeout, maxIngestTimeout, DefaultIngestTimeout)
+	}
+	if c.MaxConcurrentIngests < 1 || c.MaxConcurrentIngests > maxMaxConcurrentIngests {
+		return fmt.Errorf("knowledge.max_concurrent_ingests %d is out of range: 1 to %d (default %d)", c.MaxConcurrentIngests, maxMaxConcurrentIngests, DefaultMaxConcurrentIngests)
 	}
 	return nil
 }

@@ -287,7 +287,11 @@ func allPassages(t *testing.T, s *Service, conf string) []Passage {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range s.chunks(d, Text{Body: text, Pages: pages, Format: d.Format, Title: d.Title}, s.opts.Count) {
+		chunks, err := s.chunks(context.Background(), d, Text{Body: text, Pages: pages, Format: d.Format, Title: d.Title}, s.opts.Count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range chunks {
 			out = append(out, passage(c))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"koe/internal/pdftext"
+	"koe/internal/quote"
 )
 
 // readsWhat ends every refusal of a type: what koe does read.
@@ -53,6 +54,11 @@ var codeNames = map[string]bool{"makefile": true, "dockerfile": true, "gemfile":
 // koe cannot read is a *FileError; ctx ends a PDF's extraction between
 // pages.
 func Extract(ctx context.Context, name, mime string, data []byte) (Text, error) {
+	return extract(ctx, name, mime, data, DefaultMaxInflatedBytes)
+}
+
+// extract is Extract within knowledge.max_inflated_bytes.
+func extract(ctx context.Context, name, mime string, data []byte, maxInflated int) (Text, error) {
 	refuse := func(kind FileErrorKind, format string, args ...any) (Text, error) {
 		return Text{}, &FileError{Filename: name, Reason: fmt.Sprintf(format, args...), Kind: kind}
 	}
@@ -66,7 +72,7 @@ func Extract(ctx context.Context, name, mime string, data []byte) (Text, error) 
 	mime = strings.ToLower(strings.TrimSpace(strings.Split(mime, ";")[0]))
 
 	if bytes.HasPrefix(data, []byte("%PDF-")) {
-		return extractPDF(ctx, name, data)
+		return extractPDF(ctx, name, data, maxInflated)
 	}
 	if ext == ".pdf" || mime == "application/pdf" {
 		if kind := binaryKind(data); kind != "" {
@@ -88,6 +94,16 @@ func Extract(ctx context.Context, name, mime string, data []byte) (Text, error) 
 
 	switch format := textFormat(ext, mime, filepath.Base(name), text); format {
 	case "json":
+		// Checked first, without writing: Indent writes as it goes, and
+		// deeply nested JSON indents to thousands of times its size (a
+		// megabyte of brackets, to gigabytes). Unmarshal checks the
+		// syntax before it decodes, and says where the error is.
+		if !json.Valid([]byte(text)) {
+			return refuse(ErrKindCorrupt, "is not valid JSON: %s", jsonErrorAt(text, json.Unmarshal([]byte(text), new(json.RawMessage))))
+		}
+		if indentedSize(text, maxInflated) > maxInflated {
+			return refuse(ErrKindInflated, "is JSON nested so deep that, indented, it would be more than knowledge.max_inflated_bytes allows (%s)", quote.Bytes(int64(maxInflated)))
+		}
 		var out bytes.Buffer
 		if err := json.Indent(&out, []byte(text), "", "  "); err != nil {
 			return refuse(ErrKindCorrupt, "is not valid JSON: %s", jsonErrorAt(text, err))
@@ -219,6 +235,43 @@ func decodeUTF8(data []byte) (text string, invalid, firstLine int) {
 	return b.String(), invalid, firstLine
 }
 
+// indentedSize bounds from above what json.Indent makes of valid JSON
+// with a two-space indent: each bracket and comma starts a line indented
+// by its depth, each colon gains a space. It stops counting past limit.
+func indentedSize(text string, limit int) int {
+	n, depth := len(text), 0
+	inString, escaped := false, false
+	for i := 0; i < len(text) && n <= limit; i++ {
+		c := text[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			n += 1 + 2*depth
+		case '}', ']':
+			depth = max(depth-1, 0)
+			n += 1 + 2*depth
+		case ',':
+			n += 1 + 2*depth
+		case ':':
+			n++
+		}
+	}
+	return n
+}
+
 // jsonErrorAt words a JSON syntax error with the line and column where
 // the parser stopped.
 func jsonErrorAt(text string, err error) string {
@@ -254,12 +307,16 @@ func markdownTitle(text string) string {
 
 // extractPDF joins a PDF's pages, a blank line between two, and records
 // where each starts.
-func extractPDF(ctx context.Context, name string, data []byte) (Text, error) {
-	doc, err := pdftext.Extract(ctx, data)
+func extractPDF(ctx context.Context, name string, data []byte, maxInflated int) (Text, error) {
+	doc, err := pdftext.ExtractWithin(ctx, data, pdftext.Limits{MaxInflated: int64(maxInflated)})
 	var unreadable *pdftext.UnreadableError
+	var over *pdftext.LimitError
 	switch {
 	case ctx.Err() != nil:
 		return Text{}, ctx.Err()
+	case errors.As(err, &over):
+		return Text{}, &FileError{Filename: name, Kind: ErrKindInflated,
+			Reason: fmt.Sprintf("is a PDF that inflates to more than knowledge.max_inflated_bytes allows (%s) as it is read: its streams, counted each time a page draws them, and its text", quote.Bytes(over.Limit))}
 	case errors.Is(err, pdftext.ErrEncrypted):
 		return Text{}, &FileError{Filename: name, Kind: ErrKindEncrypted,
 			Reason: "is a password-protected PDF; save a copy without the password and upload that"}

@@ -133,11 +133,16 @@ const (
 	ErrKindType      FileErrorKind = "type"      // not a format koe reads
 	ErrKindCorrupt   FileErrorKind = "corrupt"   // a PDF (or JSON, or HTML) that does not parse, text that is not UTF-8
 	ErrKindTooLarge  FileErrorKind = "too_large" // over knowledge.max_file_bytes
-	ErrKindTooLong   FileErrorKind = "too_long"  // more tokens than the context can hold
+	ErrKindTooLong   FileErrorKind = "too_long"  // more tokens than the context can hold, or knowledge.max_document_tokens
 	ErrKindTooMany   FileErrorKind = "too_many"  // over knowledge.max_documents
 	ErrKindEncrypted FileErrorKind = "encrypted" // a password-protected PDF
 	ErrKindName      FileErrorKind = "name"      // no usable file name
 	ErrKindBusy      FileErrorKind = "busy"      // the same file is being read already
+	ErrKindInflated  FileErrorKind = "inflated"  // inflates past knowledge.max_inflated_bytes as it is read
+	ErrKindTimeout   FileErrorKind = "timeout"   // reading it took longer than knowledge.ingest_timeout
+	// ErrKindOverloaded: knowledge.max_concurrent_ingests files are being
+	// read already; the same file may be sent again in a few seconds.
+	ErrKindOverloaded FileErrorKind = "overloaded"
 )
 
 // IsFileError reports whether err is a refusal of the file (as opposed to

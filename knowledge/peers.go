@@ -259,7 +259,11 @@ func (s *Service) readStored(ctx context.Context, cat *catalog, conf string, doc
 		if err != nil {
 			return nil, fmt.Errorf("knowledge: text of %s: %w", d.Name, err)
 		}
-		ps, err := cat.prepare(d.ID, s.chunks(d, Text{Body: text, Pages: pages, Format: d.Format, Title: d.Title}, s.opts.Count))
+		chunks, err := s.chunks(ctx, d, Text{Body: text, Pages: pages, Format: d.Format, Title: d.Title}, s.opts.Count)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := cat.prepare(d.ID, chunks)
 		if err != nil {
 			return nil, fmt.Errorf("knowledge: index %s: %w", d.Name, err)
 		}

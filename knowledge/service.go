@@ -95,6 +95,13 @@ type Service struct {
 	// embedFailing: the last embedding request failed; the warning is
 	// logged once per streak.
 	embedFailing bool
+	// ingests holds a token for each file being read
+	// (knowledge.max_concurrent_ingests); ingesting counts them for
+	// Close, which sets closed (under mu) before it waits, so that no
+	// ingest starts once it waits.
+	ingests   chan struct{}
+	ingesting sync.WaitGroup
+	closed    bool
 }
 
 // base is what a turn needs of a character's knowledge base without
@@ -114,12 +121,14 @@ func New(opts Options) *Service {
 	if opts.Count == nil {
 		opts.Count = func(s string) int { return (len(s) + 3) / 4 }
 	}
+	opts.Config = opts.Config.withReadingBounds()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
 		opts: opts, cfg: opts.Config, log: opts.Logger,
 		ctx: ctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1),
 		bases: map[string]*base{}, gens: map[string]int{}, busy: map[string]bool{},
 		writes: map[string]uint64{}, applying: map[string]bool{},
+		ingests: make(chan struct{}, opts.Config.MaxConcurrentIngests),
 	}
 	s.applied = sync.NewCond(&s.mu)
 	if opts.Peers != nil {
@@ -188,7 +197,10 @@ func (s *Service) catchUp(ctx context.Context, conf string) error {
 		if err != nil {
 			return fmt.Errorf("knowledge: text of %s: %w", d.Name, err)
 		}
-		chunks := s.chunks(d, Text{Body: text, Pages: pages, Format: d.Format, Title: d.Title}, s.opts.Count)
+		chunks, err := s.chunks(ctx, d, Text{Body: text, Pages: pages, Format: d.Format, Title: d.Title}, s.opts.Count)
+		if err != nil {
+			return err
+		}
 		s.embed(ctx, chunks, nil)
 		if err := s.opts.Index.Put(ctx, conf, d.ID, chunks); err != nil {
 			return fmt.Errorf("knowledge: index %s: %w", d.Name, err)
@@ -210,9 +222,13 @@ func (s *Service) catchUp(ctx context.Context, conf string) error {
 }
 
 // Close stops Open, ingests under way and the reading of other instances'
-// changes, and waits for the last.
+// changes, and waits for the ingests and the reading.
 func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
+	s.ingesting.Wait()
 	s.wg.Wait()
 }
 
@@ -243,7 +259,10 @@ type Progress struct {
 // Add reads u into conf's knowledge base, replacing the document of the
 // same name. count is the character's tokenizer. Progress, if set, is
 // called from Add's goroutine as the work goes on. A refusal is a
-// *FileError and leaves nothing behind; so does any other failure.
+// *FileError and leaves nothing behind; so does any other failure. The
+// reading is bounded by knowledge.max_inflated_bytes,
+// max_document_tokens, ingest_timeout and max_concurrent_ingests, and
+// ends with ctx or Close.
 func (s *Service) Add(ctx context.Context, conf string, u Upload, count func(string) int, progress func(Progress)) (Document, error) {
 	if progress == nil {
 		progress = func(Progress) {}
@@ -268,21 +287,35 @@ func (s *Service) Add(ctx context.Context, conf string, u Upload, count func(str
 		return Document{}, &FileError{Filename: name, Kind: ErrKindTooMany,
 			Reason: fmt.Sprintf("the character already has %d documents, the most knowledge.max_documents allows; delete one first", len(docs))}
 	}
+	ctx, done, err := s.startIngest(ctx, name)
+	if err != nil {
+		return Document{}, err
+	}
+	defer done()
 	if !s.claim(conf, id) {
 		return Document{}, &FileError{Filename: name, Kind: ErrKindBusy, Reason: "a file of this name is being read right now; try again when it is done"}
 	}
 	defer s.release(conf, id)
 
 	progress(Progress{File: name, Stage: "reading"})
-	text, err := Extract(ctx, name, u.Mime, u.Data)
+	d := history.KnowledgeDoc{ID: id, Name: name, Mime: u.Mime, Bytes: len(u.Data), Added: time.Now().UTC()}
+	var text Text
+	var chunks []Chunk
+	err = s.read(ctx, name, func(ctx context.Context) error {
+		var err error
+		if text, err = extract(ctx, name, u.Mime, u.Data, s.cfg.MaxInflatedBytes); err != nil {
+			return err
+		}
+		if d.Tokens, err = s.countDocument(ctx, name, text.Body, count); err != nil {
+			return err
+		}
+		d.Format, d.Title, d.Pages = text.Format, text.Title, len(text.Pages)
+		chunks, err = s.chunks(ctx, d, text, count)
+		return err
+	})
 	if err != nil {
 		return Document{}, err
 	}
-	d := history.KnowledgeDoc{
-		ID: id, Name: name, Mime: u.Mime, Format: text.Format, Title: text.Title,
-		Bytes: len(u.Data), Tokens: count(text.Body), Pages: len(text.Pages), Added: time.Now().UTC(),
-	}
-	chunks := s.chunks(d, text, count)
 	d.Chunks = len(chunks)
 	progress(Progress{File: name, Stage: "indexing", Percent: 10})
 	s.embed(ctx, chunks, func(done int) {
@@ -389,9 +422,13 @@ func docID(name string) string {
 	return "doc-" + hex.EncodeToString(sum[:10])
 }
 
-// chunks cuts a document's text into the chunks the index keeps.
-func (s *Service) chunks(d history.KnowledgeDoc, text Text, count func(string) int) []Chunk {
-	pieces := Split(text, count, s.cfg.ChunkTokens, s.cfg.ChunkOverlap)
+// chunks cuts a document's text into the chunks the index keeps; ctx
+// ends the cutting.
+func (s *Service) chunks(ctx context.Context, d history.KnowledgeDoc, text Text, count func(string) int) ([]Chunk, error) {
+	pieces, err := split(ctx, text, count, s.cfg.ChunkTokens, s.cfg.ChunkOverlap)
+	if err != nil {
+		return nil, err
+	}
 	title := d.Title
 	if title == "" {
 		title = d.Name
@@ -400,7 +437,7 @@ func (s *Service) chunks(d history.KnowledgeDoc, text Text, count func(string) i
 	for i, p := range pieces {
 		out[i] = Chunk{DocID: d.ID, Seq: i, Name: d.Name, Title: title, Heading: p.Heading, Page: p.Page, Text: p.Text, Tokens: p.Tokens}
 	}
-	return out
+	return out, nil
 }
 
 // embedBatch is how many chunks one progress step embeds.
@@ -554,18 +591,33 @@ type File struct {
 // ReadFile reads a file attached to a conversation, which the model reads
 // whole where it was attached: one that cannot fit room tokens (what the
 // model's window leaves beside the parts of a request koe never cuts) is
-// refused. count is the character's tokenizer.
+// refused. count is the character's tokenizer. The reading is bounded as
+// Add's is.
 func (s *Service) ReadFile(ctx context.Context, u Upload, count func(string) int, room int) (File, error) {
 	name, err := s.checkUpload(u)
 	if err != nil {
 		return File{}, err
 	}
-	text, err := Extract(ctx, name, u.Mime, u.Data)
+	ctx, done, err := s.startIngest(ctx, name)
 	if err != nil {
 		return File{}, err
 	}
-	body := strings.TrimRightFunc(text.Body, unicode.IsSpace)
-	n := count(body)
+	defer done()
+	var text Text
+	var body string
+	var n int
+	err = s.read(ctx, name, func(ctx context.Context) error {
+		var err error
+		if text, err = extract(ctx, name, u.Mime, u.Data, s.cfg.MaxInflatedBytes); err != nil {
+			return err
+		}
+		body = strings.TrimRightFunc(text.Body, unicode.IsSpace)
+		n, err = s.countDocument(ctx, name, body, count)
+		return err
+	})
+	if err != nil {
+		return File{}, err
+	}
 	if n > room {
 		return File{}, &FileError{Filename: name, Kind: ErrKindTooLong,
 			Reason: fmt.Sprintf("it is %s tokens long: the model's window leaves %s for it", quote.Thousands(n), quote.Thousands(max(room, 0)))}

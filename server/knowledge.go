@@ -33,13 +33,17 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		if err != nil {
 			return err
 		}
+		ctx, done := s.clientContext(c)
+		defer done()
 		added, refused := []knowledge.Document{}, []*knowledge.FileError{}
 		for _, f := range files {
-			d, err := hub.AddDocument(s.base, conf, f)
+			d, err := hub.AddDocument(ctx, conf, f)
 			var fe *knowledge.FileError
 			switch {
 			case errors.As(err, &fe):
 				refused = append(refused, fe)
+			case err != nil && ctx.Err() != nil:
+				return s.ingestStopped(c, fiber.Map{"conf_uid": conf, "added": added, "refused": refused}, f.Name)
 			case err != nil:
 				return err
 			default:
@@ -82,10 +86,15 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		if len(files) > 1 {
 			return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf(`attach one file per request (this one has %d "%s" parts)`, len(files), uploadField))
 		}
-		f, err := hub.AttachFile(s.base, param(c, "conf_uid"), uid, files[0])
+		ctx, done := s.clientContext(c)
+		defer done()
+		f, err := hub.AttachFile(ctx, param(c, "conf_uid"), uid, files[0])
 		var fe *knowledge.FileError
 		if errors.As(err, &fe) {
 			return refusal(c, fiber.Map{"history_uid": uid, "refused": []*knowledge.FileError{fe}}, []*knowledge.FileError{fe})
+		}
+		if err != nil && ctx.Err() != nil {
+			return s.ingestStopped(c, fiber.Map{"history_uid": uid}, files[0].Name)
 		}
 		if err != nil {
 			return err
@@ -103,9 +112,11 @@ const uploadOverhead = 64 << 10
 
 // refusalStatus is the HTTP status of a refused file.
 var refusalStatus = map[knowledge.FileErrorKind]int{
-	knowledge.ErrKindTooLarge: fiber.StatusRequestEntityTooLarge,
-	knowledge.ErrKindType:     fiber.StatusUnsupportedMediaType,
-	knowledge.ErrKindBusy:     fiber.StatusConflict,
+	knowledge.ErrKindTooLarge:   fiber.StatusRequestEntityTooLarge,
+	knowledge.ErrKindInflated:   fiber.StatusRequestEntityTooLarge,
+	knowledge.ErrKindType:       fiber.StatusUnsupportedMediaType,
+	knowledge.ErrKindBusy:       fiber.StatusConflict,
+	knowledge.ErrKindOverloaded: fiber.StatusServiceUnavailable,
 }
 
 // refusal answers a request none of whose files was taken: the status of
@@ -115,6 +126,9 @@ func refusal(c *fiber.Ctx, body fiber.Map, refused []*knowledge.FileError) error
 	status, ok := refusalStatus[first.Kind]
 	if !ok {
 		status = fiber.StatusUnprocessableEntity
+	}
+	if status == fiber.StatusServiceUnavailable {
+		c.Set(fiber.HeaderRetryAfter, retryAfterSeconds)
 	}
 	msg := first.Error()
 	if n := len(refused); n > 1 {

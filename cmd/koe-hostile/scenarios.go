@@ -13,5 +13,7 @@ func scenarios() []scenario {
 		declaredBodyScenario(), declaredBodyTokenScenario(), gzipBombScenario(), healthFullScenario(), tokenLogScenario(),
 		hugeTokenScenario(), endlessLineScenario(), errorPageScenario(), staleConnectionScenario(),
 		mcpJunkScenario(), mcpManyScenario(),
+		uploadsScenario(),
+		pdfStructureScenario(),
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"strings"
 
 	"github.com/ledongthuc/pdf"
@@ -40,30 +38,50 @@ type UnreadableError struct {
 
 func (e *UnreadableError) Error() string { return "could not be read as a PDF: " + e.Reason }
 
-// Bounds that keep a hostile file from holding a call or its memory. Real
-// page trees are a few levels deep, real pages hold kilobytes of drawing
-// instructions (the reader keeps about a hundred bytes per glyph), and a
-// file of a few megabytes holds far fewer pages.
+// Bounds that keep a hostile file from holding a call. Real page trees
+// are a few levels deep, and a file of a few megabytes holds far fewer
+// pages.
 const (
 	maxPageTreeDepth = 32
 	maxPageTreeNodes = 100000
-	maxPageContent   = 4 << 20
 	maxReasonChars   = 100
 )
 
-// Extract reads data as a PDF. Its errors are ErrEncrypted, ErrNoText, an
-// *UnreadableError, or ctx's error once ctx is done (checked between
-// pages).
-func Extract(ctx context.Context, data []byte) (doc Document, err error) {
+// Extract reads data as a PDF within the default Limits; see
+// ExtractWithin.
+func Extract(ctx context.Context, data []byte) (Document, error) {
+	return ExtractWithin(ctx, data, Limits{})
+}
+
+// ExtractWithin reads data as a PDF. Its errors are ErrEncrypted,
+// ErrNoText, an *UnreadableError, a *LimitError, or ctx's error once ctx
+// is done, which ends the call wherever it is: within a page, within the
+// library's reading of the file.
+func ExtractWithin(ctx context.Context, data []byte, lim Limits) (doc Document, err error) {
 	// The library panics on some malformed files; that costs this call
-	// only.
+	// only. A stopped is ctx ending inside the library.
 	defer func() {
 		if r := recover(); r != nil {
+			if s, ok := r.(stopped); ok {
+				doc, err = Document{}, s.err
+				return
+			}
 			doc, err = Document{}, unreadable(fmt.Sprint(r))
 		}
 	}()
-	r, err := pdf.NewReader(bytes.NewReader(compatibleHeader(data)), int64(len(data)))
-	if err != nil {
+	if err := ctx.Err(); err != nil {
+		return Document{}, err
+	}
+	data = compatibleHeader(data)
+	if err := checkStructure(data); err != nil {
+		return Document{}, err
+	}
+	r, err := pdf.NewReader(&file{ctx: ctx, data: data}, int64(len(data)))
+	var stop stopped
+	switch {
+	case errors.As(err, &stop):
+		return Document{}, stop.err
+	case err != nil:
 		if errors.Is(err, pdf.ErrInvalidPassword) || strings.Contains(err.Error(), "encryption") {
 			return Document{}, ErrEncrypted
 		}
@@ -75,23 +93,35 @@ func Extract(ctx context.Context, data []byte) (doc Document, err error) {
 	}
 	doc.Title = strings.Join(strings.Fields(r.Trailer().Key("Info").Key("Title").Text()), " ")
 	doc.Pages = make([]string, len(pages))
+	rd := newReading(ctx, lim)
 	found := false
 	for i, page := range pages {
-		// A page is the unit of work the library offers; a call that
-		// runs out of time stops between two.
 		if err := ctx.Err(); err != nil {
 			return Document{}, err
 		}
-		if err := checkContentSize(page, i+1); err != nil {
-			return Document{}, err
+		text, err := rd.page(page)
+		if err != nil {
+			return Document{}, pageError(ctx, err, i+1)
 		}
-		doc.Pages[i] = pageText(page)
-		found = found || doc.Pages[i] != ""
+		doc.Pages[i] = text
+		found = found || text != ""
 	}
 	if !found {
 		return Document{}, ErrNoText
 	}
 	return doc, nil
+}
+
+// pageError words what ended the reading of page num.
+func pageError(ctx context.Context, err error, num int) error {
+	var limit *LimitError
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &limit):
+		return limit
+	}
+	return unreadable(fmt.Sprintf("page %d: %v", num, err))
 }
 
 func unreadable(reason string) *UnreadableError {
@@ -117,8 +147,8 @@ func compatibleHeader(data []byte) []byte {
 // pageList walks the page tree in order. The library's own lookup follows
 // Kids without bounds, so a tree that contains itself (a broken or a
 // hostile file) would spin forever where no ctx can stop it.
-func pageList(ctx context.Context, root pdf.Value) ([]pdf.Page, error) {
-	var pages []pdf.Page
+func pageList(ctx context.Context, root pdf.Value) ([]pdf.Value, error) {
+	var pages []pdf.Value
 	visited := 0
 	var walk func(node pdf.Value, depth int) error
 	walk = func(node pdf.Value, depth int) error {
@@ -133,7 +163,7 @@ func pageList(ctx context.Context, root pdf.Value) ([]pdf.Page, error) {
 		}
 		switch node.Key("Type").Name() {
 		case "Page":
-			pages = append(pages, pdf.Page{V: node})
+			pages = append(pages, node)
 		case "Pages":
 			kids := node.Key("Kids")
 			for i := range kids.Len() {
@@ -149,73 +179,3 @@ func pageList(ctx context.Context, root pdf.Value) ([]pdf.Page, error) {
 	}
 	return pages, nil
 }
-
-// checkContentSize refuses a page whose drawing instructions inflate
-// past maxPageContent, before the library holds their glyphs in memory: a
-// few kilobytes of deflated stream can stand for gigabytes.
-func checkContentSize(page pdf.Page, num int) error {
-	contents := page.V.Key("Contents")
-	streams := []pdf.Value{contents}
-	if contents.Kind() == pdf.Array {
-		streams = streams[:0]
-		for i := range contents.Len() {
-			streams = append(streams, contents.Index(i))
-		}
-	}
-	var total int64
-	for _, s := range streams {
-		if s.Kind() != pdf.Stream {
-			continue
-		}
-		rc := s.Reader()
-		n, err := io.Copy(io.Discard, io.LimitReader(rc, maxPageContent-total+1))
-		rc.Close()
-		total += n
-		if total > maxPageContent {
-			return unreadable(fmt.Sprintf("page %d draws more than %d MiB of instructions", num, maxPageContent>>20))
-		}
-		if err != nil {
-			return unreadable(fmt.Sprintf("page %d: %v", num, err))
-		}
-	}
-	return nil
-}
-
-// pageText joins a page's glyphs into lines and words: a glyph well below
-// the previous one starts a line, one well right of where the previous
-// one ended starts a word. "Well right" is a fifth of the font size:
-// kerning and tracking between letters stay under it, the narrowest
-// justified word space (a quarter of it in most fonts, squeezed) over.
-func pageText(page pdf.Page) string {
-	if page.V.IsNull() {
-		return ""
-	}
-	glyphs := page.Content().Text
-	const wordGap = 0.2
-	var b strings.Builder
-	var prev *pdf.Text
-	for _, t := range glyphs {
-		// The library marks the end of a TJ array with a newline glyph
-		// of its own; lines are told by position here.
-		if t.S == "" || t.S == "\n" {
-			continue
-		}
-		if prev != nil {
-			size := max(math.Abs(prev.FontSize), math.Abs(t.FontSize), 1)
-			gap := t.X - (prev.X + prev.W)
-			switch {
-			case math.Abs(t.Y-prev.Y) > size/2:
-				b.WriteString("\n")
-			case (gap > size*wordGap || gap < -size) && !strings.HasSuffix(b.String(), " ") && t.S != " ":
-				b.WriteString(" ")
-			}
-		}
-		b.WriteString(t.S)
-		prev = &t
-	}
-	return ligatures.Replace(strings.TrimSpace(b.String()))
-}
-
-// ligatures spells out the typographic ligatures fonts draw as one glyph,
-// so that "ﬁrst" is found when someone searches for "first".
-var ligatures = strings.NewReplacer("\uFB00", "ff", "\uFB01", "fi", "\uFB02", "fl", "\uFB03", "ffi", "\uFB04", "ffl", "\uFB05", "st", "\uFB06", "st")

@@ -2,10 +2,8 @@ package pdftext
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -110,58 +108,6 @@ func TestExtractErrors(t *testing.T) {
 	}
 }
 
-// A content stream of a few kilobytes that inflates to gigabytes is
-// refused before its glyphs are held in memory.
-func TestExtractRefusesAnInflatingPage(t *testing.T) {
-	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	zw.Write([]byte("BT /F1 12 Tf 72 720 Td ("))
-	zw.Write(bytes.Repeat([]byte("a"), maxPageContent+1))
-	zw.Write([]byte(") Tj ET"))
-	zw.Close()
-	// Built by hand: the builder deflates what it is given, and the
-	// point is a stream stored deflated.
-	data := pdftest.Build("", pdftest.Page{Content: "PLACEHOLDER"})
-	stream := fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", z.Len(), z.Bytes())
-	data = rebuildWith(t, data, "<< /Length 11 >>\nstream\nPLACEHOLDER\nendstream", stream)
-	_, err := Extract(context.Background(), data)
-	var u *UnreadableError
-	if !errors.As(err, &u) || u.Reason != "page 1 draws more than 4 MiB of instructions" {
-		t.Fatalf("got %v", err)
-	}
-}
-
-// rebuildWith swaps one object body for another and rewrites the
-// cross-reference table so that the offsets hold again.
-func rebuildWith(t *testing.T, data []byte, old, new string) []byte {
-	t.Helper()
-	s := string(data)
-	if !strings.Contains(s, old) {
-		t.Fatalf("%q is not in the PDF", old)
-	}
-	s = strings.Replace(s, old, new, 1)
-	body, _, _ := strings.Cut(s, "xref\n")
-	var out strings.Builder
-	out.WriteString(body)
-	var offsets []int
-	for i := 1; ; i++ {
-		at := strings.Index(body, fmt.Sprintf("\n%d 0 obj\n", i))
-		if at < 0 {
-			break
-		}
-		offsets = append(offsets, at+1)
-	}
-	xref := out.Len()
-	fmt.Fprintf(&out, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&out, "%010d 00000 n \n", off)
-	}
-	_, trailer, _ := strings.Cut(s, "trailer\n")
-	trailer, _, _ = strings.Cut(trailer, "startxref")
-	fmt.Fprintf(&out, "trailer\n%sstartxref\n%d\n%%%%EOF\n", trailer, xref)
-	return []byte(out.String())
-}
-
 func TestExtractHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -199,6 +145,11 @@ func FuzzExtract(f *testing.F) {
 	f.Add(twoPages("title"))
 	f.Add([]byte("%PDF-1.4\n"))
 	f.Add([]byte("%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF"))
+	f.Add(pdftest.ClassicXref(""))
+	f.Add(pdftest.StreamXref("/Size 3 /W [1 2 1]", []byte{0, 0, 0, 0, 1, 0, 9, 0, 1, 0, 58, 0}))
+	f.Add(pdftest.ObjectStream("/N 1", 1))
+	f.Add(pdftest.ObjectStreamInItself())
+	f.Add(pdftest.InflatingCMap(4<<10, 2))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<16 {
 			return

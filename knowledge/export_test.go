@@ -1,0 +1,4 @@
+package knowledge
+
+// Closing is done once Close has begun stopping the service.
+func (s *Service) Closing() <-chan struct{} { return s.ctx.Done() }
