@@ -155,8 +155,9 @@ func (s *Server) chatInvoke(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(s.base)
-	defer cancel()
+	// A client that leaves stops the turn, as with the stream.
+	ctx, done := s.clientContext(c)
+	defer done()
 	out := &answerCollector{}
 	chat, err := s.opts.Hub.OpenChat(ctx, req, out)
 	if err != nil {
@@ -166,18 +167,8 @@ func (s *Server) chatInvoke(c *fiber.Ctx) error {
 		chat.Close()
 		return errShuttingDown
 	}
-	// A client that leaves stops the turn, as with the stream.
-	gone, stopWatch := watchPeer(c.Context().Conn())
-	go func() {
-		select {
-		case <-gone:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	err = chat.Run()
-	cancel()
-	stopWatch()
+	done()
 	s.conns.Done()
 	if err != nil {
 		return err
