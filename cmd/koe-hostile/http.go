@@ -22,9 +22,15 @@ import (
 // harness's own session carries it.
 const probeToken = "hostile-probe-token-0123456789"
 
-// declaredBody is the Content-Length the declared-body scenarios send:
-// just over a 10 MB upload, the largest body koe takes.
-const declaredBody = 10551296
+// declaredBody is the Content-Length the declared-body scenario sends
+// without the token: a 10 MB upload and its multipart overhead, the
+// largest body koe takes. declaredBodyToken is what declared-body-token
+// sends with it: server.max_message_bytes's default, the largest chat
+// request koe takes.
+const (
+	declaredBody      = 10551296
+	declaredBodyToken = 8 << 20
+)
 
 const (
 	declaredConns = 200
@@ -41,7 +47,7 @@ const (
 func declaredBodyScenario() scenario {
 	return scenario{
 		name: "declared-body",
-		about: fmt.Sprintf("server.auth_token set; %d waves of %d connections each send the headers of a %d-byte upload without the token, "+
+		about: fmt.Sprintf("server.auth_token set; %d waves of %d connections each send the headers of a %d-byte chat request without the token, "+
 			"and not a byte of the body: what koe holds for them, and whether /healthz still answers", declaredWaves, declaredConns, declaredBody),
 		config: []setting{{"server.auth_token", probeToken}},
 		token:  true,
@@ -53,8 +59,8 @@ func declaredBodyScenario() scenario {
 func declaredBodyTokenScenario() scenario {
 	return scenario{
 		name: "declared-body-token",
-		about: fmt.Sprintf("as declared-body, but with the token: %d accepted uploads whose %d-byte bodies never come",
-			declaredConns, declaredBody),
+		about: fmt.Sprintf("as declared-body, but with the token: waves of %d accepted chat requests whose %d-byte bodies never come",
+			declaredConns, declaredBodyToken),
 		config: []setting{{"server.auth_token", probeToken}},
 		token:  true,
 		figure: "MiB RSS peak",
@@ -82,9 +88,9 @@ func runDeclared(ctx context.Context, e *env, withToken bool) outcome {
 	}
 }
 
-// churn has koe read and drop a few hundred megabytes of request bodies
-// (a JSON prompt it refuses as too long), as a koe in use does, so that
-// its collector runs and what it freed is handed out again.
+// churn has koe read a few hundred megabytes of request bodies (a 1 MB
+// reminder prompt saved over and over), as a koe in use reads, so that its
+// collector runs and what it freed is handed out again.
 func churn(ctx context.Context, e *env) {
 	body := `{"text":"` + strings.Repeat("a", 1<<20) + `"}`
 	for range 256 {
@@ -129,12 +135,12 @@ func heapInUse(ctx context.Context, e *env) int64 {
 // /metrics while they are open, closes them and says how /healthz
 // answered and how much Go heap koe had in use.
 func declaredWave(ctx context.Context, e *env, withToken bool, statuses map[string]int) (string, int64) {
-	auth := ""
+	auth, size := "", declaredBody
 	if withToken {
-		auth = "Authorization: Bearer " + probeToken + "\r\n"
+		auth, size = "Authorization: Bearer "+probeToken+"\r\n", declaredBodyToken
 	}
-	req := "POST /api/characters/koe_default/documents HTTP/1.1\r\nHost: " + e.koe.Addr() + "\r\n" + auth +
-		"Content-Type: multipart/form-data; boundary=x\r\nContent-Length: " + fmt.Sprint(declaredBody) + "\r\n\r\n"
+	req := "POST /api/chat/stream HTTP/1.1\r\nHost: " + e.koe.Addr() + "\r\n" + auth +
+		"Content-Type: application/json\r\nContent-Length: " + fmt.Sprint(size) + "\r\n\r\n"
 	var (
 		mu    sync.Mutex
 		conns []net.Conn
