@@ -40,19 +40,33 @@ func TestPprofRefusesNonLoopback(t *testing.T) {
 	}
 }
 
-func TestPprofServesOnLoopback(t *testing.T) {
+// runWithPprof runs koe with -pprof and conf added to a configuration of
+// its own until stop, which fails the test if run did.
+func runWithPprof(t *testing.T, conf string) (port, pprofPort string, stop func()) {
+	t.Helper()
 	keepDefaultLogger(t)
-	port, pprofPort := freePort(t), freePort(t)
+	port, pprofPort = freePort(t), freePort(t)
 	path := writeConf(t, "data_dir: "+filepath.ToSlash(t.TempDir())+
-		"\nasr:\n  engine: none\ncharacter:\n  tts:\n    engine: none\n")
+		"\nasr:\n  engine: none\ncharacter:\n  tts:\n    engine: none\n"+conf)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	var stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-config", path, "-port", port, "-pprof", "127.0.0.1:" + pprofPort}, &stderr, noEnv)
 	}()
 	waitHealthy(t, "http://127.0.0.1:"+port+"/healthz", done)
+	return port, pprofPort, func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	}
+}
+
+func TestPprofServesOnLoopback(t *testing.T) {
+	port, pprofPort, stop := runWithPprof(t, "")
 
 	resp, err := http.Get("http://127.0.0.1:" + pprofPort + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
@@ -74,10 +88,7 @@ func TestPprofServesOnLoopback(t *testing.T) {
 		t.Error("koe's port serves the profiles")
 	}
 
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	stop()
 	if c, err := net.Dial("tcp", "127.0.0.1:"+pprofPort); err == nil {
 		c.Close()
 		t.Error("the pprof port is still open after shutdown")
@@ -88,19 +99,8 @@ func TestPprofServesOnLoopback(t *testing.T) {
 // rebound domain name cannot read the profiles from the user's browser,
 // and with server.auth_token set they need the token.
 func TestPprofChecksHostAndToken(t *testing.T) {
-	keepDefaultLogger(t)
 	const token = "pprof-token-0123456789abcdef"
-	port, pprofPort := freePort(t), freePort(t)
-	path := writeConf(t, "data_dir: "+filepath.ToSlash(t.TempDir())+
-		"\nasr:\n  engine: none\ncharacter:\n  tts:\n    engine: none\nserver:\n  auth_token: "+token+"\n")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-config", path, "-port", port, "-pprof", "127.0.0.1:" + pprofPort}, &stderr, noEnv)
-	}()
-	waitHealthy(t, "http://127.0.0.1:"+port+"/healthz", done)
+	_, pprofPort, stop := runWithPprof(t, "server:\n  auth_token: "+token+"\n")
 
 	base := "http://127.0.0.1:" + pprofPort + "/debug/pprof/goroutine?debug=1"
 	get := func(url, host string, header ...string) int {
@@ -138,8 +138,5 @@ func TestPprofChecksHostAndToken(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	stop()
 }
