@@ -74,7 +74,8 @@ func (s *Server) judge(r head) verdict {
 			return verdict{refusal: originRefusal(origin), origin: origin}
 		}
 	}
-	if enc := r.h.Peek(fiber.HeaderContentEncoding); len(enc) > 0 && !bytes.EqualFold(bytes.TrimSpace(enc), []byte("identity")) {
+	hasBody := f.declaredLength() > 0 || len(f.codings) > 0
+	if enc := r.h.Peek(fiber.HeaderContentEncoding); hasBody && len(enc) > 0 && !bytes.EqualFold(bytes.TrimSpace(enc), []byte("identity")) {
 		return verdict{refusal: fiber.NewError(fiber.StatusUnsupportedMediaType, fmt.Sprintf(
 			"koe takes request bodies uncompressed; this one is sent with Content-Encoding %q: send it without", quote.Shorten(string(enc), 40)))}
 	}
