@@ -9,7 +9,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/koe .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/koe ./cmd/koe
 
 FROM debian:bookworm-slim
 # espeak-ng and pocketsphinx are koe's default speech engines (out, in);

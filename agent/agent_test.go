@@ -13,7 +13,7 @@ import (
 
 	"koe/agent"
 	"koe/history"
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 const persona = "You are Testa, a test persona."

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"koe/agent"
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // fakeKnowledge answers a turn with fixed documents and records what it

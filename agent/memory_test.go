@@ -17,7 +17,7 @@ import (
 
 	"koe/agent"
 	"koe/history"
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // --- The fake LLM as the memory tests use it ---

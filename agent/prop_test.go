@@ -16,8 +16,8 @@ import (
 
 	"koe/agent"
 	"koe/history"
-	"koe/internal/fakellm"
 	"koe/llm"
+	"koe/testkit/fakellm"
 )
 
 // --- The property test ---

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"koe/agent"
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // manyBox offers n tools of the source "MCP server many" after two of

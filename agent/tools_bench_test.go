@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"koe/agent"
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 // returnBox is a Toolbox whose one tool returns at once and notes when.

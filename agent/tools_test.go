@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"koe/agent"
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // testBox is a Toolbox of three tools: add sums its arguments, fail

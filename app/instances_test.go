@@ -12,12 +12,12 @@ import (
 	"koe/app"
 	"koe/config"
 	"koe/coord"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
-	"koe/internal/logwatch"
-	"koe/internal/pgtest"
-	"koe/internal/redistest"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
+	"koe/testkit/logwatch"
+	"koe/testkit/pgtest"
+	"koe/testkit/redistest"
 )
 
 // logApplied is what recall logs once it applied news of another instance.

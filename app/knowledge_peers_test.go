@@ -16,10 +16,10 @@ import (
 	"koe/app"
 	"koe/config"
 	"koe/coord"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
-	"koe/internal/pgtest"
-	"koe/internal/redistest"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
+	"koe/testkit/pgtest"
+	"koe/testkit/redistest"
 )
 
 // counter counts the log records of one message.

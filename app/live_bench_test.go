@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"koe/config"
-	"koe/internal/ircdtest"
 	"koe/livechat"
+	"koe/testkit/ircdtest"
 )
 
 // BenchmarkLiveChatFirstAudio measures chat-to-first-audio: from a

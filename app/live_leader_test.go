@@ -18,11 +18,11 @@ import (
 
 	"koe/app"
 	"koe/coord"
-	"koe/internal/fakellm"
-	"koe/internal/ircdtest"
-	"koe/internal/koetest"
-	"koe/internal/redistest"
 	"koe/livechat"
+	"koe/testkit/fakellm"
+	"koe/testkit/ircdtest"
+	"koe/testkit/koetest"
+	"koe/testkit/redistest"
 )
 
 // Log lines the tests wait for.

@@ -16,10 +16,10 @@ import (
 
 	"koe/app"
 	"koe/config"
-	"koe/internal/fakellm"
-	"koe/internal/ircdtest"
-	"koe/internal/koetest"
 	"koe/livechat"
+	"koe/testkit/fakellm"
+	"koe/testkit/ircdtest"
+	"koe/testkit/koetest"
 )
 
 // guard bounds every wait of these tests; only a hang reaches it.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 // TestReadyz: /readyz answers 200 while the history store answers, and

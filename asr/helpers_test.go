@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/proc/proctest"
+	"koe/testkit/proctest"
 )
 
 // asrCtx bounds a test that runs real recognisers (pocketsphinx takes

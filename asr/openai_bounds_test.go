@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 // What koe reads of a transcription server is bounded: a transcript's

@@ -13,8 +13,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 func openAIConfig(baseURL string) Config {

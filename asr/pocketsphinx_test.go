@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/proc/proctest"
+	"koe/testkit/proctest"
 )
 
 // roundTripSentence and its key words: the round trip passes when

@@ -12,9 +12,9 @@ import (
 
 	"koe/client"
 	"koe/config"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 // hangGuard bounds a test's calls; CI is a loaded 2-core machine, and the

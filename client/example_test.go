@@ -11,8 +11,8 @@ import (
 	"koe/app"
 	"koe/client"
 	"koe/config"
-	"koe/internal/fakellm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
 )
 
 // A turn streamed as it is written, then the same history continued with

@@ -11,13 +11,13 @@ import (
 	"koe/agent"
 	"koe/conversation"
 	"koe/history"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
-	"koe/internal/mock"
-	"koe/internal/redistest"
 	"koe/knowledge"
 	"koe/llm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
+	"koe/testkit/mock"
+	"koe/testkit/redistest"
 )
 
 // withKnowledge gives the hub a knowledge service over the rig's store.

@@ -12,12 +12,12 @@ import (
 	"koe/conversation"
 	"koe/coord"
 	"koe/history"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
-	"koe/internal/mock"
-	"koe/internal/redistest"
 	"koe/llm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
+	"koe/testkit/mock"
+	"koe/testkit/redistest"
 )
 
 // Two instances here are two hubs that share one store (as instances share

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"koe/conversation"
-	"koe/internal/fakellm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
 )
 
 // countingSender discards what a session sends but counts heartbeat-acks.

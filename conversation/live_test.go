@@ -11,9 +11,9 @@ import (
 
 	"koe/conversation"
 	"koe/history"
-	"koe/internal/fakellm"
-	"koe/internal/mock"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/mock"
 	"koe/tts"
 )
 

@@ -13,11 +13,11 @@ import (
 
 	"koe/agent"
 	"koe/conversation"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
-	"koe/internal/mock"
 	"koe/mcp"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
+	"koe/testkit/mock"
 	"koe/tools"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"koe/agent"
 	"koe/conversation"
-	"koe/internal/fakellm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
 )
 
 // observed records what a hub tells its Observer.

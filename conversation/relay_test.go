@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"koe/conversation"
-	"koe/internal/fakellm"
-	"koe/internal/mock"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/mock"
 )
 
 // ctxWatcher records what it is offered with the context it came with.

@@ -12,11 +12,11 @@ import (
 	"koe/agent"
 	"koe/conversation"
 	"koe/history"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
-	"koe/internal/mock"
 	"koe/llm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
+	"koe/testkit/mock"
 	"koe/tts"
 )
 

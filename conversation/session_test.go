@@ -10,8 +10,8 @@ import (
 
 	"koe/conversation"
 	"koe/history"
-	"koe/internal/fakellm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
 )
 
 func TestTurnStoresBothMessages(t *testing.T) {

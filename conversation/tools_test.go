@@ -9,9 +9,9 @@ import (
 
 	"koe/agent"
 	"koe/conversation"
-	"koe/internal/fakellm"
-	"koe/internal/mock"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/mock"
 	"koe/tools"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/fakellm"
-	"koe/internal/mock"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/mock"
 	"koe/tts"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/redistest"
+	"koe/testkit/redistest"
 )
 
 func busInstance(t *testing.T, srv *redistest.Server, name string) (*Bus, chan string, chan struct{}) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"koe/conversation"
-	"koe/internal/redistest"
+	"koe/testkit/redistest"
 )
 
 // Held tells whether a turn holds a history, whichever instance runs it.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"koe/internal/redistest"
+	"koe/testkit/redistest"
 )
 
 // newsLog records the news an instance is told, as "conf/doc".

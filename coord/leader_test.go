@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"koe/internal/redistest"
+	"koe/testkit/redistest"
 )
 
 // tracker records which instances run the elected job, and when two ever

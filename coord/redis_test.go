@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"koe/conversation"
-	"koe/internal/logwatch"
-	"koe/internal/redistest"
+	"koe/testkit/logwatch"
+	"koe/testkit/redistest"
 )
 
 // hangGuard bounds every wait: reached, it means a hang, never slowness.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"koe/conversation"
-	"koe/internal/redistest"
+	"koe/testkit/redistest"
 )
 
 // receiver is a fake hub: it records what the relay hands it.

@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"koe/internal/pgtest"
+	"koe/testkit/pgtest"
 )
 
 // A record written before images were kept apart (its pictures inline as

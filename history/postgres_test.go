@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/pgtest"
+	"koe/testkit/pgtest"
 )
 
 // Two koe instances (two stores, two pools) appending to one history at

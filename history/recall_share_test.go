@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/pgtest"
+	"koe/testkit/pgtest"
 )
 
 // TestSaveRecallMarkMoved: a save moves the mark only from where it is;

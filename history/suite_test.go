@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"koe/internal/pgtest"
+	"koe/testkit/pgtest"
 )
 
 // The store test suite runs against both backends: a test written as

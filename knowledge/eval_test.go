@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"koe/agent"
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
 	"koe/llm"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 	"koe/textindex"
 )
 

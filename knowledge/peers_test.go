@@ -12,10 +12,10 @@ import (
 
 	"koe/coord"
 	"koe/history"
-	"koe/internal/logwatch"
-	"koe/internal/pgtest"
-	"koe/internal/redistest"
 	"koe/knowledge"
+	"koe/testkit/logwatch"
+	"koe/testkit/pgtest"
+	"koe/testkit/redistest"
 )
 
 // hangGuard bounds every wait: reached, it means a hang, never slowness.

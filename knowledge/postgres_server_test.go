@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/proc/proctest"
+	"koe/testkit/proctest"
 )
 
 // The postgres store's tests need PostgreSQL with pgvector. Debian has no

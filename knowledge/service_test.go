@@ -12,11 +12,11 @@ import (
 
 	"koe/agent"
 	"koe/history"
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
 	"koe/internal/quote"
 	"koe/knowledge"
 	"koe/llm"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 const conf = "streamer"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/ircdtest"
+	"koe/testkit/ircdtest"
 )
 
 // waitConnected waits until tw's Connected is want.

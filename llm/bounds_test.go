@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"koe/agent"
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
 	"koe/llm"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 // readSlack is what a client may read past a limit before it fails: the

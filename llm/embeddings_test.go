@@ -15,9 +15,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"koe/agent"
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
 	"koe/llm"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 func embedderFor(s *fakellm.Server, mutate ...func(*llm.EmbeddingsConfig)) *llm.Embedder {

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"koe/agent"
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
 	"koe/llm"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 // guard bounds every test that talks to a server; it is a safety net

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"koe/agent"
-	"koe/internal/fakellm"
 	"koe/llm"
+	"koe/testkit/fakellm"
 )
 
 // A stream with chunks but no text (the model stopped at once) is an

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"koe/agent"
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
 	"koe/llm"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 // pooledClient is a client with a connection pool of its own.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"koe/agent"
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 var calculatorSpec = agent.ToolSpec{

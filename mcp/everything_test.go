@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"koe/agent"
-	"koe/internal/proc/proctest"
+	"koe/testkit/proctest"
 )
 
 // The reference server of the MCP project, from npm, is what users' Node

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"koe/agent"
-	"koe/internal/proc/proctest"
+	"koe/testkit/proctest"
 )
 
 // The test server's tools are listed under "test__", with their schemas,

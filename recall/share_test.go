@@ -11,12 +11,12 @@ import (
 
 	"koe/coord"
 	"koe/history"
-	"koe/internal/fakellm"
-	"koe/internal/logwatch"
-	"koe/internal/pgtest"
-	"koe/internal/redistest"
 	"koe/llm"
 	"koe/recall"
+	"koe/testkit/fakellm"
+	"koe/testkit/logwatch"
+	"koe/testkit/pgtest"
+	"koe/testkit/redistest"
 )
 
 // Two koe instances on one PostgreSQL store and one Redis: each has its

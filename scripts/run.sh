@@ -16,5 +16,5 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-go build -o ./koe .
+go build -o ./koe ./cmd/koe
 exec ./koe "$@"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/cdp"
+	"koe/testkit/cdp"
 )
 
 const evilOrigin = "http://evil.example"

@@ -22,9 +22,9 @@ import (
 	"koe/conversation"
 	"koe/coord"
 	"koe/history"
-	"koe/internal/fakellm"
 	"koe/llm"
 	"koe/server"
+	"koe/testkit/fakellm"
 	"koe/tts"
 )
 

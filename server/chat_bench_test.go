@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/fakellm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
 )
 
 // BenchmarkChatFirstToken measures how long after the LLM sends its first

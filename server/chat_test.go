@@ -18,8 +18,8 @@ import (
 
 	"koe/app"
 	"koe/history"
-	"koe/internal/fakellm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
 )
 
 // sse is one chat API stream read by the tests: events as they come,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // closeFrames reads the raw frames koe sends until it closes the socket

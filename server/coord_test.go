@@ -14,11 +14,11 @@ import (
 	"koe/app"
 	"koe/config"
 	"koe/coord"
-	"koe/internal/fakellm"
-	"koe/internal/logwatch"
-	"koe/internal/pgtest"
-	"koe/internal/redistest"
 	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/logwatch"
+	"koe/testkit/pgtest"
+	"koe/testkit/redistest"
 )
 
 // withRedis coordinates the instance's turns through srv.

@@ -18,7 +18,7 @@ import (
 
 	"koe/app"
 	"koe/history"
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 const greeting = "Hi! I am Koe. Nice to meet you, friend."

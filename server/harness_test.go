@@ -20,8 +20,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden traces under testdata/")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // Every message type with wrong field types, deep nesting, huge strings,

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // BenchmarkIdleSession reports what one idle WebSocket session costs koe

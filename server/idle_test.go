@@ -9,7 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // connWriters counts the goroutines writing to some connection.

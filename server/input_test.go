@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 func pngBase64(t *testing.T) string {

@@ -8,9 +8,9 @@ import (
 
 	"koe/app"
 	"koe/config"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
 	"koe/knowledge"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 // BenchmarkRAGFirstAudio is what each knowledge.router mode costs a voice

@@ -14,8 +14,8 @@ import (
 
 	"koe/app"
 	"koe/config"
-	"koe/internal/fakellm"
 	"koe/internal/pdftext/pdftest"
+	"koe/testkit/fakellm"
 )
 
 // TestKnowledgeHostileFiles: files made to cost far more to read than

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // kbPart is one part of a multipart upload.

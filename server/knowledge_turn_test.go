@@ -14,8 +14,8 @@ import (
 	"koe/agent"
 	"koe/app"
 	"koe/config"
-	"koe/internal/fakellm"
 	"koe/knowledge"
+	"koe/testkit/fakellm"
 )
 
 // These tests run koe as users do (app.Main over real HTTP and WebSocket,

@@ -19,10 +19,10 @@ import (
 	"koe/config"
 	"koe/conversation"
 	"koe/history"
-	"koe/internal/fakellm"
 	"koe/llm"
 	"koe/protocol"
 	"koe/server"
+	"koe/testkit/fakellm"
 	"koe/tts"
 )
 

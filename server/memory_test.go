@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // chatRequests are the streamed (conversation) requests the LLM got;

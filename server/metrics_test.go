@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // get sends a GET to koe with the given headers and returns the status

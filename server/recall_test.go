@@ -12,8 +12,8 @@ import (
 
 	"koe/agent"
 	"koe/app"
-	"koe/internal/fakellm"
 	"koe/protocol"
+	"koe/testkit/fakellm"
 )
 
 // invoke runs one chat API turn and returns the answer.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // audioPieces returns the audio messages of a turn's frames.

@@ -15,7 +15,7 @@ import (
 
 	"koe/asr"
 	"koe/config"
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 	"koe/tts"
 )
 

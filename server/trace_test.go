@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // Golden traces of whole conversations beside spoken_turn.jsonl: each

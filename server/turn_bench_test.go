@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"koe/config"
-	"koe/internal/fakellm"
-	"koe/internal/loadrun/relay"
+	"koe/testkit/fakellm"
+	"koe/testkit/loadrun/relay"
 )
 
 // benchReply is what the fake LLM answers in the turn benchmarks: koe-load's

@@ -10,7 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"koe/coord"
-	"koe/internal/redistest"
+	"koe/testkit/redistest"
 )
 
 // BenchmarkWatcherFanOut is BenchmarkFirstAudioOverhead for a speaker

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // dialWatcher connects a watcher; query is watch=… or watch_conf=….

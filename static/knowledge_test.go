@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"koe/internal/cdp"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
+	"koe/testkit/cdp"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 // kbDocsJS lists the documents panel: each entry's name and sizes.

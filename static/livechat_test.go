@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/cdp"
-	"koe/internal/fakellm"
-	"koe/internal/ircdtest"
-	"koe/internal/koetest"
+	"koe/testkit/cdp"
+	"koe/testkit/fakellm"
+	"koe/testkit/ircdtest"
+	"koe/testkit/koetest"
 )
 
 // TestOverlayShowsLiveChat: a viewer types in a real IRC channel (ngircd

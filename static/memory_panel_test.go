@@ -12,9 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"koe/internal/cdp"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
+	"koe/testkit/cdp"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 // memoryPanelTurns are what the user types, long enough that a summary's

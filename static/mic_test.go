@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"koe/config"
-	"koe/internal/cdp"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
+	"koe/testkit/cdp"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 // spoken is what the person says into the fake microphone, and what the

@@ -22,9 +22,9 @@ import (
 
 	"koe/config"
 	"koe/conversation"
-	"koe/internal/cdp"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
+	"koe/testkit/cdp"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 // What the speaker types, and what the fake LLM answers.

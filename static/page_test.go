@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"koe/config"
-	"koe/internal/cdp"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
+	"koe/testkit/cdp"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 // guard bounds every wait: a wedged page fails the test instead of hanging

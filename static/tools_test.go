@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/cdp"
-	"koe/internal/fakellm"
-	"koe/internal/koetest"
+	"koe/testkit/cdp"
+	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 )
 
 // evil is server text that would run script if the page took it as HTML.

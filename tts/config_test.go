@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/fakellm/fakellmtest"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 func TestDefaultConfig(t *testing.T) {

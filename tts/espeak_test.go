@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/internal/proc/proctest"
+	"koe/testkit/proctest"
 )
 
 func newTestEspeak(t testing.TB) Engine {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-audio/wav"
 
-	"koe/internal/proc/proctest"
 	"koe/internal/wavio"
+	"koe/testkit/proctest"
 )
 
 // chunk is one RIFF chunk for wavBytes.

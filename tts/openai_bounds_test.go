@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 // A speech server's error answer is read only up to

@@ -12,9 +12,9 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"koe/internal/fakellm"
-	"koe/internal/fakellm/fakellmtest"
 	"koe/internal/wavio"
+	"koe/testkit/fakellm"
+	"koe/testkit/fakellm/fakellmtest"
 )
 
 func openAIConfig(baseURL string) Config {

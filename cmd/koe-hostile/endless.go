@@ -7,7 +7,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // endlessListen is how long the client of the endless scenario listens.

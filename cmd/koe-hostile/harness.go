@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"koe/internal/fakellm"
-	"koe/internal/loadrun"
+	"koe/testkit/fakellm"
+	"koe/testkit/loadrun"
 )
 
 // scenario is one kind of hostile peer.

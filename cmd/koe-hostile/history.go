@@ -12,8 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/fakellm"
-	"koe/internal/loadrun"
+	"koe/testkit/fakellm"
+	"koe/testkit/loadrun"
 )
 
 const (

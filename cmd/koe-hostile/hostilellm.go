@@ -8,7 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // The hostile LLM's floods are capped, so that a koe that reads them whole

@@ -2,10 +2,10 @@
 // reports koe's memory (VmRSS, and the peak VmHWM) and what happened, one
 // table row per scenario:
 //
-//	go build -o koe . && go run ./cmd/koe-hostile -koe ./koe [-scenario NAME]... [-runs 3]
+//	go build -o koe ./cmd/koe && go run ./cmd/koe-hostile -koe ./koe [-scenario NAME]... [-runs 3]
 //
 // Every scenario runs against a fresh koe that it starts itself, with the
-// fake LLM of internal/fakellm, a data directory of its own and speech off
+// fake LLM of testkit/fakellm, a data directory of its own and speech off
 // (tts.engine: none), so the numbers are koe's own. It talks only to that
 // koe on loopback, bounds every loop in count and time, and stops by itself:
 // a koe that hangs is reported as hanging, then killed.
@@ -53,7 +53,7 @@ func run() error {
 	flag.Usage = usage
 	flag.Parse()
 	if o.koeBin == "" {
-		return errors.New("-koe is required: go build -o koe . && go run ./cmd/koe-hostile -koe ./koe")
+		return errors.New("-koe is required: go build -o koe ./cmd/koe && go run ./cmd/koe-hostile -koe ./koe")
 	}
 	if o.runs < 1 || o.runs > 20 {
 		return errors.New("-runs must be between 1 and 20")

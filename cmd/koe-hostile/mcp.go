@@ -13,7 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/internal/fakellm"
+	"koe/testkit/fakellm"
 )
 
 // The MCP scenarios run koe with a stdio MCP server written in Python (the

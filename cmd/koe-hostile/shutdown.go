@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"koe/internal/loadrun"
+	"koe/testkit/loadrun"
 )
 
 const (

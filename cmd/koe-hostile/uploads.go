@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"koe/internal/loadrun"
 	"koe/internal/pdftext/pdftest"
+	"koe/testkit/loadrun"
 )
 
 const (

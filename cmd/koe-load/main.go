@@ -8,7 +8,7 @@
 // report that process's memory.
 //
 // With -baseline it also measures the floor: a bare relay in the same stack
-// (internal/loadrun/relay), started as a child process of this binary
+// (testkit/loadrun/relay), started as a child process of this binary
 // against a fake LLM of its own at the same speed, with the same N. Every
 // run measures both, each fresh, and the report gives koe / floor.
 //
@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"koe/internal/loadrun"
+	"koe/testkit/loadrun"
 )
 
 const defaultReply = "Sure, I can help with that. Let me think about it for a moment. " +

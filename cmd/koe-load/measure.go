@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"koe/internal/loadrun"
+	"koe/testkit/loadrun"
 )
 
 // measurement is one server's figures in one run.

@@ -8,8 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"koe/internal/loadrun/relay"
 	"koe/internal/pprofserve"
+	"koe/testkit/loadrun/relay"
 )
 
 // relayServeFlag, as the first argument, makes this binary the floor that

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"koe/internal/fakellm"
-	"koe/internal/loadrun"
+	"koe/testkit/fakellm"
+	"koe/testkit/loadrun"
 )
 
 const (

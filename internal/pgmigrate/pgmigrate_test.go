@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"koe/internal/pgtest"
+	"koe/testkit/pgtest"
 )
 
 // TestMigrate runs the migrator over a schema of the test's own.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"koe/internal/proc"
-	"koe/internal/proc/proctest"
+	"koe/testkit/proctest"
 )
 
 // TestCancelKillsGroup runs a shell that does not exec its child, the way
