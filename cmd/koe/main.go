@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"koe/app"
@@ -26,38 +27,89 @@ import (
 )
 
 func main() {
-	// koe chat is a client: it takes Ctrl-C for itself, so it goes its
-	// own way before the server's signal handling.
-	if len(os.Args) > 1 && os.Args[1] == "chat" {
-		os.Exit(chatcli.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
-	}
-	if len(os.Args) > 1 && (os.Args[1] == "memory" || os.Args[1] == "eval" || os.Args[1] == "migrate") {
-		ctx, stop := signalContext()
-		code := memorycmd.Memory
-		switch os.Args[1] {
-		case "migrate":
-			code = migratecmd.Main
-		case "eval":
-			code = func(ctx context.Context, args []string, stdout, stderr io.Writer, _ func(string) string) int {
-				return memorycmd.Eval(ctx, args, stdout, stderr)
+	os.Exit(dispatch(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv))
+}
+
+// stdio is what a subcommand reads and writes (files: koe chat puts a
+// terminal into raw mode).
+type stdio struct {
+	in, out *os.File
+	err     io.Writer
+}
+
+// command is one of koe's subcommands.
+type command struct {
+	name, args, summary string
+	// run gets the arguments after the name and returns the exit status.
+	run func(args []string, std stdio, getenv func(string) string) int
+}
+
+// commands are koe's subcommands; without one, koe serves.
+var commands = []command{
+	{"chat", "[flags]", "chat with a running koe from a terminal", func(args []string, std stdio, getenv func(string) string) int {
+		// A client: it takes Ctrl-C for itself, so it has no signal
+		// context.
+		return chatcli.Main(args, std.in, std.out, std.err, getenv)
+	}},
+	{"memory", "rebuild [flags]", "look after characters' long-term memory", withSignals(memorycmd.Memory)},
+	{"eval", "locomo [flags]", "measure long-term recall on LoCoMo", withSignals(func(ctx context.Context, args []string, stdout, stderr io.Writer, _ func(string) string) int {
+		return memorycmd.Eval(ctx, args, stdout, stderr)
+	})},
+	{"migrate", "[flags]", "copy a data directory's koe.db into a PostgreSQL store", withSignals(migratecmd.Main)},
+}
+
+// dispatch runs the subcommand args name, or the server when the first
+// argument is none (a flag, or nothing).
+func dispatch(args []string, std stdio, getenv func(string) string) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if args[0] == "help" {
+			usage(std.out)
+			return 0
+		}
+		for _, c := range commands {
+			if c.name == args[0] {
+				return c.run(args[1:], std, getenv)
 			}
 		}
-		status := code(ctx, os.Args[2:], os.Stdout, os.Stderr, os.Getenv)
-		stop()
-		os.Exit(status)
+		fmt.Fprintf(std.err, "koe: unknown subcommand %q\n\n", args[0])
+		usage(std.err)
+		return 2
 	}
 	ctx, stop := signalContext()
-	err := run(ctx, os.Args[1:], os.Stderr, os.Getenv)
+	err := run(ctx, args, std.err, getenv)
 	stop()
-	var usage usageError
+	var usageErr usageError
 	switch {
-	case err == nil || errors.Is(err, flag.ErrHelp):
-	case errors.As(err, &usage):
-		os.Exit(2) // the flag package has printed the problem and the usage
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintln(std.err)
+		usage(std.err)
+	case errors.As(err, &usageErr):
+		return 2 // the flag package has printed the problem and the usage
 	default:
 		slog.Error("koe failed", "err", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
+}
+
+// withSignals runs a subcommand in a context that SIGINT or SIGTERM ends.
+func withSignals(run func(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int) func([]string, stdio, func(string) string) int {
+	return func(args []string, std stdio, getenv func(string) string) int {
+		ctx, stop := signalContext()
+		defer stop()
+		return run(ctx, args, std.out, std.err, getenv)
+	}
+}
+
+// usage lists the subcommands.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage:\n  koe [flags]                   serve (koe -h lists the flags)")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  koe %-26s%s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+	}
+	fmt.Fprintf(w, "  koe %-26s%s\n", "help", "this list")
+	fmt.Fprintln(w, "\nkoe SUBCOMMAND -h describes a subcommand's flags.")
 }
 
 // signalContext ends at SIGINT or SIGTERM: koe then shuts down gracefully.

@@ -173,3 +173,30 @@ func waitHealthy(t *testing.T, url string, done <-chan error) {
 	}
 	t.Fatal("koe did not answer /healthz")
 }
+
+// koe's first argument names a subcommand, or is a flag of the server's;
+// help lists the subcommands, and an unknown one is refused with the list.
+func TestSubcommands(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		status int
+		says   string
+	}{
+		{[]string{"help"}, 0, "koe migrate"},
+		{[]string{"nonsense"}, 2, `unknown subcommand "nonsense"`},
+		{[]string{"memory"}, 2, "usage: koe memory rebuild"},
+		{[]string{"-h"}, 0, "koe chat"},
+	} {
+		out, err := os.CreateTemp(t.TempDir(), "out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errOut syncBuffer
+		status := dispatch(tc.args, stdio{in: os.Stdin, out: out, err: &errOut}, noEnv)
+		written, _ := os.ReadFile(out.Name())
+		out.Close()
+		if all := string(written) + errOut.String(); status != tc.status || !strings.Contains(all, tc.says) {
+			t.Errorf("koe %v: status %d, want %d; said %q, want it to say %q", tc.args, status, tc.status, all, tc.says)
+		}
+	}
+}
