@@ -57,6 +57,24 @@ func TestPackageLayers(t *testing.T) {
 			t.Errorf("client imports %s; of koe it may import koe/protocol only", imp)
 		}
 	}
+	for pkg, imps := range imports {
+		for _, imp := range imps {
+			switch {
+			// The domain types are what everything shares: they depend on
+			// nothing of koe.
+			case pkg == "." && strings.HasPrefix(imp, "koe/"):
+				t.Errorf("the root package koe imports %s; it may import no koe package", imp)
+			// The test rigs and the measuring tools' harness serve tests and
+			// the tools under cmd/, never the product.
+			case strings.HasPrefix(imp, "koe/testkit") && !strings.HasPrefix(pkg, "testkit") &&
+				pkg != "cmd/koe-load" && pkg != "cmd/koe-hostile":
+				t.Errorf("%s imports %s; only tests and the tools koe-load and koe-hostile may use the test kit", pkg, imp)
+			// internal/ holds small utilities: they import only each other.
+			case strings.HasPrefix(pkg, "internal/") && strings.HasPrefix(imp, "koe/") && !strings.HasPrefix(imp, "koe/internal/"):
+				t.Errorf("%s imports %s; internal/ is for small utilities, which import no other koe package", pkg, imp)
+			}
+		}
+	}
 	// go-openai: the LLM edge and the audio edge, nowhere else in koe. The
 	// load tool's floor is not koe: it is the bare relay koe is measured
 	// against, built from the same stack on purpose.
