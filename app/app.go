@@ -247,9 +247,8 @@ func (m *Main) Open() error {
 	if m.coord != nil {
 		ready = append(ready, server.ReadyCheck{Name: "coord", Check: m.coord.Ping})
 	}
-	m.server = server.New(server.Options{
+	m.server = server.New(HubOptions(m.hub, server.Options{
 		Config:         cfg.Server,
-		Hub:            m.hub,
 		Pages:          static.Pages(),
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
 		LiveChat:       liveChatAPI,
@@ -257,7 +256,7 @@ func (m *Main) Open() error {
 		Metrics:        serverMetrics,
 		MetricsHandler: metricsHandler,
 		Ready:          ready,
-	})
+	}))
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)

@@ -234,17 +234,9 @@ func (h *Hub) Session(clientUID string) *Session {
 	return h.sessions[clientUID]
 }
 
-// SessionInfo describes an open session.
-type SessionInfo struct {
-	ClientUID  string `json:"client_uid"`
-	ConfUID    string `json:"conf_uid"`
-	ConfName   string `json:"conf_name"`
-	HistoryUID string `json:"history_uid"`
-}
-
 // Sessions describes the open sessions, ordered by client_uid.
-func (h *Hub) Sessions() []SessionInfo {
-	out := []SessionInfo{}
+func (h *Hub) Sessions() []protocol.SessionInfo {
+	out := []protocol.SessionInfo{}
 	for _, s := range h.openSessions() {
 		out = append(out, s.Info())
 	}

@@ -10,6 +10,7 @@ import (
 
 	"koe/history"
 	"koe/internal/quote"
+	"koe/protocol"
 )
 
 // A live session is a character talking to an audience (package livechat
@@ -47,8 +48,8 @@ func LiveClientUID(confUID string) string {
 		}
 		return r
 	}, confUID)
-	if len(id) > maxClientUIDLen {
-		id = id[:maxClientUIDLen]
+	if len(id) > protocol.MaxClientUIDLen {
+		id = id[:protocol.MaxClientUIDLen]
 	}
 	return id
 }

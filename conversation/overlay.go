@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"koe/internal/quote"
+	"koe/protocol"
 )
 
 // The OBS overlay (/overlay) shows a character as a PNG avatar: pictures
@@ -167,39 +168,6 @@ func (c Character) MissingOverlayImages(avatarsDir string) []string {
 	return missing
 }
 
-// OverlayView is what the overlay page needs of a character
-// (GET /api/characters/:conf_uid/overlay).
-type OverlayView struct {
-	ConfUID  string `json:"conf_uid"`
-	ConfName string `json:"conf_name"`
-	Name     string `json:"name"`
-	// EmotionKeywords are the keywords of the model's emotionMap: the
-	// page drops them ("[joy]") from subtitles.
-	EmotionKeywords []string `json:"emotion_keywords"`
-	// Avatar is nil when the character has no avatar pictures: the
-	// overlay shows subtitles only.
-	Avatar *AvatarView `json:"avatar"`
-}
-
-// AvatarView is an avatar's pictures as URLs under /avatars.
-type AvatarView struct {
-	Idle      string  `json:"idle"`
-	Talking   string  `json:"talking"`
-	Blink     string  `json:"blink,omitempty"`
-	Threshold float64 `json:"threshold"`
-	// Emotions are keyed by expression, as an audio frame's
-	// actions.expressions carries it, in JSON ("3", "\"smile\"").
-	Emotions map[string]EmotionView `json:"emotions"`
-}
-
-// EmotionView is the pictures of one emotion; an empty one means the
-// plain idle or talking picture.
-type EmotionView struct {
-	Name    string `json:"name"`
-	Idle    string `json:"idle,omitempty"`
-	Talking string `json:"talking,omitempty"`
-}
-
 // DefaultCharacterAlias asks GET /api/characters/:conf_uid/overlay for
 // the configuration file's own character, unless a character has that
 // conf_uid.
@@ -207,20 +175,20 @@ const DefaultCharacterAlias = "default"
 
 // Overlay returns the overlay view of the character with confUID
 // (DefaultCharacterAlias: the default character); KindNotFound if none.
-func (h *Hub) Overlay(confUID string) (OverlayView, error) {
+func (h *Hub) Overlay(confUID string) (protocol.OverlayView, error) {
 	char, ok := h.deps.Characters.Find(confUID)
 	if !ok && confUID == DefaultCharacterAlias {
 		char, ok = h.deps.Characters.Default(), true
 	}
 	if !ok {
-		return OverlayView{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(confUID, 80))}
+		return protocol.OverlayView{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(confUID, 80))}
 	}
 	return char.overlayView(), nil
 }
 
-func (c Character) overlayView() OverlayView {
+func (c Character) overlayView() protocol.OverlayView {
 	emotions := emotionMap(c.ModelInfo)
-	v := OverlayView{ConfUID: c.ConfUID, ConfName: c.ConfName, Name: c.Name, EmotionKeywords: keysOf(emotions)}
+	v := protocol.OverlayView{ConfUID: c.ConfUID, ConfName: c.ConfName, Name: c.Name, EmotionKeywords: keysOf(emotions)}
 	a := c.Overlay.Avatar
 	if a.Idle == "" || a.Talking == "" {
 		return v
@@ -229,8 +197,8 @@ func (c Character) overlayView() OverlayView {
 	if threshold <= 0 || threshold > 1 {
 		threshold = DefaultOverlayThreshold
 	}
-	av := &AvatarView{Idle: avatarURL(a.Idle), Talking: avatarURL(a.Talking), Blink: avatarURL(a.Blink),
-		Threshold: threshold, Emotions: map[string]EmotionView{}}
+	av := &protocol.AvatarView{Idle: avatarURL(a.Idle), Talking: avatarURL(a.Talking), Blink: avatarURL(a.Blink),
+		Threshold: threshold, Emotions: map[string]protocol.EmotionView{}}
 	for _, m := range []struct {
 		m       map[string]string
 		talking bool

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"koe/protocol"
 )
 
 // Watching across instances: behind a load balancer, an overlay may
@@ -63,7 +65,7 @@ type WatchRelay interface {
 	// target, or no longer do. seq grows with every change: a call older
 	// than the last one seen for the same target is stale (calls are made
 	// without the hub's lock, so two may arrive out of order).
-	Follow(target WatchTarget, following bool, seq uint64)
+	Follow(target protocol.WatchTarget, following bool, seq uint64)
 }
 
 // watchCtx is a turn's context for its watchers' frames (see newTurn)
@@ -144,7 +146,7 @@ func (h *Hub) Relayed(f RelayedFrame) {
 // target: a client of this instance that they follow is greeted to them
 // (a watcher connecting to another instance learns what its client talks
 // as).
-func (h *Hub) RemoteFollow(target WatchTarget, instance string) {
+func (h *Hub) RemoteFollow(target protocol.WatchTarget, instance string) {
 	if h.relay == nil || target.ClientUID == "" {
 		return
 	}

@@ -56,12 +56,12 @@ func TestRelayedFramesReachWatchers(t *testing.T) {
 	byConf, byClient, koe := newCtxWatcher(), newCtxWatcher(), newCtxWatcher()
 	for _, w := range []struct {
 		w      *ctxWatcher
-		target conversation.WatchTarget
+		target protocol.WatchTarget
 		koe    bool
 	}{
-		{byConf, conversation.WatchTarget{ConfUID: "c1"}, false},
-		{byClient, conversation.WatchTarget{ClientUID: "desk"}, false},
-		{koe, conversation.WatchTarget{ClientUID: "desk"}, true},
+		{byConf, protocol.WatchTarget{ConfUID: "c1"}, false},
+		{byClient, protocol.WatchTarget{ClientUID: "desk"}, false},
+		{koe, protocol.WatchTarget{ClientUID: "desk"}, true},
 	} {
 		stop, err := r.hub.Watch(w.target, w.w, conversation.WatchOptions{ClientUID: "w", KoeEvents: w.koe})
 		if err != nil {
@@ -142,7 +142,7 @@ func (f *fakeRelay) Wanted(clientUID, conf string) bool {
 	return conf == "c1" || clientUID == "client-1"
 }
 func (f *fakeRelay) Send(fr conversation.RelayedFrame) { f.sent <- fr }
-func (f *fakeRelay) Follow(t conversation.WatchTarget, on bool, seq uint64) {
+func (f *fakeRelay) Follow(t protocol.WatchTarget, on bool, seq uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.follows = append(f.follows, t.String()+map[bool]string{true: " on", false: " off"}[on]+" "+string(rune('0'+seq)))
@@ -176,11 +176,11 @@ func TestSessionRelaysToOtherInstances(t *testing.T) {
 	if fr := relay.next(t); fr.Kind != conversation.RelayGreet || fr.To != "" || fr.ClientUID != "client-1" || fr.ConfUID != "c1" {
 		t.Fatalf("open relayed %+v", fr)
 	}
-	r.hub.RemoteFollow(conversation.WatchTarget{ClientUID: "client-1"}, "inst-b")
+	r.hub.RemoteFollow(protocol.WatchTarget{ClientUID: "client-1"}, "inst-b")
 	if fr := relay.next(t); fr.Kind != conversation.RelayGreet || fr.To != "inst-b" || fr.ClientUID != "client-1" || fr.ConfUID != "c1" {
 		t.Fatalf("greeting relayed as %+v", fr)
 	}
-	r.hub.RemoteFollow(conversation.WatchTarget{ClientUID: "not-here"}, "inst-b")
+	r.hub.RemoteFollow(protocol.WatchTarget{ClientUID: "not-here"}, "inst-b")
 
 	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "sing"})
 	var turn string
@@ -209,11 +209,11 @@ func TestSessionRelaysToOtherInstances(t *testing.T) {
 	}
 
 	w := newCtxWatcher()
-	stop, err := r.hub.Watch(conversation.WatchTarget{ClientUID: "desk"}, w, conversation.WatchOptions{ClientUID: "w"})
+	stop, err := r.hub.Watch(protocol.WatchTarget{ClientUID: "desk"}, w, conversation.WatchOptions{ClientUID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop2, err := r.hub.Watch(conversation.WatchTarget{ClientUID: "desk"}, newCtxWatcher(), conversation.WatchOptions{ClientUID: "w2"})
+	stop2, err := r.hub.Watch(protocol.WatchTarget{ClientUID: "desk"}, newCtxWatcher(), conversation.WatchOptions{ClientUID: "w2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestWatchersGetTheEndWhenTheClientLeaves(t *testing.T) {
 	relay := &fakeRelay{sent: make(chan conversation.RelayedFrame, 1<<12)}
 	r := newRig(t, fakellm.Echo(0), func(d *conversation.Deps) { d.WatchRelay = relay })
 	w := newCtxWatcher()
-	stop, err := r.hub.Watch(conversation.WatchTarget{ClientUID: "leaver"}, w, conversation.WatchOptions{ClientUID: "w"})
+	stop, err := r.hub.Watch(protocol.WatchTarget{ClientUID: "leaver"}, w, conversation.WatchOptions{ClientUID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}

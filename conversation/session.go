@@ -196,9 +196,9 @@ func (s *Session) Character() Character {
 }
 
 // Info describes the session.
-func (s *Session) Info() SessionInfo {
+func (s *Session) Info() protocol.SessionInfo {
 	c, p := s.current()
-	return SessionInfo{ClientUID: s.clientUID, ConfUID: c.char.ConfUID, ConfName: c.char.ConfName, HistoryUID: p.uid}
+	return protocol.SessionInfo{ClientUID: s.clientUID, ConfUID: c.char.ConfUID, ConfName: c.char.ConfName, HistoryUID: p.uid}
 }
 
 // Greet sends the OLV connect sequence, in order.

@@ -161,7 +161,7 @@ func TestSwitchCharacterWhileSummaryIsStored(t *testing.T) {
 	if got := r.sess.Info().ConfUID; got != "c2" {
 		t.Fatalf("conf_uid after switch = %q", got)
 	}
-	infos := make(chan []conversation.SessionInfo, 1)
+	infos := make(chan []protocol.SessionInfo, 1)
 	go func() { infos <- r.hub.Sessions() }()
 	select {
 	case got := <-infos:

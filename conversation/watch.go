@@ -35,19 +35,6 @@ type Watcher interface {
 	Offer(ctx context.Context, frame []byte)
 }
 
-// WatchTarget names what a watcher follows: exactly one field is set.
-type WatchTarget struct {
-	ClientUID string // a connection, across its reconnects
-	ConfUID   string // a character, in every session
-}
-
-func (t WatchTarget) String() string {
-	if t.ClientUID != "" {
-		return "client " + t.ClientUID
-	}
-	return "character " + t.ConfUID
-}
-
 // WatchOptions describe one watcher.
 type WatchOptions struct {
 	// ClientUID is the watcher's own connection id (its set-model-and-conf
@@ -58,28 +45,10 @@ type WatchOptions struct {
 	KoeEvents bool
 }
 
-// maxClientUIDLen bounds a client_uid a client chooses.
-const maxClientUIDLen = 64
-
-// ValidClientUID reports whether a client may choose uid as its
-// client_uid (to be followed across reconnects): 1-64 letters, digits,
-// '-' or '_'.
-func ValidClientUID(uid string) bool {
-	if uid == "" || len(uid) > maxClientUIDLen {
-		return false
-	}
-	for _, r := range uid {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 type watcher struct {
 	w      Watcher
 	opts   WatchOptions
-	target WatchTarget
+	target protocol.WatchTarget
 }
 
 // watchers is the hub's registry. Lookups happen for every frame a
@@ -134,7 +103,7 @@ func (ws *watchers) remove(w *watcher) (gone bool, seq uint64) {
 }
 
 // index is the map and key of a target. ws.mu is held.
-func (ws *watchers) index(t WatchTarget) (map[string][]*watcher, string) {
+func (ws *watchers) index(t protocol.WatchTarget) (map[string][]*watcher, string) {
 	if t.ClientUID != "" {
 		return ws.byClient, t.ClientUID
 	}
@@ -154,7 +123,7 @@ func (ws *watchers) of(clientUID, conf string) (byClient, byConf []*watcher) {
 // session with that client_uid; a configured character). An unknown
 // character is refused (KindNotFound); a client_uid that no session has
 // yet is waited for.
-func (h *Hub) Watch(target WatchTarget, w Watcher, opts WatchOptions) (stop func(), err error) {
+func (h *Hub) Watch(target protocol.WatchTarget, w Watcher, opts WatchOptions) (stop func(), err error) {
 	greeting, err := h.watchable(target)
 	if err != nil {
 		return nil, err
@@ -183,18 +152,18 @@ func (h *Hub) Watch(target WatchTarget, w Watcher, opts WatchOptions) (stop func
 
 // CheckWatch reports why target cannot be watched, if it cannot: the
 // server asks before it accepts the WebSocket.
-func (h *Hub) CheckWatch(target WatchTarget) error {
+func (h *Hub) CheckWatch(target protocol.WatchTarget) error {
 	_, err := h.watchable(target)
 	return err
 }
 
 // watchable checks target and returns the character a conf watcher sees.
-func (h *Hub) watchable(target WatchTarget) (Character, error) {
+func (h *Hub) watchable(target protocol.WatchTarget) (Character, error) {
 	switch {
 	case (target.ClientUID == "") == (target.ConfUID == ""):
 		return Character{}, invalid("watch one thing: a client_uid or a conf_uid")
-	case target.ClientUID != "" && !ValidClientUID(target.ClientUID):
-		return Character{}, invalid("%q is not a client_uid (1-%d letters, digits, '-' or '_')", quote.Shorten(target.ClientUID, 80), maxClientUIDLen)
+	case target.ClientUID != "" && !protocol.ValidClientUID(target.ClientUID):
+		return Character{}, invalid("%q is not a client_uid (1-%d letters, digits, '-' or '_')", quote.Shorten(target.ClientUID, 80), protocol.MaxClientUIDLen)
 	case target.ConfUID != "":
 		char, ok := h.deps.Characters.Find(target.ConfUID)
 		if !ok {

@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"koe/agent"
+	"koe/app"
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
@@ -84,7 +85,7 @@ func startBenchServerRelay(b *testing.B, llmURL string, engine conversation.Synt
 		relay.Start(hub)
 		b.Cleanup(func() { _ = relay.Close() })
 	}
-	srv := server.New(server.Options{Config: cfg.Server, Hub: hub, Logger: logger})
+	srv := server.New(app.HubOptions(hub, server.Options{Config: cfg.Server, Logger: logger}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -11,10 +11,58 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/google/uuid"
 
-	"koe/conversation"
 	"koe/internal/quote"
 	"koe/protocol"
 )
+
+// Sessions opens and finds the conversations of WebSocket clients
+// (package conversation's, as app hands them over).
+type Sessions interface {
+	// Open starts the session of one client connection, writing to out;
+	// ctx bounds its life. It returns nil once koe is shutting down.
+	Open(ctx context.Context, out Sender, opts SessionOptions) Session
+	// Find returns the open session of a client, or nil.
+	Find(clientUID string) SessionState
+	// List describes the open sessions, ordered by client_uid.
+	List() []protocol.SessionInfo
+}
+
+// SessionOptions describe one client connection.
+type SessionOptions struct {
+	// ClientUID identifies the connection (the client may keep it across
+	// reconnects).
+	ClientUID string
+	// KoeEvents: the client asked for koe's own events besides the OLV
+	// message set.
+	KoeEvents bool
+	// Replaced is called when a new connection opens a session with the
+	// same ClientUID: this one is to be closed.
+	Replaced func()
+	Logger   *slog.Logger
+}
+
+// Session is a client's conversation as its connection drives it, from
+// the read loop.
+type Session interface {
+	// Greet sends the OLV connect sequence.
+	Greet()
+	// Dispatch handles one text frame; an error is for the client.
+	Dispatch(in protocol.Inbound) error
+	// FeedPCM takes one binary frame of microphone audio.
+	FeedPCM(data []byte) error
+	// Close stops the running turn and ends the session.
+	Close()
+}
+
+// Sender delivers messages to one client, in the order they were sent: a
+// WebSocket connection, an event stream. Sessions write to it.
+type Sender interface {
+	// Send queues msg; if ctx ends before the writer reaches it, it is
+	// dropped unsent.
+	Send(ctx context.Context, msg any) error
+	// SendWait queues msg and returns once it has been written.
+	SendWait(ctx context.Context, msg any) error
+}
 
 func (s *Server) handleWS(c *websocket.Conn) {
 	// Registered under the lock that Shutdown takes before it waits: a
@@ -48,7 +96,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 		return
 	}
 	defer s.metrics.SessionOpened("websocket")()
-	sess := s.opts.Hub.Open(ctx, cn, conversation.SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log,
+	sess := s.opts.Sessions.Open(ctx, cn, SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log,
 		Replaced: func() { cn.close(closeNormal, "replaced by a new connection with the same client_uid") }})
 	if sess == nil {
 		cn.close(closeGoingAway, "server shutting down")
@@ -73,7 +121,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 // reader turns one connection's frames into session calls. It runs in the
 // connection's read loop, like the session's voice input.
 type reader struct {
-	sess *conversation.Session
+	sess Session
 	conn *conn
 	log  *slog.Logger
 	// errors bounds the error log lines of one connection: a client that
@@ -102,9 +150,9 @@ func (r *reader) binary(data []byte) {
 // prefixed with what the client sent. Internal failures are logged in
 // full; the client's own mistakes only at debug level.
 func (r *reader) fail(what string, err error) {
-	p := conversation.Explain(err)
+	p := explain(err)
 	what = quote.Shorten(what, 40)
-	if p.Kind == conversation.KindInternal {
+	if isInternal(err) {
 		if n, ok := r.errors.due(); ok {
 			r.log.Error("message failed", "type", what, "err", err, "failures", n)
 		}
