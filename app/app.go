@@ -24,6 +24,7 @@ import (
 	"koe/coord"
 	"koe/history"
 	"koe/knowledge"
+	"koe/live"
 	"koe/llm"
 	"koe/mcp"
 	"koe/metrics"
@@ -53,7 +54,7 @@ type Main struct {
 	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
 	relay     *coord.WatchRelay       // with coord: watchers across instances
 	bus       *coord.Bus              // with coord: news of changes between instances
-	liveChat  *liveService            // nil unless live_chat.enabled
+	liveChat  *live.Service           // nil unless live_chat.enabled
 	metrics   *metrics.Metrics        // nil unless server.metrics
 	server    *server.Server
 	ln        net.Listener
@@ -236,7 +237,7 @@ func (m *Main) Open() error {
 	m.startRelay()
 	var liveChatAPI server.LiveChat
 	if cfg.LiveChat.Enabled {
-		if m.liveChat, err = m.openLiveChat(cfg); err != nil {
+		if m.liveChat, err = live.Open(m.liveOptions(cfg)); err != nil {
 			m.abandon(store)
 			return err
 		}
@@ -274,6 +275,20 @@ func (m *Main) Open() error {
 		"llm", cfg.Character.LLM.BaseURL, "model", cfg.Character.LLM.Model,
 		"data", cfg.DataDir)
 	return nil
+}
+
+// liveOptions are the live chat's parts: with coord: redis, the instances
+// elect the one that runs it.
+func (m *Main) liveOptions(cfg config.Config) live.Options {
+	opts := live.Options{Config: cfg.LiveChat, DefaultCharacter: cfg.Character.ConfUID, Stages: m.hub, Recall: m.recall,
+		Lease: cfg.Coord.Lease, Logger: m.Logger}
+	if m.coord != nil {
+		opts.Elect = func(name string) live.Leadership { return m.coord.NewLeader(name) }
+	}
+	if m.metrics != nil {
+		opts.Running = m.metrics.LiveChatLeader
+	}
+	return opts
 }
 
 // recallOptions builds the recall service's options: keywords always,
@@ -342,7 +357,7 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 // abandon closes, in reverse order, what a start that fails after the
 // knowledge store opened had opened (each part closes only if it was).
 func (m *Main) abandon(store appStore) {
-	m.liveChat.stop()
+	m.liveChat.Close()
 	m.closeCoord()
 	m.mcp.Close()
 	m.stopRecall()
@@ -483,7 +498,7 @@ func (m *Main) shutdown() error {
 	<-m.probed
 	// The live chat first: its running turn ends (kept as far as it was
 	// heard) while its watchers are still connected.
-	m.liveChat.stop()
+	m.liveChat.Close()
 	err := m.server.Shutdown(ctx)
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.

@@ -143,9 +143,11 @@ func (l *Live) Say(ctx context.Context, text string) error {
 	return nil
 }
 
-// Session is the live session, for what every session offers (memory,
-// context).
-func (l *Live) Session() *Session { return l.s }
+// Character is the character the live session talks as.
+func (l *Live) Character() Character { return l.s.Character() }
+
+// Info describes the live session.
+func (l *Live) Info() protocol.SessionInfo { return l.s.Info() }
 
 // Close stops the running turn and ends the live session.
 func (l *Live) Close() {
