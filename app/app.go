@@ -62,13 +62,7 @@ type Main struct {
 	llm       *http.Client
 
 	// The start-up probe of the LLM runs in the background; Close stops it.
-	stopProbe context.CancelFunc
-	probed    chan struct{}
-	// So does loading the characters' recall indexes.
-	stopPreload context.CancelFunc
-	preloaded   chan struct{}
-	// And catching the knowledge index up with the documents.
-	knowledgeOpened chan struct{}
+	stopProbe func()
 
 	// Close shuts down once; callers after the first (a signal and a
 	// deferred Close, say) get its result.
@@ -83,6 +77,8 @@ type appStore interface {
 	recall.Store
 	knowledge.DocStore
 	knowledge.ChunkStore
+	// Ping checks that the database answers (/readyz).
+	Ping(ctx context.Context) error
 	Close() error
 }
 
@@ -176,7 +172,7 @@ func (m *Main) Open() error {
 		// forget from now on reaches this instance's memories.
 		m.recall.Share(m.bus)
 	}
-	m.preload()
+	m.recall.StartPreload()
 	if err := m.openKnowledge(cfg, tok); err != nil {
 		m.mcp.Close()
 		m.stopRecall()
@@ -201,7 +197,7 @@ func (m *Main) Open() error {
 		}
 	}
 	characters := config.NewCharacters(cfg, m.Getenv)
-	warnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
+	conversation.WarnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
 	// Conversations' store is timed when metrics are on; nothing is
 	// measured (or paid for) when they are off.
 	var convStore conversation.HistoryStore = store
@@ -210,7 +206,7 @@ func (m *Main) Open() error {
 	var metricsHandler http.Handler
 	if cfg.Server.Metrics {
 		m.metrics = metrics.New()
-		convStore = timedStore{next: store, m: m.metrics}
+		convStore = conversation.TimeStore(store, m.metrics.StoreOp)
 		observer, serverMetrics, metricsHandler = m.metrics, m.metrics, m.metrics.Handler()
 	}
 	m.hub = conversation.NewHub(conversation.Deps{
@@ -244,7 +240,7 @@ func (m *Main) Open() error {
 		liveChatAPI = m.liveChat
 	}
 	// What /readyz checks: the store, and the shared coordinator if any.
-	ready := []server.ReadyCheck{storeReady(store)}
+	ready := []server.ReadyCheck{{Name: "store", Check: store.Ping}}
 	if m.coord != nil {
 		ready = append(ready, server.ReadyCheck{Name: "coord", Check: m.coord.Ping})
 	}
@@ -269,7 +265,7 @@ func (m *Main) Open() error {
 	m.served = make(chan error, 1)
 	srv := m.server
 	go func() { m.served <- srv.Serve(ln) }()
-	m.probeLLM(cfg.Character.LLM)
+	m.stopProbe = llm.StartProbe(cfg.Character.LLM, m.llm, probeTimeout, m.Logger)
 	m.Logger.Info("koe is listening",
 		"ws", "ws://"+ln.Addr().String()+"/client-ws",
 		"llm", cfg.Character.LLM.BaseURL, "model", cfg.Character.LLM.Model,
@@ -344,13 +340,7 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 		m.Logger.Info("knowledge: documents are found by keywords only: set embeddings.base_url to add vectors", "store", kc.Store, "router", kc.Router)
 	}
 	m.knowledge = knowledge.New(opts)
-	m.knowledgeOpened = make(chan struct{})
-	go func() {
-		defer close(m.knowledgeOpened)
-		if err := m.knowledge.Open(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
-			m.Logger.Error("knowledge: could not catch the index up with the documents; searches may miss some until the next start", "err", err)
-		}
-	}()
+	m.knowledge.Start()
 	return nil
 }
 
@@ -387,36 +377,14 @@ const postgresOpenTimeout = 30 * time.Second
 // stopKnowledge stops catching up and closes the store of chunks.
 func (m *Main) stopKnowledge() {
 	m.knowledge.Close()
-	<-m.knowledgeOpened
 	if err := m.index.Close(); err != nil {
 		m.Logger.Warn("knowledge: closing the store failed", "err", err)
 	}
 }
 
-// preload loads every character's recall index in the background, so the
-// first turn after a restart finds it ready (a turn that comes sooner
-// waits for its own character's).
-func (m *Main) preload() {
-	ctx, cancel := context.WithCancel(context.Background())
-	m.stopPreload, m.preloaded = cancel, make(chan struct{})
-	go func() {
-		defer close(m.preloaded)
-		start := time.Now()
-		if err := m.recall.Preload(ctx); err != nil {
-			if ctx.Err() == nil {
-				m.Logger.Error("recall: could not load the characters' memories; they are loaded at their next turn", "err", err)
-			}
-			return
-		}
-		m.Logger.Debug("recall: memories loaded", "took", time.Since(start).Round(time.Millisecond))
-	}()
-}
-
 // stopRecall stops loading and indexing; what is left to index is caught
 // up at the next start.
 func (m *Main) stopRecall() {
-	m.stopPreload()
-	<-m.preloaded
 	m.recall.Close()
 }
 
@@ -424,49 +392,6 @@ func (m *Main) stopRecall() {
 // character's recall index (or ctx ends). Live turns never wait for
 // indexing; tests and tools that need what was just said use this.
 func (m *Main) SettleMemories(ctx context.Context) error { return m.recall.Settle(ctx) }
-
-// warnMissingAvatars logs the overlay avatar pictures that characters
-// name and avatars_dir does not hold: the overlay would show a broken
-// picture. Files added later are served as they come.
-func warnMissingAvatars(chars *config.Characters, avatarsDir string, log *slog.Logger) {
-	list, err := chars.List()
-	if err != nil {
-		log.Warn("cannot list the characters to check their avatar pictures", "err", err)
-		return
-	}
-	for i, f := range list {
-		ch := chars.Default()
-		if i > 0 {
-			if ch, err = chars.Load(f.Filename); err != nil {
-				continue // logged where the file is read
-			}
-		}
-		if missing := ch.MissingOverlayImages(avatarsDir); len(missing) > 0 {
-			log.Warn("overlay avatar pictures not found in avatars_dir; the overlay shows them broken until they are there",
-				"character", ch.ConfName, "avatars_dir", avatarsDir, "missing", missing)
-		}
-	}
-}
-
-// probeLLM checks the default character's LLM server in the background:
-// a wrong URL, key or model is logged at start instead of being found by
-// the first user. It never blocks start-up.
-func (m *Main) probeLLM(c agent.Config) {
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	m.stopProbe, m.probed = cancel, make(chan struct{})
-	client := llm.New(c, m.llm)
-	go func() {
-		defer close(m.probed)
-		defer cancel()
-		if err := client.Probe(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			m.Logger.Warn("the LLM server does not answer as expected; replies will fail until it does", "err", err)
-			return
-		}
-		if ctx.Err() == nil {
-			m.Logger.Info("the LLM server answers", "url", c.BaseURL, "model", c.Model)
-		}
-	}()
-}
 
 // Knowledge is the characters' knowledge bases, for tests and tools that
 // fill one without going through the REST routes.
@@ -495,7 +420,6 @@ func (m *Main) shutdown() error {
 	defer cancel()
 	start := time.Now()
 	m.stopProbe()
-	<-m.probed
 	// The live chat first: its running turn ends (kept as far as it was
 	// heard) while its watchers are still connected.
 	m.liveChat.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path"
@@ -166,6 +167,29 @@ func (c Character) MissingOverlayImages(avatarsDir string) []string {
 		}
 	}
 	return missing
+}
+
+// WarnMissingAvatars logs the overlay avatar pictures that characters
+// name and avatars_dir does not hold: the overlay would show a broken
+// picture. Files added later are served as they come.
+func WarnMissingAvatars(chars CharacterSource, avatarsDir string, log *slog.Logger) {
+	list, err := chars.List()
+	if err != nil {
+		log.Warn("cannot list the characters to check their avatar pictures", "err", err)
+		return
+	}
+	for i, f := range list {
+		ch := chars.Default()
+		if i > 0 {
+			if ch, err = chars.Load(f.Filename); err != nil {
+				continue // logged where the file is read
+			}
+		}
+		if missing := ch.MissingOverlayImages(avatarsDir); len(missing) > 0 {
+			log.Warn("overlay avatar pictures not found in avatars_dir; the overlay shows them broken until they are there",
+				"character", ch.ConfName, "avatars_dir", avatarsDir, "missing", missing)
+		}
+	}
 }
 
 // DefaultCharacterAlias asks GET /api/characters/:conf_uid/overlay for

@@ -1,26 +1,27 @@
-package app
+package conversation
 
 import (
-	"context"
 	"errors"
 	"time"
 
-	"koe/conversation"
 	"koe/history"
-	"koe/metrics"
-	"koe/server"
 )
 
-// timedStore times every call conversations make to the history store
-// (koe_store_operation_seconds by op) and counts the failures; "no such
-// history" is an answer, not a failure.
+// TimeStore returns store with every call timed: observe is told each
+// operation's name, how long it took and whether it failed ("no such
+// history" is an answer, not a failure). koe's metrics time the store so
+// (koe_store_operation_seconds by op).
+func TimeStore(store HistoryStore, observe func(op string, took time.Duration, failed bool)) HistoryStore {
+	return timedStore{next: store, observe: observe}
+}
+
 type timedStore struct {
-	next conversation.HistoryStore
-	m    *metrics.Metrics
+	next    HistoryStore
+	observe func(op string, took time.Duration, failed bool)
 }
 
 func (s timedStore) done(op string, start time.Time, err error) {
-	s.m.StoreOp(op, time.Since(start), err != nil && !errors.Is(err, history.ErrNotFound))
+	s.observe(op, time.Since(start), err != nil && !errors.Is(err, history.ErrNotFound))
 }
 
 func (s timedStore) Create(confUID string) (string, error) {
@@ -112,44 +113,4 @@ func (s timedStore) LastSeq(confUID, historyUID string) (uint64, error) {
 	seq, err := s.next.LastSeq(confUID, historyUID)
 	s.done("last_seq", start, err)
 	return seq, err
-}
-
-// pinger is a store that can say cheaply whether it answers (a
-// PostgreSQL store pings its pool).
-type pinger interface {
-	Ping(ctx context.Context) error
-}
-
-// Names of a history that never exists: reading it is the cheapest read
-// the store interface offers (one read transaction that finds nothing).
-const (
-	readyConf    = "koe-readyz"
-	readyHistory = "koe-readyz"
-)
-
-// storeReady is /readyz's check of the history store: its Ping if it has
-// one, else a read of a history that is not there (for bbolt, one read
-// transaction; a closed or broken database fails it). The read cannot be
-// cancelled: past the timeout the probe answers and the read's goroutine
-// ends with the read.
-func storeReady(store conversation.HistoryStore) server.ReadyCheck {
-	return server.ReadyCheck{Name: "store", Check: func(ctx context.Context) error {
-		if p, ok := store.(pinger); ok {
-			return p.Ping(ctx)
-		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := store.LastSeq(readyConf, readyHistory)
-			if errors.Is(err, history.ErrNotFound) {
-				err = nil
-			}
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}}
 }
