@@ -246,6 +246,7 @@ func (m *Main) Open() error {
 	}
 	m.server = server.New(HubOptions(m.hub, server.Options{
 		Config:         cfg.Server,
+		Overlays:       conversation.Overlays{Characters: characters},
 		Pages:          static.Pages(),
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
 		LiveChat:       liveChatAPI,

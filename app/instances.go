@@ -87,7 +87,7 @@ func (m *Main) startRelay() {
 		m.Logger.Debug("prompts saved through another instance applied", "conf_uid", conf)
 	})
 	m.bus.OnResync(func() { m.hub.PromptsChanged("") })
-	m.relay.Start(m.hub)
+	m.relay.Start(m.hub.Watchers())
 	m.Logger.Info("watchers follow sessions of every instance through redis", "relay_instance", m.relay.Instance())
 }
 

@@ -24,8 +24,7 @@ func HubOptions(hub *conversation.Hub, o server.Options) server.Options {
 	o.Documents = hub
 	o.Attachments = hub
 	o.Memories = hub
-	o.Watchers = hubWatchers{hub}
-	o.Overlays = hub
+	o.Watchers = hubWatchers{hub.Watchers()}
 	return o
 }
 
@@ -62,10 +61,8 @@ func (h hubChats) StopHistory(ctx context.Context, historyUID string) (bool, err
 	return h.hub.StopHistory(ctx, historyUID)
 }
 
-type hubWatchers struct{ hub *conversation.Hub }
+type hubWatchers struct{ *conversation.Watchers }
 
 func (h hubWatchers) Watch(t protocol.WatchTarget, w server.Watcher, o server.WatchOptions) (func(), error) {
-	return h.hub.Watch(t, w, conversation.WatchOptions{ClientUID: o.ClientUID, KoeEvents: o.KoeEvents})
+	return h.Watchers.Watch(t, w, conversation.WatchOptions{ClientUID: o.ClientUID, KoeEvents: o.KoeEvents})
 }
-
-func (h hubWatchers) CheckWatch(t protocol.WatchTarget) error { return h.hub.CheckWatch(t) }

@@ -136,12 +136,8 @@ type Hub struct {
 	// summaries may still be storing); Close waits for them.
 	retiring sync.WaitGroup
 
-	// watchers follow sessions' output (watch.go); relay carries it to
-	// and from other instances' watchers, whose turns' frames go by the
-	// contexts of remoteTurns (relay.go).
-	watchers    watchers
-	relay       WatchRelay
-	remoteTurns remoteTurns
+	// watch follows sessions' output for their watchers (watch.go).
+	watch *Watchers
 	// characters counts the turns of each character outside its live
 	// session (live.go).
 	characters characterTurns
@@ -170,16 +166,20 @@ func NewHub(deps Deps) *Hub {
 	if coord == nil {
 		coord = NewLocalCoordinator()
 	}
-	return &Hub{
+	h := &Hub{
 		deps:     deps,
 		coord:    coord,
-		relay:    deps.WatchRelay,
 		log:      deps.Logger,
 		speech:   NewSlots(speech),
 		asr:      NewSlots(procs),
 		sessions: map[string]*Session{},
 	}
+	h.watch = &Watchers{chars: deps.Characters, session: h.Session, relay: deps.WatchRelay, log: deps.Logger}
+	return h
 }
+
+// Watchers are the watchers of this hub's sessions.
+func (h *Hub) Watchers() *Watchers { return h.watch }
 
 // SessionOptions describe one client connection.
 type SessionOptions struct {

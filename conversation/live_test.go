@@ -73,7 +73,7 @@ func openLive(t *testing.T, r *rig) *conversation.Live {
 func TestLiveSessionSpeaksToWatchers(t *testing.T) {
 	r := newRig(t, fakellm.Echo(0), liveSpeech(t))
 	w := newLiveWatcher()
-	stop, err := r.hub.Watch(protocol.WatchTarget{ConfUID: "c1"}, w, conversation.WatchOptions{ClientUID: "w"})
+	stop, err := r.hub.Watchers().Watch(protocol.WatchTarget{ConfUID: "c1"}, w, conversation.WatchOptions{ClientUID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestLiveYieldsToTheStreamer(t *testing.T) {
 	}, liveSpeech(t))
 	t.Cleanup(g.open) // before the fake LLM's cleanup waits for its streams
 	w := newLiveWatcher()
-	stop, err := r.hub.Watch(protocol.WatchTarget{ConfUID: "c1"}, w, conversation.WatchOptions{ClientUID: "w"})
+	stop, err := r.hub.Watchers().Watch(protocol.WatchTarget{ConfUID: "c1"}, w, conversation.WatchOptions{ClientUID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}

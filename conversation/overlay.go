@@ -197,12 +197,17 @@ func WarnMissingAvatars(chars CharacterSource, avatarsDir string, log *slog.Logg
 // conf_uid.
 const DefaultCharacterAlias = "default"
 
+// Overlays are the characters as the overlay page shows them.
+type Overlays struct {
+	Characters CharacterSource
+}
+
 // Overlay returns the overlay view of the character with confUID
 // (DefaultCharacterAlias: the default character); KindNotFound if none.
-func (h *Hub) Overlay(confUID string) (protocol.OverlayView, error) {
-	char, ok := h.deps.Characters.Find(confUID)
+func (o Overlays) Overlay(confUID string) (protocol.OverlayView, error) {
+	char, ok := o.Characters.Find(confUID)
 	if !ok && confUID == DefaultCharacterAlias {
-		char, ok = h.deps.Characters.Default(), true
+		char, ok = o.Characters.Default(), true
 	}
 	if !ok {
 		return protocol.OverlayView{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(confUID, 80))}

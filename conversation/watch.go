@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -45,16 +46,31 @@ type WatchOptions struct {
 	KoeEvents bool
 }
 
+// Watchers attach watchers to what they follow and hand them what the
+// sessions say, here and, through the relay, on other instances. The hub
+// has one (Hub.Watchers); its methods are safe for concurrent use.
+type Watchers struct {
+	chars CharacterSource
+	// session finds the open session of a client (the hub's).
+	session func(clientUID string) *Session
+	log     *slog.Logger
+	set     watcherSet
+	// relay carries frames to and from other instances' watchers, whose
+	// turns' frames go by the contexts of remoteTurns (relay.go).
+	relay       WatchRelay
+	remoteTurns remoteTurns
+}
+
 type watcher struct {
 	w      Watcher
 	opts   WatchOptions
 	target protocol.WatchTarget
 }
 
-// watchers is the hub's registry. Lookups happen for every frame a
+// watcherSet is who watches what. Lookups happen for every frame a
 // session sends while anyone watches; count lets sessions skip them (and
 // the encoding) when nobody does.
-type watchers struct {
+type watcherSet struct {
 	count atomic.Int64
 
 	mu       sync.Mutex
@@ -66,7 +82,7 @@ type watchers struct {
 
 // add registers w; following says whether it is the first of its target
 // (other instances are then told), seq orders that news.
-func (ws *watchers) add(w *watcher) (following bool, seq uint64) {
+func (ws *watcherSet) add(w *watcher) (following bool, seq uint64) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.byClient == nil {
@@ -80,7 +96,7 @@ func (ws *watchers) add(w *watcher) (following bool, seq uint64) {
 }
 
 // remove unregisters w; gone says whether it was the last of its target.
-func (ws *watchers) remove(w *watcher) (gone bool, seq uint64) {
+func (ws *watcherSet) remove(w *watcher) (gone bool, seq uint64) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	m, key := ws.index(w.target)
@@ -103,7 +119,7 @@ func (ws *watchers) remove(w *watcher) (gone bool, seq uint64) {
 }
 
 // index is the map and key of a target. ws.mu is held.
-func (ws *watchers) index(t protocol.WatchTarget) (map[string][]*watcher, string) {
+func (ws *watcherSet) index(t protocol.WatchTarget) (map[string][]*watcher, string) {
 	if t.ClientUID != "" {
 		return ws.byClient, t.ClientUID
 	}
@@ -112,7 +128,7 @@ func (ws *watchers) index(t protocol.WatchTarget) (map[string][]*watcher, string
 
 // of returns the watchers of a session talking as conf. The slices are
 // never changed in place, so the caller reads them without the lock.
-func (ws *watchers) of(clientUID, conf string) (byClient, byConf []*watcher) {
+func (ws *watcherSet) of(clientUID, conf string) (byClient, byConf []*watcher) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return ws.byClient[clientUID], ws.byConf[conf]
@@ -123,19 +139,19 @@ func (ws *watchers) of(clientUID, conf string) (byClient, byConf []*watcher) {
 // session with that client_uid; a configured character). An unknown
 // character is refused (KindNotFound); a client_uid that no session has
 // yet is waited for.
-func (h *Hub) Watch(target protocol.WatchTarget, w Watcher, opts WatchOptions) (stop func(), err error) {
-	greeting, err := h.watchable(target)
+func (ws *Watchers) Watch(target protocol.WatchTarget, w Watcher, opts WatchOptions) (stop func(), err error) {
+	greeting, err := ws.watchable(target)
 	if err != nil {
 		return nil, err
 	}
 	if target.ClientUID != "" {
-		if s := h.Session(target.ClientUID); s != nil {
+		if s := ws.session(target.ClientUID); s != nil {
 			greeting = s.Character()
 		}
 	}
 	wr := &watcher{w: w, opts: opts, target: target}
-	if first, seq := h.watchers.add(wr); first && h.relay != nil {
-		h.relay.Follow(target, true, seq)
+	if first, seq := ws.set.add(wr); first && ws.relay != nil {
+		ws.relay.Follow(target, true, seq)
 	}
 	if greeting.ConfUID != "" {
 		wr.greet(greeting)
@@ -143,8 +159,8 @@ func (h *Hub) Watch(target protocol.WatchTarget, w Watcher, opts WatchOptions) (
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			if last, seq := h.watchers.remove(wr); last && h.relay != nil {
-				h.relay.Follow(target, false, seq)
+			if last, seq := ws.set.remove(wr); last && ws.relay != nil {
+				ws.relay.Follow(target, false, seq)
 			}
 		})
 	}, nil
@@ -152,20 +168,20 @@ func (h *Hub) Watch(target protocol.WatchTarget, w Watcher, opts WatchOptions) (
 
 // CheckWatch reports why target cannot be watched, if it cannot: the
 // server asks before it accepts the WebSocket.
-func (h *Hub) CheckWatch(target protocol.WatchTarget) error {
-	_, err := h.watchable(target)
+func (ws *Watchers) CheckWatch(target protocol.WatchTarget) error {
+	_, err := ws.watchable(target)
 	return err
 }
 
 // watchable checks target and returns the character a conf watcher sees.
-func (h *Hub) watchable(target protocol.WatchTarget) (Character, error) {
+func (ws *Watchers) watchable(target protocol.WatchTarget) (Character, error) {
 	switch {
 	case (target.ClientUID == "") == (target.ConfUID == ""):
 		return Character{}, invalid("watch one thing: a client_uid or a conf_uid")
 	case target.ClientUID != "" && !protocol.ValidClientUID(target.ClientUID):
 		return Character{}, invalid("%q is not a client_uid (1-%d letters, digits, '-' or '_')", quote.Shorten(target.ClientUID, 80), protocol.MaxClientUIDLen)
 	case target.ConfUID != "":
-		char, ok := h.deps.Characters.Find(target.ConfUID)
+		char, ok := ws.chars.Find(target.ConfUID)
 		if !ok {
 			return Character{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(target.ConfUID, 80))}
 		}
@@ -203,10 +219,10 @@ func (s *Session) greetWatchers(char Character) {
 		return
 	}
 	s.relayGreet(char.ConfUID)
-	if s.hub.watchers.count.Load() == 0 {
+	if s.hub.watch.set.count.Load() == 0 {
 		return
 	}
-	byClient, _ := s.hub.watchers.of(s.clientUID, "")
+	byClient, _ := s.hub.watch.set.of(s.clientUID, "")
 	for _, w := range byClient {
 		w.greet(char)
 	}
@@ -259,8 +275,8 @@ func (s *Session) toWatchers(ctx context.Context, msg any) {
 	kind := watchable(msg)
 	c, _ := s.current()
 	conf := c.char.ConfUID
-	byClient, byConf := s.hub.watchers.of(s.clientUID, conf)
-	relay := s.hub.relay != nil && s.hub.relay.Wanted(s.clientUID, conf)
+	byClient, byConf := s.hub.watch.set.of(s.clientUID, conf)
+	relay := s.hub.watch.relay != nil && s.hub.watch.relay.Wanted(s.clientUID, conf)
 	if len(byClient)+len(byConf) == 0 && !relay {
 		return
 	}
@@ -321,7 +337,8 @@ func (s *Session) emitWait(ctx context.Context, msg any) error {
 // watched reports whether anyone, here or on another instance, may be
 // watching msg go out.
 func (s *Session) watched(msg any) bool {
-	if s.textOnly || s.hub.watchers.count.Load() == 0 && (s.hub.relay == nil || !s.hub.relay.Any()) {
+	w := s.hub.watch
+	if s.textOnly || w.set.count.Load() == 0 && (w.relay == nil || !w.relay.Any()) {
 		return false
 	}
 	return watchable(msg) != watchNone

@@ -82,7 +82,7 @@ func startBenchServerRelay(b *testing.B, llmURL string, engine conversation.Synt
 	}
 	hub := conversation.NewHub(deps)
 	if relay != nil {
-		relay.Start(hub)
+		relay.Start(hub.Watchers())
 		b.Cleanup(func() { _ = relay.Close() })
 	}
 	srv := server.New(app.HubOptions(hub, server.Options{Config: cfg.Server, Logger: logger}))
