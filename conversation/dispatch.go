@@ -15,11 +15,11 @@ import (
 func (s *Session) Dispatch(in protocol.Inbound) error {
 	switch in.Type {
 	case protocol.TypeTextInput:
-		return s.StartText(in.Text, in.Images)
+		return s.startText(in.Text, in.Images)
 	case protocol.TypeInterruptSignal:
-		s.Interrupt(in.Text)
+		s.interrupt(in.Text)
 	case protocol.TypeFrontendPlaybackComplete:
-		s.PlaybackComplete()
+		s.playbackComplete()
 	case protocol.TypeHeartbeat:
 		s.reply(protocol.Simple{Type: protocol.TypeHeartbeatAck})
 	case protocol.TypeFetchHistoryList:
@@ -29,7 +29,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		}
 		s.reply(list)
 	case protocol.TypeFetchAndSetHistory:
-		data, err := s.SetHistory(in.HistoryUID)
+		data, err := s.setHistory(in.HistoryUID)
 		if err != nil {
 			return err
 		}
@@ -42,13 +42,13 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		}
 		s.reply(page)
 	case protocol.TypeCreateNewHistory:
-		uid, err := s.NewHistory()
+		uid, err := s.newHistory()
 		if err != nil {
 			return err
 		}
 		s.reply(protocol.NewHistoryCreated{Type: protocol.TypeNewHistoryCreated, HistoryUID: uid})
 	case protocol.TypeDeleteHistory:
-		ok, err := s.DeleteHistory(in.HistoryUID)
+		ok, err := s.deleteHistory(in.HistoryUID)
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		}
 		s.reply(protocol.ConfigFiles{Type: protocol.TypeConfigFiles, Configs: list})
 	case protocol.TypeSwitchConfig:
-		ch, err := s.SwitchCharacter(in.File)
+		ch, err := s.switchCharacter(in.File)
 		if err != nil {
 			return err
 		}
@@ -111,20 +111,20 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		}
 		s.reply(ctx)
 	case protocol.TypeMicAudioData:
-		return s.AppendMic(in.Audio)
+		return s.voice.appendMic(in.Audio)
 	case protocol.TypeMicAudioEnd:
-		return s.EndMic(in.Images)
+		return s.voice.endMic(in.Images)
 	case protocol.TypeRawAudioData:
 		if in.SampleRate != 0 && in.SampleRate != s.voice.rate {
 			return invalid("raw-audio-data says sample_rate %d but the stream is %d Hz: declare the rate with raw-audio-config", in.SampleRate, s.voice.rate)
 		}
-		return s.FeedRawFloats(in.Audio)
+		return s.voice.feedFloats(in.Audio)
 	case protocol.TypeRawAudioConfig:
-		return s.ConfigureRaw(in.SampleRate)
+		return s.voice.configureRaw(in.SampleRate)
 	case protocol.TypeAISpeakSignal:
-		return s.Speak(in.IdleTime, in.Images)
+		return s.speak(in.IdleTime, in.Images)
 	case protocol.TypeAttachFile:
-		return s.AttachFile(in.Name, in.Mime, in.Data)
+		return s.attachFile(in.Name, in.Mime, in.Data)
 	case protocol.TypeAudioPlayStart:
 		// Playback notices matter only in group chats.
 	default:

@@ -83,10 +83,10 @@ func (h *Hub) turnDone(ctx context.Context, uid string) error {
 // errNoKnowledge: koe was built without a knowledge service.
 var errNoKnowledge = &clientError{kind: KindUnavailable, msg: "koe runs without files and documents"}
 
-// AttachFile attaches a file (base64 in data) to the session's history at
+// attachFile attaches a file (base64 in data) to the session's history at
 // this point; the model reads it from the next message on. A refused file
 // is told as file-refused and nothing of it is kept.
-func (s *Session) AttachFile(name, mime, data string) error {
+func (s *Session) attachFile(name, mime, data string) error {
 	if s.deps.Knowledge == nil {
 		return errNoKnowledge
 	}

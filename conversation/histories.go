@@ -17,9 +17,9 @@ func (s *Session) HistoryList() (protocol.HistoryList, error) {
 	return s.hub.histories(s.Character().ConfUID)
 }
 
-// SetHistory switches to history uid, rebuilds memory from it and returns
+// setHistory switches to history uid, rebuilds memory from it and returns
 // its newest messages. A bad or unknown id changes nothing.
-func (s *Session) SetHistory(uid string) (protocol.HistoryData, error) {
+func (s *Session) setHistory(uid string) (protocol.HistoryData, error) {
 	conf := s.Character().ConfUID
 	records, err := s.loadHistory(conf, uid)
 	if err != nil {
@@ -76,8 +76,8 @@ func (s *Session) readMemory(c cast, conf, uid string) ([]history.Record, uint64
 	return records, seen, nil
 }
 
-// NewHistory starts a fresh, empty history.
-func (s *Session) NewHistory() (string, error) {
+// newHistory starts a fresh, empty history.
+func (s *Session) newHistory() (string, error) {
 	s.turns.stop(errHistoryChanged)
 	c, _ := s.current()
 	conf := c.char.ConfUID
@@ -94,9 +94,9 @@ func (s *Session) NewHistory() (string, error) {
 	return uid, nil
 }
 
-// DeleteHistory deletes history uid; deleting the current one empties
+// deleteHistory deletes history uid; deleting the current one empties
 // memory. It reports whether the history existed.
-func (s *Session) DeleteHistory(uid string) (bool, error) {
+func (s *Session) deleteHistory(uid string) (bool, error) {
 	c, p := s.current()
 	conf := c.char.ConfUID
 	current := uid == p.uid

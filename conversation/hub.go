@@ -223,7 +223,7 @@ func (h *Hub) Open(ctx context.Context, out Sender, opts SessionOptions) *Sessio
 	// A prompt saved while the session was being built reached every open
 	// session but this one.
 	h.applyPrompts(s.cast)
-	s.greetWatchers(s.Character())
+	h.watch.greet(s, s.Character())
 	return s
 }
 

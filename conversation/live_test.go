@@ -182,7 +182,7 @@ func TestLiveWaitsForTheStreamer(t *testing.T) {
 	go func() { said <- l.Say(r.ctx, "viewer Dave says: hey") }()
 	g.open()
 	r.until(protocol.TypeBackendSynthComplete, "")
-	r.sess.PlaybackComplete()
+	played(r.sess)
 	r.until(protocol.TypeControl, protocol.ControlChainEnd)
 	select {
 	case err := <-said:

@@ -88,10 +88,10 @@ func (tw *watchCtx) relayEnd(relay WatchRelay, clientUID, conf string) {
 	})
 }
 
-// relay sends a session's frame to the other instances' watchers, if any
-// want it.
-func (s *Session) relay(tw *watchCtx, conf string, kind watchKind, data []byte) {
-	f := RelayedFrame{Kind: RelayFrame, ClientUID: s.clientUID, ConfUID: conf, Data: data}
+// relayFrame sends the frame of client's session to the other instances'
+// watchers, if any want it.
+func (ws *Watchers) relayFrame(client string, tw *watchCtx, conf string, kind watchKind, data []byte) {
+	f := RelayedFrame{Kind: RelayFrame, ClientUID: client, ConfUID: conf, Data: data}
 	if kind == watchKoe {
 		f.Kind = RelayKoeFrame
 	}
@@ -100,9 +100,9 @@ func (s *Session) relay(tw *watchCtx, conf string, kind watchKind, data []byte) 
 			return // stopped: its watchers here drop it too
 		}
 		f.Turn = tw.id
-		tw.relayEnd(s.hub.watch.relay, s.clientUID, conf)
+		tw.relayEnd(ws.relay, client, conf)
 	}
-	s.hub.watch.relay.Send(f)
+	ws.relay.Send(f)
 }
 
 // Relayed gives this instance's watchers a frame that a session of
@@ -155,14 +155,6 @@ func (ws *Watchers) RemoteFollow(target protocol.WatchTarget, instance string) {
 		return
 	}
 	ws.relay.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: s.Character().ConfUID, To: instance})
-}
-
-// relayGreet tells the other instances' watchers of the session's client
-// that it talks as conf now.
-func (s *Session) relayGreet(conf string) {
-	if r := s.hub.watch.relay; r != nil && r.Wanted(s.clientUID, "") {
-		r.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: conf})
-	}
 }
 
 // remoteTurnIdle is how long a relayed turn's context is kept after its

@@ -267,7 +267,7 @@ func TestWatchersGetTheEndWhenTheClientLeaves(t *testing.T) {
 	go func() { // the client plays the reply
 		for f := range out.Frames {
 			if f.Type == protocol.TypeBackendSynthComplete {
-				sess.PlaybackComplete()
+				played(sess)
 			}
 		}
 	}()

@@ -141,12 +141,27 @@ func (r *rig) dispatch(in protocol.Inbound) {
 	}
 }
 
+// answer dispatches a client message and decodes the session's answer,
+// the next frame of type typ, into v.
+func (r *rig) answer(in protocol.Inbound, typ string, v any) {
+	r.t.Helper()
+	r.dispatch(in)
+	got := r.until(typ, "")
+	mustUnmarshal(r.t, got[len(got)-1].JSON, v)
+}
+
+// played tells a session that its client played the whole turn, as the
+// OLV client does (it cannot fail).
+func played(sess *conversation.Session) {
+	_ = sess.Dispatch(protocol.Inbound{Type: protocol.TypeFrontendPlaybackComplete})
+}
+
 // turn plays a whole typed turn as the OLV client does.
 func (r *rig) turn(text string) []mock.Frame {
 	r.t.Helper()
 	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: text})
 	got := r.until(protocol.TypeBackendSynthComplete, "")
-	r.sess.PlaybackComplete()
+	played(r.sess)
 	got = append(got, r.until(protocol.TypeControl, protocol.ControlChainEnd)...)
 	for _, f := range got {
 		if f.Type == protocol.TypeError {
@@ -242,7 +257,7 @@ func (o *olvSession) next(t *testing.T) mock.Frame {
 	}
 }
 
-func mustUnmarshal(t *testing.T, data []byte, v any) {
+func mustUnmarshal(t testing.TB, data []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatal(err)

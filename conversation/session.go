@@ -103,7 +103,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		rules:     opts.Rules,
 	}
 	s.log = slog.New(turnLogs{Handler: log.Handler(), cur: &s.turnAttrs})
-	s.voice.rate = defaultRawRate
+	s.voice = voice{s: s, rate: defaultRawRate}
 	s.cast = s.buildCast(char)
 	return s
 }
@@ -222,10 +222,10 @@ func (s *Session) modelAndConf() protocol.SetModelAndConf {
 	}
 }
 
-// SwitchCharacter stops the running turn and continues with the character
+// switchCharacter stops the running turn and continues with the character
 // of file, in a new history (created with the next turn or
 // create-new-history).
-func (s *Session) SwitchCharacter(file string) (Character, error) {
+func (s *Session) switchCharacter(file string) (Character, error) {
 	char, err := s.deps.Characters.Load(file)
 	switch {
 	case errors.Is(err, ErrNoCharacter):
@@ -242,7 +242,7 @@ func (s *Session) SwitchCharacter(file string) (Character, error) {
 	s.cast, s.place = next, place{}
 	s.mu.Unlock()
 	s.hub.applyPrompts(next)
-	s.greetWatchers(char)
+	s.hub.watch.greet(s, char)
 	s.hub.retire(prev.agent)
 	s.dropIfUnused(prev.char.ConfUID, prevPlace)
 	return char, nil

@@ -26,8 +26,8 @@ type turnInput struct {
 	proactive bool
 }
 
-// StartText cancels the running turn, if any, and starts a new one.
-func (s *Session) StartText(text string, images []protocol.Image) error {
+// startText cancels the running turn, if any, and starts a new one.
+func (s *Session) startText(text string, images []protocol.Image) error {
 	imgs, err := validateImages(images, s.deps.Config)
 	if err != nil {
 		return err
@@ -55,17 +55,17 @@ func (s *Session) start(in turnInput) *turn {
 	})
 }
 
-// Interrupt stops the running turn at once. heard is what the user actually
+// interrupt stops the running turn at once. heard is what the user actually
 // heard of the reply; memory and history keep only that.
-func (s *Session) Interrupt(heard string) {
+func (s *Session) interrupt(heard string) {
 	if !s.turns.stop(interruptCause{heard: heard}) {
 		s.log.Debug("interrupt with no running turn")
 	}
 }
 
-// PlaybackComplete records that the client played the whole turn. Clients
+// playbackComplete records that the client played the whole turn. Clients
 // send it several times per turn; only the first one counts.
-func (s *Session) PlaybackComplete() {
+func (s *Session) playbackComplete() {
 	if t := s.turns.running(); t != nil {
 		t.playbackComplete()
 	}
@@ -355,7 +355,7 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 		// Its client stopped playing on its own (it interrupted, sent
 		// something new, switched or left); its watchers only learn it
 		// here. (Stopped from outside, both are told below.)
-		s.toWatchers(context.Background(), protocol.Control(protocol.ControlInterrupt))
+		s.hub.watch.offer(s, context.Background(), protocol.Control(protocol.ControlInterrupt))
 	}
 	var ic interruptCause
 	switch {

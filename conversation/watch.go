@@ -210,19 +210,21 @@ func (w *watcher) greet(char Character) {
 	}
 }
 
-// greetWatchers tells the client watchers of a session, here and on
-// other instances, that it talks as char now (it connected, or switched
+// greet tells the client watchers of session s, here and on other
+// instances, that it talks as char now (it connected, or switched
 // character). Conf watchers see one character throughout and need no
 // news.
-func (s *Session) greetWatchers(char Character) {
+func (ws *Watchers) greet(s *Session, char Character) {
 	if s.textOnly {
 		return
 	}
-	s.relayGreet(char.ConfUID)
-	if s.hub.watch.set.count.Load() == 0 {
+	if ws.relay != nil && ws.relay.Wanted(s.clientUID, "") {
+		ws.relay.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: char.ConfUID})
+	}
+	if ws.set.count.Load() == 0 {
 		return
 	}
-	byClient, _ := s.hub.watch.set.of(s.clientUID, "")
+	byClient, _ := ws.set.of(s.clientUID, "")
 	for _, w := range byClient {
 		w.greet(char)
 	}
@@ -266,17 +268,16 @@ func watchable(msg any) watchKind {
 	return watchNone
 }
 
-// toWatchers offers msg to the session's watchers, once the client's copy
+// offer offers msg to the watchers of session s, once the client's copy
 // is out (or in the sender's goroutine, with a Sender that cannot say).
-func (s *Session) toWatchers(ctx context.Context, msg any) {
-	if !s.watched(msg) {
+func (ws *Watchers) offer(s *Session, ctx context.Context, msg any) {
+	if !ws.watching(s, msg) {
 		return
 	}
 	kind := watchable(msg)
-	c, _ := s.current()
-	conf := c.char.ConfUID
-	byClient, byConf := s.hub.watch.set.of(s.clientUID, conf)
-	relay := s.hub.watch.relay != nil && s.hub.watch.relay.Wanted(s.clientUID, conf)
+	conf := s.Character().ConfUID
+	byClient, byConf := ws.set.of(s.clientUID, conf)
+	relay := ws.relay != nil && ws.relay.Wanted(s.clientUID, conf)
 	if len(byClient)+len(byConf) == 0 && !relay {
 		return
 	}
@@ -297,7 +298,7 @@ func (s *Session) toWatchers(ctx context.Context, msg any) {
 		}
 	}
 	if relay {
-		s.relay(tw, conf, kind, data)
+		ws.relayFrame(s.clientUID, tw, conf, kind, data)
 	}
 }
 
@@ -311,14 +312,15 @@ type thenSender interface {
 // watchers once the client's copy is written, when the Sender can say
 // when (a watcher must not delay its speaker: see conn.SendThen).
 func (s *Session) emit(ctx context.Context, msg any) error {
-	if s.watched(msg) {
+	ws := s.hub.watch
+	if ws.watching(s, msg) {
 		if ts, ok := s.out.(thenSender); ok {
-			return ts.SendThen(ctx, msg, func() { s.toWatchers(ctx, msg) })
+			return ts.SendThen(ctx, msg, func() { ws.offer(s, ctx, msg) })
 		}
 		if err := s.out.Send(ctx, msg); err != nil {
 			return err
 		}
-		s.toWatchers(ctx, msg)
+		ws.offer(s, ctx, msg)
 		return nil
 	}
 	return s.out.Send(ctx, msg)
@@ -330,15 +332,14 @@ func (s *Session) emit(ctx context.Context, msg any) error {
 // client left as the turn was ending.
 func (s *Session) emitWait(ctx context.Context, msg any) error {
 	err := s.out.SendWait(ctx, msg)
-	s.toWatchers(ctx, msg)
+	s.hub.watch.offer(s, ctx, msg)
 	return err
 }
 
-// watched reports whether anyone, here or on another instance, may be
-// watching msg go out.
-func (s *Session) watched(msg any) bool {
-	w := s.hub.watch
-	if s.textOnly || w.set.count.Load() == 0 && (w.relay == nil || !w.relay.Any()) {
+// watching reports whether anyone, here or on another instance, may be
+// watching msg go out of session s.
+func (ws *Watchers) watching(s *Session, msg any) bool {
+	if s.textOnly || ws.set.count.Load() == 0 && (ws.relay == nil || !ws.relay.Any()) {
 		return false
 	}
 	return watchable(msg) != watchNone
