@@ -106,12 +106,18 @@ func Default() Config {
 		Conversation:  conversation.DefaultConfig(),
 		Character:     defaultCharacter(),
 		ASR:           asr.DefaultConfig(),
-		MCP:           mcp.Config{Servers: map[string]mcp.ServerConfig{}},
-		Embeddings:    llm.DefaultEmbeddingsConfig(),
-		Knowledge:     knowledge.DefaultConfig(),
-		LiveChat:      livechat.DefaultConfig(),
-		Coord:         coord.DefaultConfig(),
-		fileName:      "conf.yaml",
+		MCP: mcp.Config{
+			Servers:             map[string]mcp.ServerConfig{},
+			MaxResultChars:      mcp.DefaultMaxResultChars,
+			MaxLineBytes:        mcp.DefaultMaxLineBytes,
+			MaxDescriptionChars: mcp.DefaultMaxDescriptionChars,
+			MaxSchemaBytes:      mcp.DefaultMaxSchemaBytes,
+		},
+		Embeddings: llm.DefaultEmbeddingsConfig(),
+		Knowledge:  knowledge.DefaultConfig(),
+		LiveChat:   livechat.DefaultConfig(),
+		Coord:      coord.DefaultConfig(),
+		fileName:   "conf.yaml",
 	}
 }
 
