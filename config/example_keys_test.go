@@ -35,12 +35,7 @@ const (
 func keyPaths(t reflect.Type, prefix []string) [][]string {
 	var paths [][]string
 	fields := yamlFields(t)
-	names := make([]string, 0, len(fields.byName))
-	for name := range fields.byName {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range fields.names() {
 		path := append(slices.Clip(prefix), name)
 		paths = append(paths, path)
 		paths = append(paths, keyPathsBelow(fields.byName[name], path)...)
