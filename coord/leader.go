@@ -290,12 +290,14 @@ func (l *Leader) campaign(ctx context.Context, wake <-chan struct{}) (term, erro
 		case toInt(res[0]) == 1:
 			return term{token: token, sent: sent, known: toInt(res[1]) == 1}, nil
 		default:
+			holder, _ := res[1].(string)
+			l.standBy(instanceOf(holder))
+			// Said once the leader is known again: whoever hears it
+			// (a test, an operator) may look at the state.
 			if failing {
 				l.log.Info("redis answers the election again")
 				failing = false
 			}
-			holder, _ := res[1].(string)
-			l.standBy(instanceOf(holder))
 			if left := time.Duration(toInt(res[2]))*time.Millisecond + time.Millisecond; left > 0 && left < wait {
 				wait = left
 			}
