@@ -190,7 +190,7 @@ func (m *Main) Open() error {
 			return err
 		}
 		m.coord, coordinator = rc, rc
-		m.Logger.Info("turns are coordinated through redis", "coord_lease", cfg.Coord.Lease)
+		m.Logger.Info("turns are coordinated through redis", "coord.lease", cfg.Coord.Lease)
 		if err := m.openRelay(cfg.Coord); err != nil {
 			m.abandon(store)
 			return err

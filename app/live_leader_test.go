@@ -31,7 +31,7 @@ const (
 	logStopped = "live chat: stopped on this instance"                          // app: after it stopped
 	logStandBy = "standing by"                                                  // coord
 	logNoRedis = "could not reach redis to take part in the election; retrying" // coord
-	logSteps   = "stepped down: the lead could not be renewed for two thirds of coord_lease; another instance may take it once it expires"
+	logSteps   = "stepped down: the lead could not be renewed for two thirds of coord.lease; another instance may take it once it expires"
 )
 
 // liveCluster is several koe instances configured alike with live chat
@@ -480,7 +480,7 @@ func TestLiveChatLeaderCutOff(t *testing.T) {
 	a.proxy.Cut()
 	c.waitLog("A", logSteps, 1)
 	c.waitLog("B", logLeads, 1)
-	t.Logf("B took over %s after A was cut off from redis (coord_lease 2s)", time.Since(cut).Round(time.Millisecond))
+	t.Logf("B took over %s after A was cut off from redis (coord.lease 2s)", time.Since(cut).Round(time.Millisecond))
 	c.check()
 	b.waitStatus(t, "B's Twitch source connected", func(st livechat.Status) bool {
 		return len(st.Sources) == 1 && st.Sources[0].Connected && st.Role == "leader"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
@@ -301,6 +302,12 @@ type fieldSet struct {
 	rest reflect.Type
 }
 
+// names returns the keys of the fields, sorted, so that what is built
+// from them comes out the same every time.
+func (fs fieldSet) names() []string {
+	return slices.Sorted(maps.Keys(fs.byName))
+}
+
 // yamlFields lists the keys yaml.v3 decodes into struct t, following the
 // same tag rules: yaml:"name", "-" to skip, ",inline" to flatten, and the
 // lower-cased field name when there is no tag.
@@ -350,12 +357,7 @@ func yamlFields(t reflect.Type) fieldSet {
 // sibling within a typo or two, else the same key one or two sections
 // further down (temperature written under character instead of llm).
 func suggest(key string, t reflect.Type, path string) string {
-	fields := yamlFields(t)
-	names := make([]string, 0, len(fields.byName))
-	for name := range fields.byName {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := yamlFields(t).names()
 
 	// One slip in a short key, two in a longer one; never so many that
 	// any short key looks like any other.
@@ -395,12 +397,7 @@ func nestedKeys(key string, t reflect.Type, prefix string, depth int) []string {
 	}
 	var found []string
 	fields := yamlFields(t)
-	names := make([]string, 0, len(fields.byName))
-	for name := range fields.byName {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range fields.names() {
 		ft := fields.byName[name]
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()

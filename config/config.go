@@ -68,8 +68,9 @@ type Config struct {
 	// session.
 	LiveChat livechat.Config `yaml:"live_chat"`
 	// Coord is how instances that share histories coordinate their
-	// turns (coord, redis_url, coord_lease, coord_wait at the top level).
-	Coord coord.Config `yaml:",inline"`
+	// turns. Files from before the section may still hold its keys at
+	// the top level (moveLegacyCoord).
+	Coord coord.Config `yaml:"coord"`
 
 	// fileName is the base name of the configuration file; the client sees
 	// it as the default character's "file".
@@ -105,12 +106,18 @@ func Default() Config {
 		Conversation:  conversation.DefaultConfig(),
 		Character:     defaultCharacter(),
 		ASR:           asr.DefaultConfig(),
-		MCP:           mcp.Config{Servers: map[string]mcp.ServerConfig{}},
-		Embeddings:    llm.DefaultEmbeddingsConfig(),
-		Knowledge:     knowledge.DefaultConfig(),
-		LiveChat:      livechat.DefaultConfig(),
-		Coord:         coord.DefaultConfig(),
-		fileName:      "conf.yaml",
+		MCP: mcp.Config{
+			Servers:             map[string]mcp.ServerConfig{},
+			MaxResultChars:      mcp.DefaultMaxResultChars,
+			MaxLineBytes:        mcp.DefaultMaxLineBytes,
+			MaxDescriptionChars: mcp.DefaultMaxDescriptionChars,
+			MaxSchemaBytes:      mcp.DefaultMaxSchemaBytes,
+		},
+		Embeddings: llm.DefaultEmbeddingsConfig(),
+		Knowledge:  knowledge.DefaultConfig(),
+		LiveChat:   livechat.DefaultConfig(),
+		Coord:      coord.DefaultConfig(),
+		fileName:   "conf.yaml",
 	}
 }
 
@@ -181,6 +188,14 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 		root, err := parseDocument(path, data)
 		if err != nil {
 			return Config{}, err
+		}
+		deprecated, err := moveLegacyCoord(path, root)
+		if err != nil {
+			return Config{}, err
+		}
+		for _, d := range deprecated {
+			slog.Warn("a key of the configuration file is in its old form, which koe still reads; write the new key instead",
+				"file", path, "line", d.Line, "old", d.Old, "new", d.New)
 		}
 		if err := checkNode(path, root, reflect.TypeOf(cfg), ""); err != nil {
 			return Config{}, err

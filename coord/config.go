@@ -1,8 +1,8 @@
 // Package coord shares the coordination of turns between koe instances
 // that serve the same histories: one running turn per history, and stop
 // requests that reach the instance running the turn. The coordinator is
-// conversation.Coordinator; without a shared one (coord: memory) each
-// process coordinates its own sessions.
+// conversation.Coordinator; without a shared one (coord.backend: memory)
+// each process coordinates its own sessions.
 package coord
 
 import (
@@ -17,29 +17,30 @@ const (
 	Redis  = "redis"
 )
 
-// EnvRedisURL overrides redis_url.
+// EnvRedisURL overrides coord.redis_url.
 const EnvRedisURL = "KOE_REDIS_URL"
 
-// Config is the coordination's part of the configuration file, at its top
-// level.
+// Config is the coord section of the configuration file. (Before the
+// section existed its keys sat at the top level, as coord, redis_url,
+// coord.lease, coord.wait and coord.relay_queue; config still reads them.)
 type Config struct {
 	// Backend is memory (this process only) or redis (shared).
-	Backend string `yaml:"coord"`
-	// RedisURL is the Redis server for coord: redis (env KOE_REDIS_URL
+	Backend string `yaml:"backend"`
+	// RedisURL is the Redis server for backend redis (env KOE_REDIS_URL
 	// overrides it): redis://[user:password@]host:port[/db], or rediss://
 	// for TLS.
 	RedisURL string `yaml:"redis_url"`
 	// Lease is how long a turn's hold on its history lasts unless it is
 	// renewed (every third of it while the turn runs): how long a history
 	// stays blocked after an instance dies mid-turn.
-	Lease time.Duration `yaml:"coord_lease"`
+	Lease time.Duration `yaml:"lease"`
 	// Wait bounds how long a turn waits for a turn running in its
 	// history on another instance to stop, and how long a stop request
 	// waits for the turn to end.
-	Wait time.Duration `yaml:"coord_wait"`
+	Wait time.Duration `yaml:"wait"`
 	// RelayQueue bounds the frames waiting to be relayed to watchers on
 	// other instances; past it, frames are dropped (and counted).
-	RelayQueue int `yaml:"coord_relay_queue"`
+	RelayQueue int `yaml:"relay_queue"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -63,22 +64,22 @@ func (c Config) Validate() error {
 	case Memory:
 	case Redis:
 		if c.RedisURL == "" {
-			return fmt.Errorf("coord: redis needs the Redis server's address: set redis_url or %s (redis://host:6379)", EnvRedisURL)
+			return fmt.Errorf("coord.backend redis needs the Redis server's address: set coord.redis_url or %s (redis://host:6379)", EnvRedisURL)
 		}
 		if err := checkURL(c.RedisURL); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("coord %q: use memory or redis", c.Backend)
+		return fmt.Errorf("coord.backend %q: use memory or redis", c.Backend)
 	}
 	if c.Lease < 300*time.Millisecond {
-		return fmt.Errorf("coord_lease %s is too short (at least 300ms: it is renewed every third of it)", c.Lease)
+		return fmt.Errorf("coord.lease %s is too short (at least 300ms: it is renewed every third of it)", c.Lease)
 	}
 	if c.Wait <= 0 {
-		return fmt.Errorf("coord_wait %s must be positive", c.Wait)
+		return fmt.Errorf("coord.wait %s must be positive", c.Wait)
 	}
 	if c.RelayQueue < 1 {
-		return fmt.Errorf("coord_relay_queue %d must be at least 1 (frames waiting to reach other instances' watchers)", c.RelayQueue)
+		return fmt.Errorf("coord.relay_queue %d must be at least 1 (frames waiting to reach other instances' watchers)", c.RelayQueue)
 	}
 	return nil
 }
@@ -87,13 +88,13 @@ func (c Config) Validate() error {
 func checkURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("redis_url (or %s) is not a URL; write redis://host:6379", EnvRedisURL)
+		return fmt.Errorf("coord.redis_url (or %s) is not a URL; write redis://host:6379", EnvRedisURL)
 	}
 	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return fmt.Errorf("redis_url (or %s) scheme %q: use redis:// or rediss://", EnvRedisURL, u.Scheme)
+		return fmt.Errorf("coord.redis_url (or %s) scheme %q: use redis:// or rediss://", EnvRedisURL, u.Scheme)
 	}
 	if u.Host == "" {
-		return fmt.Errorf("redis_url (or %s) has no host; write redis://host:6379", EnvRedisURL)
+		return fmt.Errorf("coord.redis_url (or %s) has no host; write redis://host:6379", EnvRedisURL)
 	}
 	return nil
 }

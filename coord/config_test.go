@@ -31,15 +31,15 @@ func TestConfigValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Backend: "etcd", Lease: time.Second, Wait: time.Second}, `coord "etcd": use memory or redis`},
-		{redis(""), "set redis_url or KOE_REDIS_URL"},
+		{Config{Backend: "etcd", Lease: time.Second, Wait: time.Second}, `coord.backend "etcd": use memory or redis`},
+		{redis(""), "set coord.redis_url or KOE_REDIS_URL"},
 		{redis("http://127.0.0.1:6379"), `scheme "http": use redis:// or rediss://`},
 		{redis("127.0.0.1:6379"), "write redis://host:6379"},
 		{redis("redis://"), "has no host"},
 		{redis("redis://:secret@h:6379\x7f"), "is not a URL"},
-		{short, "coord_lease 100ms is too short"},
-		{noWait, "coord_wait 0s must be positive"},
-		{noQueue, "coord_relay_queue 0 must be at least 1"},
+		{short, "coord.lease 100ms is too short"},
+		{noWait, "coord.wait 0s must be positive"},
+		{noQueue, "coord.relay_queue 0 must be at least 1"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -61,11 +61,11 @@ func TestConfigEnv(t *testing.T) {
 		return ""
 	})
 	if c.RedisURL != "redis://env:6379" {
-		t.Fatalf("redis_url %q, want the environment's", c.RedisURL)
+		t.Fatalf("coord.redis_url %q, want the environment's", c.RedisURL)
 	}
 	c.ApplyEnv(func(string) string { return "" })
 	if c.RedisURL != "redis://env:6379" {
-		t.Fatal("an empty environment variable replaced redis_url")
+		t.Fatal("an empty environment variable replaced coord.redis_url")
 	}
 	c.ApplyEnv(nil)
 }

@@ -29,7 +29,7 @@ type conn struct {
 func connect(ctx context.Context, rawURL string, channels ...string) (*conn, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("coord: redis_url: %w", err)
+		return nil, fmt.Errorf("coord.redis_url: %w", err)
 	}
 	client := redis.NewClient(opts)
 	if err := client.Ping(ctx).Err(); err != nil {

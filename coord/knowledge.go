@@ -71,7 +71,7 @@ func NewKnowledgeNews(ctx context.Context, c Config, log *slog.Logger) (*Knowled
 	return k, nil
 }
 
-// Announce implements knowledge.Peers, within coord_wait.
+// Announce implements knowledge.Peers, within coord.wait.
 func (k *KnowledgeNews) Announce(ctx context.Context, conf, docID string) error {
 	ctx, cancel := context.WithTimeout(ctx, k.wait)
 	defer cancel()

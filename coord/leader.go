@@ -18,7 +18,7 @@ import (
 // Keys and channels of elections in Redis. A name is the application's
 // (live:<conf_uid> for a character's live chat).
 const (
-	holderPrefix = "koe:lead:holder:" // the leader's token, with an expiry of coord_lease
+	holderPrefix = "koe:lead:holder:" // the leader's token, with an expiry of coord.lease
 	knownPrefix  = "koe:lead:known:"  // exists while Redis remembers an election of the name
 	sharedPrefix = "koe:lead:shared:" // a hash the successive leaders share
 	replyPrefix  = "koe:lead:reply:"  // one answer to a forwarded request, short-lived
@@ -72,7 +72,7 @@ type Role string
 const (
 	// RoleStandby: another instance leads, or none does yet.
 	RoleStandby Role = "standby"
-	// RoleStarting: this instance holds the lead but waits coord_lease
+	// RoleStarting: this instance holds the lead but waits coord.lease
 	// before it starts, because Redis had no record of an earlier election
 	// (its first start, or a restart that lost its data): a leader elected
 	// before that has then noticed and stopped.
@@ -95,14 +95,14 @@ var ErrNoLeader = errors.New("no instance leads")
 // runs a job only one of them may run at a time (a character's live
 // chat).
 //
-// The lead is a key in Redis (SET NX with an expiry of coord_lease)
-// holding the leader's token, which it renews every third of coord_lease
+// The lead is a key in Redis (SET NX with an expiry of coord.lease)
+// holding the leader's token, which it renews every third of coord.lease
 // and deletes when it stops (only if it is still its own), publishing that
 // it did: the instances standing by try to take it then, and every third
-// of coord_lease. A leader that cannot renew its lead for two thirds of
-// coord_lease stops its job, a third of coord_lease before the lead can
+// of coord.lease. A leader that cannot renew its lead for two thirds of
+// coord.lease stops its job, a third of coord.lease before the lead can
 // expire in Redis and be taken by another. When Redis has no record of an
-// earlier election (it lost its data), a new leader waits coord_lease
+// earlier election (it lost its data), a new leader waits coord.lease
 // before it starts: a leader of before that has by then either renewed
 // (finding the new token, it stops) or stopped on its own.
 //
@@ -167,7 +167,7 @@ func instanceOf(token string) string {
 // is elected it calls lead with a context that ends when it must stop
 // (the lead lost, or ctx ended); lead must then return promptly. A lead
 // that returns on its own gives the lead up (another instance, or this
-// one a third of coord_lease later, tries again). While lead runs, answer
+// one a third of coord.lease later, tries again). While lead runs, answer
 // answers the requests other instances forward (Ask). Run returns once
 // lead has returned and the lead is released.
 func (l *Leader) Run(ctx context.Context, lead func(ctx context.Context), answer func(ctx context.Context, req []byte) ([]byte, error)) error {
@@ -268,7 +268,7 @@ func (l *Leader) listen(ctx context.Context, sub *redis.PubSub, wake, subscribed
 }
 
 // campaign tries to take the lead until it does (or ctx ends): at once,
-// when the lead is released, and every third of coord_lease (sooner if
+// when the lead is released, and every third of coord.lease (sooner if
 // the held lead expires sooner).
 func (l *Leader) campaign(ctx context.Context, wake <-chan struct{}) (term, error) {
 	failing := false
@@ -290,12 +290,14 @@ func (l *Leader) campaign(ctx context.Context, wake <-chan struct{}) (term, erro
 		case toInt(res[0]) == 1:
 			return term{token: token, sent: sent, known: toInt(res[1]) == 1}, nil
 		default:
+			holder, _ := res[1].(string)
+			l.standBy(instanceOf(holder))
+			// Said once the leader is known again: whoever hears it
+			// (a test, an operator) may look at the state.
 			if failing {
 				l.log.Info("redis answers the election again")
 				failing = false
 			}
-			holder, _ := res[1].(string)
-			l.standBy(instanceOf(holder))
 			if left := time.Duration(toInt(res[2]))*time.Millisecond + time.Millisecond; left > 0 && left < wait {
 				wait = left
 			}
@@ -334,8 +336,8 @@ func (l *Leader) hold(ctx context.Context, wg *sync.WaitGroup, wake <-chan struc
 	role := RoleLeader
 	if !t.known {
 		startAt, role = t.sent.Add(l.lease), RoleStarting
-		l.log.Info("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord_lease so that such a leader has stopped",
-			"coord_lease", l.lease)
+		l.log.Info("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord.lease so that such a leader has stopped",
+			"coord.lease", l.lease)
 	}
 	l.mu.Lock()
 	l.role, l.token, l.holder = role, t.token, l.id
@@ -363,8 +365,8 @@ func (l *Leader) hold(ctx context.Context, wg *sync.WaitGroup, wake <-chan struc
 		now := time.Now()
 		stopAt := validUntil.Add(-l.lease / 3)
 		if !now.Before(stopAt) {
-			l.log.Warn("stepped down: the lead could not be renewed for two thirds of coord_lease; another instance may take it once it expires",
-				"coord_lease", l.lease)
+			l.log.Warn("stepped down: the lead could not be renewed for two thirds of coord.lease; another instance may take it once it expires",
+				"coord.lease", l.lease)
 			stop()
 			l.standBy("")
 			return false
@@ -458,7 +460,7 @@ func (l *Leader) renew(ctx context.Context, wg *sync.WaitGroup, token string, re
 }
 
 // release deletes the lead if it is still token's and tells the others.
-// If Redis cannot be reached, the lead expires within coord_lease.
+// If Redis cannot be reached, the lead expires within coord.lease.
 func (l *Leader) release(token string) {
 	l.mu.Lock()
 	l.role, l.token, l.holder = RoleStandby, "", ""
@@ -466,7 +468,7 @@ func (l *Leader) release(token string) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.lease)
 	defer cancel()
 	if err := leadRelease.Run(ctx, l.r.client, []string{holderPrefix + l.name}, token, chLeadFree, l.name).Err(); err != nil {
-		l.log.Warn("could not release the lead; it expires within coord_lease", "coord_lease", l.lease, "err", err)
+		l.log.Warn("could not release the lead; it expires within coord.lease", "coord.lease", l.lease, "err", err)
 		return
 	}
 	l.log.Info("released the lead")
@@ -495,7 +497,7 @@ func (l *Leader) onAsk(ctx context.Context, payload string, answer func(context.
 	case answer == nil:
 		reply = replyError + "the lead " + l.name + " answers no requests"
 	case role != RoleLeader:
-		reply = replyError + "instance " + l.id + " holds the lead but starts only after coord_lease (" + l.lease.String() + "), as redis had no record of an earlier leader"
+		reply = replyError + "instance " + l.id + " holds the lead but starts only after coord.lease (" + l.lease.String() + "), as redis had no record of an earlier leader"
 	default:
 		body, err := answer(ctx, req)
 		if err != nil {
@@ -516,14 +518,14 @@ func (l *Leader) onAsk(ctx context.Context, payload string, answer func(context.
 }
 
 // Ask forwards req to the leading instance's answer function (see Run)
-// and returns its answer. It waits at most coord_lease (at least a
+// and returns its answer. It waits at most coord.lease (at least a
 // second) for it. Without a leader it fails with ErrNoLeader.
 func (l *Leader) Ask(ctx context.Context, req []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, max(l.lease, time.Second)+time.Second)
 	defer cancel()
 	token, err := l.r.client.Get(ctx, holderPrefix+l.name).Result()
 	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("%s: %w right now (an election takes up to coord_lease, %s, after a leader dies)", l.name, ErrNoLeader, l.lease)
+		return nil, fmt.Errorf("%s: %w right now (an election takes up to coord.lease, %s, after a leader dies)", l.name, ErrNoLeader, l.lease)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: find the leading instance in redis: %w", l.name, err)
@@ -536,7 +538,7 @@ func (l *Leader) Ask(ctx context.Context, req []byte) ([]byte, error) {
 	// (BLPOP counts whole seconds.)
 	res, err := l.r.client.BLPop(ctx, max(l.lease, time.Second), replyKey).Result()
 	if errors.Is(err, redis.Nil) || (err == nil && len(res) != 2) {
-		return nil, fmt.Errorf("%s: the leading instance %s did not answer within coord_lease (%s)", l.name, leader, l.lease)
+		return nil, fmt.Errorf("%s: the leading instance %s did not answer within coord.lease (%s)", l.name, leader, l.lease)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: wait for the leading instance %s: %w", l.name, leader, err)

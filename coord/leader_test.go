@@ -104,7 +104,7 @@ func (c *candidate) stop(t testing.TB) {
 }
 
 // join runs an election of "job" on a coordinator at url with lease
-// coord_lease; lead marks the tracker while it runs.
+// coord.lease; lead marks the tracker while it runs.
 func join(t testing.TB, url, name string, lease time.Duration, tr *tracker, answer func(context.Context, []byte) ([]byte, error)) *candidate {
 	t.Helper()
 	w := newLogWatch(t, name)
@@ -197,19 +197,19 @@ func TestLeaderCutOffStepsDown(t *testing.T) {
 	tr := newTracker()
 	a := join(t, proxy.URL(), "A", testLease, tr, nil)
 	tr.waitFor(t, "A leads", func(tr *tracker) bool { return tr.running["A"] })
-	// Redis knew no earlier election: A waited coord_lease first.
-	a.log.waitFor("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord_lease so that such a leader has stopped", 1)
+	// Redis knew no earlier election: A waited coord.lease first.
+	a.log.waitFor("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord.lease so that such a leader has stopped", 1)
 	b := join(t, srv.URL(), "B", testLease, tr, nil)
 	b.log.waitFor("standing by", 1)
 
 	cut := time.Now()
 	proxy.Cut()
 	tr.waitFor(t, "B leads", func(tr *tracker) bool { return tr.running["B"] })
-	t.Logf("B took over %s after A was cut off (coord_lease %s)", time.Since(cut).Round(time.Millisecond), testLease)
-	a.log.waitFor("stepped down: the lead could not be renewed for two thirds of coord_lease; another instance may take it once it expires", 1)
+	t.Logf("B took over %s after A was cut off (coord.lease %s)", time.Since(cut).Round(time.Millisecond), testLease)
+	a.log.waitFor("stepped down: the lead could not be renewed for two thirds of coord.lease; another instance may take it once it expires", 1)
 	tr.check(t)
 	// B started at once: Redis knew the election.
-	if n := b.log.Count("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord_lease so that such a leader has stopped"); n != 0 {
+	if n := b.log.Count("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord.lease so that such a leader has stopped"); n != 0 {
 		t.Fatalf("B waited as after a Redis without data")
 	}
 
@@ -268,7 +268,7 @@ func waitSettled(t testing.TB, a, b *candidate) {
 
 // The leader cut off from Redis while Redis restarts without its data:
 // the other instance takes the lead of a Redis that remembers no
-// election and waits coord_lease before it starts, by which time the old
+// election and waits coord.lease before it starts, by which time the old
 // leader has stopped on its own.
 func TestLeaderRedisRestartWhileCutOff(t *testing.T) {
 	srv := redistest.Start(t)
@@ -283,9 +283,9 @@ func TestLeaderRedisRestartWhileCutOff(t *testing.T) {
 	proxy.Cut()
 	srv.Stop()
 	srv.Start()
-	b.log.waitFor("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord_lease so that such a leader has stopped", 1)
+	b.log.waitFor("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord.lease so that such a leader has stopped", 1)
 	tr.waitFor(t, "B leads", func(tr *tracker) bool { return tr.running["B"] })
-	a.log.waitFor("stepped down: the lead could not be renewed for two thirds of coord_lease; another instance may take it once it expires", 1)
+	a.log.waitFor("stepped down: the lead could not be renewed for two thirds of coord.lease; another instance may take it once it expires", 1)
 	tr.check(t)
 	a.log.waitFor("could not reach redis to take part in the election; retrying", 1)
 	proxy.Mend()
@@ -319,7 +319,7 @@ func waitKey(t testing.TB, c *redis.Client, key string) {
 // A request made on a standing-by instance reaches the leader's answer
 // function and its answer (or error) comes back; without a leader, Ask
 // says so; a leader that does not answer makes Ask fail within
-// coord_lease; one that is only starting says so.
+// coord.lease; one that is only starting says so.
 func TestLeaderAsk(t *testing.T) {
 	srv := redistest.Start(t)
 	lease := 3 * time.Second // long enough to ask while A is starting
@@ -337,12 +337,12 @@ func TestLeaderAsk(t *testing.T) {
 	b := join(t, srv.URL(), "B", lease, tr, nil)
 	ctx := context.Background()
 
-	a.log.waitFor("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord_lease so that such a leader has stopped", 1)
+	a.log.waitFor("this instance holds the lead; as redis had no record of an earlier leader, it starts after coord.lease so that such a leader has stopped", 1)
 	tr.mu.Lock()
 	started := tr.leading() != ""
 	tr.mu.Unlock()
 	if !started {
-		if _, err := b.l.Ask(ctx, []byte("early")); err == nil || !strings.Contains(err.Error(), "starts only after coord_lease") {
+		if _, err := b.l.Ask(ctx, []byte("early")); err == nil || !strings.Contains(err.Error(), "starts only after coord.lease") {
 			t.Fatalf("ask while the leader is starting: %v", err)
 		}
 	}
@@ -359,7 +359,7 @@ func TestLeaderAsk(t *testing.T) {
 	if _, err := b.l.Ask(ctx, []byte("fail")); err == nil || !strings.Contains(err.Error(), "the job refuses") {
 		t.Fatalf("ask answered by an error: %v", err)
 	}
-	if _, err := b.l.Ask(ctx, []byte("hang")); err == nil || !strings.Contains(err.Error(), "did not answer within coord_lease") {
+	if _, err := b.l.Ask(ctx, []byte("hang")); err == nil || !strings.Contains(err.Error(), "did not answer within coord.lease") {
 		t.Fatalf("ask of a leader that does not answer: %v", err)
 	}
 	close(release)

@@ -108,7 +108,7 @@ return {cur, redis.call('PTTL', KEYS[1])}
 // every koe instance that uses the same server.
 //
 // A turn holds its history by a lease key (SET NX with an expiry) that a
-// goroutine of the turn renews every third of coord_lease, and that the
+// goroutine of the turn renews every third of coord.lease, and that the
 // turn deletes when it ends, only if it is still its own. A claim of a
 // held history asks the holder to stop and waits for its release, or for
 // the lease to expire (an instance that died). Stops go by PUBLISH to
@@ -344,9 +344,9 @@ func pause(ctx context.Context, wake <-chan struct{}, d time.Duration) error {
 
 func (r *RedisCoordinator) claimFailed(ctx context.Context, history, holder string, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && holder != "" {
-		return fmt.Errorf("history %s: the turn running there (%s) did not end within coord_wait (%s)", history, holder, r.wait)
+		return fmt.Errorf("history %s: the turn running there (%s) did not end within coord.wait (%s)", history, holder, r.wait)
 	}
-	return fmt.Errorf("history %s: could not claim it within coord_wait (%s): %w", history, r.wait, err)
+	return fmt.Errorf("history %s: could not claim it within coord.wait (%s): %w", history, r.wait, err)
 }
 
 func toInt(v any) int64 {
@@ -422,7 +422,7 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 }
 
 // Held implements conversation.Coordinator: whether the history's lease
-// is set, within coord_wait.
+// is set, within coord.wait.
 func (r *RedisCoordinator) Held(ctx context.Context, history string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.wait)
 	defer cancel()
@@ -435,7 +435,7 @@ func (r *RedisCoordinator) Held(ctx context.Context, history string) (bool, erro
 
 // settling is how long, after Redis started with nothing or lost its data,
 // a running turn's lease may still be missing: every live instance sets
-// its turns' leases again within coord_lease. Zero when that is past (or
+// its turns' leases again within coord.lease. Zero when that is past (or
 // unknown: Redis cannot say).
 func (r *RedisCoordinator) settling(ctx context.Context) time.Duration {
 	res, err := upSince.Run(ctx, r.client, []string{upKey}).Slice()
@@ -448,9 +448,9 @@ func (r *RedisCoordinator) settling(ctx context.Context) time.Duration {
 
 func (r *RedisCoordinator) stopFailed(history, holder string, asked bool, err error) error {
 	if asked {
-		return fmt.Errorf("stop history %s: the turn running there (%s) did not end within coord_wait (%s)", history, holder, r.wait)
+		return fmt.Errorf("stop history %s: the turn running there (%s) did not end within coord.wait (%s)", history, holder, r.wait)
 	}
-	return fmt.Errorf("stop history %s: could not reach redis within coord_wait (%s): %w", history, r.wait, err)
+	return fmt.Errorf("stop history %s: could not reach redis within coord.wait (%s): %w", history, r.wait, err)
 }
 
 // redisLease is a turn's hold on its history.
@@ -478,7 +478,7 @@ func (l *redisLease) checkStop(v string) {
 	}
 }
 
-// renew keeps the lease while the turn runs, every third of coord_lease
+// renew keeps the lease while the turn runs, every third of coord.lease
 // and at once when the subscription comes back after a connection loss.
 // A renewal that fails (Redis away) is logged and tried again at the next
 // tick: the turn goes on. If the lease expired meanwhile (or Redis lost
@@ -524,7 +524,7 @@ func (l *redisLease) renew(ctx context.Context) {
 
 // Release implements conversation.Lease: it deletes the lease if it is
 // still this turn's and tells the waiting instances. If Redis cannot be
-// reached, the lease expires on its own within coord_lease.
+// reached, the lease expires on its own within coord.lease.
 func (l *redisLease) Release() {
 	l.once.Do(func() {
 		l.cancel()
@@ -538,7 +538,7 @@ func (l *redisLease) Release() {
 		ctx, cancel := context.WithTimeout(context.Background(), r.lease)
 		defer cancel()
 		if err := release.Run(ctx, r.client, []string{leasePrefix + l.history}, l.token, chReleased, l.history).Err(); err != nil {
-			r.log.Warn("could not release a turn's lease; it expires within coord_lease", "history_uid", l.history, "coord_lease", r.lease, "err", err)
+			r.log.Warn("could not release a turn's lease; it expires within coord.lease", "history_uid", l.history, "coord.lease", r.lease, "err", err)
 		}
 	})
 }

@@ -345,7 +345,7 @@ func TestDeadInstanceLeaseExpires(t *testing.T) {
 	tt := newTurn()
 	lease := claim(t, a, "h5", "run-next", tt)
 	waited := time.Since(killed)
-	t.Logf("history free again %s after its instance died (coord_lease %s, %s of it left)", waited.Round(time.Millisecond), testLease, left)
+	t.Logf("history free again %s after its instance died (coord.lease %s, %s of it left)", waited.Round(time.Millisecond), testLease, left)
 	if waited < left/2 {
 		t.Fatalf("history claimed after %s: the dead instance's lease (%s left) was not waited for", waited, left)
 	}
@@ -462,7 +462,7 @@ func TestStopByKeyWhenTheMessageIsMissed(t *testing.T) {
 	}
 }
 
-// A turn that does not end within coord_wait makes a claim fail with an
+// A turn that does not end within coord.wait makes a claim fail with an
 // error that names the bound.
 func TestClaimWaitBound(t *testing.T) {
 	srv := redistest.Start(t)
@@ -478,11 +478,11 @@ func TestClaimWaitBound(t *testing.T) {
 	lease := claim(t, b, "h9", "run-stuck", stuck)
 	defer lease.Release()
 	_, err = a.Claim(context.Background(), "h9", "run-waiting", func(bool) {})
-	if err == nil || !strings.Contains(err.Error(), "did not end within coord_wait") {
+	if err == nil || !strings.Contains(err.Error(), "did not end within coord.wait") {
 		t.Fatalf("claim of a history whose turn does not end: %v", err)
 	}
 	wait(t, stuck.stopped, "the stuck turn was asked to stop")
-	if _, err := a.Stop(context.Background(), "h9"); err == nil || !strings.Contains(err.Error(), "did not end within coord_wait") {
+	if _, err := a.Stop(context.Background(), "h9"); err == nil || !strings.Contains(err.Error(), "did not end within coord.wait") {
 		t.Fatalf("stop of a turn that does not end: %v", err)
 	}
 }

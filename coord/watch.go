@@ -23,7 +23,7 @@ const (
 	chFollow = "koe:watch:follow"  // "instance\nop[\nkind\nkey]"
 	inboxPre = "koe:watch:frames:" // + instance: the frames for its watchers
 
-	opFollow   = "+"   // the instance's watchers follow kind/key (said again every third of coord_lease)
+	opFollow   = "+"   // the instance's watchers follow kind/key (said again every third of coord.lease)
 	opUnfollow = "-"   // they no longer do
 	opSync     = "?"   // the instance (re)subscribed: everyone says again what it follows
 	opBye      = "bye" // the instance is closing
@@ -48,13 +48,13 @@ type RelayReceiver interface {
 //
 // Each instance subscribes to its own inbox channel and to one channel
 // where every instance says what its watchers follow: when that changes,
-// every third of coord_lease, and whenever an instance (re)subscribes and
-// asks. What an instance has not said again within coord_lease is
+// every third of coord.lease, and whenever an instance (re)subscribes and
+// asks. What an instance has not said again within coord.lease is
 // forgotten (it died). A session publishes a frame to the inboxes of the
 // instances that want it, and to none when no other instance does.
 // Frames are published in order by one goroutine, so each watcher sees a
 // speaker's frames in the speaker's order; when the queue before it is
-// full (coord_relay_queue), frames are dropped and counted. Pub/sub is
+// full (coord.relay_queue), frames are dropped and counted. Pub/sub is
 // not durable: what is published while Redis is away is lost, as it is
 // for a watcher whose connection drops.
 type WatchRelay struct {
@@ -202,7 +202,7 @@ func (r *WatchRelay) Send(f conversation.RelayedFrame) {
 		if r.dropped != nil {
 			r.dropped()
 		}
-		r.warn("watch relay queue full (coord_relay_queue): frames for other instances' watchers dropped", "dropped", r.drops.Load())
+		r.warn("watch relay queue full (coord.relay_queue): frames for other instances' watchers dropped", "dropped", r.drops.Load())
 	}
 }
 
@@ -420,7 +420,7 @@ func (r *WatchRelay) changes() <-chan struct{} {
 }
 
 // announcer says what this instance's watchers follow every third of
-// coord_lease and when asked, and forgets what others did not say again
+// coord.lease and when asked, and forgets what others did not say again
 // in time.
 func (r *WatchRelay) announcer() {
 	defer r.wg.Done()

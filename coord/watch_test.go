@@ -176,7 +176,7 @@ func TestRelayGreetsNewFollowers(t *testing.T) {
 }
 
 // TestRelayForgetsGoneInstances: an instance that closes says so; one that
-// dies without a word is forgotten after coord_lease.
+// dies without a word is forgotten after coord.lease.
 func TestRelayForgetsGoneInstances(t *testing.T) {
 	srv := redistest.Start(t)
 	a, _, _ := relayInstance(t, srv, "A", 0)
@@ -230,7 +230,7 @@ func TestRelayAfterRedisRestart(t *testing.T) {
 	}
 }
 
-// TestRelayQueueFull: a sender never waits; past coord_relay_queue frames
+// TestRelayQueueFull: a sender never waits; past coord.relay_queue frames
 // are dropped and counted.
 func TestRelayQueueFull(t *testing.T) {
 	srv := redistest.Start(t)
@@ -254,7 +254,7 @@ func TestRelayQueueFull(t *testing.T) {
 	if dropped != 6 || a.drops.Load() != 6 || len(a.queue) != 4 {
 		t.Fatalf("dropped %d (counted %d), queued %d; want 6 dropped past a queue of 4", dropped, a.drops.Load(), len(a.queue))
 	}
-	w.waitFor("watch relay queue full (coord_relay_queue): frames for other instances' watchers dropped", 1)
+	w.waitFor("watch relay queue full (coord.relay_queue): frames for other instances' watchers dropped", 1)
 }
 
 // BenchmarkRelayWanted is the cost a session pays per frame when other

@@ -70,7 +70,7 @@ func TestScaleOutBehindNginx(t *testing.T) {
 			t.Fatal(err)
 		}
 		conf := filepath.Join(dir, "conf.yaml")
-		yaml := fmt.Sprintf("data_dir: %s\ncharacters_dir: %s\nlog_level: info\nstore: postgres\ncoord: redis\ncoord_lease: 2s\ncoord_wait: 60s\nserver:\n  backgrounds_dir: %s\ncharacter:\n  llm:\n    base_url: %s\n    model: %s\n  tts:\n    engine: none\n",
+		yaml := fmt.Sprintf("data_dir: %s\ncharacters_dir: %s\nlog_level: info\nstore: postgres\ncoord:\n  backend: redis\n  lease: 2s\n  wait: 60s\nserver:\n  backgrounds_dir: %s\ncharacter:\n  llm:\n    base_url: %s\n    model: %s\n  tts:\n    engine: none\n",
 			filepath.Join(dir, "data"), filepath.Join(dir, "characters"), filepath.Join(dir, "bg"), llm.URL(), fakellm.ModelID)
 		if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)

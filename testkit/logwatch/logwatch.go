@@ -73,3 +73,24 @@ func (h *Handler) WaitFor(message string, n int) {
 		}
 	}
 }
+
+// WaitUntil waits until ok holds, asking again after each message logged:
+// for a state that one of several paths may bring about, each of which
+// logs when it is done.
+func (h *Handler) WaitUntil(what string, ok func() bool) {
+	h.t.Helper()
+	deadline := time.After(hangGuard)
+	for {
+		h.mu.Lock()
+		ch := h.change
+		h.mu.Unlock()
+		if ok() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			h.t.Fatalf("%s: %s not true within %s", h.prefix, what, hangGuard)
+		}
+	}
+}
