@@ -28,7 +28,7 @@ type Options struct {
 	// those sharing Redis that runs the chat (coord's Leader); nil: the
 	// chat runs here.
 	Elect func(name string) Leadership
-	// Lease bounds each request to Redis about the chat (coord_lease).
+	// Lease bounds each request to Redis about the chat (coord.lease).
 	Lease time.Duration
 	// Running, if set, is told whether the chat runs on this instance.
 	Running func(bool)
