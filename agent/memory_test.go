@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"koe"
 	"koe/agent"
 	"koe/history"
 	"koe/testkit/fakellm"
@@ -809,7 +810,7 @@ func openStore(t *testing.T) *history.Store {
 
 func newThread(t *testing.T, s *history.Store) agent.Thread {
 	t.Helper()
-	uid := history.NewUID(time.Now())
+	uid := koe.NewHistoryUID(time.Now())
 	if err := s.CreateWith("conf1", uid); err != nil {
 		t.Fatal(err)
 	}

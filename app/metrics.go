@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"koe"
 	"koe/conversation"
 	"koe/history"
 	"koe/metrics"
@@ -20,7 +21,7 @@ type timedStore struct {
 }
 
 func (s timedStore) done(op string, start time.Time, err error) {
-	s.m.StoreOp(op, time.Since(start), err != nil && !errors.Is(err, history.ErrNotFound))
+	s.m.StoreOp(op, time.Since(start), err != nil && !errors.Is(err, koe.ErrNotFound))
 }
 
 func (s timedStore) Create(confUID string) (string, error) {
@@ -140,7 +141,7 @@ func storeReady(store conversation.HistoryStore) server.ReadyCheck {
 		done := make(chan error, 1)
 		go func() {
 			_, err := store.LastSeq(readyConf, readyHistory)
-			if errors.Is(err, history.ErrNotFound) {
+			if errors.Is(err, koe.ErrNotFound) {
 				err = nil
 			}
 			done <- err

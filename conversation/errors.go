@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"koe"
 	"koe/agent"
 	"koe/asr"
-	"koe/history"
 	"koe/knowledge"
 )
 
@@ -74,11 +74,11 @@ func Explain(err error) Problem {
 	case errors.As(err, &llm):
 		// Worded for people: it names the URL and the setting to change.
 		return Problem{Kind: KindUnavailable, Message: llm.Error()}
-	case errors.Is(err, history.ErrInvalidID):
+	case errors.Is(err, koe.ErrInvalidID):
 		return Problem{Kind: KindInvalid, Message: "that id is not valid: ids are 1-128 letters, digits, '_', '-' or '.'"}
-	case errors.Is(err, history.ErrNotFound):
+	case errors.Is(err, koe.ErrNotFound):
 		return Problem{Kind: KindNotFound, Message: "no such history"}
-	case errors.Is(err, history.ErrInvalidRecord):
+	case errors.Is(err, koe.ErrInvalidRecord):
 		return Problem{Kind: KindInvalid, Message: "that text cannot be stored: it is too long or not valid UTF-8"}
 	case errors.As(err, &tools):
 		// Nothing the user sends fits: the configuration must change,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"koe"
 	"koe/agent"
 	"koe/history"
 	"koe/internal/quote"
@@ -119,7 +120,7 @@ func (s *Session) AttachFile(name, mime, data string) error {
 	}
 	fresh := s.place.uid == ""
 	if fresh {
-		s.place.uid = history.NewUID(time.Now())
+		s.place.uid = koe.NewHistoryUID(time.Now())
 	}
 	s.place.used = true
 	uid := s.place.uid
@@ -153,8 +154,8 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 	if h.deps.Knowledge == nil {
 		return protocol.AttachedFile{}, errNoKnowledge
 	}
-	if !history.ValidID(conf) || !history.ValidID(uid) {
-		return protocol.AttachedFile{}, fmt.Errorf("attach a file: %w", history.ErrInvalidID)
+	if !koe.ValidID(conf) || !koe.ValidID(uid) {
+		return protocol.AttachedFile{}, fmt.Errorf("attach a file: %w", koe.ErrInvalidID)
 	}
 	char, ok := h.deps.Characters.Find(conf)
 	if !ok {
@@ -198,8 +199,8 @@ func (h *Hub) sizingAgent(char Character) *agent.Agent {
 // knowledgeOfChar checks a knowledge-base request: koe has a knowledge
 // service and the character exists.
 func (h *Hub) knowledgeOfChar(conf string) (Character, error) {
-	if !history.ValidID(conf) {
-		return Character{}, fmt.Errorf("documents of %q: %w", quote.Shorten(conf, 80), history.ErrInvalidID)
+	if !koe.ValidID(conf) {
+		return Character{}, fmt.Errorf("documents of %q: %w", quote.Shorten(conf, 80), koe.ErrInvalidID)
 	}
 	char, ok := h.deps.Characters.Find(conf)
 	if !ok {
@@ -273,8 +274,8 @@ func (h *Hub) DeleteDocument(ctx context.Context, conf, id string) error {
 	if _, err := h.knowledgeOfChar(conf); err != nil {
 		return err
 	}
-	if !history.ValidID(id) {
-		return fmt.Errorf("document %q: %w", quote.Shorten(id, 80), history.ErrInvalidID)
+	if !koe.ValidID(id) {
+		return fmt.Errorf("document %q: %w", quote.Shorten(id, 80), koe.ErrInvalidID)
 	}
 	found, err := h.deps.Knowledge.Delete(ctx, conf, id)
 	if err != nil {

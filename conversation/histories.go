@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"koe"
 	"koe/agent"
 	"koe/history"
 	"koe/protocol"
@@ -104,7 +105,7 @@ func (s *Session) DeleteHistory(uid string) (bool, error) {
 		s.turns.stop(errHistoryChanged)
 	}
 	if err := s.deps.Store.Delete(conf, uid); err != nil {
-		if errors.Is(err, history.ErrNotFound) {
+		if errors.Is(err, koe.ErrNotFound) {
 			return false, nil
 		}
 		return false, fmt.Errorf("delete history: %w", err)
@@ -128,7 +129,7 @@ func (s *Session) dropIfUnused(conf string, p place) {
 	if p.uid == "" || p.used {
 		return
 	}
-	if err := s.deps.Store.Delete(conf, p.uid); err != nil && !errors.Is(err, history.ErrNotFound) {
+	if err := s.deps.Store.Delete(conf, p.uid); err != nil && !errors.Is(err, koe.ErrNotFound) {
 		s.log.Warn("could not delete unused history", "history_uid", p.uid, "err", err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/internal/quote"
 	"koe/recall"
 )
@@ -48,8 +48,8 @@ func (h *Hub) RecallRunning() bool { return h.deps.Recall != nil }
 
 // memoriesOf is the character whose memories a request names.
 func (h *Hub) memoriesOf(conf string) (Character, error) {
-	if !history.ValidID(conf) {
-		return Character{}, fmt.Errorf("memories of %q: %w", quote.Shorten(conf, 80), history.ErrInvalidID)
+	if !koe.ValidID(conf) {
+		return Character{}, fmt.Errorf("memories of %q: %w", quote.Shorten(conf, 80), koe.ErrInvalidID)
 	}
 	char, ok := h.deps.Characters.Find(conf)
 	if !ok {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/conversation"
 	"koe/history"
 	"koe/protocol"
@@ -225,7 +226,7 @@ func TestNewHistoryDropsAnUnusedOne(t *testing.T) {
 	if _, err := r.sess.NewHistory(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.real.Messages("c1", first); !errors.Is(err, history.ErrNotFound) {
+	if _, err := r.real.Messages("c1", first); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("unused history still there: %v", err)
 	}
 	r.turn("keep this history")
@@ -337,7 +338,7 @@ func TestInternalErrorsAreNotShown(t *testing.T) {
 	if p.Kind != conversation.KindInternal || strings.Contains(p.Message, "/var/lib") {
 		t.Fatalf("Explain(%v) = %+v", err, p)
 	}
-	if p := conversation.Explain(history.ErrNotFound); p.Kind != conversation.KindNotFound {
+	if p := conversation.Explain(koe.ErrNotFound); p.Kind != conversation.KindNotFound {
 		t.Fatalf("not found → %+v", p)
 	}
 }

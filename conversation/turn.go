@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"koe"
 	"koe/agent"
 	"koe/conversation/sentence"
 	"koe/history"
@@ -249,7 +250,7 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 	c := s.cast
 	fresh := s.place.uid == ""
 	if fresh {
-		s.place.uid = history.NewUID(time.Now())
+		s.place.uid = koe.NewHistoryUID(time.Now())
 	}
 	s.place.used = true
 	uid, seen := s.place.uid, s.place.seen

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"koe"
 )
 
 // BenchmarkCreateBurst is many sessions' first turns at once: each creates
@@ -20,7 +22,7 @@ func BenchmarkCreateBurst(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := s.CreateWith("bench", NewUID(time.Now()), rec); err != nil {
+				if err := s.CreateWith("bench", koe.NewHistoryUID(time.Now()), rec); err != nil {
 					b.Error(err)
 				}
 			}()

@@ -62,5 +62,5 @@
 // prompt is reset.
 //
 // Every id that reaches this package is assumed to come from an untrusted
-// client and is checked with ValidID before any database access.
+// client and is checked with koe.ValidID before any database access.
 package history

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"koe"
 	"koe/testkit/pgtest"
 )
 
@@ -23,7 +24,7 @@ func TestExportImportLegacyRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uid := NewUID(time.Now())
+	uid := koe.NewHistoryUID(time.Now())
 	if err := s.CreateWith("c", uid, Record{Role: RoleHuman, Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}

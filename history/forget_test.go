@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"koe"
 )
 
 func recallSeqs(t *testing.T, s testStore, conf string) []uint64 {
@@ -66,7 +68,7 @@ func testForgetRecalls(t *testing.T, open opener) {
 	if n, err := s.ForgetRecalls(conf, "2025-01-01_00-00-00_00000000000000000000000000000000", []uint64{2}); err != nil || n != 0 {
 		t.Errorf("a missing history = %d, %v; want 0, nil", n, err)
 	}
-	if _, err := s.ForgetRecalls(conf, "../x", []uint64{2}); !errors.Is(err, ErrInvalidID) {
+	if _, err := s.ForgetRecalls(conf, "../x", []uint64{2}); !errors.Is(err, koe.ErrInvalidID) {
 		t.Errorf("a bad id: %v, want ErrInvalidID", err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // picture returns n distinct bytes, so a mix-up between images shows.
@@ -56,7 +58,7 @@ func rawValues(t *testing.T, s *Store, conf, uid string, name []byte) map[string
 func TestImagesStoredApart(t *testing.T) {
 	s, _ := openTest(t, Options{Now: stepClock(t0)})
 	png, jpeg, gif := picture(1, 3000), picture(2, 5001), picture(3, 7)
-	uid := NewUID(t0)
+	uid := koe.NewHistoryUID(t0)
 	// The first message creates the history, as a conversation's does.
 	err := s.CreateWith("c", uid, Record{Role: RoleHuman, Content: "look", Images: []Image{{Source: "camera", MimeType: "image/png", Data: b64(png)}}})
 	if err != nil {
@@ -214,7 +216,7 @@ func testImageErrors(t *testing.T, open opener) {
 		{"d", uid, "2-0"},                    // no such conf
 	}
 	for _, c := range notFound {
-		if _, _, err := s.Image(c.conf, c.uid, c.ref); !errors.Is(err, ErrNotFound) {
+		if _, _, err := s.Image(c.conf, c.uid, c.ref); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("Image(%q, %q, %q): err = %v, want ErrNotFound", c.conf, c.uid, c.ref, err)
 		}
 	}
@@ -223,14 +225,14 @@ func testImageErrors(t *testing.T, open opener) {
 		"a-b", "2-x", "18446744073709551616-0", "2-4294967296", "١-0", strings.Repeat("9", 40) + "-0", "2-0\x00"}
 	for _, ref := range garbage {
 		_, _, err := s.Image("c", uid, ref)
-		if !errors.Is(err, ErrInvalidID) {
+		if !errors.Is(err, koe.ErrInvalidID) {
 			t.Errorf("Image(ref %q): err = %v, want ErrInvalidID", ref, err)
 		}
 	}
-	if _, _, err := s.Image("../c", uid, "2-0"); !errors.Is(err, ErrInvalidID) {
+	if _, _, err := s.Image("../c", uid, "2-0"); !errors.Is(err, koe.ErrInvalidID) {
 		t.Errorf("Image(bad conf): err = %v, want ErrInvalidID", err)
 	}
-	if _, _, err := s.Image("c", "a/b", "2-0"); !errors.Is(err, ErrInvalidID) {
+	if _, _, err := s.Image("c", "a/b", "2-0"); !errors.Is(err, koe.ErrInvalidID) {
 		t.Errorf("Image(bad history): err = %v, want ErrInvalidID", err)
 	}
 	long := strings.Repeat("7", 100)
@@ -259,11 +261,11 @@ func testBadImageData(t *testing.T, open opener) {
 	for name, data := range bad {
 		r := Record{Role: RoleHuman, Content: name, Images: []Image{good, {Source: "camera", MimeType: "image/png", Data: data}}}
 		err := s.Append("c", uid, r)
-		if !errors.Is(err, ErrInvalidRecord) || !strings.Contains(err.Error(), "image 2") {
+		if !errors.Is(err, koe.ErrInvalidRecord) || !strings.Contains(err.Error(), "image 2") {
 			t.Errorf("Append(%s): err = %v, want ErrInvalidRecord naming image 2", name, err)
 		}
-		err = s.CreateWith("c", NewUID(t0), r)
-		if !errors.Is(err, ErrInvalidRecord) {
+		err = s.CreateWith("c", koe.NewHistoryUID(t0), r)
+		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("CreateWith(%s): err = %v, want ErrInvalidRecord", name, err)
 		}
 	}
@@ -283,7 +285,7 @@ func testDeleteRemovesImages(t *testing.T, open opener) {
 	if err := s.Delete("c", gone); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Image("c", gone, "2-0"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Image("c", gone, "2-0"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Image of deleted history: err = %v, want ErrNotFound", err)
 	}
 	if strings.Contains(dump(t, s), gone) {
@@ -322,7 +324,7 @@ func testConcurrentImageAppends(t *testing.T, open opener) {
 		go func() {
 			defer wg.Done()
 			err := s.Append("c", "missing", Record{Role: RoleHuman, Images: []Image{{MimeType: "image/png", Data: b64(picture(0, 10))}}})
-			if !errors.Is(err, ErrNotFound) {
+			if !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("append to missing history: %v", err)
 			}
 		}()

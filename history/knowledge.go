@@ -12,6 +12,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"koe"
 )
 
 // Knowledge buckets, under the root "knowledge", one bucket per conf uid:
@@ -84,7 +86,7 @@ func (s *Store) PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, pages 
 	for i, p := range pages {
 		if p < 0 || p > len(text) || (i > 0 && p < pages[i-1]) {
 			return fmt.Errorf("put document %q of conf %q: page %d starts at %d, outside the text or before the page above: %w",
-				d.ID, conf, i+1, p, ErrInvalidRecord)
+				d.ID, conf, i+1, p, koe.ErrInvalidRecord)
 		}
 	}
 	meta, err := json.Marshal(d)
@@ -146,11 +148,11 @@ func (s *Store) KnowledgeText(conf, id string) (text string, pages []int, err er
 	err = s.db.View(func(tx *bolt.Tx) error {
 		b := knowledgeSub(tx, conf, bucketTexts)
 		if b == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		v := b.Get([]byte(id))
 		if v == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		var derr error
 		text, pages, derr = decodeText(v)
@@ -230,11 +232,11 @@ func encodeChunks(conf, docID string, chunks []KnowledgeChunk) ([][]byte, error)
 	for i, c := range chunks {
 		if c.DocID != "" && c.DocID != docID {
 			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk %d belongs to document %q: %w",
-				docID, conf, c.Seq, truncateID(c.DocID), ErrInvalidRecord)
+				docID, conf, c.Seq, truncateID(c.DocID), koe.ErrInvalidRecord)
 		}
 		if c.Seq < 0 || int64(c.Seq) > math.MaxUint32 || seen[c.Seq] {
 			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk seq %d is negative, too large or repeated: %w",
-				docID, conf, c.Seq, ErrInvalidRecord)
+				docID, conf, c.Seq, koe.ErrInvalidRecord)
 		}
 		seen[c.Seq] = true
 		v, err := json.Marshal(c)

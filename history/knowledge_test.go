@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"koe"
 )
 
 func knowledgeDoc(id string, added time.Time) KnowledgeDoc {
@@ -92,10 +94,10 @@ func testKnowledgeDocRoundTrip(t *testing.T, open opener) {
 		t.Fatalf("after replace, text = %q, pages %v", got, pages)
 	}
 
-	if _, _, err := s.KnowledgeText("c", "nope"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.KnowledgeText("c", "nope"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("KnowledgeText of an unknown doc: err = %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.KnowledgeText("other", "a"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.KnowledgeText("other", "a"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("KnowledgeText of another conf's doc: err = %v, want ErrNotFound", err)
 	}
 }
@@ -106,7 +108,7 @@ func testKnowledgeDocPagesChecked(t *testing.T, open opener) {
 	s := open(t, Options{})
 	for _, pages := range [][]int{{0, 50}, {0, 5, 3}, {-1}} {
 		err := s.PutKnowledgeDoc("c", knowledgeDoc("d", t0), "0123456789", pages)
-		if !errors.Is(err, ErrInvalidRecord) {
+		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("pages %v: err = %v, want ErrInvalidRecord", pages, err)
 		}
 	}
@@ -198,7 +200,7 @@ func testKnowledgeChunksRefused(t *testing.T, open opener) {
 	negative := knowledgeChunks("d", 1, 0)
 	negative[0].Seq = -1
 	for name, cs := range map[string][]KnowledgeChunk{"repeated seq": repeated, "foreign doc": foreign, "negative seq": negative} {
-		if err := s.PutKnowledgeChunks("c", "d", cs); !errors.Is(err, ErrInvalidRecord) {
+		if err := s.PutKnowledgeChunks("c", "d", cs); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecord", name, err)
 		}
 	}
@@ -223,7 +225,7 @@ func testKnowledgeDeleteDoc(t *testing.T, open opener) {
 	if err != nil || !existed {
 		t.Fatalf("DeleteKnowledgeDoc(d) = %v, %v; want true", existed, err)
 	}
-	if _, _, err := s.KnowledgeText("c", "d"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.KnowledgeText("c", "d"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("text of a deleted doc: err = %v, want ErrNotFound", err)
 	}
 	for _, c := range chunksOf(t, s, "c") {
@@ -309,7 +311,7 @@ func testKnowledgeInvalidIDs(t *testing.T, open opener) {
 		_, err = s.DeleteKnowledgeDoc("c", id)
 		checks["DeleteKnowledgeDoc"] = err
 		for name, err := range checks {
-			if !errors.Is(err, ErrInvalidID) {
+			if !errors.Is(err, koe.ErrInvalidID) {
 				t.Errorf("%s(%q): err = %v, want ErrInvalidID", name, id, err)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // Prompt names koe uses.
@@ -77,7 +79,7 @@ func (s *Store) AddSummary(confUID, historyUID string, r SummaryRecord) error {
 		return fmt.Errorf("add summary to history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if missing {
-		return fmt.Errorf("add summary to history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+		return fmt.Errorf("add summary to history %q of conf %q: %w", historyUID, confUID, koe.ErrNotFound)
 	}
 	return nil
 }
@@ -92,7 +94,7 @@ func (s *Store) Summaries(confUID, historyUID string) ([]SummaryRecord, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		h := historyBucket(tx, confUID, historyUID)
 		if h == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		sums := h.Bucket(bucketSummaries)
 		if sums == nil {
@@ -120,7 +122,7 @@ func (s *Store) Summaries(confUID, historyUID string) ([]SummaryRecord, error) {
 // database. It runs before any write so that a bad record stores nothing.
 func validateSummary(historyUID string, r SummaryRecord) error {
 	invalid := func(format string, args ...any) error {
-		return fmt.Errorf("summary: %s: %w", fmt.Sprintf(format, args...), ErrInvalidRecord)
+		return fmt.Errorf("summary: %s: %w", fmt.Sprintf(format, args...), koe.ErrInvalidRecord)
 	}
 	if r.ThreadID != historyUID {
 		return invalid("thread id %q does not match the history", truncateID(r.ThreadID))
@@ -165,7 +167,7 @@ func (s *Store) SetPrompt(confUID, name, text string) error {
 		return err
 	}
 	if len(text) > maxPromptLen {
-		return fmt.Errorf("set prompt %q of conf %q: %d bytes, limit %d: %w", name, confUID, len(text), maxPromptLen, ErrInvalidRecord)
+		return fmt.Errorf("set prompt %q of conf %q: %d bytes, limit %d: %w", name, confUID, len(text), maxPromptLen, koe.ErrInvalidRecord)
 	}
 	// Prompts change only when a user edits them, so a plain transaction
 	// is enough; there is nothing to batch.

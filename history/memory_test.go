@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // summary returns a valid record of n turns of history uid starting at first.
@@ -216,7 +218,7 @@ func testInvalidSummary(t *testing.T, open opener) {
 	}
 	for name, r := range cases {
 		err := s.AddSummary("c", h, r)
-		if !errors.Is(err, ErrInvalidRecord) {
+		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecord", name, err)
 		}
 	}
@@ -263,7 +265,7 @@ func testMemoryInvalidIDs(t *testing.T, open opener) {
 	for _, id := range bad {
 		check := func(op string, err error) {
 			t.Helper()
-			if !errors.Is(err, ErrInvalidID) {
+			if !errors.Is(err, koe.ErrInvalidID) {
 				t.Errorf("%s with %q: err = %v, want ErrInvalidID", op, id, err)
 			}
 		}
@@ -301,10 +303,10 @@ func testSummaryMissingHistory(t *testing.T, open opener) {
 		{"unknown", h},
 	}
 	for _, c := range cases {
-		if err := s.AddSummary(c.conf, c.uid, summary(c.uid, 1, 3, "x")); !errors.Is(err, ErrNotFound) {
+		if err := s.AddSummary(c.conf, c.uid, summary(c.uid, 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("AddSummary(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
-		if got, err := s.Summaries(c.conf, c.uid); !errors.Is(err, ErrNotFound) || got != nil {
+		if got, err := s.Summaries(c.conf, c.uid); !errors.Is(err, koe.ErrNotFound) || got != nil {
 			t.Errorf("Summaries(%q, %q) = %v, %v; want nil, ErrNotFound", c.conf, c.uid, got, err)
 		}
 	}
@@ -326,10 +328,10 @@ func testDeleteRemovesSummaries(t *testing.T, open opener) {
 	if err := s.Delete("c", gone); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := s.Summaries("c", gone); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Summaries("c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Summaries after Delete: err = %v, want ErrNotFound", err)
 	}
-	if err := s.AddSummary("c", gone, summary(gone, 4, 3, "late")); !errors.Is(err, ErrNotFound) {
+	if err := s.AddSummary("c", gone, summary(gone, 4, 3, "late")); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("AddSummary after Delete: err = %v, want ErrNotFound", err)
 	}
 	if d := dump(t, s); strings.Contains(d, gone) || strings.Contains(d, "forget me") {
@@ -472,10 +474,10 @@ func testPromptTooLong(t *testing.T, open opener) {
 	}
 	before := dump(t, s)
 	for _, n := range []int{64<<10 + 1, 1 << 20} {
-		if err := s.SetPrompt("c", PromptSystem, strings.Repeat("y", n)); !errors.Is(err, ErrInvalidRecord) {
+		if err := s.SetPrompt("c", PromptSystem, strings.Repeat("y", n)); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("SetPrompt of %d bytes: err = %v, want ErrInvalidRecord", n, err)
 		}
-		if err := s.SetPrompt("c", PromptReminder, strings.Repeat("y", n)); !errors.Is(err, ErrInvalidRecord) {
+		if err := s.SetPrompt("c", PromptReminder, strings.Repeat("y", n)); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("SetPrompt of %d bytes (new name): err = %v, want ErrInvalidRecord", n, err)
 		}
 	}
@@ -587,7 +589,7 @@ func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.AddSummary("c", "missing", summary("missing", 1, 3, "x")); !errors.Is(err, ErrNotFound) {
+			if err := s.AddSummary("c", "missing", summary("missing", 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("AddSummary to missing history: err = %v, want ErrNotFound", err)
 			}
 		}()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // Page returns up to limit records of a history that are older than the
@@ -20,13 +22,13 @@ func (s *Store) Page(confUID, historyUID string, before uint64, limit int) (reco
 		return nil, false, err
 	}
 	if limit < 1 {
-		return nil, false, fmt.Errorf("page of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+		return nil, false, fmt.Errorf("page of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, koe.ErrInvalidPage)
 	}
 	records = []Record{}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		msgs := messagesBucket(tx, confUID, historyUID)
 		if msgs == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		c := msgs.Cursor()
 		k, v := c.Last()

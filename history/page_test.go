@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"koe"
 )
 
 // contents lists the Content of records, for compact comparisons.
@@ -110,21 +112,21 @@ func testPageErrors(t *testing.T, open opener) {
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
 	for _, limit := range []int{0, -1} {
-		if _, _, err := s.Page("c", uid, 0, limit); !errors.Is(err, ErrInvalidPage) {
+		if _, _, err := s.Page("c", uid, 0, limit); !errors.Is(err, koe.ErrInvalidPage) {
 			t.Errorf("Page(limit %d): err = %v, want ErrInvalidPage", limit, err)
 		}
 	}
-	if _, _, err := s.Page("c", "missing", 0, 5); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Page("c", "missing", 0, 5); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("Page(missing history): err = %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.Page("other", uid, 0, 5); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Page("other", uid, 0, 5); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("Page(other conf): err = %v, want ErrNotFound", err)
 	}
 	for _, id := range []string{"", "../x", "a/b"} {
-		if _, _, err := s.Page(id, uid, 0, 5); !errors.Is(err, ErrInvalidID) {
+		if _, _, err := s.Page(id, uid, 0, 5); !errors.Is(err, koe.ErrInvalidID) {
 			t.Errorf("Page(conf %q): err = %v, want ErrInvalidID", id, err)
 		}
-		if _, _, err := s.Page("c", id, 0, 5); !errors.Is(err, ErrInvalidID) {
+		if _, _, err := s.Page("c", id, 0, 5); !errors.Is(err, koe.ErrInvalidID) {
 			t.Errorf("Page(history %q): err = %v, want ErrInvalidID", id, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"koe"
 	"koe/internal/pgmigrate"
 )
 
@@ -286,7 +287,7 @@ func pgSeq(seq uint64) int64 {
 // returns its uid.
 func (s *PGStore) Create(confUID string) (string, error) {
 	now := s.now()
-	uid := NewUID(now)
+	uid := koe.NewHistoryUID(now)
 	if err := s.createWith(confUID, uid, now, nil); err != nil {
 		return "", err
 	}
@@ -395,7 +396,7 @@ func (s *PGStore) Append(confUID, historyUID string, r Record) error {
 		SELECT seq FROM r`,
 		confUID, historyUID, recordKind(r.Role), p.json, idxs, p.images).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return failf(ErrNotFound)
+		return failf(koe.ErrNotFound)
 	}
 	if err != nil {
 		return failf(s.pgErr(err))
@@ -419,7 +420,7 @@ func (s *PGStore) Since(confUID, historyUID string, after uint64, limit int) ([]
 		return nil, err
 	}
 	if limit < 1 {
-		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, koe.ErrInvalidPage)
 	}
 	return s.records(confUID, historyUID, after, limit)
 }
@@ -449,7 +450,7 @@ func (s *PGStore) records(confUID, historyUID string, after uint64, limit int) (
 		return nil, failf(s.pgErr(err))
 	}
 	if !found {
-		return nil, failf(ErrNotFound)
+		return nil, failf(koe.ErrNotFound)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, nil
@@ -537,7 +538,7 @@ func (s *PGStore) Delete(confUID, historyUID string) error {
 	defer cancel()
 	tag, err := s.pool.Exec(ctx, `DELETE FROM koe_histories WHERE conf_uid = $1 AND uid = $2`, confUID, historyUID)
 	if err == nil && tag.RowsAffected() == 0 {
-		err = ErrNotFound
+		err = koe.ErrNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("delete history %q of conf %q: %w", historyUID, confUID, s.pgErr(err))
@@ -572,7 +573,7 @@ func (s *PGStore) LastSeq(confUID, historyUID string) (uint64, error) {
 	err := s.pool.QueryRow(ctx, `SELECT last_seq FROM koe_histories WHERE conf_uid = $1 AND uid = $2`,
 		confUID, historyUID).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = ErrNotFound
+		err = koe.ErrNotFound
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, s.pgErr(err))
@@ -587,7 +588,7 @@ func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (re
 		return nil, false, err
 	}
 	if limit < 1 {
-		return nil, false, fmt.Errorf("page of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+		return nil, false, fmt.Errorf("page of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, koe.ErrInvalidPage)
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read page of history %q of conf %q: %w", historyUID, confUID, err)
@@ -614,7 +615,7 @@ func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (re
 		return nil, false, failf(s.pgErr(err))
 	}
 	if !found {
-		return nil, false, failf(ErrNotFound)
+		return nil, false, failf(koe.ErrNotFound)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	if len(out) > limit {
@@ -634,7 +635,7 @@ func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []by
 	}
 	seq, index, ok := parseRef(ref)
 	if !ok {
-		return "", nil, fmt.Errorf("image ref %q: %w", truncateID(ref), ErrInvalidID)
+		return "", nil, fmt.Errorf("image ref %q: %w", truncateID(ref), koe.ErrInvalidID)
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read image %s of history %q of conf %q: %w", ref, historyUID, confUID, err)
@@ -648,7 +649,7 @@ func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []by
 		WHERE r.conf_uid = $1 AND r.uid = $2 AND r.seq = $3`,
 		confUID, historyUID, pgSeq(seq), int64(index)).Scan(&body, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil, failf(ErrNotFound)
+		return "", nil, failf(koe.ErrNotFound)
 	}
 	if err != nil {
 		return "", nil, failf(s.pgErr(err))
@@ -658,7 +659,7 @@ func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []by
 		return "", nil, failf(fmt.Errorf("decode record %d: %w", seq, err))
 	}
 	if uint64(index) >= uint64(len(sr.Images)) {
-		return "", nil, failf(ErrNotFound)
+		return "", nil, failf(koe.ErrNotFound)
 	}
 	if sr.Images[index].Data != nil {
 		mime, data, err = legacyImage(body, index)
@@ -686,7 +687,7 @@ func (s *PGStore) AddSummary(confUID, historyUID string, r SummaryRecord) error 
 		return failf(err)
 	}
 	if r.Turns[0] > math.MaxInt32 {
-		return failf(fmt.Errorf("summary: turn %d is too large: %w", r.Turns[0], ErrInvalidRecord))
+		return failf(fmt.Errorf("summary: turn %d is too large: %w", r.Turns[0], koe.ErrInvalidRecord))
 	}
 	if r.CreatedAt == "" {
 		r.CreatedAt = s.timestamp()
@@ -704,7 +705,7 @@ func (s *PGStore) AddSummary(confUID, historyUID string, r SummaryRecord) error 
 		ON CONFLICT (conf_uid, uid, first_turn) DO UPDATE SET body = excluded.body`,
 		confUID, historyUID, r.Turns[0], val)
 	if err == nil && tag.RowsAffected() == 0 {
-		err = ErrNotFound
+		err = koe.ErrNotFound
 	}
 	if err != nil {
 		return failf(s.pgErr(err))
@@ -753,7 +754,7 @@ func (s *PGStore) Summaries(confUID, historyUID string) ([]SummaryRecord, error)
 		return nil, failf(s.pgErr(err))
 	}
 	if !found {
-		return nil, failf(ErrNotFound)
+		return nil, failf(koe.ErrNotFound)
 	}
 	return out, nil
 }
@@ -766,7 +767,7 @@ func (s *PGStore) SetPrompt(confUID, name, text string) error {
 	}
 	failf := func(err error) error { return fmt.Errorf("set prompt %q of conf %q: %w", name, confUID, err) }
 	if len(text) > maxPromptLen {
-		return failf(fmt.Errorf("%d bytes, limit %d: %w", len(text), maxPromptLen, ErrInvalidRecord))
+		return failf(fmt.Errorf("%d bytes, limit %d: %w", len(text), maxPromptLen, koe.ErrInvalidRecord))
 	}
 	ctx, cancel := s.op()
 	defer cancel()

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+
+	"koe"
 )
 
 // Knowledge documents and the local knowledge store's chunks in the
@@ -21,7 +23,7 @@ func (s *PGStore) PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, page
 	for i, p := range pages {
 		if p < 0 || p > len(text) || (i > 0 && p < pages[i-1]) {
 			return fmt.Errorf("put document %q of conf %q: page %d starts at %d, outside the text or before the page above: %w",
-				d.ID, conf, i+1, p, ErrInvalidRecord)
+				d.ID, conf, i+1, p, koe.ErrInvalidRecord)
 		}
 	}
 	meta, err := json.Marshal(d)
@@ -86,7 +88,7 @@ func (s *PGStore) KnowledgeText(conf, id string) (text string, pages []int, err 
 	var body []byte
 	err = s.pool.QueryRow(ctx, `SELECT body FROM koe_knowledge_docs WHERE conf_uid = $1 AND doc_id = $2`, conf, id).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = ErrNotFound
+		err = koe.ErrNotFound
 	}
 	if err == nil {
 		text, pages, err = decodeText(body)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"koe"
 )
 
 // The recall index of the PostgreSQL store: the Store's recall methods,
@@ -120,7 +122,7 @@ func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark RecallMark, 
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM koe_histories WHERE conf_uid = $1 AND uid = $2 FOR SHARE`, confUID, historyUID).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -192,7 +194,7 @@ func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark RecallMark, 
 		}
 		return nil
 	})
-	if errors.Is(err, ErrMarkMoved) {
+	if errors.Is(err, koe.ErrMarkMoved) {
 		return nil, failf(fmt.Errorf("from %+v: %w", from, err))
 	}
 	if err != nil {
@@ -212,7 +214,7 @@ func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string,
 	err = tx.QueryRow(ctx, `SELECT body FROM koe_recall_marks WHERE conf_uid = $1 AND uid = $2 FOR UPDATE`, confUID, historyUID).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if from != (RecallMark{}) {
-			return false, ErrMarkMoved // cleared meanwhile
+			return false, koe.ErrMarkMoved // cleared meanwhile
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO koe_recall_marks (conf_uid, uid, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 			confUID, historyUID, mark)
@@ -220,7 +222,7 @@ func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string,
 			return false, fmt.Errorf("put recall mark: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
-			return false, ErrMarkMoved
+			return false, koe.ErrMarkMoved
 		}
 		return true, nil
 	}
@@ -232,7 +234,7 @@ func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string,
 		return false, fmt.Errorf("decode recall mark: %w", err)
 	}
 	if stored != from {
-		return false, ErrMarkMoved
+		return false, koe.ErrMarkMoved
 	}
 	return false, nil
 }

@@ -3,6 +3,8 @@ package history
 import (
 	"encoding/json"
 	"fmt"
+
+	"koe"
 )
 
 // The PostgreSQL store's reads of recall data another instance wrote, as
@@ -19,7 +21,7 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 		return fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if limit < 1 {
-		return nil, failf(fmt.Errorf("limit %d, want at least 1: %w", limit, ErrInvalidPage))
+		return nil, failf(fmt.Errorf("limit %d, want at least 1: %w", limit, koe.ErrInvalidPage))
 	}
 	ctx, cancel := s.op()
 	defer cancel()
@@ -61,7 +63,7 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 		return nil, failf(s.pgErr(err))
 	}
 	if !found {
-		return nil, failf(ErrNotFound)
+		return nil, failf(koe.ErrNotFound)
 	}
 	return out, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"koe"
 )
 
 // NameProactive marks a stored proactive instruction: a system record that
@@ -171,10 +173,10 @@ func (s *Store) SaveRecall(confUID, historyUID string, from, mark RecallMark, en
 		return nil, fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if missing {
-		return nil, fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+		return nil, fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, koe.ErrNotFound)
 	}
 	if moved {
-		return nil, fmt.Errorf("save recall of history %q of conf %q from %+v: %w", historyUID, confUID, from, ErrMarkMoved)
+		return nil, fmt.Errorf("save recall of history %q of conf %q from %+v: %w", historyUID, confUID, from, koe.ErrMarkMoved)
 	}
 	return saved, nil
 }
@@ -410,7 +412,7 @@ func (s *Store) Since(confUID, historyUID string, after uint64, limit int) ([]Re
 		return nil, err
 	}
 	if limit < 1 {
-		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, koe.ErrInvalidPage)
 	}
 	return s.records(confUID, historyUID, after, limit)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // What an instance of koe reads of recall data another instance wrote to
@@ -20,7 +22,7 @@ func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int)
 		return nil, err
 	}
 	if limit < 1 {
-		return nil, fmt.Errorf("recall entries of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+		return nil, fmt.Errorf("recall entries of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, koe.ErrInvalidPage)
 	}
 	var out []RecallEntry
 	missing := false
@@ -57,7 +59,7 @@ func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int)
 		return nil, fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if missing {
-		return nil, fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+		return nil, fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, koe.ErrNotFound)
 	}
 	return out, nil
 }

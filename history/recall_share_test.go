@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/testkit/pgtest"
 )
 
@@ -27,7 +28,7 @@ func testSaveRecallMarkMoved(t *testing.T, open opener) {
 	before := recallKeys(recallOf(t, s, "c"))
 	for _, from := range []RecallMark{{}, {Seq: 3}, {Seq: 2, Turn: 1}, {Seq: 9, Turn: 4}} {
 		saved, err := s.SaveRecall("c", "h1", from, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{ent("h1", 4, "four")})
-		if !errors.Is(err, ErrMarkMoved) || saved != nil {
+		if !errors.Is(err, koe.ErrMarkMoved) || saved != nil {
 			t.Fatalf("SaveRecall from %+v with the mark at %+v = %v, %v; want ErrMarkMoved", from, first, saved, err)
 		}
 	}
@@ -45,7 +46,7 @@ func testSaveRecallMarkMoved(t *testing.T, open opener) {
 	if err := s.ClearRecall("c"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveRecall("c", "h1", RecallMark{Seq: 5, Turn: 2}, RecallMark{Seq: 6, Turn: 3}, nil); !errors.Is(err, ErrMarkMoved) {
+	if _, err := s.SaveRecall("c", "h1", RecallMark{Seq: 5, Turn: 2}, RecallMark{Seq: 6, Turn: 3}, nil); !errors.Is(err, koe.ErrMarkMoved) {
 		t.Fatalf("a save from before a clear: %v, want ErrMarkMoved", err)
 	}
 	if _, err := s.SaveRecall("c", "h1", RecallMark{}, RecallMark{Seq: 6, Turn: 3}, []RecallEntry{ent("h1", 2, "two")}); err != nil {
@@ -129,7 +130,7 @@ func testSaveRecallRace(t *testing.T, stores []testStore) {
 					t.Fatalf("round %d: %s saved %v", round, o.who, o.saved)
 				}
 				won = append(won, o.who)
-			case errors.Is(o.err, ErrMarkMoved):
+			case errors.Is(o.err, koe.ErrMarkMoved):
 			default:
 				t.Fatalf("round %d: %s: %v", round, o.who, o.err)
 			}
@@ -197,13 +198,13 @@ func testRecallSince(t *testing.T, open opener) {
 	if got := since("h10", 0, 10); len(got) != 1 || got[0].Text != "elsewhere" {
 		t.Fatalf("RecallSince(h10) = %+v", got)
 	}
-	if _, err := s.RecallSince("c", "gone", 0, 10); !errors.Is(err, ErrNotFound) {
+	if _, err := s.RecallSince("c", "gone", 0, 10); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("a missing history: %v, want ErrNotFound", err)
 	}
-	if _, err := s.RecallSince("c", "h1", 0, 0); !errors.Is(err, ErrInvalidPage) {
+	if _, err := s.RecallSince("c", "h1", 0, 0); !errors.Is(err, koe.ErrInvalidPage) {
 		t.Fatalf("limit 0: %v, want ErrInvalidPage", err)
 	}
-	if _, err := s.RecallSince("c", "../h1", 0, 1); !errors.Is(err, ErrInvalidID) {
+	if _, err := s.RecallSince("c", "../h1", 0, 1); !errors.Is(err, koe.ErrInvalidID) {
 		t.Fatalf("a bad uid: %v, want ErrInvalidID", err)
 	}
 }
@@ -238,7 +239,7 @@ func testForgottenRecalls(t *testing.T, open opener) {
 	if got, err := s.ForgottenRecalls("d", ""); err != nil || len(got) != 0 {
 		t.Fatalf("ForgottenRecalls of another conf = %v, %v", got, err)
 	}
-	if _, err := s.ForgottenRecalls("c", "a/b"); !errors.Is(err, ErrInvalidID) {
+	if _, err := s.ForgottenRecalls("c", "a/b"); !errors.Is(err, koe.ErrInvalidID) {
 		t.Fatalf("a bad uid: %v, want ErrInvalidID", err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // recallOf reads every recall entry of conf, failing the test on error.
@@ -167,7 +169,7 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 	}
 	for _, uid := range []string{"gone", "never"} {
 		saved, err := s.SaveRecall("c", uid, RecallMark{}, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{ent(uid, 2, "hello")})
-		if !errors.Is(err, ErrNotFound) || saved != nil {
+		if !errors.Is(err, koe.ErrNotFound) || saved != nil {
 			t.Fatalf("SaveRecall(%s) = %v, %v; want ErrNotFound and nothing", uid, saved, err)
 		}
 		if _, ok, _ := s.RecallMark("c", uid); ok {
@@ -175,7 +177,7 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 		}
 	}
 	// The conf has no history at all: still nothing.
-	if _, err := s.SaveRecall("nobody", "h1", RecallMark{}, RecallMark{Seq: 1}, []RecallEntry{ent("h1", 1, "x")}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.SaveRecall("nobody", "h1", RecallMark{}, RecallMark{Seq: 1}, []RecallEntry{ent("h1", 1, "x")}); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("SaveRecall in an unknown conf: %v", err)
 	}
 	if got := recallOf(t, s, "c"); len(got) != 0 {
@@ -184,7 +186,7 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 	if n := rawRecallKeys(t, s, "c", bucketEntries, "gone") + rawRecallKeys(t, s, "c", bucketEntries, "never"); n != 0 {
 		t.Fatalf("%d raw entries for missing histories", n)
 	}
-	if _, err := s.SaveRecall("c", "../h1", RecallMark{}, RecallMark{}, nil); !errors.Is(err, ErrInvalidID) {
+	if _, err := s.SaveRecall("c", "../h1", RecallMark{}, RecallMark{}, nil); !errors.Is(err, koe.ErrInvalidID) {
 		t.Fatalf("SaveRecall with a bad uid: %v", err)
 	}
 }
@@ -416,10 +418,10 @@ func testSince(t *testing.T, open opener) {
 	if rest, err := s.Since("c", "h1", 5, 10); err != nil || len(rest) != 0 {
 		t.Fatalf("Since past the end = %+v, %v", rest, err)
 	}
-	if _, err := s.Since("c", "h1", 0, 0); !errors.Is(err, ErrInvalidPage) {
+	if _, err := s.Since("c", "h1", 0, 0); !errors.Is(err, koe.ErrInvalidPage) {
 		t.Fatalf("Since with limit 0: %v", err)
 	}
-	if _, err := s.Since("c", "nope", 0, 1); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Since("c", "nope", 0, 1); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Since of a missing history: %v", err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // storedRecord is a Record as it sits in the messages bucket. It is kept
@@ -128,7 +130,7 @@ func encodeRecord(r Record) (pendingRecord, error) {
 	for i, img := range r.Images {
 		raw, err := decodeImageData(img.Data)
 		if err != nil {
-			return pendingRecord{}, fmt.Errorf("image %d: %w: %w", i+1, err, ErrInvalidRecord)
+			return pendingRecord{}, fmt.Errorf("image %d: %w: %w", i+1, err, koe.ErrInvalidRecord)
 		}
 		p.images = append(p.images, raw)
 		sr.Images = append(sr.Images, storedImage{Source: img.Source, MimeType: img.MimeType, Size: len(raw)})

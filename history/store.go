@@ -12,28 +12,12 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"koe"
 )
 
-// Sentinel errors; callers match them with errors.Is, as every returned
-// error is wrapped with the ids and operation involved.
-var (
-	// ErrNotFound means the history (or its conf) does not exist.
-	ErrNotFound = errors.New("history not found")
-	// ErrInvalidID means a client-supplied id failed ValidID; nothing was read
-	// or written.
-	ErrInvalidID = errors.New("invalid id")
-	// ErrLocked means another process holds the database file lock.
-	ErrLocked = errors.New("database is locked by another process")
-	// ErrInvalidRecord means a record, summary or prompt failed validation;
-	// nothing was written.
-	ErrInvalidRecord = errors.New("invalid record")
-	// ErrInvalidPage means a Page request asked for no records.
-	ErrInvalidPage = errors.New("invalid page request")
-	// ErrMarkMoved means a recall mark was not where the indexer that
-	// saves read it: another indexer (of another instance, say) saved
-	// first. Nothing was written.
-	ErrMarkMoved = errors.New("the recall mark moved: another indexer saved first")
-)
+// ErrLocked means another process holds the database file lock.
+var ErrLocked = errors.New("database is locked by another process")
 
 // Roles of a Record, as used by Open-LLM-VTuber.
 const (
@@ -216,14 +200,14 @@ func (s *Store) timestamp() string {
 // returns its uid.
 func (s *Store) Create(confUID string) (string, error) {
 	now := s.now()
-	uid := NewUID(now)
+	uid := koe.NewHistoryUID(now)
 	if err := s.createWith(confUID, uid, now, nil); err != nil {
 		return "", err
 	}
 	return uid, nil
 }
 
-// CreateWith creates history uid (see NewUID) with its metadata record and
+// CreateWith creates history uid (see koe.NewHistoryUID) with its metadata record and
 // then records, all in one transaction: a conversation's first message
 // costs one disk sync, not two. It fails if uid already exists.
 func (s *Store) CreateWith(confUID, uid string, records ...Record) error {
@@ -306,7 +290,7 @@ func (s *Store) Append(confUID, historyUID string, r Record) error {
 		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if missing {
-		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, koe.ErrNotFound)
 	}
 	return nil
 }
@@ -328,7 +312,7 @@ func (s *Store) records(confUID, historyUID string, after uint64, limit int) ([]
 	err := s.db.View(func(tx *bolt.Tx) error {
 		msgs := messagesBucket(tx, confUID, historyUID)
 		if msgs == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		c := msgs.Cursor()
 		start := seqKey(after + 1)
@@ -418,11 +402,11 @@ func (s *Store) Delete(confUID, historyUID string) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
 		if conf == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		err := conf.DeleteBucket([]byte(historyUID))
 		if errors.Is(err, berrors.ErrBucketNotFound) || errors.Is(err, berrors.ErrIncompatibleValue) {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -489,7 +473,7 @@ func (s *Store) LastSeq(confUID, historyUID string) (uint64, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		msgs := messagesBucket(tx, confUID, historyUID)
 		if msgs == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		if k, _ := msgs.Cursor().Last(); len(k) == 8 {
 			seq = binary.BigEndian.Uint64(k)

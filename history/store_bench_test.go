@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"koe"
 )
 
 // Store latency on both backends, one operation at a time as a session
@@ -66,7 +68,7 @@ func BenchmarkStoreLoad1k(b *testing.B) {
 			}
 			records[i] = Record{Role: role, Content: fmt.Sprintf("message %d: a sentence of ordinary length, said in a conversation.", i), Name: "Mao"}
 		}
-		uid := NewUID(time.Now())
+		uid := koe.NewHistoryUID(time.Now())
 		if err := s.CreateWith("bench", uid, records...); err != nil {
 			b.Fatal(err)
 		}

@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // stepClock returns a clock that starts at start and advances by one second
@@ -248,16 +249,16 @@ func testDelete(t *testing.T, open opener) {
 	if err := s.Delete("c", gone); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := s.Messages("c", gone); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Messages("c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Messages after Delete: err = %v, want ErrNotFound", err)
 	}
 	if ok, err := s.Exists("c", gone); err != nil || ok {
 		t.Fatalf("Exists after Delete = %v, %v", ok, err)
 	}
-	if err := s.Delete("c", gone); !errors.Is(err, ErrNotFound) {
+	if err := s.Delete("c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("second Delete: err = %v, want ErrNotFound", err)
 	}
-	if err := s.Delete("unknown-conf", gone); !errors.Is(err, ErrNotFound) {
+	if err := s.Delete("unknown-conf", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Delete in unknown conf: err = %v, want ErrNotFound", err)
 	}
 	msgs, err := s.Messages("c", keep)
@@ -282,10 +283,10 @@ func testAppendMissing(t *testing.T, open opener) {
 	}
 	for _, c := range cases {
 		err := s.Append(c.conf, c.uid, Record{Role: RoleHuman, Content: "x"})
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("Append(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
-		if _, err := s.Messages(c.conf, c.uid); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Messages(c.conf, c.uid); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("Messages(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
 	}
@@ -313,7 +314,7 @@ func testAppendMissingConcurrentWithValid(t *testing.T, open opener) {
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.Append("c", "missing", Record{Role: RoleHuman}); !errors.Is(err, ErrNotFound) {
+			if err := s.Append("c", "missing", Record{Role: RoleHuman}); !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("missing append: %v", err)
 			}
 		}()
@@ -351,11 +352,11 @@ func testInvalidIDs(t *testing.T, open opener) {
 	takesUID := map[string]bool{"Append": true, "Messages": true, "Delete": true, "Exists": true}
 	for name, op := range ops {
 		for _, id := range bad {
-			if err := op(id, h); !errors.Is(err, ErrInvalidID) {
+			if err := op(id, h); !errors.Is(err, koe.ErrInvalidID) {
 				t.Errorf("%s(conf=%q): err = %v, want ErrInvalidID", name, id, err)
 			}
 			if takesUID[name] {
-				if err := op("c", id); !errors.Is(err, ErrInvalidID) {
+				if err := op("c", id); !errors.Is(err, koe.ErrInvalidID) {
 					t.Errorf("%s(uid=%q): err = %v, want ErrInvalidID", name, id, err)
 				}
 			}
@@ -379,54 +380,6 @@ func testInvalidIDMessage(t *testing.T, open opener) {
 	err = s.Append("a\nb", "ok", Record{})
 	if want := `conf uid "a\nb": invalid id`; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
-	}
-}
-
-func TestValidID(t *testing.T) {
-	cases := map[string]bool{
-		"a":                      true,
-		"conf_1.yaml":            true,
-		"Shizuku-v2":             true,
-		strings.Repeat("a", 128): true,
-		"a.b.c":                  true,
-		"x.":                     true,
-		"":                       false,
-		"../x":                   false,
-		"a/b":                    false,
-		strings.Repeat("a", 129): false,
-		"\x00":                   false,
-		".hidden":                false,
-		"a..b":                   false,
-		".":                      false,
-		"a b":                    false,
-		"a\\b":                   false,
-		"ü":                      false,
-		"a\n":                    false,
-	}
-	for id, want := range cases {
-		if got := ValidID(id); got != want {
-			t.Errorf("ValidID(%q) = %v, want %v", id, got, want)
-		}
-	}
-}
-
-func TestNewUID(t *testing.T) {
-	re := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_[0-9a-f]{32}$`)
-	at := time.Date(2024, 12, 31, 23, 59, 58, 0, time.Local)
-	a, b := NewUID(at), NewUID(at)
-	for _, u := range []string{a, b} {
-		if !re.MatchString(u) {
-			t.Errorf("NewUID = %q, does not match %s", u, re)
-		}
-		if !strings.HasPrefix(u, "2024-12-31_23-59-58_") {
-			t.Errorf("NewUID = %q, want prefix 2024-12-31_23-59-58_", u)
-		}
-		if !ValidID(u) {
-			t.Errorf("ValidID(NewUID) = false for %q", u)
-		}
-	}
-	if a == b {
-		t.Fatalf("two NewUID calls returned the same uid %q", a)
 	}
 }
 
@@ -659,7 +612,7 @@ func testLastSeq(t *testing.T, open opener) {
 	if last := msgs[len(msgs)-1].Seq; last != next {
 		t.Errorf("LastSeq = %d, the newest record is %d", next, last)
 	}
-	if _, err := s.LastSeq("c", "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.LastSeq("c", "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("LastSeq of a missing history: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/history"
 	"koe/recall"
 )
@@ -84,7 +85,7 @@ func say(t testing.TB, store lineStore, svc *recall.Service, uid string, lines .
 		recs = append(recs, history.Record{Role: role, Content: text})
 	}
 	if uid == "" {
-		uid = history.NewUID(time.Now())
+		uid = koe.NewHistoryUID(time.Now())
 		if err := store.CreateWith(conf, uid, recs...); err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +217,7 @@ func TestForgetConversation(t *testing.T) {
 	if got := r.recalled("bees swarmed"); !mentions(got, "swarmed") || mentions(got, "Hokkaido") {
 		t.Errorf("what is said after forgetting: recalled %q", got)
 	}
-	if n, err := r.svc.ForgetConversation(context.Background(), conf, "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, history.ErrNotFound) || n != 0 {
+	if n, err := r.svc.ForgetConversation(context.Background(), conf, "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, koe.ErrNotFound) || n != 0 {
 		t.Errorf("an unknown history: %d, %v", n, err)
 	}
 	_ = b

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"koe"
 	"koe/history"
 )
 
@@ -50,7 +51,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	stored := false
 	for {
 		recs, err := s.opts.Store.Since(conf, uid, mark.Seq, readBatch)
-		if errors.Is(err, history.ErrNotFound) {
+		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
 			return nil
 		}
@@ -81,11 +82,11 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 			}
 		}
 		saved, err := s.opts.Store.SaveRecall(conf, uid, from, mark, entries)
-		if errors.Is(err, history.ErrNotFound) {
+		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
 			return nil
 		}
-		if errors.Is(err, history.ErrMarkMoved) {
+		if errors.Is(err, koe.ErrMarkMoved) {
 			// Another instance indexed these records first: take what
 			// it stored and go on from where it left off.
 			s.log.Debug("recall: another instance indexed the history first; going on from its mark", "conf_uid", conf, "history_uid", uid)
@@ -107,7 +108,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 		}
 	}
 	sums, err := s.opts.Store.Summaries(conf, uid)
-	if err != nil && !errors.Is(err, history.ErrNotFound) {
+	if err != nil && !errors.Is(err, koe.ErrNotFound) {
 		return err
 	}
 	if c.setSummaries(uid, sums) || stored {

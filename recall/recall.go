@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"koe"
 	"koe/history"
 )
 
@@ -318,7 +319,7 @@ func (s *Service) catchUp(conf string, c *character, marks map[string]history.Re
 	for _, h := range list {
 		last, err := s.opts.Store.LastSeq(conf, h.UID)
 		if err != nil {
-			if errors.Is(err, history.ErrNotFound) {
+			if errors.Is(err, koe.ErrNotFound) {
 				continue
 			}
 			return fmt.Errorf("recall catch-up of %q: %w", conf, err)
@@ -327,7 +328,7 @@ func (s *Service) catchUp(conf string, c *character, marks map[string]history.Re
 			s.Noted(conf, h.UID)
 		}
 		sums, err := s.opts.Store.Summaries(conf, h.UID)
-		if err != nil && !errors.Is(err, history.ErrNotFound) {
+		if err != nil && !errors.Is(err, koe.ErrNotFound) {
 			return fmt.Errorf("recall catch-up of %q: %w", conf, err)
 		}
 		c.setSummaries(h.UID, sums)

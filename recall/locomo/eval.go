@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"koe"
 	"koe/history"
 	"koe/recall"
 )
@@ -155,7 +156,7 @@ var notInID = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 // speaker A is the human, speaker B the character, each message a second
 // after the one before, its dia_id kept as metadata.
 func replay(store *history.Store, conf string, s Sample, sess Session) (int, error) {
-	uid := history.NewUID(sess.Date)
+	uid := koe.NewHistoryUID(sess.Date)
 	var recs []history.Record
 	for i, t := range sess.Turns {
 		role := history.RoleAI

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/history"
 	"koe/testkit/pgtest"
 )
@@ -38,7 +39,7 @@ func TestRebuildCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uid := history.NewUID(time.Now())
+	uid := koe.NewHistoryUID(time.Now())
 	err = store.CreateWith("koe_default", uid,
 		history.Record{Role: history.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
 		history.Record{Role: history.RoleAI, Name: "Koe", Content: "What a lovely name."})
@@ -88,7 +89,7 @@ func TestRebuildCommandPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	uid := history.NewUID(time.Now())
+	uid := koe.NewHistoryUID(time.Now())
 	err = store.CreateWith("koe_default", uid,
 		history.Record{Role: history.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
 		history.Record{Role: history.RoleAI, Name: "Koe", Content: "What a lovely name."})

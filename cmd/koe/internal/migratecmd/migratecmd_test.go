@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"koe"
 	"koe/history"
 	"koe/testkit/pgtest"
 )
@@ -485,7 +486,7 @@ func TestMigrateThroughput(t *testing.T) {
 			}
 			rs = append(rs, history.Record{Role: role, Content: strings.Repeat(fmt.Sprintf("message %d of history %d. ", i, h), 4)})
 		}
-		if err := s.CreateWith("bench", history.NewUID(time.Now()), rs...); err != nil {
+		if err := s.CreateWith("bench", koe.NewHistoryUID(time.Now()), rs...); err != nil {
 			t.Fatal(err)
 		}
 	}
