@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"koe"
 	"koe/agent"
 	"koe/conversation"
 	"koe/history"
@@ -117,7 +118,7 @@ func TestAttachFileRefusedDuringAnotherInstancesTurn(t *testing.T) {
 	}
 	var files []string
 	for _, rec := range r.records() {
-		if rec.Role == history.RoleFile {
+		if rec.Role == koe.RoleFile {
 			files = append(files, rec.Name)
 		}
 	}

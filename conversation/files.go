@@ -10,7 +10,6 @@ import (
 
 	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/internal/quote"
 	"koe/knowledge"
 	"koe/protocol"
@@ -29,15 +28,15 @@ const (
 )
 
 // fileOf is a stored file as memory holds it.
-func fileOf(r history.Record) agent.File {
+func fileOf(r koe.Record) agent.File {
 	n, _ := strconv.Atoi(r.Meta[metaDocument])
 	tokens, _ := strconv.Atoi(r.Meta[metaTokens])
 	return agent.File{Number: n, Name: r.Name, Title: r.Meta[metaTitle], Text: r.Content, Tokens: tokens}
 }
 
 // fileRecord is a file read for a history, numbered.
-func fileRecord(f knowledge.File, number int) history.Record {
-	return history.Record{Role: history.RoleFile, Name: f.Name, Content: f.Text, Meta: map[string]string{
+func fileRecord(f knowledge.File, number int) koe.Record {
+	return koe.Record{Role: koe.RoleFile, Name: f.Name, Content: f.Text, Meta: map[string]string{
 		metaDocument: strconv.Itoa(number), metaTitle: f.Title, metaFormat: f.Format, metaMime: f.Mime,
 		metaTokens: strconv.Itoa(f.Tokens), metaBytes: strconv.Itoa(f.Bytes),
 	}}
@@ -170,7 +169,7 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 	}
 	number := 1
 	for _, r := range records {
-		if r.Role == history.RoleFile {
+		if r.Role == koe.RoleFile {
 			number++
 		}
 	}

@@ -30,7 +30,7 @@ func TestTurnStoresBothMessages(t *testing.T) {
 		t.Errorf("token frames join to %q", tokens.String())
 	}
 	recs := r.records()
-	if len(recs) != 3 || recs[1].Role != history.RoleHuman || recs[1].Content != "hi there" || recs[2].Content != "Hello! How are you?" {
+	if len(recs) != 3 || recs[1].Role != koe.RoleHuman || recs[1].Content != "hi there" || recs[2].Content != "Hello! How are you?" {
 		t.Fatalf("records = %+v", recs)
 	}
 }

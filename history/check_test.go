@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"koe"
 )
 
 func TestCheckHealthy(t *testing.T) {
@@ -14,7 +16,7 @@ func TestCheckHealthy(t *testing.T) {
 		uid := mustCreate(t, s, "c")
 		// Pictures this large take overflow pages, which the check follows.
 		img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{byte(i)}, 40000))
-		mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: "hi", Images: []Image{{MimeType: "image/png", Data: img}}})
+		mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "hi", Images: []koe.Image{{MimeType: "image/png", Data: img}}})
 		if i%2 == 0 {
 			if err := s.Delete("c", uid); err != nil {
 				t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // talk does. cpu-ms/op is the process CPU per history.
 func BenchmarkCreateBurst(b *testing.B) {
 	s, _ := openTest(b, Options{})
-	rec := Record{Role: RoleHuman, Content: "Can you help me plan my week?", Name: "Human"}
+	rec := koe.Record{Role: koe.RoleHuman, Content: "Can you help me plan my week?", Name: "Human"}
 	const burst = 100
 	b.ReportAllocs()
 	for b.Loop() {
@@ -39,7 +39,7 @@ func BenchmarkAppendAlone(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := Record{Role: RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Koe"}
+	r := koe.Record{Role: koe.RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Koe"}
 	for b.Loop() {
 		if err := s.Append("bench", uid, r); err != nil {
 			b.Fatal(err)

@@ -30,12 +30,12 @@ func testForgetRecalls(t *testing.T, open opener) {
 	const conf = "koe_default"
 	uid, other := mustCreate(t, s, conf), mustCreate(t, s, conf)
 	entry := func(seq uint64) RecallEntry {
-		return RecallEntry{HistoryUID: uid, Seq: seq, Turn: 1, Role: RoleHuman, Text: "bees", Vector: []float32{1, 0}}
+		return RecallEntry{HistoryUID: uid, Seq: seq, Turn: 1, Role: koe.RoleHuman, Text: "bees", Vector: []float32{1, 0}}
 	}
 	if _, err := s.SaveRecall(conf, uid, RecallMark{}, RecallMark{Seq: 3, Turn: 1}, []RecallEntry{entry(2), entry(3)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveRecall(conf, other, RecallMark{}, RecallMark{Seq: 2, Turn: 1}, []RecallEntry{{HistoryUID: other, Seq: 2, Role: RoleHuman, Text: "milk"}}); err != nil {
+	if _, err := s.SaveRecall(conf, other, RecallMark{}, RecallMark{Seq: 2, Turn: 1}, []RecallEntry{{HistoryUID: other, Seq: 2, Role: koe.RoleHuman, Text: "milk"}}); err != nil {
 		t.Fatal(err)
 	}
 

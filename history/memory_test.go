@@ -321,7 +321,7 @@ func testDeleteRemovesSummaries(t *testing.T, open opener) {
 	s := open(t, Options{})
 	gone := mustCreate(t, s, "c")
 	keep := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", gone, Record{Role: RoleHuman, Content: "bye"})
+	mustAppend(t, s, "c", gone, koe.Record{Role: koe.RoleHuman, Content: "bye"})
 	mustAddSummary(t, s, "c", gone, summary(gone, 1, 3, "forget me"))
 	mustAddSummary(t, s, "c", keep, summary(keep, 1, 3, "remember me"))
 
@@ -355,8 +355,8 @@ func TestMessagesIgnoreSummaries(t *testing.T) { eachBackend(t, testMessagesIgno
 func testMessagesIgnoreSummaries(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	h := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "hello"})
-	mustAppend(t, s, "c", h, Record{Role: RoleAI, Content: "hi"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "hello"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleAI, Content: "hi"})
 	wantMsgs, err := s.Messages("c", h)
 	if err != nil {
 		t.Fatal(err)
@@ -379,7 +379,7 @@ func testMessagesIgnoreSummaries(t *testing.T, open opener) {
 		t.Fatalf("Exists after AddSummary = %v, %v", ok, err)
 	}
 	// Appending after summaries still continues the message sequence.
-	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "more"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "more"})
 	got, err := s.Messages("c", h)
 	if err != nil || len(got) != len(wantMsgs)+1 || got[len(got)-1].Content != "more" {
 		t.Fatalf("Messages after append = %+v, %v", got, err)
@@ -577,7 +577,7 @@ func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			if err := s.Append("c", h, Record{Role: RoleHuman, Content: fmt.Sprint("m", i)}); err != nil {
+			if err := s.Append("c", h, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint("m", i)}); err != nil {
 				errs <- fmt.Errorf("Append %d: %w", i, err)
 			}
 		}()

@@ -60,9 +60,9 @@ const (
 
 func recordKind(role string) int16 {
 	switch role {
-	case RoleMetadata:
+	case koe.RoleMetadata:
 		return kindMetadata
-	case RoleToolCall, RoleTool:
+	case koe.RoleToolCall, koe.RoleTool:
 		return kindToolStep
 	}
 	return kindMessage
@@ -272,7 +272,7 @@ func (s *PGStore) pgErr(err error) error {
 	return err
 }
 
-func (s *PGStore) timestamp() string { return s.now().Format(timestampLayout) }
+func (s *PGStore) timestamp() string { return s.now().Format(koe.TimestampLayout) }
 
 // pgSeq converts a sequence number to PostgreSQL's bigint; larger ones
 // (never stored) become the largest bigint.
@@ -296,11 +296,11 @@ func (s *PGStore) Create(confUID string) (string, error) {
 
 // CreateWith creates history uid with its metadata record and then
 // records, in one statement. It fails if uid already exists.
-func (s *PGStore) CreateWith(confUID, uid string, records ...Record) error {
+func (s *PGStore) CreateWith(confUID, uid string, records ...koe.Record) error {
 	return s.createWith(confUID, uid, s.now(), records)
 }
 
-func (s *PGStore) createWith(confUID, uid string, now time.Time, records []Record) error {
+func (s *PGStore) createWith(confUID, uid string, now time.Time, records []koe.Record) error {
 	if err := checkIDs(confID(confUID), historyID(uid)); err != nil {
 		return err
 	}
@@ -310,12 +310,12 @@ func (s *PGStore) createWith(confUID, uid string, now time.Time, records []Recor
 		imgSeqs []int64
 		imgIdxs []int32
 		imgData [][]byte
-		all     = append([]Record{{Role: RoleMetadata, Timestamp: now.Format(timestampLayout)}}, records...)
+		all     = append([]koe.Record{{Role: koe.RoleMetadata, Timestamp: now.Format(koe.TimestampLayout)}}, records...)
 		failf   = func(err error) error { return fmt.Errorf("create history %q for conf %q: %w", uid, confUID, err) }
 	)
 	for i, r := range all {
 		if r.Timestamp == "" {
-			r.Timestamp = now.Format(timestampLayout)
+			r.Timestamp = now.Format(koe.TimestampLayout)
 		}
 		p, err := encodeRecord(r)
 		if err != nil {
@@ -358,7 +358,7 @@ func (s *PGStore) createWith(confUID, uid string, now time.Time, records []Recor
 // Append adds r to the end of an existing history, in one statement that
 // takes the next sequence number from the history's row. It never creates
 // the history.
-func (s *PGStore) Append(confUID, historyUID string, r Record) error {
+func (s *PGStore) Append(confUID, historyUID string, r koe.Record) error {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return err
 	}
@@ -406,7 +406,7 @@ func (s *PGStore) Append(confUID, historyUID string, r Record) error {
 
 // Messages returns every record of a history in order, metadata included,
 // images as refs.
-func (s *PGStore) Messages(confUID, historyUID string) ([]Record, error) {
+func (s *PGStore) Messages(confUID, historyUID string) ([]koe.Record, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -415,17 +415,17 @@ func (s *PGStore) Messages(confUID, historyUID string) ([]Record, error) {
 
 // Since returns up to limit records (0: all) of a history after sequence
 // after, oldest first.
-func (s *PGStore) Since(confUID, historyUID string, after uint64, limit int) ([]Record, error) {
+func (s *PGStore) Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
-	if limit < 1 {
-		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, koe.ErrInvalidPage)
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, fmt.Errorf("records of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	return s.records(confUID, historyUID, after, limit)
 }
 
-func (s *PGStore) records(confUID, historyUID string, after uint64, limit int) ([]Record, error) {
+func (s *PGStore) records(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
 	failf := func(err error) error {
 		return fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
 	}
@@ -458,7 +458,7 @@ func (s *PGStore) records(confUID, historyUID string, after uint64, limit int) (
 
 // scanRecords decodes rows of (seq, body); a row with a NULL seq only
 // tells that the history exists.
-func scanRecords(rows pgx.Rows) (out []Record, found bool, err error) {
+func scanRecords(rows pgx.Rows) (out []koe.Record, found bool, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		var seq *int64
@@ -482,7 +482,7 @@ func scanRecords(rows pgx.Rows) (out []Record, found bool, err error) {
 
 // List summarises the histories of confUID, most recently active first,
 // leaving out those with nothing to show.
-func (s *PGStore) List(confUID string) ([]Summary, error) {
+func (s *PGStore) List(confUID string) ([]koe.ListedHistory, error) {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return nil, err
 	}
@@ -502,7 +502,7 @@ func (s *PGStore) List(confUID string) ([]Summary, error) {
 		return nil, failf(s.pgErr(err))
 	}
 	defer rows.Close()
-	out := []Summary{}
+	out := []koe.ListedHistory{}
 	for rows.Next() {
 		var uid string
 		var seq int64
@@ -515,7 +515,7 @@ func (s *PGStore) List(confUID string) ([]Summary, error) {
 		if err != nil {
 			return nil, failf(fmt.Errorf("history %q: %w", uid, err))
 		}
-		out = append(out, Summary{UID: uid, LatestMessage: r, Timestamp: r.Timestamp})
+		out = append(out, koe.ListedHistory{UID: uid, LatestMessage: r, Timestamp: r.Timestamp})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, failf(s.pgErr(err))
@@ -583,12 +583,12 @@ func (s *PGStore) LastSeq(confUID, historyUID string) (uint64, error) {
 
 // Page returns up to limit non-metadata records older than sequence before
 // (0: the newest), oldest first, and whether older ones remain.
-func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (records []Record, more bool, err error) {
+func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, false, err
 	}
-	if limit < 1 {
-		return nil, false, fmt.Errorf("page of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, koe.ErrInvalidPage)
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, false, fmt.Errorf("page of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read page of history %q of conf %q: %w", historyUID, confUID, err)
@@ -622,7 +622,7 @@ func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (re
 		out, more = out[len(out)-limit:], true
 	}
 	if out == nil {
-		out = []Record{}
+		out = []koe.Record{}
 	}
 	return out, more, nil
 }

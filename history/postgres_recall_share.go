@@ -20,8 +20,8 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 	failf := func(err error) error {
 		return fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	if limit < 1 {
-		return nil, failf(fmt.Errorf("limit %d, want at least 1: %w", limit, koe.ErrInvalidPage))
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, failf(err)
 	}
 	ctx, cancel := s.op()
 	defer cancel()

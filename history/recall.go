@@ -14,17 +14,6 @@ import (
 	"koe"
 )
 
-// NameProactive marks a stored proactive instruction: a system record that
-// starts a turn the way a human message does.
-const NameProactive = "proactive"
-
-// StartsTurn reports whether r begins a turn: a human message, or a
-// proactive instruction standing in for one. Turn numbers (1, 2, …) count
-// these records from a history's start; summaries and recall use them.
-func StartsTurn(r Record) bool {
-	return r.Role == RoleHuman || (r.Role == RoleSystem && r.Name == NameProactive)
-}
-
 // Recall buckets, under the root "recall", one bucket per conf uid:
 var (
 	bucketRecall     = []byte("recall")
@@ -407,12 +396,12 @@ func (s *Store) Confs() ([]string, error) {
 
 // Since returns up to limit records of a history stored after sequence
 // after, oldest first, metadata included (Seq tells where to go on).
-func (s *Store) Since(confUID, historyUID string, after uint64, limit int) ([]Record, error) {
+func (s *Store) Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
-	if limit < 1 {
-		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, koe.ErrInvalidPage)
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, fmt.Errorf("records of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	return s.records(confUID, historyUID, after, limit)
 }

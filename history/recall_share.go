@@ -21,8 +21,8 @@ func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int)
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
-	if limit < 1 {
-		return nil, fmt.Errorf("recall entries of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, koe.ErrInvalidPage)
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, fmt.Errorf("recall entries of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	var out []RecallEntry
 	missing := false

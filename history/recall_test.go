@@ -36,7 +36,7 @@ func recallKeys(es []RecallEntry) []string {
 	return out
 }
 
-func mustCreateWith(t *testing.T, s testStore, conf, uid string, records ...Record) {
+func mustCreateWith(t *testing.T, s testStore, conf, uid string, records ...koe.Record) {
 	t.Helper()
 	if err := s.CreateWith(conf, uid, records...); err != nil {
 		t.Fatalf("CreateWith(%q, %q): %v", conf, uid, err)
@@ -58,7 +58,7 @@ func mustSaveRecall(t *testing.T, s testStore, conf, uid string, mark RecallMark
 }
 
 func ent(uid string, seq uint64, text string) RecallEntry {
-	return RecallEntry{HistoryUID: uid, Seq: seq, Turn: int(seq), Role: RoleHuman, Timestamp: "2025-03-04T05:06:07", Text: text}
+	return RecallEntry{HistoryUID: uid, Seq: seq, Turn: int(seq), Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:07", Text: text}
 }
 
 // rawRecallKeys counts the keys of a conf's recall sub-bucket that belong
@@ -109,10 +109,10 @@ func testRecallRoundTrip(t *testing.T, open opener) {
 		t.Fatalf("entries before any save: %v", recallKeys(got))
 	}
 
-	a := RecallEntry{HistoryUID: "h1", Seq: 256, Turn: 7, Role: RoleAI, Name: "Mika", Timestamp: "2025-03-04T06:00:00",
+	a := RecallEntry{HistoryUID: "h1", Seq: 256, Turn: 7, Role: koe.RoleAI, Name: "Mika", Timestamp: "2025-03-04T06:00:00",
 		Text: "a long answer", Meta: map[string]string{"dia_id": "D1:3"}, Vector: []float32{0.6, -0.8}}
-	b := RecallEntry{HistoryUID: "h1", Seq: 3, Turn: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:59:00", Text: "a question"}
-	c := RecallEntry{HistoryUID: "h10", Seq: 2, Turn: 1, Role: RoleHuman, Name: "Ann", Timestamp: "2025-03-05T05:59:00",
+	b := RecallEntry{HistoryUID: "h1", Seq: 3, Turn: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:59:00", Text: "a question"}
+	c := RecallEntry{HistoryUID: "h10", Seq: 2, Turn: 1, Role: koe.RoleHuman, Name: "Ann", Timestamp: "2025-03-05T05:59:00",
 		Text: "another history", Vector: []float32{1}}
 	// Saved out of order, across calls: reads come in history, then
 	// sequence order (256 after 3: keys must sort as numbers).
@@ -391,10 +391,10 @@ func TestSince(t *testing.T) { eachBackend(t, testSince) }
 func testSince(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1",
-		Record{Role: RoleHuman, Content: "one", Meta: map[string]string{"dia_id": "D1:1"}},
-		Record{Role: RoleAI, Content: "two"})
-	mustAppend(t, s, "c", "h1", Record{Role: RoleHuman, Content: "three"})
-	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "four"})
+		koe.Record{Role: koe.RoleHuman, Content: "one", Meta: map[string]string{"dia_id": "D1:1"}},
+		koe.Record{Role: koe.RoleAI, Content: "two"})
+	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleHuman, Content: "three"})
+	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleAI, Content: "four"})
 
 	all, err := s.Since("c", "h1", 0, 100)
 	if err != nil {
@@ -431,9 +431,9 @@ func TestRecordMetaRoundTrip(t *testing.T) { eachBackend(t, testRecordMetaRoundT
 func testRecordMetaRoundTrip(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	meta := map[string]string{"dia_id": "D3:14", "source": "locomo"}
-	mustCreateWith(t, s, "c", "h1", Record{Role: RoleHuman, Content: "created", Meta: meta})
-	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "appended", Meta: map[string]string{"k": "v"}})
-	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "plain"})
+	mustCreateWith(t, s, "c", "h1", koe.Record{Role: koe.RoleHuman, Content: "created", Meta: meta})
+	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleAI, Content: "appended", Meta: map[string]string{"k": "v"}})
+	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleAI, Content: "plain"})
 	msgs, err := s.Messages("c", "h1")
 	if err != nil {
 		t.Fatal(err)
@@ -475,7 +475,7 @@ func TestRecallReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreateWith(t, s, "c", "h1", Record{Role: RoleHuman, Content: "hi", Meta: map[string]string{"a": "b"}})
+	mustCreateWith(t, s, "c", "h1", koe.Record{Role: koe.RoleHuman, Content: "hi", Meta: map[string]string{"a": "b"}})
 	if err := s.SetRecallVectors("c", "m1", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -528,23 +528,5 @@ func testConfs(t *testing.T, open opener) {
 	mustCreateWith(t, s, "a", "h2")
 	if confs, err := s.Confs(); err != nil || !slices.Equal(confs, []string{"a", "b"}) {
 		t.Fatalf("Confs = %v, %v", confs, err)
-	}
-}
-
-func TestStartsTurn(t *testing.T) {
-	for _, c := range []struct {
-		r    Record
-		want bool
-	}{
-		{Record{Role: RoleHuman}, true},
-		{Record{Role: RoleSystem, Name: NameProactive}, true},
-		{Record{Role: RoleSystem}, false},
-		{Record{Role: RoleAI}, false},
-		{Record{Role: RoleMetadata}, false},
-		{Record{Role: RoleToolCall}, false},
-	} {
-		if got := StartsTurn(c.r); got != c.want {
-			t.Errorf("StartsTurn(%+v) = %v", c.r, got)
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"koe"
 	"koe/testkit/pgtest"
 )
 
@@ -21,15 +22,15 @@ import (
 // testStore is what the suite exercises: the methods both stores have.
 type testStore interface {
 	Create(confUID string) (string, error)
-	CreateWith(confUID, uid string, records ...Record) error
-	Append(confUID, historyUID string, r Record) error
-	Messages(confUID, historyUID string) ([]Record, error)
-	Since(confUID, historyUID string, after uint64, limit int) ([]Record, error)
-	List(confUID string) ([]Summary, error)
+	CreateWith(confUID, uid string, records ...koe.Record) error
+	Append(confUID, historyUID string, r koe.Record) error
+	Messages(confUID, historyUID string) ([]koe.Record, error)
+	Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error)
+	List(confUID string) ([]koe.ListedHistory, error)
 	Delete(confUID, historyUID string) error
 	Exists(confUID, historyUID string) (bool, error)
 	LastSeq(confUID, historyUID string) (uint64, error)
-	Page(confUID, historyUID string, before uint64, limit int) ([]Record, bool, error)
+	Page(confUID, historyUID string, before uint64, limit int) ([]koe.Record, bool, error)
 	Image(confUID, historyUID, ref string) (string, []byte, error)
 	AddSummary(confUID, historyUID string, r SummaryRecord) error
 	Summaries(confUID, historyUID string) ([]SummaryRecord, error)

@@ -70,8 +70,8 @@ func (r *rig) say(uid string, lines ...string) string {
 
 // lineStore is where say stores lines.
 type lineStore interface {
-	CreateWith(confUID, historyUID string, recs ...history.Record) error
-	Append(confUID, historyUID string, rec history.Record) error
+	CreateWith(confUID, historyUID string, recs ...koe.Record) error
+	Append(confUID, historyUID string, rec koe.Record) error
 }
 
 // say stores lines ("human: ..." or "ai: ...") in history uid of store,
@@ -79,10 +79,10 @@ type lineStore interface {
 // conversation does, and returns the uid.
 func say(t testing.TB, store lineStore, svc *recall.Service, uid string, lines ...string) string {
 	t.Helper()
-	var recs []history.Record
+	var recs []koe.Record
 	for _, l := range lines {
 		role, text, _ := strings.Cut(l, ": ")
-		recs = append(recs, history.Record{Role: role, Content: text})
+		recs = append(recs, koe.Record{Role: role, Content: text})
 	}
 	if uid == "" {
 		uid = koe.NewHistoryUID(time.Now())
@@ -260,7 +260,7 @@ func TestForgetEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.Append("mika", other, history.Record{Role: history.RoleHuman, Content: "I grow tomatoes too."}); err != nil {
+	if err := r.store.Append("mika", other, koe.Record{Role: koe.RoleHuman, Content: "I grow tomatoes too."}); err != nil {
 		t.Fatal(err)
 	}
 	r.svc.Noted("mika", other)

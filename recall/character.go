@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"koe"
 	"koe/history"
 	"koe/textindex"
 )
@@ -98,9 +99,9 @@ func newCharacter(count func(string) int) *character {
 	}
 }
 
-// parseTime reads a record timestamp (local time, see history).
+// parseTime reads a record timestamp (local time, see koe.TimestampLayout).
 func parseTime(ts string) time.Time {
-	t, err := time.ParseInLocation("2006-01-02T15:04:05", ts, time.Local)
+	t, err := time.ParseInLocation(koe.TimestampLayout, ts, time.Local)
 	if err != nil {
 		return time.Time{}
 	}
@@ -117,7 +118,7 @@ func speaker(e history.RecallEntry) string {
 	if e.Name != "" {
 		return e.Name
 	}
-	if e.Role == history.RoleHuman {
+	if e.Role == koe.RoleHuman {
 		return "User"
 	}
 	return "Assistant"
@@ -161,7 +162,7 @@ func (c *character) add(entries []history.RecallEntry) int {
 		}
 		sess := c.sessionFor(h, t, p.header)
 		c.entries[id] = entry{
-			history: h, seq: e.Seq, turn: e.Turn, human: e.Role == history.RoleHuman,
+			history: h, seq: e.Seq, turn: e.Turn, human: e.Role == koe.RoleHuman,
 			name: e.Name, nameKey: strings.ToLower(e.Name), time: t, text: e.Text, meta: e.Meta, tokens: p.tokens,
 			session: sess, pos: len(c.sessions[sess].docs), vector: e.Vector,
 		}

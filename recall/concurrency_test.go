@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/history"
 )
 
@@ -60,9 +61,9 @@ func TestConcurrentUse(t *testing.T) {
 			}
 			for i := range perWriter {
 				at := t0.Add(400*time.Hour + time.Duration(w*perWriter+i)*time.Minute)
-				r := history.Record{Role: history.RoleHuman, Name: "Ann", Content: fmt.Sprintf("writer %d says river story %d", w, i), Timestamp: at.Format("2006-01-02T15:04:05")}
+				r := koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: fmt.Sprintf("writer %d says river story %d", w, i), Timestamp: at.Format("2006-01-02T15:04:05")}
 				if i%2 == 1 {
-					r.Role, r.Name = history.RoleAI, "Mika"
+					r.Role, r.Name = koe.RoleAI, "Mika"
 				}
 				if err := f.store.Append("mika", uid, r); err != nil {
 					report(err)

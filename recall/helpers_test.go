@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/history"
 	"koe/textindex"
 )
@@ -27,14 +28,14 @@ var t0 = time.Date(2025, 5, 8, 13, 56, 0, 0, time.Local)
 // say is one message of a made-up conversation.
 type say struct{ role, name, text string }
 
-func user(name, text string) say { return say{history.RoleHuman, name, text} }
-func mika(text string) say       { return say{history.RoleAI, "Mika", text} }
+func user(name, text string) say { return say{koe.RoleHuman, name, text} }
+func mika(text string) say       { return say{koe.RoleAI, "Mika", text} }
 
 // talk makes records of lines a minute apart from start.
-func talk(start time.Time, lines ...say) []history.Record {
-	out := make([]history.Record, len(lines))
+func talk(start time.Time, lines ...say) []koe.Record {
+	out := make([]koe.Record, len(lines))
 	for i, l := range lines {
-		out[i] = history.Record{
+		out[i] = koe.Record{
 			Role: l.role, Name: l.name, Content: l.text,
 			Timestamp: start.Add(time.Duration(i) * time.Minute).Format("2006-01-02T15:04:05"),
 		}
@@ -54,7 +55,7 @@ type countingStore struct {
 	onSince   func()
 }
 
-func (s *countingStore) Since(conf, uid string, after uint64, limit int) ([]history.Record, error) {
+func (s *countingStore) Since(conf, uid string, after uint64, limit int) ([]koe.Record, error) {
 	s.since.Add(1)
 	s.mu.Lock()
 	hook := s.onSince
@@ -144,7 +145,7 @@ func (f *fixture) restart() {
 }
 
 // create stores a history of conf with records and notes it.
-func (f *fixture) create(conf, uid string, recs ...history.Record) {
+func (f *fixture) create(conf, uid string, recs ...koe.Record) {
 	f.t.Helper()
 	if err := f.store.CreateWith(conf, uid, recs...); err != nil {
 		f.t.Fatalf("CreateWith(%s, %s): %v", conf, uid, err)
@@ -153,7 +154,7 @@ func (f *fixture) create(conf, uid string, recs ...history.Record) {
 }
 
 // add appends records to a history and notes it.
-func (f *fixture) add(conf, uid string, recs ...history.Record) {
+func (f *fixture) add(conf, uid string, recs ...koe.Record) {
 	f.t.Helper()
 	for _, r := range recs {
 		if err := f.store.Append(conf, uid, r); err != nil {

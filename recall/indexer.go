@@ -65,7 +65,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 		var entries []history.RecallEntry
 		for _, r := range recs {
 			mark.Seq = r.Seq
-			if history.StartsTurn(r) {
+			if r.StartsTurn() {
 				mark.Turn++
 			}
 			if e, ok := entryOf(r, mark.Turn); ok {
@@ -119,8 +119,8 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 
 // entryOf is what recall keeps of a record: the human's and the AI's
 // words, nothing of tool steps, metadata or instructions.
-func entryOf(r history.Record, turn int) (history.RecallEntry, bool) {
-	if r.Role != history.RoleHuman && r.Role != history.RoleAI {
+func entryOf(r koe.Record, turn int) (history.RecallEntry, bool) {
+	if r.Role != koe.RoleHuman && r.Role != koe.RoleAI {
 		return history.RecallEntry{}, false
 	}
 	if strings.TrimSpace(r.Content) == "" {

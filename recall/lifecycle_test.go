@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"koe"
 	"koe/history"
 )
 
@@ -195,7 +196,7 @@ func TestStaleIndexCaughtUp(t *testing.T) {
 			f.svc.Close()
 			f.svc = nil
 			later := t0.Add(200 * time.Hour)
-			if err := f.store.Append("mika", "a", history.Record{Role: history.RoleHuman, Name: "Ann", Content: "Biscuit learned to fetch the newspaper", Timestamp: later.Format("2006-01-02T15:04:05")}); err != nil {
+			if err := f.store.Append("mika", "a", koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: "Biscuit learned to fetch the newspaper", Timestamp: later.Format("2006-01-02T15:04:05")}); err != nil {
 				t.Fatal(err)
 			}
 			if err := f.store.CreateWith("mika", "new", talk(later, user("Ann", "we moved Biscuit's basket to the kitchen"))...); err != nil {

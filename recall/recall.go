@@ -34,9 +34,9 @@ import (
 // Store is the persistence recall needs; *history.Store implements it.
 type Store interface {
 	Confs() ([]string, error)
-	List(confUID string) ([]history.Summary, error)
+	List(confUID string) ([]koe.ListedHistory, error)
 	LastSeq(confUID, historyUID string) (uint64, error)
-	Since(confUID, historyUID string, after uint64, limit int) ([]history.Record, error)
+	Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error)
 	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
 	RecallMarks(confUID string) (map[string]history.RecallMark, error)
 	RecallMark(confUID, historyUID string) (history.RecallMark, bool, error)

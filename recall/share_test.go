@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/coord"
 	"koe/history"
 	"koe/llm"
@@ -57,7 +58,7 @@ func (s *timedStore) savedAt(uid string) time.Time {
 	return s.saved[uid]
 }
 
-func (s *timedStore) Since(conf, uid string, after uint64, limit int) ([]history.Record, error) {
+func (s *timedStore) Since(conf, uid string, after uint64, limit int) ([]koe.Record, error) {
 	if s.onSince != nil {
 		s.onSince(uid)
 	}

@@ -451,7 +451,7 @@ func TestShutdownPersistsRunningTurn(t *testing.T) {
 		t.Fatalf("list = %v, %v", list, err)
 	}
 	latest := list[0].LatestMessage
-	if latest.Role != history.RoleAI || !latest.Interrupted || !strings.HasPrefix(latest.Content, "long") {
+	if latest.Role != koe.RoleAI || !latest.Interrupted || !strings.HasPrefix(latest.Content, "long") {
 		t.Fatalf("partial reply stored as %+v", latest)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sync"
 
+	"koe"
 	"koe/conversation"
 	"koe/history"
 	"koe/protocol"
@@ -93,13 +94,13 @@ func (s *Sender) All() []Frame {
 type Store struct {
 	conversation.HistoryStore
 
-	AppendFn     func(confUID, historyUID string, r history.Record) error
+	AppendFn     func(confUID, historyUID string, r koe.Record) error
 	AddSummaryFn func(confUID, historyUID string, r history.SummaryRecord) error
 	DeleteFn     func(confUID, historyUID string) error
 }
 
 // Append implements conversation.HistoryStore.
-func (s *Store) Append(confUID, historyUID string, r history.Record) error {
+func (s *Store) Append(confUID, historyUID string, r koe.Record) error {
 	if s.AppendFn != nil {
 		return s.AppendFn(confUID, historyUID, r)
 	}

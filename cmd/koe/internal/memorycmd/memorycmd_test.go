@@ -41,8 +41,8 @@ func TestRebuildCommand(t *testing.T) {
 	}
 	uid := koe.NewHistoryUID(time.Now())
 	err = store.CreateWith("koe_default", uid,
-		history.Record{Role: history.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
-		history.Record{Role: history.RoleAI, Name: "Koe", Content: "What a lovely name."})
+		koe.Record{Role: koe.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
+		koe.Record{Role: koe.RoleAI, Name: "Koe", Content: "What a lovely name."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +91,8 @@ func TestRebuildCommandPostgres(t *testing.T) {
 	defer store.Close()
 	uid := koe.NewHistoryUID(time.Now())
 	err = store.CreateWith("koe_default", uid,
-		history.Record{Role: history.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
-		history.Record{Role: history.RoleAI, Name: "Koe", Content: "What a lovely name."})
+		koe.Record{Role: koe.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
+		koe.Record{Role: koe.RoleAI, Name: "Koe", Content: "What a lovely name."})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,11 @@ import (
 
 // reader is what the comparison reads of either store.
 type reader interface {
-	List(conf string) ([]history.Summary, error)
+	List(conf string) ([]koe.ListedHistory, error)
 	Exists(conf, uid string) (bool, error)
-	Messages(conf, uid string) ([]history.Record, error)
+	Messages(conf, uid string) ([]koe.Record, error)
 	LastSeq(conf, uid string) (uint64, error)
-	Page(conf, uid string, before uint64, limit int) ([]history.Record, bool, error)
+	Page(conf, uid string, before uint64, limit int) ([]koe.Record, bool, error)
 	Image(conf, uid, ref string) (string, []byte, error)
 	Summaries(conf, uid string) ([]history.SummaryRecord, error)
 	Prompt(conf, name string) (string, bool, error)
@@ -76,19 +76,19 @@ func buildBolt(t *testing.T, path string) fixture {
 			must(err)
 			f.histories[conf] = append(f.histories[conf], uid)
 			for turn := range 4 + h {
-				r := history.Record{Role: history.RoleHuman, Content: fmt.Sprintf("%s question %d «ünïcode» \"quoted\" <tag>&", conf, turn), Name: "Human"}
+				r := koe.Record{Role: koe.RoleHuman, Content: fmt.Sprintf("%s question %d «ünïcode» \"quoted\" <tag>&", conf, turn), Name: "Human"}
 				if turn == 1 {
-					r.Images = []history.Image{{Source: "upload", MimeType: "image/png", Data: img(png)}, {Source: "camera", MimeType: "image/jpeg", Data: "data:image/jpeg;base64," + img(jpg)}}
+					r.Images = []koe.Image{{Source: "upload", MimeType: "image/png", Data: img(png)}, {Source: "camera", MimeType: "image/jpeg", Data: "data:image/jpeg;base64," + img(jpg)}}
 				}
 				if turn == 2 {
 					r.Meta = map[string]string{"dialog_id": fmt.Sprint(h, turn), "z": "last", "a": "first"}
 				}
 				must(s.Append(conf, uid, r))
 				if turn == 2 {
-					must(s.Append(conf, uid, history.Record{Role: history.RoleToolCall, Content: "let me look", ToolCalls: []history.ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}}}))
-					must(s.Append(conf, uid, history.Record{Role: history.RoleTool, Name: "search", ToolCallID: "call_1", Content: "found"}))
+					must(s.Append(conf, uid, koe.Record{Role: koe.RoleToolCall, Content: "let me look", ToolCalls: []koe.ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}}}))
+					must(s.Append(conf, uid, koe.Record{Role: koe.RoleTool, Name: "search", ToolCallID: "call_1", Content: "found"}))
 				}
-				must(s.Append(conf, uid, history.Record{Role: history.RoleAI, Content: fmt.Sprintf("answer %d", turn), Name: conf, Avatar: conf + ".png", Interrupted: turn == 3}))
+				must(s.Append(conf, uid, koe.Record{Role: koe.RoleAI, Content: fmt.Sprintf("answer %d", turn), Name: conf, Avatar: conf + ".png", Interrupted: turn == 3}))
 			}
 			must(s.AddSummary(conf, uid, history.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, OriginalChars: 100, SummaryChars: 20, CompressionRate: 0.2, Summary: "they talked"}))
 			if h == 0 {
@@ -98,7 +98,7 @@ func buildBolt(t *testing.T, path string) fixture {
 			must(err)
 			var entries []history.RecallEntry
 			for _, m := range msgs {
-				if history.Shown(m.Role) {
+				if m.Shown() {
 					entries = append(entries, history.RecallEntry{HistoryUID: uid, Seq: m.Seq, Turn: int(m.Seq), Role: m.Role, Timestamp: m.Timestamp, Text: m.Content,
 						Vector: []float32{float32(m.Seq), -0.5, 1e-7, float32(h)}})
 				}
@@ -324,7 +324,7 @@ func TestMigrateCopiesEverything(t *testing.T) {
 	// last sequence number, and a forgotten entry stays forgotten.
 	uid := f.histories["alice"][0]
 	last, _ := pg.LastSeq("alice", uid)
-	if err := pg.Append("alice", uid, history.Record{Role: history.RoleHuman, Content: "after the move"}); err != nil {
+	if err := pg.Append("alice", uid, koe.Record{Role: koe.RoleHuman, Content: "after the move"}); err != nil {
 		t.Fatal(err)
 	}
 	if next, _ := pg.LastSeq("alice", uid); next != last+1 {
@@ -332,9 +332,9 @@ func TestMigrateCopiesEverything(t *testing.T) {
 	}
 	recall := before["alice/recall"].([]history.RecallEntry)
 	var forgotten history.RecallEntry
-	msgs := before["alice/"+uid+"/messages"].([]history.Record)
+	msgs := before["alice/"+uid+"/messages"].([]koe.Record)
 	for _, m := range msgs {
-		if history.Shown(m.Role) {
+		if m.Shown() {
 			forgotten = history.RecallEntry{HistoryUID: uid, Seq: m.Seq, Role: m.Role, Text: m.Content}
 			break
 		}
@@ -478,13 +478,13 @@ func TestMigrateThroughput(t *testing.T) {
 	}
 	const histories, records = 100, 100
 	for h := range histories {
-		var rs []history.Record
+		var rs []koe.Record
 		for i := range records - 1 {
-			role := history.RoleHuman
+			role := koe.RoleHuman
 			if i%2 == 1 {
-				role = history.RoleAI
+				role = koe.RoleAI
 			}
-			rs = append(rs, history.Record{Role: role, Content: strings.Repeat(fmt.Sprintf("message %d of history %d. ", i, h), 4)})
+			rs = append(rs, koe.Record{Role: role, Content: strings.Repeat(fmt.Sprintf("message %d of history %d. ", i, h), 4)})
 		}
 		if err := s.CreateWith("bench", koe.NewHistoryUID(time.Now()), rs...); err != nil {
 			t.Fatal(err)
