@@ -7,7 +7,6 @@ import (
 
 	"koe"
 	"koe/conversation"
-	"koe/history"
 	"koe/metrics"
 	"koe/server"
 )
@@ -66,14 +65,14 @@ func (s timedStore) Delete(confUID, historyUID string) error {
 	return err
 }
 
-func (s timedStore) AddSummary(confUID, historyUID string, r history.SummaryRecord) error {
+func (s timedStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
 	start := time.Now()
 	err := s.next.AddSummary(confUID, historyUID, r)
 	s.done("add_summary", start, err)
 	return err
 }
 
-func (s timedStore) Summaries(confUID, historyUID string) ([]history.SummaryRecord, error) {
+func (s timedStore) Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error) {
 	start := time.Now()
 	out, err := s.next.Summaries(confUID, historyUID)
 	s.done("summaries", start, err)

@@ -10,7 +10,6 @@ import (
 
 	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/protocol"
 	"koe/tts"
 )
@@ -23,8 +22,8 @@ type HistoryStore interface {
 	Messages(confUID, historyUID string) ([]koe.Record, error)
 	List(confUID string) ([]koe.ListedHistory, error)
 	Delete(confUID, historyUID string) error
-	AddSummary(confUID, historyUID string, r history.SummaryRecord) error
-	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
+	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
+	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
 	SetPrompt(confUID, name, text string) error
 	Prompt(confUID, name string) (string, bool, error)
 	// Page reads limit records older than sequence before (0: the end),

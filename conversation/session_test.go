@@ -10,7 +10,6 @@ import (
 
 	"koe"
 	"koe/conversation"
-	"koe/history"
 	"koe/protocol"
 	"koe/testkit/fakellm"
 )
@@ -128,7 +127,7 @@ func TestSwitchCharacterWhileSummaryIsStored(t *testing.T) {
 	r := newRig(t, fakellm.Echo(0))
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once atomic.Bool
-	r.store.AddSummaryFn = func(conf, uid string, rec history.SummaryRecord) error {
+	r.store.AddSummaryFn = func(conf, uid string, rec koe.SummaryRecord) error {
 		if once.CompareAndSwap(false, true) {
 			close(entered)
 			<-release

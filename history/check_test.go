@@ -23,7 +23,7 @@ func TestCheckHealthy(t *testing.T) {
 			}
 		}
 	}
-	if err := s.SetPrompt("c", PromptSystem, "be brief"); err != nil {
+	if err := s.SetPrompt("c", koe.PromptSystem, "be brief"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Check(); err != nil {
@@ -43,7 +43,7 @@ func TestCheckFindsDamage(t *testing.T) {
 	// and so its own page, where these two sit side by side.
 	a, b := []byte("zzconf-aaaa"), []byte("zzconf-bbbb")
 	for _, conf := range [][]byte{a, b} {
-		if err := s.SetPrompt(string(conf), PromptSystem, "x"); err != nil {
+		if err := s.SetPrompt(string(conf), koe.PromptSystem, "x"); err != nil {
 			t.Fatal(err)
 		}
 	}

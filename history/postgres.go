@@ -676,7 +676,7 @@ func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []by
 
 // AddSummary stores r as a summary of history historyUID, replacing one
 // that starts at the same turn. The history must exist.
-func (s *PGStore) AddSummary(confUID, historyUID string, r SummaryRecord) error {
+func (s *PGStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return err
 	}
@@ -715,7 +715,7 @@ func (s *PGStore) AddSummary(confUID, historyUID string, r SummaryRecord) error 
 
 // Summaries returns the summaries of a history in turn order, or an empty
 // slice if it has none.
-func (s *PGStore) Summaries(confUID, historyUID string) ([]SummaryRecord, error) {
+func (s *PGStore) Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -733,7 +733,7 @@ func (s *PGStore) Summaries(confUID, historyUID string) ([]SummaryRecord, error)
 		return nil, failf(s.pgErr(err))
 	}
 	defer rows.Close()
-	out := []SummaryRecord{}
+	out := []koe.SummaryRecord{}
 	found := false
 	for rows.Next() {
 		var body []byte
@@ -744,7 +744,7 @@ func (s *PGStore) Summaries(confUID, historyUID string) ([]SummaryRecord, error)
 		if body == nil {
 			continue
 		}
-		var r SummaryRecord
+		var r koe.SummaryRecord
 		if err := json.Unmarshal(body, &r); err != nil {
 			return nil, failf(fmt.Errorf("decode summary: %w", err))
 		}
@@ -766,8 +766,8 @@ func (s *PGStore) SetPrompt(confUID, name, text string) error {
 		return err
 	}
 	failf := func(err error) error { return fmt.Errorf("set prompt %q of conf %q: %w", name, confUID, err) }
-	if len(text) > maxPromptLen {
-		return failf(fmt.Errorf("%d bytes, limit %d: %w", len(text), maxPromptLen, koe.ErrInvalidRecord))
+	if err := koe.CheckPrompt(text); err != nil {
+		return failf(err)
 	}
 	ctx, cancel := s.op()
 	defer cancel()

@@ -32,8 +32,8 @@ type testStore interface {
 	LastSeq(confUID, historyUID string) (uint64, error)
 	Page(confUID, historyUID string, before uint64, limit int) ([]koe.Record, bool, error)
 	Image(confUID, historyUID, ref string) (string, []byte, error)
-	AddSummary(confUID, historyUID string, r SummaryRecord) error
-	Summaries(confUID, historyUID string) ([]SummaryRecord, error)
+	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
+	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
 	SetPrompt(confUID, name, text string) error
 	Prompt(confUID, name string) (string, bool, error)
 	Close() error

@@ -280,7 +280,7 @@ func (c *character) dropHistory(uid string) {
 
 // setSummaries indexes a history's summaries, replacing what was indexed
 // of them if they changed, and reports whether they did.
-func (c *character) setSummaries(uid string, sums []history.SummaryRecord) bool {
+func (c *character) setSummaries(uid string, sums []koe.SummaryRecord) bool {
 	var sig strings.Builder
 	for _, s := range sums {
 		sig.WriteString(s.Summary)

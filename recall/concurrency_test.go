@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
 )
 
 // TestConcurrentUse recalls from several goroutines while messages are
@@ -71,7 +70,7 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				f.svc.Noted("mika", uid)
 				if i == perWriter/2 {
-					sum := history.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, Summary: "a river story"}
+					sum := koe.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, Summary: "a river story"}
 					if err := f.store.AddSummary("mika", uid, sum); err != nil {
 						report(err)
 						return

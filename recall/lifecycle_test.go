@@ -253,7 +253,7 @@ func TestSummariesLiftTheirTurns(t *testing.T) {
 	)...)
 	f.create("mika", "b", talk(t0.Add(100*time.Hour), user("Ann", "I booked a trip to Kyoto for next year, another one"), mika("Again? You loved it."))...)
 	f.settle()
-	sum := history.SummaryRecord{ThreadID: "a", Turns: []int{2, 3}, TurnLength: 2, Summary: "Ann told Mika about her trip to Kyoto."}
+	sum := koe.SummaryRecord{ThreadID: "a", Turns: []int{2, 3}, TurnLength: 2, Summary: "Ann told Mika about her trip to Kyoto."}
 	if err := f.store.AddSummary("mika", "a", sum); err != nil {
 		t.Fatal(err)
 	}

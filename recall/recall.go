@@ -37,7 +37,7 @@ type Store interface {
 	List(confUID string) ([]koe.ListedHistory, error)
 	LastSeq(confUID, historyUID string) (uint64, error)
 	Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error)
-	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
+	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
 	RecallMarks(confUID string) (map[string]history.RecallMark, error)
 	RecallMark(confUID, historyUID string) (history.RecallMark, bool, error)
 	SaveRecall(confUID, historyUID string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error)

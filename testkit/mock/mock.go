@@ -16,7 +16,6 @@ import (
 
 	"koe"
 	"koe/conversation"
-	"koe/history"
 	"koe/protocol"
 	"koe/tts"
 )
@@ -95,7 +94,7 @@ type Store struct {
 	conversation.HistoryStore
 
 	AppendFn     func(confUID, historyUID string, r koe.Record) error
-	AddSummaryFn func(confUID, historyUID string, r history.SummaryRecord) error
+	AddSummaryFn func(confUID, historyUID string, r koe.SummaryRecord) error
 	DeleteFn     func(confUID, historyUID string) error
 }
 
@@ -108,7 +107,7 @@ func (s *Store) Append(confUID, historyUID string, r koe.Record) error {
 }
 
 // AddSummary implements conversation.HistoryStore.
-func (s *Store) AddSummary(confUID, historyUID string, r history.SummaryRecord) error {
+func (s *Store) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
 	if s.AddSummaryFn != nil {
 		return s.AddSummaryFn(confUID, historyUID, r)
 	}

@@ -28,7 +28,7 @@ type reader interface {
 	LastSeq(conf, uid string) (uint64, error)
 	Page(conf, uid string, before uint64, limit int) ([]koe.Record, bool, error)
 	Image(conf, uid, ref string) (string, []byte, error)
-	Summaries(conf, uid string) ([]history.SummaryRecord, error)
+	Summaries(conf, uid string) ([]koe.SummaryRecord, error)
 	Prompt(conf, name string) (string, bool, error)
 	ForEachRecall(conf string, fn func(history.RecallEntry) error) error
 	RecallMarks(conf string) (map[string]history.RecallMark, error)
@@ -90,9 +90,9 @@ func buildBolt(t *testing.T, path string) fixture {
 				}
 				must(s.Append(conf, uid, koe.Record{Role: koe.RoleAI, Content: fmt.Sprintf("answer %d", turn), Name: conf, Avatar: conf + ".png", Interrupted: turn == 3}))
 			}
-			must(s.AddSummary(conf, uid, history.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, OriginalChars: 100, SummaryChars: 20, CompressionRate: 0.2, Summary: "they talked"}))
+			must(s.AddSummary(conf, uid, koe.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, OriginalChars: 100, SummaryChars: 20, CompressionRate: 0.2, Summary: "they talked"}))
 			if h == 0 {
-				must(s.AddSummary(conf, uid, history.SummaryRecord{ThreadID: uid, Turns: []int{3}, TurnLength: 1, OriginalChars: 50, SummaryChars: 10, CompressionRate: 0.2, Summary: "more talk"}))
+				must(s.AddSummary(conf, uid, koe.SummaryRecord{ThreadID: uid, Turns: []int{3}, TurnLength: 1, OriginalChars: 50, SummaryChars: 10, CompressionRate: 0.2, Summary: "more talk"}))
 			}
 			msgs, err := s.Messages(conf, uid)
 			must(err)
@@ -113,14 +113,14 @@ func buildBolt(t *testing.T, path string) fixture {
 				must(err)
 			}
 		}
-		must(s.SetPrompt(conf, history.PromptSystem, "You are "+conf+".\nBe kind."))
+		must(s.SetPrompt(conf, koe.PromptSystem, "You are "+conf+".\nBe kind."))
 	}
 	// A history with nothing but its metadata record.
 	empty, err := s.Create("bob")
 	must(err)
 	f.histories["bob"] = append(f.histories["bob"], empty)
-	must(s.SetPrompt("bob", history.PromptReminder, "remember"))
-	must(s.SetPrompt("docs_only", history.PromptSystem, "a character with documents"))
+	must(s.SetPrompt("bob", koe.PromptReminder, "remember"))
+	must(s.SetPrompt("docs_only", koe.PromptSystem, "a character with documents"))
 	text := "Page one text.\fPage two text, longer."
 	must(s.PutKnowledgeDoc("docs_only", history.KnowledgeDoc{ID: "d1", Name: "manual.pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual", Bytes: 1234, Tokens: 12, Pages: 2, Chunks: 2, Added: clock}, text, []int{0, 15}))
 	must(s.PutKnowledgeChunks("docs_only", "d1", []history.KnowledgeChunk{
@@ -172,7 +172,7 @@ func snapshot(t *testing.T, r reader, f fixture) map[string]any {
 			must(err)
 			out[key+"/summaries"] = sums
 		}
-		for _, name := range []string{history.PromptSystem, history.PromptReminder} {
+		for _, name := range []string{koe.PromptSystem, koe.PromptReminder} {
 			text, ok, err := r.Prompt(conf, name)
 			must(err)
 			out[conf+"/prompt/"+name] = []any{text, ok}
