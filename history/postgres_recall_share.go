@@ -13,7 +13,7 @@ import (
 // RecallSince returns up to limit entries of a history with a sequence
 // number after after, in sequence order, with their vectors. A history
 // that does not exist is ErrNotFound.
-func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit int) ([]RecallEntry, error) {
+func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 	}
 	defer rows.Close()
 	found := false
-	var out []RecallEntry
+	var out []koe.RecallEntry
 	for rows.Next() {
 		found = true
 		var seq *int64
@@ -52,7 +52,7 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 		if seq == nil {
 			continue // the history, without entries past after
 		}
-		var e RecallEntry
+		var e koe.RecallEntry
 		if err := json.Unmarshal(body, &e); err != nil {
 			return nil, failf(fmt.Errorf("decode recall entry %d: %w", *seq, err))
 		}
@@ -105,7 +105,7 @@ func (s *PGStore) ForgottenRecalls(confUID, historyUID string) (map[string][]uin
 // FillRecallVectors gives each of entries (by HistoryUID and Seq) that
 // has none the vector stored for it, if the conf's vectors are model's,
 // and reports how many it gave.
-func (s *PGStore) FillRecallVectors(confUID, model string, entries []RecallEntry) (int, error) {
+func (s *PGStore) FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error) {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return 0, err
 	}

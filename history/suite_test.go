@@ -40,15 +40,15 @@ type testStore interface {
 
 	// recall
 	Confs() ([]string, error)
-	RecallMarks(confUID string) (map[string]RecallMark, error)
-	RecallMark(confUID, historyUID string) (RecallMark, bool, error)
-	SaveRecall(confUID, historyUID string, from, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error)
-	RecallSince(confUID, historyUID string, after uint64, limit int) ([]RecallEntry, error)
+	RecallMarks(confUID string) (map[string]koe.RecallMark, error)
+	RecallMark(confUID, historyUID string) (koe.RecallMark, bool, error)
+	SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error)
+	RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error)
 	ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error)
-	FillRecallVectors(confUID, model string, entries []RecallEntry) (int, error)
-	SetRecallVectors(confUID, model string, entries []RecallEntry) error
+	FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error)
+	SetRecallVectors(confUID, model string, entries []koe.RecallEntry) error
 	RecallVectorModel(confUID string) (string, error)
-	ForEachRecall(confUID string, fn func(RecallEntry) error) error
+	ForEachRecall(confUID string, fn func(koe.RecallEntry) error) error
 	ForgetRecall(confUID, historyUID string, seq uint64) (bool, error)
 	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
 	ClearRecall(confUID string) error

@@ -292,7 +292,7 @@ type pausingStore struct {
 	forgotten chan struct{} // a forget reached the store
 }
 
-func (p *pausingStore) SaveRecall(confUID, historyUID string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {
+func (p *pausingStore) SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
 	out, err := p.Store.SaveRecall(confUID, historyUID, from, mark, entries)
 	p.once.Do(func() {
 		close(p.saved)

@@ -307,17 +307,17 @@ func BenchmarkIndexMessage(b *testing.B) {
 			c := newChatter(13)
 			ch := newCharacter(counter.count)
 			at := time.Date(2021, 1, 4, 18, 0, 0, 0, time.Local)
-			entry := func(seq int) history.RecallEntry {
-				return history.RecallEntry{
+			entry := func(seq int) koe.RecallEntry {
+				return koe.RecallEntry{
 					HistoryUID: fmt.Sprintf("h%04d", seq/1000), Seq: uint64(seq%1000 + 2), Turn: seq%1000/2 + 1,
 					Role: koe.RoleHuman, Name: "Ann", Text: c.line(),
 					Timestamp: at.Add(time.Duration(seq) * time.Minute).Format("2006-01-02T15:04:05"),
 				}
 			}
 			for i := range n {
-				ch.add([]history.RecallEntry{entry(i)})
+				ch.add([]koe.RecallEntry{entry(i)})
 			}
-			more := make([]history.RecallEntry, b.N)
+			more := make([]koe.RecallEntry, b.N)
 			for i := range more {
 				more[i] = entry(n + i)
 			}

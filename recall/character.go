@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
 	"koe/textindex"
 )
 
@@ -114,7 +113,7 @@ func lineOf(name, text string) string {
 }
 
 // speaker names a message's author when its record named none.
-func speaker(e history.RecallEntry) string {
+func speaker(e koe.RecallEntry) string {
 	if e.Name != "" {
 		return e.Name
 	}
@@ -127,9 +126,9 @@ func speaker(e history.RecallEntry) string {
 // add indexes entries, each history's in seq order after what it holds,
 // and reports how many it added (not those it holds already, nor those
 // forgotten or of a deleted history).
-func (c *character) add(entries []history.RecallEntry) int {
+func (c *character) add(entries []koe.RecallEntry) int {
 	type prepared struct {
-		e      history.RecallEntry
+		e      koe.RecallEntry
 		terms  []string
 		tokens int
 		header int // the dated header's tokens, should it open a session
@@ -330,26 +329,26 @@ func (c *character) turnDocsLocked(h string, turns []int) []textindex.DocID {
 }
 
 // withoutVectors returns up to n live entries lacking a vector.
-func (c *character) withoutVectors(n int) []history.RecallEntry {
+func (c *character) withoutVectors(n int) []koe.RecallEntry {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.missing == 0 {
 		return nil
 	}
-	var out []history.RecallEntry
+	var out []koe.RecallEntry
 	for _, e := range c.entries {
 		if len(out) == n {
 			break
 		}
 		if !e.dead && e.vector == nil {
-			out = append(out, history.RecallEntry{HistoryUID: e.history, Seq: e.seq, Text: e.text})
+			out = append(out, koe.RecallEntry{HistoryUID: e.history, Seq: e.seq, Text: e.text})
 		}
 	}
 	return out
 }
 
 // setVectors gives entries their vectors.
-func (c *character) setVectors(entries []history.RecallEntry) {
+func (c *character) setVectors(entries []koe.RecallEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range entries {

@@ -51,7 +51,7 @@ type countingStore struct {
 	since atomic.Int64
 
 	mu        sync.Mutex
-	afterSave func(conf, uid string, saved []history.RecallEntry)
+	afterSave func(conf, uid string, saved []koe.RecallEntry)
 	onSince   func()
 }
 
@@ -72,7 +72,7 @@ func (s *countingStore) setOnSince(fn func()) {
 	s.mu.Unlock()
 }
 
-func (s *countingStore) SaveRecall(conf, uid string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {
+func (s *countingStore) SaveRecall(conf, uid string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
 	saved, err := s.Store.SaveRecall(conf, uid, from, mark, entries)
 	s.mu.Lock()
 	hook := s.afterSave
@@ -83,7 +83,7 @@ func (s *countingStore) SaveRecall(conf, uid string, from, mark history.RecallMa
 	return saved, err
 }
 
-func (s *countingStore) setAfterSave(fn func(conf, uid string, saved []history.RecallEntry)) {
+func (s *countingStore) setAfterSave(fn func(conf, uid string, saved []koe.RecallEntry)) {
 	s.mu.Lock()
 	s.afterSave = fn
 	s.mu.Unlock()

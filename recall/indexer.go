@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"koe"
-	"koe/history"
 )
 
 // readBatch is how many records the indexer reads (and saves) at a time.
@@ -62,7 +61,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 			break
 		}
 		from := mark
-		var entries []history.RecallEntry
+		var entries []koe.RecallEntry
 		for _, r := range recs {
 			mark.Seq = r.Seq
 			if r.StartsTurn() {
@@ -119,14 +118,14 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 
 // entryOf is what recall keeps of a record: the human's and the AI's
 // words, nothing of tool steps, metadata or instructions.
-func entryOf(r koe.Record, turn int) (history.RecallEntry, bool) {
+func entryOf(r koe.Record, turn int) (koe.RecallEntry, bool) {
 	if r.Role != koe.RoleHuman && r.Role != koe.RoleAI {
-		return history.RecallEntry{}, false
+		return koe.RecallEntry{}, false
 	}
 	if strings.TrimSpace(r.Content) == "" {
-		return history.RecallEntry{}, false
+		return koe.RecallEntry{}, false
 	}
-	return history.RecallEntry{
+	return koe.RecallEntry{
 		Seq: r.Seq, Turn: turn, Role: r.Role, Name: r.Name,
 		Timestamp: r.Timestamp, Text: r.Content, Meta: r.Meta,
 	}, true
@@ -134,7 +133,7 @@ func entryOf(r koe.Record, turn int) (history.RecallEntry, bool) {
 
 // embedEntries gives entries their vectors when an endpoint is configured
 // and answers; otherwise they stay keyword-only until a later backfill.
-func (s *Service) embedEntries(ctx context.Context, entries []history.RecallEntry) {
+func (s *Service) embedEntries(ctx context.Context, entries []koe.RecallEntry) {
 	if s.opts.Embedder == nil || len(entries) == 0 {
 		return
 	}
@@ -195,7 +194,7 @@ func (s *Service) backfill(ctx context.Context, conf, uid string, c *character) 
 	}
 	if n > 0 {
 		c.setVectors(todo)
-		todo = slices.DeleteFunc(todo, func(e history.RecallEntry) bool { return e.Vector != nil })
+		todo = slices.DeleteFunc(todo, func(e koe.RecallEntry) bool { return e.Vector != nil })
 		if len(todo) == 0 {
 			if more {
 				s.Noted(conf, uid)

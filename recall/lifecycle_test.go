@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
 )
 
 func TestDeletedHistoryIsForgotten(t *testing.T) {
@@ -140,7 +139,7 @@ func TestForgetWhileIndexing(t *testing.T) {
 	f.create("mika", "a", talk(t0, user("Ann", "hello"))...)
 	f.settle()
 	var forgot bool
-	f.cs.setAfterSave(func(conf, uid string, saved []history.RecallEntry) {
+	f.cs.setAfterSave(func(conf, uid string, saved []koe.RecallEntry) {
 		for _, e := range saved {
 			if e.Text == dogFact && !forgot {
 				forgot = true

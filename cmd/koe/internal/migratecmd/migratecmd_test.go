@@ -30,8 +30,8 @@ type reader interface {
 	Image(conf, uid, ref string) (string, []byte, error)
 	Summaries(conf, uid string) ([]koe.SummaryRecord, error)
 	Prompt(conf, name string) (string, bool, error)
-	ForEachRecall(conf string, fn func(history.RecallEntry) error) error
-	RecallMarks(conf string) (map[string]history.RecallMark, error)
+	ForEachRecall(conf string, fn func(koe.RecallEntry) error) error
+	RecallMarks(conf string) (map[string]koe.RecallMark, error)
 	RecallVectorModel(conf string) (string, error)
 	KnowledgeDocs(conf string) ([]history.KnowledgeDoc, error)
 	KnowledgeText(conf, id string) (string, []int, error)
@@ -96,17 +96,17 @@ func buildBolt(t *testing.T, path string) fixture {
 			}
 			msgs, err := s.Messages(conf, uid)
 			must(err)
-			var entries []history.RecallEntry
+			var entries []koe.RecallEntry
 			for _, m := range msgs {
 				if m.Shown() {
-					entries = append(entries, history.RecallEntry{HistoryUID: uid, Seq: m.Seq, Turn: int(m.Seq), Role: m.Role, Timestamp: m.Timestamp, Text: m.Content,
+					entries = append(entries, koe.RecallEntry{HistoryUID: uid, Seq: m.Seq, Turn: int(m.Seq), Role: m.Role, Timestamp: m.Timestamp, Text: m.Content,
 						Vector: []float32{float32(m.Seq), -0.5, 1e-7, float32(h)}})
 				}
 			}
 			if h == 1 {
 				entries[len(entries)-1].Vector = nil // one entry without a vector
 			}
-			_, err = s.SaveRecall(conf, uid, history.RecallMark{}, history.RecallMark{Seq: msgs[len(msgs)-1].Seq, Turn: 5}, entries)
+			_, err = s.SaveRecall(conf, uid, koe.RecallMark{}, koe.RecallMark{Seq: msgs[len(msgs)-1].Seq, Turn: 5}, entries)
 			must(err)
 			if h == 0 {
 				_, err := s.ForgetRecall(conf, uid, entries[0].Seq)
@@ -177,8 +177,8 @@ func snapshot(t *testing.T, r reader, f fixture) map[string]any {
 			must(err)
 			out[conf+"/prompt/"+name] = []any{text, ok}
 		}
-		var recall []history.RecallEntry
-		must(r.ForEachRecall(conf, func(e history.RecallEntry) error { recall = append(recall, e); return nil }))
+		var recall []koe.RecallEntry
+		must(r.ForEachRecall(conf, func(e koe.RecallEntry) error { recall = append(recall, e); return nil }))
 		sort.Slice(recall, func(i, j int) bool {
 			if recall[i].HistoryUID != recall[j].HistoryUID {
 				return recall[i].HistoryUID < recall[j].HistoryUID
@@ -330,12 +330,12 @@ func TestMigrateCopiesEverything(t *testing.T) {
 	if next, _ := pg.LastSeq("alice", uid); next != last+1 {
 		t.Errorf("appended at %d, want %d", next, last+1)
 	}
-	recall := before["alice/recall"].([]history.RecallEntry)
-	var forgotten history.RecallEntry
+	recall := before["alice/recall"].([]koe.RecallEntry)
+	var forgotten koe.RecallEntry
 	msgs := before["alice/"+uid+"/messages"].([]koe.Record)
 	for _, m := range msgs {
 		if m.Shown() {
-			forgotten = history.RecallEntry{HistoryUID: uid, Seq: m.Seq, Role: m.Role, Text: m.Content}
+			forgotten = koe.RecallEntry{HistoryUID: uid, Seq: m.Seq, Role: m.Role, Text: m.Content}
 			break
 		}
 	}
@@ -349,7 +349,7 @@ func TestMigrateCopiesEverything(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("the copied recall mark: %+v, %v, %v", mark, ok, err)
 	}
-	saved, err := pg.SaveRecall("alice", uid, mark, history.RecallMark{Seq: last + 1, Turn: 6}, []history.RecallEntry{forgotten})
+	saved, err := pg.SaveRecall("alice", uid, mark, koe.RecallMark{Seq: last + 1, Turn: 6}, []koe.RecallEntry{forgotten})
 	if err != nil {
 		t.Fatal(err)
 	}
