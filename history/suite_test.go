@@ -54,14 +54,14 @@ type testStore interface {
 	ClearRecall(confUID string) error
 
 	// knowledge
-	PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, pages []int) error
-	KnowledgeDocs(conf string) ([]KnowledgeDoc, error)
+	PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) error
+	KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error)
 	KnowledgeText(conf, id string) (string, []int, error)
 	DeleteKnowledgeDoc(conf, id string) (bool, error)
 	KnowledgeConfs() ([]string, error)
-	PutKnowledgeChunks(conf, docID string, chunks []KnowledgeChunk) error
+	PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChunk) error
 	DeleteKnowledgeChunks(conf, docID string) error
-	ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) error) error
+	ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error
 }
 
 var (

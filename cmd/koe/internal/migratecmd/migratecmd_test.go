@@ -33,9 +33,9 @@ type reader interface {
 	ForEachRecall(conf string, fn func(koe.RecallEntry) error) error
 	RecallMarks(conf string) (map[string]koe.RecallMark, error)
 	RecallVectorModel(conf string) (string, error)
-	KnowledgeDocs(conf string) ([]history.KnowledgeDoc, error)
+	KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error)
 	KnowledgeText(conf, id string) (string, []int, error)
-	ForEachKnowledgeChunk(conf string, fn func(history.KnowledgeChunk) error) error
+	ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error
 }
 
 // fixture is what the varied bbolt store holds, by conf.
@@ -122,12 +122,12 @@ func buildBolt(t *testing.T, path string) fixture {
 	must(s.SetPrompt("bob", koe.PromptReminder, "remember"))
 	must(s.SetPrompt("docs_only", koe.PromptSystem, "a character with documents"))
 	text := "Page one text.\fPage two text, longer."
-	must(s.PutKnowledgeDoc("docs_only", history.KnowledgeDoc{ID: "d1", Name: "manual.pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual", Bytes: 1234, Tokens: 12, Pages: 2, Chunks: 2, Added: clock}, text, []int{0, 15}))
-	must(s.PutKnowledgeChunks("docs_only", "d1", []history.KnowledgeChunk{
+	must(s.PutKnowledgeDoc("docs_only", koe.KnowledgeDoc{ID: "d1", Name: "manual.pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual", Bytes: 1234, Tokens: 12, Pages: 2, Chunks: 2, Added: clock}, text, []int{0, 15}))
+	must(s.PutKnowledgeChunks("docs_only", "d1", []koe.KnowledgeChunk{
 		{Seq: 0, Name: "manual.pdf", Title: "Manual", Heading: "One", Page: 1, Text: "Page one text.", Tokens: 4, Vector: []float32{0.1, 0.2}},
 		{Seq: 1, Name: "manual.pdf", Title: "Manual", Page: 2, Text: "Page two text, longer.", Tokens: 6, Vector: []float32{0.3, 0.4}},
 	}))
-	must(s.PutKnowledgeDoc("alice", history.KnowledgeDoc{ID: "notes", Name: "notes.txt", Mime: "text/plain", Format: "text", Bytes: 5, Tokens: 1, Added: clock}, "notes", nil))
+	must(s.PutKnowledgeDoc("alice", koe.KnowledgeDoc{ID: "notes", Name: "notes.txt", Mime: "text/plain", Format: "text", Bytes: 5, Tokens: 1, Added: clock}, "notes", nil))
 	return f
 }
 
@@ -201,8 +201,8 @@ func snapshot(t *testing.T, r reader, f fixture) map[string]any {
 			out[conf+"/doc/"+docs[i].ID] = []any{text, pages}
 		}
 		out[conf+"/docs"] = docs
-		var chunks []history.KnowledgeChunk
-		must(r.ForEachKnowledgeChunk(conf, func(c history.KnowledgeChunk) error { chunks = append(chunks, c); return nil }))
+		var chunks []koe.KnowledgeChunk
+		must(r.ForEachKnowledgeChunk(conf, func(c koe.KnowledgeChunk) error { chunks = append(chunks, c); return nil }))
 		out[conf+"/chunks"] = chunks
 	}
 	return out
