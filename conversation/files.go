@@ -48,10 +48,16 @@ func attachedFile(f knowledge.File, number int) protocol.AttachedFile {
 
 // errTurnRunning refuses a file while a reply is being made in the
 // history: the file would land in the middle of the turn.
-var errTurnRunning = &clientError{kind: KindConflict, msg: "a reply is being made in this history; attach the file when it is done (or interrupt it)"}
+var errTurnRunning = koe.Errorf(koe.Conflict, "a reply is being made in this history; attach the file when it is done (or interrupt it)")
 
-// errHeldUnknown: the coordinator could not say whether a turn runs.
-var errHeldUnknown = &clientError{kind: KindUnavailable, msg: "koe could not check whether a reply is being made in this history: the coordination service is unreachable; the reason is in its log"}
+// heldUnknown: the coordinator could not say whether a turn runs, because
+// of cause.
+func heldUnknown(cause error) error {
+	return &koe.Error{Kind: koe.Unavailable, Err: &hiddenCause{
+		msg:   "koe could not check whether a reply is being made in this history: the coordination service is unreachable; the reason is in its log",
+		cause: cause,
+	}}
+}
 
 // turnDone refuses a file while a reply is being made in history uid, in
 // this process or, with a shared coordinator, on another instance. A turn
@@ -72,7 +78,7 @@ func (h *Hub) turnDone(ctx context.Context, uid string) error {
 	held, err := h.coord.Held(ctx, uid)
 	if err != nil {
 		h.log.Error("could not ask the coordinator whether a turn runs in the history", "history_uid", uid, "err", err)
-		return &clientError{kind: errHeldUnknown.kind, msg: errHeldUnknown.msg, err: err}
+		return heldUnknown(err)
 	}
 	if held {
 		return errTurnRunning
@@ -81,7 +87,7 @@ func (h *Hub) turnDone(ctx context.Context, uid string) error {
 }
 
 // errNoKnowledge: koe was built without a knowledge service.
-var errNoKnowledge = &clientError{kind: KindUnavailable, msg: "koe runs without files and documents"}
+var errNoKnowledge = koe.Errorf(koe.Unavailable, "koe runs without files and documents")
 
 // AttachFile attaches a file (base64 in data) to the session's history at
 // this point; the model reads it from the next message on. A refused file
@@ -115,7 +121,7 @@ func (s *Session) AttachFile(name, mime, data string) error {
 	s.mu.Lock()
 	if s.cast.agent != c.agent || s.place.uid != p.uid {
 		s.mu.Unlock()
-		return &clientError{kind: KindConflict, msg: "the character or history changed while the file was read; attach it again"}
+		return koe.Errorf(koe.Conflict, "the character or history changed while the file was read; attach it again")
 	}
 	fresh := s.place.uid == ""
 	if fresh {
@@ -158,7 +164,7 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 	}
 	char, ok := h.deps.Characters.Find(conf)
 	if !ok {
-		return protocol.AttachedFile{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", conf)}
+		return protocol.AttachedFile{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", conf)
 	}
 	records, err := h.deps.Store.Messages(conf, uid)
 	if err != nil {
@@ -203,7 +209,7 @@ func (h *Hub) knowledgeOfChar(conf string) (Character, error) {
 	}
 	char, ok := h.deps.Characters.Find(conf)
 	if !ok {
-		return Character{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", conf)}
+		return Character{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", conf)
 	}
 	if h.deps.Knowledge == nil {
 		return Character{}, errNoKnowledge
@@ -279,12 +285,12 @@ func (h *Hub) DeleteDocument(ctx context.Context, conf, id string) error {
 	found, err := h.deps.Knowledge.Delete(ctx, conf, id)
 	if err != nil {
 		if knowledge.IsFileError(err) {
-			return &clientError{kind: KindConflict, msg: err.Error()}
+			return &koe.Error{Kind: koe.Conflict, Err: err}
 		}
 		return fmt.Errorf("delete document: %w", err)
 	}
 	if !found {
-		return &clientError{kind: KindNotFound, msg: fmt.Sprintf("character %q has no document %q", conf, id)}
+		return koe.Errorf(koe.NotFound, "character %q has no document %q", conf, id)
 	}
 	return nil
 }

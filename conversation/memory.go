@@ -38,7 +38,7 @@ func (s *Session) LastContext() (protocol.Context, error) {
 	c, _ := s.current()
 	rep := c.agent.LastContext()
 	if rep == nil {
-		return protocol.Context{}, &clientError{kind: KindNotFound, msg: "there has been no LLM call in this session yet"}
+		return protocol.Context{}, koe.Errorf(koe.NotFound, "there has been no LLM call in this session yet")
 	}
 	return contextMessage(rep), nil
 }
@@ -55,10 +55,10 @@ var editablePrompts = map[string]string{
 func (h *Hub) Prompt(confUID, name string) (protocol.Prompt, error) {
 	typ, ok := editablePrompts[name]
 	if !ok {
-		return protocol.Prompt{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("there is no prompt %q: prompts are named system or reminder", name)}
+		return protocol.Prompt{}, koe.Errorf(koe.NotFound, "there is no prompt %q: prompts are named system or reminder", name)
 	}
 	if !h.deps.Characters.Has(confUID) {
-		return protocol.Prompt{}, &clientError{kind: KindNotFound, msg: "no character has that conf_uid"}
+		return protocol.Prompt{}, koe.Errorf(koe.NotFound, "no character has that conf_uid")
 	}
 	text, saved, err := h.deps.Store.Prompt(confUID, name)
 	if err != nil {

@@ -69,7 +69,7 @@ func responseMetadata(r agent.CycleResult) protocol.ResponseMetadata {
 func (h *Hub) Histories(conf string) (protocol.HistoryList, error) {
 	list, err := h.histories(conf)
 	if err == nil && len(list.Histories) == 0 && !h.deps.Characters.Has(conf) {
-		return protocol.HistoryList{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(conf, 80))}
+		return protocol.HistoryList{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(conf, 80))
 	}
 	return list, err
 }

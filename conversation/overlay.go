@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"koe"
 	"koe/internal/quote"
 )
 
@@ -213,7 +214,7 @@ func (h *Hub) Overlay(confUID string) (OverlayView, error) {
 		char, ok = h.deps.Characters.Default(), true
 	}
 	if !ok {
-		return OverlayView{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(confUID, 80))}
+		return OverlayView{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(confUID, 80))
 	}
 	return char.overlayView(), nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"koe"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -198,7 +199,7 @@ func (h *Hub) watchable(target WatchTarget) (Character, error) {
 	case target.ConfUID != "":
 		char, ok := h.deps.Characters.Find(target.ConfUID)
 		if !ok {
-			return Character{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(target.ConfUID, 80))}
+			return Character{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(target.ConfUID, 80))
 		}
 		return char, nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"koe"
 	"koe/conversation"
 	"koe/internal/quote"
 )
@@ -134,12 +135,12 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 }
 
 // problemStatus is the HTTP status of each kind of failure.
-var problemStatus = map[conversation.Kind]int{
-	conversation.KindInternal:    http.StatusInternalServerError,
-	conversation.KindInvalid:     http.StatusBadRequest,
-	conversation.KindNotFound:    http.StatusNotFound,
-	conversation.KindUnavailable: http.StatusBadGateway,
-	conversation.KindConflict:    http.StatusConflict,
+var problemStatus = map[koe.Kind]int{
+	koe.Internal:    http.StatusInternalServerError,
+	koe.Invalid:     http.StatusBadRequest,
+	koe.NotFound:    http.StatusNotFound,
+	koe.Unavailable: http.StatusBadGateway,
+	koe.Conflict:    http.StatusConflict,
 }
 
 // httpError answers every failed request: fiber's own errors (routing,
@@ -151,7 +152,7 @@ func (s *Server) httpError(c *fiber.Ctx, err error) error {
 		return c.Status(fe.Code).JSON(fiber.Map{"error": fe.Message})
 	}
 	p := conversation.Explain(err)
-	if p.Kind == conversation.KindInternal {
+	if p.Kind == koe.Internal {
 		s.log.Error("http request failed", "method", c.Method(), "path", quote.Shorten(c.Path(), 200), "err", err)
 	}
 	return c.Status(problemStatus[p.Kind]).JSON(fiber.Map{"error": p.Message})

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/google/uuid"
 
+	"koe"
 	"koe/conversation"
 	"koe/internal/quote"
 	"koe/protocol"
@@ -104,7 +105,7 @@ func (r *reader) binary(data []byte) {
 func (r *reader) fail(what string, err error) {
 	p := conversation.Explain(err)
 	what = quote.Shorten(what, 40)
-	if p.Kind == conversation.KindInternal {
+	if p.Kind == koe.Internal {
 		if n, ok := r.errors.due(); ok {
 			r.log.Error("message failed", "type", what, "err", err, "failures", n)
 		}
