@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
 // Emitter receives what the agent produces while a reply streams.
@@ -35,7 +35,7 @@ type LLM interface {
 
 // SummaryStore keeps summaries with their history.
 type SummaryStore interface {
-	AddSummary(confUID, historyUID string, r history.SummaryRecord) error
+	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
 }
 
 // Thread names the history a memory belongs to.
@@ -123,7 +123,7 @@ type Agent struct {
 	mu        sync.Mutex
 	thread    Thread
 	msgs      []Message
-	summaries []history.SummaryRecord // oldest first
+	summaries []koe.SummaryRecord // oldest first
 	// pendingFiles were attached since the last user message; they ride
 	// with the next one.
 	pendingFiles []File
@@ -230,13 +230,13 @@ func (a *Agent) Close() {
 
 // Load replaces the memory with a history and its summaries, e.g. when
 // the client switches history, and catches up on summaries that are due.
-func (a *Agent) Load(thread Thread, msgs []Message, summaries []history.SummaryRecord) {
+func (a *Agent) Load(thread Thread, msgs []Message, summaries []koe.SummaryRecord) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.thread = thread
 	a.msgs = append([]Message(nil), msgs...)
 	a.pendingFiles = nil
-	a.summaries = append([]history.SummaryRecord(nil), summaries...)
+	a.summaries = append([]koe.SummaryRecord(nil), summaries...)
 	sortSummaries(a.summaries)
 	a.scheduleLocked()
 }
@@ -446,7 +446,7 @@ type MemoryState struct {
 	Policy          string
 	CompressionRate float64
 	Turns           int
-	Summaries       []history.SummaryRecord
+	Summaries       []koe.SummaryRecord
 	Pending         int // summaries being computed
 	Totals          MemoryTotals
 }
@@ -469,7 +469,7 @@ func (a *Agent) State() MemoryState {
 		Policy:          a.opts.Memory.Policy,
 		CompressionRate: a.rate,
 		Turns:           len(splitTurns(a.msgs)),
-		Summaries:       append([]history.SummaryRecord{}, a.summaries...),
+		Summaries:       append([]koe.SummaryRecord{}, a.summaries...),
 		Pending:         a.pendingCountLocked(),
 	}
 	for _, s := range a.summaries {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/agent"
 	"koe/history"
 	"koe/testkit/fakellm"
@@ -347,7 +348,7 @@ func TestLoadReplacesMemory(t *testing.T) {
 		{Role: agent.RoleUser, Content: "old question", Time: now},
 		{Role: agent.RoleAssistant, Content: "old answer", Time: now},
 	}
-	sums := []history.SummaryRecord{{
+	sums := []koe.SummaryRecord{{
 		ThreadID: "h-new", Turns: []int{1}, TurnLength: 1, OriginalChars: 37, SummaryChars: 22,
 		CompressionRate: 0.3, Summary: "Ann asked; Testa said.",
 	}}
@@ -630,7 +631,7 @@ type blockingStore struct {
 	release chan struct{}
 }
 
-func (s *blockingStore) AddSummary(confUID, historyUID string, r history.SummaryRecord) error {
+func (s *blockingStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
 	select {
 	case s.stored <- struct{}{}:
 		<-s.release

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
 // contextMargin is the share of the context window kept free: token
@@ -63,15 +63,15 @@ type Usage struct {
 
 // contextParts are the pieces of one request, in the order they are sent.
 type contextParts struct {
-	system    string                  // the system prompt (or the persona replacing it)
-	dynamic   string                  // per-request parts: date and time, tools
-	summaries []history.SummaryRecord // oldest first, already limited by the policy
-	memories  string                  // the recall block ("" = none)
-	documents string                  // the knowledge base's documents JSON ("" = none)
-	earlier   []turn                  // complete turns not summarised, oldest first
-	persona   string                  // the custom prompt above the latest user message ("" = none)
-	current   []Message               // the current turn: its user message and tool cycle
-	reminder  string                  // the last user text ("" = none)
+	system    string              // the system prompt (or the persona replacing it)
+	dynamic   string              // per-request parts: date and time, tools
+	summaries []koe.SummaryRecord // oldest first, already limited by the policy
+	memories  string              // the recall block ("" = none)
+	documents string              // the knowledge base's documents JSON ("" = none)
+	earlier   []turn              // complete turns not summarised, oldest first
+	persona   string              // the custom prompt above the latest user message ("" = none)
+	current   []Message           // the current turn: its user message and tool cycle
+	reminder  string              // the last user text ("" = none)
 	tools     []ToolSpec
 
 	window      int
@@ -232,7 +232,7 @@ func build(tok *Tokenizer, p contextParts) (Request, ContextReport, error) {
 
 // systemMessage is the system prompt with its per-request parts and the
 // summaries, each labelled with the turns it covers.
-func systemMessage(system, dynamic string, sums []history.SummaryRecord) WireMessage {
+func systemMessage(system, dynamic string, sums []koe.SummaryRecord) WireMessage {
 	var b strings.Builder
 	b.WriteString(system)
 	if dynamic != "" {
@@ -259,7 +259,7 @@ func systemTokens(tok *Tokenizer, system, dynamic string) int {
 	return n
 }
 
-func summaryLine(s history.SummaryRecord) string {
+func summaryLine(s koe.SummaryRecord) string {
 	first, last := s.Turns[0], s.Turns[len(s.Turns)-1]
 	if first == last {
 		return fmt.Sprintf("[Turn %d] %s", first, s.Summary)
@@ -267,7 +267,7 @@ func summaryLine(s history.SummaryRecord) string {
 	return fmt.Sprintf("[Turns %d-%d] %s", first, last, s.Summary)
 }
 
-func summaryTokens(tok *Tokenizer, sums []history.SummaryRecord) int {
+func summaryTokens(tok *Tokenizer, sums []koe.SummaryRecord) int {
 	n := 0
 	for _, s := range sums {
 		n += tok.Count("\n" + summaryLine(s))

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"koe"
 	"koe/agent"
 	"koe/history"
 	"koe/testkit/fakellm"
@@ -290,7 +291,7 @@ func TestSlidingSummaries(t *testing.T) {
 	// of the moment it starts.
 	rateFrom := map[int]float64{4: 0.5, 7: 0.1}
 	var lines []string
-	var records []history.SummaryRecord
+	var records []koe.SummaryRecord
 	for n := 1; n <= 10; n++ {
 		if r, ok := rateFrom[n]; ok {
 			if err := a.SetCompressionRate(r); err != nil {
@@ -364,7 +365,7 @@ func TestSlidingSummaries(t *testing.T) {
 		if len(st.Summaries) != n/3 {
 			t.Fatalf("after turn %d: %d summaries, want %d", n, len(st.Summaries), n/3)
 		}
-		want := history.SummaryRecord{
+		want := koe.SummaryRecord{
 			ThreadID: "h1", Turns: turns, TurnLength: 3,
 			OriginalChars: original, SummaryChars: runes(text), CompressionRate: rate,
 			Summary: text, CreatedAt: testNow.Format("2006-01-02T15:04:05"),
@@ -809,7 +810,7 @@ func openStore(t *testing.T) *history.Store {
 
 func newThread(t *testing.T, s *history.Store) agent.Thread {
 	t.Helper()
-	uid := history.NewUID(time.Now())
+	uid := koe.NewHistoryUID(time.Now())
 	if err := s.CreateWith("conf1", uid); err != nil {
 		t.Fatal(err)
 	}
@@ -1374,7 +1375,7 @@ type hookStore struct {
 	afterAdd func()
 }
 
-func (s *hookStore) AddSummary(confUID, historyUID string, r history.SummaryRecord) error {
+func (s *hookStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
 	err := s.Store.AddSummary(confUID, historyUID, r)
 	if s.afterAdd != nil {
 		s.afterAdd()

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/llm"
 	"koe/testkit/fakellm"
 )
@@ -28,7 +28,7 @@ type propCase struct {
 	current         []agent.Message // the current turn, also at the end of msgs
 	turns           int             // earlier turns (complete or not), before the current one
 	answered        map[string]bool
-	summaries       []history.SummaryRecord
+	summaries       []koe.SummaryRecord
 	window          int
 	calibration     float64
 	system          string
@@ -134,7 +134,7 @@ func genPropCase(r *rand.Rand) propCase {
 		for i := range turns {
 			turns[i] = first + i
 		}
-		c.summaries = append(c.summaries, history.SummaryRecord{
+		c.summaries = append(c.summaries, koe.SummaryRecord{
 			ThreadID: "h", Turns: turns, TurnLength: span, CompressionRate: 0.3,
 			Summary: strings.TrimSpace(propText(r, fmt.Sprintf("S%d:", first))) + ".",
 		})
@@ -439,7 +439,7 @@ func checkPropRequest(t *testing.T, prefix string, tok *agent.Tokenizer, c propC
 
 	// Summaries: the newest of those the policy keeps, oldest first.
 	sums := slices.Clone(c.summaries)
-	slices.SortFunc(sums, func(a, b history.SummaryRecord) int { return a.Turns[0] - b.Turns[0] })
+	slices.SortFunc(sums, func(a, b koe.SummaryRecord) int { return a.Turns[0] - b.Turns[0] })
 	max := c.mem.MaxSummaries
 	if c.mem.Policy == agent.PolicyWindow && max == 0 {
 		max = 3

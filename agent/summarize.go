@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
 // summaryTimeout bounds one summarisation call.
@@ -131,7 +131,7 @@ func (a *Agent) summarize(job summaryJob) {
 	for i, t := range job.turns {
 		turns[i] = t.Index
 	}
-	rec := history.SummaryRecord{
+	rec := koe.SummaryRecord{
 		ThreadID:        job.thread.HistoryUID,
 		Turns:           turns,
 		TurnLength:      len(turns),
@@ -139,7 +139,7 @@ func (a *Agent) summarize(job summaryJob) {
 		SummaryChars:    len([]rune(text)),
 		CompressionRate: job.rate,
 		Summary:         text,
-		CreatedAt:       a.opts.Now().Format("2006-01-02T15:04:05"),
+		CreatedAt:       a.opts.Now().Format(koe.TimestampLayout),
 	}
 	if a.opts.Store != nil && job.thread.HistoryUID != "" {
 		if err := a.opts.Store.AddSummary(job.thread.ConfUID, job.thread.HistoryUID, rec); err != nil {
@@ -150,7 +150,7 @@ func (a *Agent) summarize(job summaryJob) {
 	if a.thread == job.thread {
 		// A Load of this history since the store write may hold the
 		// summary already: like the store, keep one per first turn.
-		a.summaries = slices.DeleteFunc(a.summaries, func(s history.SummaryRecord) bool { return s.Turns[0] == rec.Turns[0] })
+		a.summaries = slices.DeleteFunc(a.summaries, func(s koe.SummaryRecord) bool { return s.Turns[0] == rec.Turns[0] })
 		a.summaries = append(a.summaries, rec)
 		sortSummaries(a.summaries)
 		added = true
@@ -207,7 +207,7 @@ Write it as plain prose in the third person. Reply with the summary only.`, huma
 	}}
 }
 
-func sortSummaries(s []history.SummaryRecord) {
+func sortSummaries(s []koe.SummaryRecord) {
 	for i := 1; i < len(s); i++ {
 		for j := i; j > 0 && s[j].Turns[0] < s[j-1].Turns[0]; j-- {
 			s[j], s[j-1] = s[j-1], s[j]

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"koe"
 	"koe/agent"
 	"koe/conversation"
 	"koe/history"
@@ -37,7 +38,7 @@ func knowledgeService(t *testing.T, st knowledge.DocStore) *knowledge.Service {
 	return k
 }
 
-func wantKind(t *testing.T, what string, err error, kind conversation.Kind, text string) {
+func wantKind(t *testing.T, what string, err error, kind koe.Kind, text string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s: no error, want kind %d", what, kind)
@@ -96,13 +97,13 @@ func TestAttachFileRefusedDuringAnotherInstancesTurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	_, err = b.AttachFile(ctx, "c1", uid, file("during.txt"))
-	wantKind(t, "REST attach on B during A's turn", err, conversation.KindConflict, "a reply is being made in this history")
+	wantKind(t, "REST attach on B during A's turn", err, koe.Conflict, "a reply is being made in this history")
 	if err := bSess.Dispatch(protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: uid}); err != nil {
 		t.Fatal(err)
 	}
 	err = bSess.Dispatch(protocol.Inbound{Type: protocol.TypeAttachFile, Name: "during.txt", Mime: "text/plain",
 		Data: base64.StdEncoding.EncodeToString([]byte("Notes.\n"))})
-	wantKind(t, "WebSocket attach on B during A's turn", err, conversation.KindConflict, "a reply is being made in this history")
+	wantKind(t, "WebSocket attach on B during A's turn", err, koe.Conflict, "a reply is being made in this history")
 
 	g.open()
 	r.until(protocol.TypeBackendSynthComplete, "")
@@ -118,7 +119,7 @@ func TestAttachFileRefusedDuringAnotherInstancesTurn(t *testing.T) {
 	}
 	var files []string
 	for _, rec := range r.records() {
-		if rec.Role == history.RoleFile {
+		if rec.Role == koe.RoleFile {
 			files = append(files, rec.Name)
 		}
 	}
@@ -128,5 +129,5 @@ func TestAttachFileRefusedDuringAnotherInstancesTurn(t *testing.T) {
 
 	srv.Stop()
 	_, err = b.AttachFile(ctx, "c1", uid, file("down.txt"))
-	wantKind(t, "attach on B with Redis down", err, conversation.KindUnavailable, "could not check whether a reply is being made")
+	wantKind(t, "attach on B with Redis down", err, koe.Unavailable, "could not check whether a reply is being made")
 }

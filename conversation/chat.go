@@ -2,10 +2,10 @@ package conversation
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 
+	"koe"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -28,7 +28,7 @@ func (h *Hub) OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender
 	if req.ConfUID != "" {
 		var ok bool
 		if char, ok = h.deps.Characters.Find(req.ConfUID); !ok {
-			return nil, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(req.ConfUID, 80))}
+			return nil, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(req.ConfUID, 80))
 		}
 	}
 	imgs, err := validateImages(req.Images, h.deps.Config)
@@ -39,7 +39,7 @@ func (h *Hub) OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender
 		return nil, invalid(`"message" is empty: send some text or an image`)
 	}
 	if h.isClosed() {
-		return nil, &clientError{kind: KindUnavailable, msg: "koe is shutting down"}
+		return nil, koe.Errorf(koe.Unavailable, "koe is shutting down")
 	}
 	s := newSession(ctx, h, out, SessionOptions{ClientUID: newRunID(), KoeEvents: true, TextOnly: true}, char)
 	h.applyPrompts(s.cast)

@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/knowledge"
 	"koe/protocol"
 )
@@ -42,12 +42,12 @@ func TestCitations(t *testing.T) {
 func TestFilesReplayWhereAttached(t *testing.T) {
 	f1 := fileRecord(knowledgeFile("rules.html", "Be kind."), 1)
 	f2 := fileRecord(knowledgeFile("notes.md", "Fridays."), 2)
-	records := []history.Record{
-		{Role: history.RoleHuman, Content: "hi"},
-		{Role: history.RoleAI, Content: "hello"},
+	records := []koe.Record{
+		{Role: koe.RoleHuman, Content: "hi"},
+		{Role: koe.RoleAI, Content: "hello"},
 		f1,
-		{Role: history.RoleHuman, Content: "rules?"},
-		{Role: history.RoleAI, Content: "be kind [1]"},
+		{Role: koe.RoleHuman, Content: "rules?"},
+		{Role: koe.RoleAI, Content: "be kind [1]"},
 		f2,
 	}
 	msgs, pending := toMemory(records)
@@ -60,7 +60,7 @@ func TestFilesReplayWhereAttached(t *testing.T) {
 	if len(pending) != 1 || pending[0].Number != 2 || pending[0].Name != "notes.md" {
 		t.Errorf("pending = %+v", pending)
 	}
-	if history.Shown(f1.Role) {
+	if f1.Shown() {
 		t.Error("file records are shown to OLV clients")
 	}
 }

@@ -2,12 +2,12 @@ package conversation
 
 import (
 	"fmt"
-	"koe/tools"
 	"time"
 
+	"koe"
 	"koe/agent"
 	"koe/asr"
-	"koe/history"
+	"koe/tools"
 	"koe/tts"
 )
 
@@ -140,7 +140,7 @@ type Character struct {
 
 // Validate reports settings that can never work.
 func (c Character) Validate() error {
-	if !history.ValidID(c.ConfUID) {
+	if !koe.ValidID(c.ConfUID) {
 		return fmt.Errorf("character %q: conf_uid %q must be 1-128 characters of letters, digits, '_', '-' or '.'", c.ConfName, c.ConfUID)
 	}
 	if err := c.LLM.Validate(); err != nil {

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/agent"
 	"koe/conversation"
 	"koe/coord"
-	"koe/history"
 	"koe/llm"
 	"koe/protocol"
 	"koe/testkit/fakellm"
@@ -131,7 +131,7 @@ func TestTakeOverAcrossInstances(t *testing.T) {
 
 	var got []string
 	for _, rec := range r.records() {
-		if rec.Role != history.RoleHuman && rec.Role != history.RoleAI {
+		if rec.Role != koe.RoleHuman && rec.Role != koe.RoleAI {
 			continue
 		}
 		s := string(rec.Role) + ":" + rec.Content
@@ -202,7 +202,7 @@ func TestTurnWithRedisAway(t *testing.T) {
 	r.turn("again")
 	var got []string
 	for _, rec := range r.records() {
-		if rec.Role == history.RoleHuman {
+		if rec.Role == koe.RoleHuman {
 			got = append(got, rec.Content)
 		}
 	}

@@ -3,7 +3,7 @@ package conversation
 import (
 	"fmt"
 
-	"koe/history"
+	"koe"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -137,7 +137,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 func promptName(typ string) string {
 	switch typ {
 	case protocol.TypeFetchReminder, protocol.TypeSetReminder:
-		return history.PromptReminder
+		return koe.PromptReminder
 	}
-	return history.PromptSystem
+	return koe.PromptSystem
 }

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/internal/quote"
 	"koe/knowledge"
 	"koe/protocol"
@@ -28,15 +28,15 @@ const (
 )
 
 // fileOf is a stored file as memory holds it.
-func fileOf(r history.Record) agent.File {
+func fileOf(r koe.Record) agent.File {
 	n, _ := strconv.Atoi(r.Meta[metaDocument])
 	tokens, _ := strconv.Atoi(r.Meta[metaTokens])
 	return agent.File{Number: n, Name: r.Name, Title: r.Meta[metaTitle], Text: r.Content, Tokens: tokens}
 }
 
 // fileRecord is a file read for a history, numbered.
-func fileRecord(f knowledge.File, number int) history.Record {
-	return history.Record{Role: history.RoleFile, Name: f.Name, Content: f.Text, Meta: map[string]string{
+func fileRecord(f knowledge.File, number int) koe.Record {
+	return koe.Record{Role: koe.RoleFile, Name: f.Name, Content: f.Text, Meta: map[string]string{
 		metaDocument: strconv.Itoa(number), metaTitle: f.Title, metaFormat: f.Format, metaMime: f.Mime,
 		metaTokens: strconv.Itoa(f.Tokens), metaBytes: strconv.Itoa(f.Bytes),
 	}}
@@ -48,10 +48,16 @@ func attachedFile(f knowledge.File, number int) protocol.AttachedFile {
 
 // errTurnRunning refuses a file while a reply is being made in the
 // history: the file would land in the middle of the turn.
-var errTurnRunning = &clientError{kind: KindConflict, msg: "a reply is being made in this history; attach the file when it is done (or interrupt it)"}
+var errTurnRunning = koe.Errorf(koe.Conflict, "a reply is being made in this history; attach the file when it is done (or interrupt it)")
 
-// errHeldUnknown: the coordinator could not say whether a turn runs.
-var errHeldUnknown = &clientError{kind: KindUnavailable, msg: "koe could not check whether a reply is being made in this history: the coordination service is unreachable; the reason is in its log"}
+// heldUnknown: the coordinator could not say whether a turn runs, because
+// of cause.
+func heldUnknown(cause error) error {
+	return &koe.Error{Kind: koe.Unavailable, Err: &hiddenCause{
+		msg:   "koe could not check whether a reply is being made in this history: the coordination service is unreachable; the reason is in its log",
+		cause: cause,
+	}}
+}
 
 // turnDone refuses a file while a reply is being made in history uid, in
 // this process or, with a shared coordinator, on another instance. A turn
@@ -72,7 +78,7 @@ func (h *Hub) turnDone(ctx context.Context, uid string) error {
 	held, err := h.coord.Held(ctx, uid)
 	if err != nil {
 		h.log.Error("could not ask the coordinator whether a turn runs in the history", "history_uid", uid, "err", err)
-		return &clientError{kind: errHeldUnknown.kind, msg: errHeldUnknown.msg, err: err}
+		return heldUnknown(err)
 	}
 	if held {
 		return errTurnRunning
@@ -81,7 +87,7 @@ func (h *Hub) turnDone(ctx context.Context, uid string) error {
 }
 
 // errNoKnowledge: koe was built without a knowledge service.
-var errNoKnowledge = &clientError{kind: KindUnavailable, msg: "koe runs without files and documents"}
+var errNoKnowledge = koe.Errorf(koe.Unavailable, "koe runs without files and documents")
 
 // attachFile attaches a file (base64 in data) to the session's history at
 // this point; the model reads it from the next message on. A refused file
@@ -115,11 +121,11 @@ func (s *Session) attachFile(name, mime, data string) error {
 	s.mu.Lock()
 	if s.cast.agent != c.agent || s.place.uid != p.uid {
 		s.mu.Unlock()
-		return &clientError{kind: KindConflict, msg: "the character or history changed while the file was read; attach it again"}
+		return koe.Errorf(koe.Conflict, "the character or history changed while the file was read; attach it again")
 	}
 	fresh := s.place.uid == ""
 	if fresh {
-		s.place.uid = history.NewUID(time.Now())
+		s.place.uid = koe.NewHistoryUID(time.Now())
 	}
 	s.place.used = true
 	uid := s.place.uid
@@ -153,12 +159,12 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 	if h.deps.Knowledge == nil {
 		return protocol.AttachedFile{}, errNoKnowledge
 	}
-	if !history.ValidID(conf) || !history.ValidID(uid) {
-		return protocol.AttachedFile{}, fmt.Errorf("attach a file: %w", history.ErrInvalidID)
+	if !koe.ValidID(conf) || !koe.ValidID(uid) {
+		return protocol.AttachedFile{}, fmt.Errorf("attach a file: %w", koe.ErrInvalidID)
 	}
 	char, ok := h.deps.Characters.Find(conf)
 	if !ok {
-		return protocol.AttachedFile{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", conf)}
+		return protocol.AttachedFile{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", conf)
 	}
 	records, err := h.deps.Store.Messages(conf, uid)
 	if err != nil {
@@ -169,7 +175,7 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 	}
 	number := 1
 	for _, r := range records {
-		if r.Role == history.RoleFile {
+		if r.Role == koe.RoleFile {
 			number++
 		}
 	}
@@ -198,12 +204,12 @@ func (h *Hub) sizingAgent(char Character) *agent.Agent {
 // knowledgeOfChar checks a knowledge-base request: koe has a knowledge
 // service and the character exists.
 func (h *Hub) knowledgeOfChar(conf string) (Character, error) {
-	if !history.ValidID(conf) {
-		return Character{}, fmt.Errorf("documents of %q: %w", quote.Shorten(conf, 80), history.ErrInvalidID)
+	if !koe.ValidID(conf) {
+		return Character{}, fmt.Errorf("documents of %q: %w", quote.Shorten(conf, 80), koe.ErrInvalidID)
 	}
 	char, ok := h.deps.Characters.Find(conf)
 	if !ok {
-		return Character{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", conf)}
+		return Character{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", conf)
 	}
 	if h.deps.Knowledge == nil {
 		return Character{}, errNoKnowledge
@@ -273,18 +279,18 @@ func (h *Hub) DeleteDocument(ctx context.Context, conf, id string) error {
 	if _, err := h.knowledgeOfChar(conf); err != nil {
 		return err
 	}
-	if !history.ValidID(id) {
-		return fmt.Errorf("document %q: %w", quote.Shorten(id, 80), history.ErrInvalidID)
+	if !koe.ValidID(id) {
+		return fmt.Errorf("document %q: %w", quote.Shorten(id, 80), koe.ErrInvalidID)
 	}
 	found, err := h.deps.Knowledge.Delete(ctx, conf, id)
 	if err != nil {
 		if knowledge.IsFileError(err) {
-			return &clientError{kind: KindConflict, msg: err.Error()}
+			return &koe.Error{Kind: koe.Conflict, Err: err}
 		}
 		return fmt.Errorf("delete document: %w", err)
 	}
 	if !found {
-		return &clientError{kind: KindNotFound, msg: fmt.Sprintf("character %q has no document %q", conf, id)}
+		return koe.Errorf(koe.NotFound, "character %q has no document %q", conf, id)
 	}
 	return nil
 }

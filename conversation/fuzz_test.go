@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"koe"
 	"koe/conversation"
 	"koe/protocol"
 	"koe/testkit/fakellm"
@@ -61,7 +62,7 @@ func FuzzDispatch(f *testing.F) {
 		in, err := protocol.Decode(data)
 		if err == nil {
 			if err := sess.Dispatch(in); err != nil {
-				if p := conversation.Explain(err); p.Kind == conversation.KindInternal {
+				if p := conversation.Explain(err); p.Kind == koe.Internal {
 					t.Fatalf("%q: internal error %v", data, err)
 				}
 			}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"unicode"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/protocol"
 )
 
@@ -30,7 +30,7 @@ func (s *Session) setHistory(uid string) (protocol.HistoryData, error) {
 
 // loadHistory switches to history uid of conf and rebuilds memory from it.
 // A bad or unknown id changes nothing.
-func (s *Session) loadHistory(conf, uid string) ([]history.Record, error) {
+func (s *Session) loadHistory(conf, uid string) ([]koe.Record, error) {
 	if _, err := s.deps.Store.LastSeq(conf, uid); err != nil {
 		return nil, fmt.Errorf("load history: %w", err)
 	}
@@ -54,7 +54,7 @@ func (s *Session) loadHistory(conf, uid string) ([]history.Record, error) {
 
 // readMemory rebuilds c's memory from the stored history uid and returns
 // its records and the newest one's sequence number.
-func (s *Session) readMemory(c cast, conf, uid string) ([]history.Record, uint64, error) {
+func (s *Session) readMemory(c cast, conf, uid string) ([]koe.Record, uint64, error) {
 	records, err := s.deps.Store.Messages(conf, uid)
 	if err != nil {
 		return nil, 0, fmt.Errorf("load history: %w", err)
@@ -104,7 +104,7 @@ func (s *Session) deleteHistory(uid string) (bool, error) {
 		s.turns.stop(errHistoryChanged)
 	}
 	if err := s.deps.Store.Delete(conf, uid); err != nil {
-		if errors.Is(err, history.ErrNotFound) {
+		if errors.Is(err, koe.ErrNotFound) {
 			return false, nil
 		}
 		return false, fmt.Errorf("delete history: %w", err)
@@ -128,7 +128,7 @@ func (s *Session) dropIfUnused(conf string, p place) {
 	if p.uid == "" || p.used {
 		return
 	}
-	if err := s.deps.Store.Delete(conf, p.uid); err != nil && !errors.Is(err, history.ErrNotFound) {
+	if err := s.deps.Store.Delete(conf, p.uid); err != nil && !errors.Is(err, koe.ErrNotFound) {
 		s.log.Warn("could not delete unused history", "history_uid", p.uid, "err", err)
 	}
 }
@@ -138,14 +138,14 @@ func (s *Session) dropIfUnused(conf string, p place) {
 // keeps what those cycles said with their calls, so the answer is the rest.
 // Files ride with the user message after them; pending are the files
 // attached after the last one.
-func toMemory(records []history.Record) (msgs []agent.Message, pending []agent.File) {
+func toMemory(records []koe.Record) (msgs []agent.Message, pending []agent.File) {
 	msgs = make([]agent.Message, 0, len(records))
 	said := "" // what this turn's tool cycles said, as the AI record has it
 	for _, r := range records {
 		switch {
-		case r.Role == history.RoleFile:
+		case r.Role == koe.RoleFile:
 			pending = append(pending, fileOf(r))
-		case history.StartsTurn(r):
+		case r.StartsTurn():
 			m := agent.Message{Role: agent.RoleUser, Content: r.Content, Files: pending}
 			pending = nil
 			for _, img := range r.Images {
@@ -153,16 +153,16 @@ func toMemory(records []history.Record) (msgs []agent.Message, pending []agent.F
 			}
 			msgs = append(msgs, m)
 			said = ""
-		case r.Role == history.RoleToolCall:
+		case r.Role == koe.RoleToolCall:
 			m := agent.Message{Role: agent.RoleAssistant, Content: r.Content}
 			for _, c := range r.ToolCalls {
 				m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 			}
 			msgs = append(msgs, m)
 			said = joinSaid(said, r.Content)
-		case r.Role == history.RoleTool:
+		case r.Role == koe.RoleTool:
 			msgs = append(msgs, agent.Message{Role: agent.RoleTool, ToolCallID: r.ToolCallID, Name: r.Name, Content: r.Content})
-		case r.Role == history.RoleAI:
+		case r.Role == koe.RoleAI:
 			text := afterSaid(r.Content, said)
 			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Content: text, Interrupted: r.Interrupted})
 			said = ""

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"sync"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/protocol"
 	"koe/tts"
 )
@@ -17,18 +17,18 @@ import (
 // HistoryStore is the persistence conversations need.
 type HistoryStore interface {
 	Create(confUID string) (string, error)
-	CreateWith(confUID, historyUID string, records ...history.Record) error
-	Append(confUID, historyUID string, r history.Record) error
-	Messages(confUID, historyUID string) ([]history.Record, error)
-	List(confUID string) ([]history.Summary, error)
+	CreateWith(confUID, historyUID string, records ...koe.Record) error
+	Append(confUID, historyUID string, r koe.Record) error
+	Messages(confUID, historyUID string) ([]koe.Record, error)
+	List(confUID string) ([]koe.ListedHistory, error)
 	Delete(confUID, historyUID string) error
-	AddSummary(confUID, historyUID string, r history.SummaryRecord) error
-	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
+	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
+	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
 	SetPrompt(confUID, name, text string) error
 	Prompt(confUID, name string) (string, bool, error)
 	// Page reads limit records older than sequence before (0: the end),
 	// oldest first, without image bytes; more says older ones exist.
-	Page(confUID, historyUID string, before uint64, limit int) (records []history.Record, more bool, err error)
+	Page(confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error)
 	// Image reads one image of a history by its reference.
 	Image(confUID, historyUID, ref string) (mime string, data []byte, err error)
 	// LastSeq is the sequence number of the history's newest record.

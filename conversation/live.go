@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"koe/history"
+	"koe"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -77,10 +77,10 @@ func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		}
 	}
 	conf := char.ConfUID
-	if !history.ValidID(historyUID) {
+	if !koe.ValidID(historyUID) {
 		return nil, fmt.Errorf("live session: history %q is not a valid history id", quote.Shorten(historyUID, 80))
 	}
-	if _, err := h.deps.Store.LastSeq(conf, historyUID); errors.Is(err, history.ErrNotFound) {
+	if _, err := h.deps.Store.LastSeq(conf, historyUID); errors.Is(err, koe.ErrNotFound) {
 		if err := h.deps.Store.CreateWith(conf, historyUID); err != nil {
 			return nil, fmt.Errorf("live session: create history %s: %w", historyUID, err)
 		}
@@ -97,7 +97,7 @@ func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		h.mu.Unlock()
 		s.cast.agent.Close()
 		l.counted()
-		return nil, &clientError{kind: KindUnavailable, msg: "koe is shutting down"}
+		return nil, koe.Errorf(koe.Unavailable, "koe is shutting down")
 	case h.lives[conf] != nil:
 		h.mu.Unlock()
 		s.cast.agent.Close()

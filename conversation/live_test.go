@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/conversation"
-	"koe/history"
 	"koe/protocol"
 	"koe/testkit/fakellm"
 	"koe/testkit/mock"
@@ -96,7 +96,7 @@ func TestLiveSessionSpeaksToWatchers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if humans := roleContents(recs, history.RoleHuman); !slices.Equal(humans, []string{"viewer Alice says: Hello there. Nice stream."}) {
+	if humans := roleContents(recs, koe.RoleHuman); !slices.Equal(humans, []string{"viewer Alice says: Hello there. Nice stream."}) {
 		t.Fatalf("live history's human records = %v", humans)
 	}
 	if len(aiRecords(recs)) != 1 {
@@ -153,7 +153,7 @@ func TestLiveYieldsToTheStreamer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rec := range recs {
-		if rec.Role == history.RoleAI && !rec.Interrupted {
+		if rec.Role == koe.RoleAI && !rec.Interrupted {
 			t.Fatalf("the cut-off live reply is stored as complete: %+v", rec)
 		}
 	}
@@ -230,7 +230,7 @@ func TestLiveSkip(t *testing.T) {
 	}
 }
 
-func roleContents(recs []history.Record, role string) []string {
+func roleContents(recs []koe.Record, role string) []string {
 	var out []string
 	for _, r := range recs {
 		if r.Role == role {

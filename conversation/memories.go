@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/internal/quote"
 	"koe/recall"
 )
@@ -48,15 +48,15 @@ func (h *Hub) RecallRunning() bool { return h.deps.Recall != nil }
 
 // memoriesOf is the character whose memories a request names.
 func (h *Hub) memoriesOf(conf string) (Character, error) {
-	if !history.ValidID(conf) {
-		return Character{}, fmt.Errorf("memories of %q: %w", quote.Shorten(conf, 80), history.ErrInvalidID)
+	if !koe.ValidID(conf) {
+		return Character{}, fmt.Errorf("memories of %q: %w", quote.Shorten(conf, 80), koe.ErrInvalidID)
 	}
 	char, ok := h.deps.Characters.Find(conf)
 	if !ok {
-		return Character{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", conf)}
+		return Character{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", conf)
 	}
 	if h.deps.Recall == nil {
-		return Character{}, &clientError{kind: KindUnavailable, msg: "koe runs without long-term memory"}
+		return Character{}, koe.Errorf(koe.Unavailable, "koe runs without long-term memory")
 	}
 	return char, nil
 }
@@ -133,7 +133,7 @@ func (h *Hub) ForgetMemory(ctx context.Context, conf, historyUID string, seq uin
 		return fmt.Errorf("forget memory %d of history %q: %w", seq, historyUID, err)
 	}
 	if !ok {
-		return &clientError{kind: KindNotFound, msg: fmt.Sprintf("no memory has seq %d in that history (GET the memories to find them)", seq)}
+		return koe.Errorf(koe.NotFound, "no memory has seq %d in that history (GET the memories to find them)", seq)
 	}
 	return nil
 }

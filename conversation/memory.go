@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/protocol"
 )
 
@@ -38,15 +38,15 @@ func (s *Session) LastContext() (protocol.Context, error) {
 	c, _ := s.current()
 	rep := c.agent.LastContext()
 	if rep == nil {
-		return protocol.Context{}, &clientError{kind: KindNotFound, msg: "there has been no LLM call in this session yet"}
+		return protocol.Context{}, koe.Errorf(koe.NotFound, "there has been no LLM call in this session yet")
 	}
 	return contextMessage(rep), nil
 }
 
 // Prompt names users can edit, and the message type of each.
 var editablePrompts = map[string]string{
-	history.PromptSystem:   protocol.TypeSystemPrompt,
-	history.PromptReminder: protocol.TypeReminder,
+	koe.PromptSystem:   protocol.TypeSystemPrompt,
+	koe.PromptReminder: protocol.TypeReminder,
 }
 
 // Prompt returns a character's editable prompt as the client sees it: the
@@ -55,16 +55,16 @@ var editablePrompts = map[string]string{
 func (h *Hub) Prompt(confUID, name string) (protocol.Prompt, error) {
 	typ, ok := editablePrompts[name]
 	if !ok {
-		return protocol.Prompt{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("there is no prompt %q: prompts are named system or reminder", name)}
+		return protocol.Prompt{}, koe.Errorf(koe.NotFound, "there is no prompt %q: prompts are named system or reminder", name)
 	}
 	if !h.deps.Characters.Has(confUID) {
-		return protocol.Prompt{}, &clientError{kind: KindNotFound, msg: "no character has that conf_uid"}
+		return protocol.Prompt{}, koe.Errorf(koe.NotFound, "no character has that conf_uid")
 	}
 	text, saved, err := h.deps.Store.Prompt(confUID, name)
 	if err != nil {
 		return protocol.Prompt{}, fmt.Errorf("read prompt: %w", err)
 	}
-	if !saved && name == history.PromptSystem {
+	if !saved && name == koe.PromptSystem {
 		text = agent.DefaultSystemPrompt
 	}
 	return protocol.Prompt{Type: typ, Text: text, Default: !saved}, nil
@@ -114,7 +114,7 @@ func (h *Hub) PromptsChanged(confUID string) {
 		}
 		p, ok := read[conf]
 		if !ok {
-			p = prompts{h.savedPrompt(conf, history.PromptSystem), h.savedPrompt(conf, history.PromptReminder)}
+			p = prompts{h.savedPrompt(conf, koe.PromptSystem), h.savedPrompt(conf, koe.PromptReminder)}
 			read[conf] = p
 		}
 		c.agent.SetSystemPrompt(p.system)
@@ -126,8 +126,8 @@ func (h *Hub) PromptsChanged(confUID string) {
 // now: a cast built while a prompt was being saved may have read the old
 // one, and SetPrompt reaches only casts already in place.
 func (h *Hub) applyPrompts(c cast) {
-	c.agent.SetSystemPrompt(h.savedPrompt(c.char.ConfUID, history.PromptSystem))
-	c.agent.SetReminder(h.savedPrompt(c.char.ConfUID, history.PromptReminder))
+	c.agent.SetSystemPrompt(h.savedPrompt(c.char.ConfUID, koe.PromptSystem))
+	c.agent.SetReminder(h.savedPrompt(c.char.ConfUID, koe.PromptReminder))
 }
 
 // savedPrompt reads a prompt the user saved ("" when none or unreadable:

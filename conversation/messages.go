@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -28,7 +28,7 @@ func messageEvent(m protocol.ChatMessage) protocol.MessageEvent {
 }
 
 // toolCallMessage is the ai message of a cycle that called tools.
-func toolCallMessage(r history.Record, run string, meta protocol.ResponseMetadata) protocol.ChatMessage {
+func toolCallMessage(r koe.Record, run string, meta protocol.ResponseMetadata) protocol.ChatMessage {
 	m := protocol.ChatMessage{Type: protocol.MessageAI, Content: r.Content, Name: r.Name, RunID: run, ResponseMetadata: meta}
 	for _, c := range r.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, protocol.ChatToolCall{ID: c.ID, Name: c.Name, Args: toolArgs(c.Arguments), Type: "tool_call"})
@@ -37,7 +37,7 @@ func toolCallMessage(r history.Record, run string, meta protocol.ResponseMetadat
 }
 
 // toolResultMessage is the tool message of one call's result.
-func toolResultMessage(r history.Record, run string) protocol.ChatMessage {
+func toolResultMessage(r koe.Record, run string) protocol.ChatMessage {
 	return protocol.ChatMessage{Type: protocol.MessageTool, Content: r.Content, ToolCallID: r.ToolCallID, Name: r.Name,
 		Status: protocol.ToolSuccess, RunID: run}
 }
@@ -69,7 +69,7 @@ func responseMetadata(r agent.CycleResult) protocol.ResponseMetadata {
 func (h *Hub) Histories(conf string) (protocol.HistoryList, error) {
 	list, err := h.histories(conf)
 	if err == nil && len(list.Histories) == 0 && !h.deps.Characters.Has(conf) {
-		return protocol.HistoryList{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(conf, 80))}
+		return protocol.HistoryList{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(conf, 80))
 	}
 	return list, err
 }
@@ -95,21 +95,21 @@ func (h *Hub) ChatHistory(conf, uid string, before uint64, limit int) (protocol.
 	for _, r := range records {
 		var m protocol.ChatMessage
 		switch {
-		case r.Role == history.RoleHuman:
+		case r.Role == koe.RoleHuman:
 			m = protocol.ChatMessage{Type: protocol.MessageHuman, Content: r.Content, Name: r.Name}
 			for _, img := range r.Images {
 				m.AdditionalKwargs.Images = append(m.AdditionalKwargs.Images, protocol.HistoryImage{Source: img.Source, MimeType: img.MimeType, URL: ImagePath(conf, uid, img.Ref)})
 			}
 			said = ""
-		case r.Role == history.RoleToolCall:
+		case r.Role == koe.RoleToolCall:
 			m = toolCallMessage(r, "", protocol.ResponseMetadata{})
 			said = joinSaid(said, r.Content)
-		case r.Role == history.RoleTool:
+		case r.Role == koe.RoleTool:
 			m = toolResultMessage(r, "")
 			if strings.HasPrefix(r.Content, "Error: ") {
 				m.Status = protocol.ToolFailed
 			}
-		case r.Role == history.RoleAI:
+		case r.Role == koe.RoleAI:
 			text := afterSaid(r.Content, said)
 			m = protocol.ChatMessage{Type: protocol.MessageAI, Content: text, Name: r.Name}
 			m.AdditionalKwargs.Interrupted = r.Interrupted

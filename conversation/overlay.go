@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"koe"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -210,7 +211,7 @@ func (o Overlays) Overlay(confUID string) (protocol.OverlayView, error) {
 		char, ok = o.Characters.Default(), true
 	}
 	if !ok {
-		return protocol.OverlayView{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(confUID, 80))}
+		return protocol.OverlayView{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(confUID, 80))
 	}
 	return char.overlayView(), nil
 }

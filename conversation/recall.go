@@ -3,8 +3,8 @@ package conversation
 import (
 	"context"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/recall"
 )
 
@@ -66,7 +66,7 @@ type notingSummaries struct {
 	hub   *Hub
 }
 
-func (n notingSummaries) AddSummary(conf, uid string, r history.SummaryRecord) error {
+func (n notingSummaries) AddSummary(conf, uid string, r koe.SummaryRecord) error {
 	if err := n.store.AddSummary(conf, uid, r); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/agent"
 	"koe/conversation"
 	"koe/history"
@@ -172,7 +173,7 @@ func (r *rig) turn(text string) []mock.Frame {
 }
 
 // records reads the current history of the session from the real store.
-func (r *rig) records() []history.Record {
+func (r *rig) records() []koe.Record {
 	r.t.Helper()
 	info := r.sess.Info()
 	recs, err := r.real.Messages(info.ConfUID, info.HistoryUID)
@@ -194,10 +195,10 @@ func frameTypes(fs []mock.Frame) []string {
 }
 
 // aiRecords lists the stored AI replies as "text" or "text [interrupted]".
-func aiRecords(recs []history.Record) []string {
+func aiRecords(recs []koe.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if r.Role == history.RoleAI {
+		if r.Role == koe.RoleAI {
 			s := r.Content
 			if r.Interrupted {
 				s += " [interrupted]"

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"koe"
 )
 
 // Why a turn was stopped from outside its own session.
@@ -174,8 +176,13 @@ func (h *Hub) StopHistory(ctx context.Context, uid string) (bool, error) {
 // before it began.
 var ErrOvertaken = errors.New("a newer turn claimed the history while this one waited for it")
 
-// errNoClaim: the history could not be had for the turn.
-var errNoClaim = &clientError{kind: KindUnavailable, msg: "koe could not start the turn: another turn in this history did not end in time, or the coordination service is unreachable; the reason is in its log"}
+// noClaim: the history could not be had for the turn, because of cause.
+func noClaim(cause error) error {
+	return &koe.Error{Kind: koe.Unavailable, Err: &hiddenCause{
+		msg:   "koe could not start the turn: another turn in this history did not end in time, or the coordination service is unreachable; the reason is in its log",
+		cause: cause,
+	}}
+}
 
 // takeOver makes t the running turn of its history, stopping the turn
 // running there first (in any session or instance).
@@ -197,7 +204,7 @@ func (h *Hub) takeOver(uid string, t *turn) (Lease, error) {
 	if err != nil {
 		h.running.release(uid, t)
 		h.log.Error("could not claim the history for a turn", "history_uid", uid, "run_id", t.id, "err", err)
-		return nil, &clientError{kind: errNoClaim.kind, msg: errNoClaim.msg, err: err}
+		return nil, noClaim(err)
 	}
 	return lease, nil
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"koe"
 	"koe/tools"
 	"log/slog"
 	"sync"
@@ -229,7 +230,7 @@ func (s *Session) switchCharacter(file string) (Character, error) {
 	char, err := s.deps.Characters.Load(file)
 	switch {
 	case errors.Is(err, ErrNoCharacter):
-		return Character{}, &clientError{kind: KindNotFound, msg: err.Error(), err: err}
+		return Character{}, &koe.Error{Kind: koe.NotFound, Err: err}
 	case err != nil && errors.Is(err, ErrBrokenCharacter):
 		return Character{}, refused(err)
 	case err != nil:

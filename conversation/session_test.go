@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/conversation"
-	"koe/history"
 	"koe/protocol"
 	"koe/testkit/fakellm"
 )
@@ -29,7 +29,7 @@ func TestTurnStoresBothMessages(t *testing.T) {
 		t.Errorf("token frames join to %q", tokens.String())
 	}
 	recs := r.records()
-	if len(recs) != 3 || recs[1].Role != history.RoleHuman || recs[1].Content != "hi there" || recs[2].Content != "Hello! How are you?" {
+	if len(recs) != 3 || recs[1].Role != koe.RoleHuman || recs[1].Content != "hi there" || recs[2].Content != "Hello! How are you?" {
 		t.Fatalf("records = %+v", recs)
 	}
 }
@@ -127,7 +127,7 @@ func TestSwitchCharacterWhileSummaryIsStored(t *testing.T) {
 	r := newRig(t, fakellm.Echo(0))
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once atomic.Bool
-	r.store.AddSummaryFn = func(conf, uid string, rec history.SummaryRecord) error {
+	r.store.AddSummaryFn = func(conf, uid string, rec koe.SummaryRecord) error {
 		if once.CompareAndSwap(false, true) {
 			close(entered)
 			<-release
@@ -222,7 +222,7 @@ func TestNewHistoryDropsAnUnusedOne(t *testing.T) {
 	}
 	first := newHistory()
 	newHistory()
-	if _, err := r.real.Messages("c1", first); !errors.Is(err, history.ErrNotFound) {
+	if _, err := r.real.Messages("c1", first); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("unused history still there: %v", err)
 	}
 	r.turn("keep this history")
@@ -296,18 +296,18 @@ func TestDispatchRefusals(t *testing.T) {
 	r := newRig(t, fakellm.Echo(0))
 	for _, tc := range []struct {
 		in   protocol.Inbound
-		kind conversation.Kind
+		kind koe.Kind
 		want string
 	}{
-		{protocol.Inbound{Type: protocol.TypeTextInput, Text: "  "}, conversation.KindInvalid, "empty input"},
-		{protocol.Inbound{Type: "no-such-" + strings.Repeat("x", 5000)}, conversation.KindInvalid, "unknown message type"},
-		{protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: "../../etc"}, conversation.KindInvalid, "not valid"},
-		{protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: "2020-01-01_00-00-00_none"}, conversation.KindNotFound, "no such history"},
-		{protocol.Inbound{Type: protocol.TypeSwitchConfig, File: "../conf.yaml"}, conversation.KindNotFound, "../conf.yaml"},
-		{protocol.Inbound{Type: protocol.TypeSetCompressionRate}, conversation.KindInvalid, "rate"},
-		{protocol.Inbound{Type: protocol.TypeFetchContext}, conversation.KindNotFound, "no LLM call"},
-		{protocol.Inbound{Type: protocol.TypeMicAudioEnd}, conversation.KindInvalid, "without any mic-audio-data"},
-		{protocol.Inbound{Type: protocol.TypeRawAudioConfig, SampleRate: 5}, conversation.KindInvalid, "sample_rate 5"},
+		{protocol.Inbound{Type: protocol.TypeTextInput, Text: "  "}, koe.Invalid, "empty input"},
+		{protocol.Inbound{Type: "no-such-" + strings.Repeat("x", 5000)}, koe.Invalid, "unknown message type"},
+		{protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: "../../etc"}, koe.Invalid, "not valid"},
+		{protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: "2020-01-01_00-00-00_none"}, koe.NotFound, "no such history"},
+		{protocol.Inbound{Type: protocol.TypeSwitchConfig, File: "../conf.yaml"}, koe.NotFound, "../conf.yaml"},
+		{protocol.Inbound{Type: protocol.TypeSetCompressionRate}, koe.Invalid, "rate"},
+		{protocol.Inbound{Type: protocol.TypeFetchContext}, koe.NotFound, "no LLM call"},
+		{protocol.Inbound{Type: protocol.TypeMicAudioEnd}, koe.Invalid, "without any mic-audio-data"},
+		{protocol.Inbound{Type: protocol.TypeRawAudioConfig, SampleRate: 5}, koe.Invalid, "sample_rate 5"},
 	} {
 		err := r.sess.Dispatch(tc.in)
 		p := conversation.Explain(err)
@@ -322,7 +322,7 @@ func TestRawAudioRateOnlyFromConfig(t *testing.T) {
 	r := newRig(t, fakellm.Echo(0))
 	samples := make([]float64, 160)
 	err := r.sess.Dispatch(protocol.Inbound{Type: protocol.TypeRawAudioData, Audio: samples, SampleRate: 44100})
-	if p := conversation.Explain(err); p.Kind != conversation.KindInvalid || !strings.Contains(p.Message, "raw-audio-config") {
+	if p := conversation.Explain(err); p.Kind != koe.Invalid || !strings.Contains(p.Message, "raw-audio-config") {
 		t.Fatalf("a rate on raw-audio-data: %v", err)
 	}
 	r.dispatch(protocol.Inbound{Type: protocol.TypeRawAudioConfig, SampleRate: 48000})
@@ -333,10 +333,10 @@ func TestRawAudioRateOnlyFromConfig(t *testing.T) {
 func TestInternalErrorsAreNotShown(t *testing.T) {
 	err := errors.New("open /var/lib/koe/koe.db: permission denied")
 	p := conversation.Explain(err)
-	if p.Kind != conversation.KindInternal || strings.Contains(p.Message, "/var/lib") {
+	if p.Kind != koe.Internal || strings.Contains(p.Message, "/var/lib") {
 		t.Fatalf("Explain(%v) = %+v", err, p)
 	}
-	if p := conversation.Explain(history.ErrNotFound); p.Kind != conversation.KindNotFound {
+	if p := conversation.Explain(koe.ErrNotFound); p.Kind != koe.NotFound {
 		t.Fatalf("not found → %+v", p)
 	}
 }

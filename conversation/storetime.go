@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
 // TimeStore returns store with every call timed: observe is told each
@@ -21,7 +21,7 @@ type timedStore struct {
 }
 
 func (s timedStore) done(op string, start time.Time, err error) {
-	s.observe(op, time.Since(start), err != nil && !errors.Is(err, history.ErrNotFound))
+	s.observe(op, time.Since(start), err != nil && !errors.Is(err, koe.ErrNotFound))
 }
 
 func (s timedStore) Create(confUID string) (string, error) {
@@ -31,28 +31,28 @@ func (s timedStore) Create(confUID string) (string, error) {
 	return uid, err
 }
 
-func (s timedStore) CreateWith(confUID, historyUID string, records ...history.Record) error {
+func (s timedStore) CreateWith(confUID, historyUID string, records ...koe.Record) error {
 	start := time.Now()
 	err := s.next.CreateWith(confUID, historyUID, records...)
 	s.done("create_with", start, err)
 	return err
 }
 
-func (s timedStore) Append(confUID, historyUID string, r history.Record) error {
+func (s timedStore) Append(confUID, historyUID string, r koe.Record) error {
 	start := time.Now()
 	err := s.next.Append(confUID, historyUID, r)
 	s.done("append", start, err)
 	return err
 }
 
-func (s timedStore) Messages(confUID, historyUID string) ([]history.Record, error) {
+func (s timedStore) Messages(confUID, historyUID string) ([]koe.Record, error) {
 	start := time.Now()
 	out, err := s.next.Messages(confUID, historyUID)
 	s.done("messages", start, err)
 	return out, err
 }
 
-func (s timedStore) List(confUID string) ([]history.Summary, error) {
+func (s timedStore) List(confUID string) ([]koe.ListedHistory, error) {
 	start := time.Now()
 	out, err := s.next.List(confUID)
 	s.done("list", start, err)
@@ -66,14 +66,14 @@ func (s timedStore) Delete(confUID, historyUID string) error {
 	return err
 }
 
-func (s timedStore) AddSummary(confUID, historyUID string, r history.SummaryRecord) error {
+func (s timedStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
 	start := time.Now()
 	err := s.next.AddSummary(confUID, historyUID, r)
 	s.done("add_summary", start, err)
 	return err
 }
 
-func (s timedStore) Summaries(confUID, historyUID string) ([]history.SummaryRecord, error) {
+func (s timedStore) Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error) {
 	start := time.Now()
 	out, err := s.next.Summaries(confUID, historyUID)
 	s.done("summaries", start, err)
@@ -94,7 +94,7 @@ func (s timedStore) Prompt(confUID, name string) (string, bool, error) {
 	return text, ok, err
 }
 
-func (s timedStore) Page(confUID, historyUID string, before uint64, limit int) ([]history.Record, bool, error) {
+func (s timedStore) Page(confUID, historyUID string, before uint64, limit int) ([]koe.Record, bool, error) {
 	start := time.Now()
 	out, more, err := s.next.Page(confUID, historyUID, before, limit)
 	s.done("page", start, err)

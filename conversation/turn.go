@@ -10,9 +10,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"koe"
 	"koe/agent"
 	"koe/conversation/sentence"
-	"koe/history"
 	"koe/protocol"
 )
 
@@ -241,15 +241,15 @@ func (s *Session) failTurn(ctx context.Context, message string) {
 // turn's from here on: a turn another session runs in it is stopped first,
 // and memory is read again if the history moved on since it was read.
 func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
-	rec := history.Record{Role: history.RoleHuman, Content: in.text}
+	rec := koe.Record{Role: koe.RoleHuman, Content: in.text}
 	for _, img := range in.images {
-		rec.Images = append(rec.Images, history.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
+		rec.Images = append(rec.Images, koe.Image{Source: img.Source, MimeType: img.MimeType, Data: img.Data})
 	}
 	s.mu.Lock()
 	c := s.cast
 	fresh := s.place.uid == ""
 	if fresh {
-		s.place.uid = history.NewUID(time.Now())
+		s.place.uid = koe.NewHistoryUID(time.Now())
 	}
 	s.place.used = true
 	uid, seen := s.place.uid, s.place.seen
@@ -276,14 +276,14 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 	rec.Name = c.char.HumanName
 	if in.proactive {
 		// The instruction is kept for the model, hidden from the chat.
-		rec = history.Record{Role: history.RoleSystem, Name: history.NameProactive, Content: in.text}
+		rec = koe.Record{Role: koe.RoleSystem, Name: koe.NameProactive, Content: in.text}
 	}
 	save := func() error { return s.deps.Store.Append(conf, uid, rec) }
 	if fresh {
 		save = func() error { return s.deps.Store.CreateWith(conf, uid, rec) }
 		c.agent.SetThread(agent.Thread{ConfUID: conf, HistoryUID: uid})
 	}
-	if rec.Role == history.RoleHuman {
+	if rec.Role == koe.RoleHuman {
 		store := save
 		save = func() error {
 			err := store()
@@ -318,7 +318,7 @@ func (s *Session) refreshMemory(c cast, conf, uid string, seen uint64) {
 // later stores rec after every record of the turn written so far, off the
 // turn's path. After a failed write the rest are not written: a history
 // must not hold a tool result without its call.
-func (s *Session) later(st *turnState, rec history.Record) {
+func (s *Session) later(st *turnState, rec koe.Record) {
 	prev, next := st.saved, make(chan error, 1)
 	st.saved = next
 	go func() {
@@ -390,7 +390,7 @@ func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
 		return
 	}
 	ch := st.cast.char
-	rec := history.Record{Role: history.RoleAI, Content: text, Name: ch.Name, Avatar: ch.Avatar, Interrupted: interrupted}
+	rec := koe.Record{Role: koe.RoleAI, Content: text, Name: ch.Name, Avatar: ch.Avatar, Interrupted: interrupted}
 	if err := s.deps.Store.Append(st.conf, st.uid, rec); err != nil {
 		s.log.Error("could not save the reply", "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history; the reason is in its log"))
@@ -531,9 +531,9 @@ func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 	}
 	e.beforeTools = text
 	e.newCycle = true
-	rec := history.Record{Role: history.RoleToolCall, Content: cycle, Name: e.charName}
+	rec := koe.Record{Role: koe.RoleToolCall, Content: cycle, Name: e.charName}
 	for _, c := range calls {
-		rec.ToolCalls = append(rec.ToolCalls, history.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		rec.ToolCalls = append(rec.ToolCalls, koe.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
 	e.s.later(e.st, rec)
 	if e.s.koeEvents {
@@ -549,7 +549,7 @@ func (e *turnEmitter) ToolStarted(c agent.ToolCall) {
 
 // ToolFinished updates the call's entry with its result or failure.
 func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
-	rec := history.Record{Role: history.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: agent.ToolResultText(result, err)}
+	rec := koe.Record{Role: koe.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: agent.ToolResultText(result, err)}
 	e.s.later(e.st, rec)
 	if docs, ok := agent.ParseDocuments(result); ok && err == nil {
 		// A search's results come after the turn's other documents, so

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"koe"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -183,7 +184,7 @@ func (ws *Watchers) watchable(target protocol.WatchTarget) (Character, error) {
 	case target.ConfUID != "":
 		char, ok := ws.chars.Find(target.ConfUID)
 		if !ok {
-			return Character{}, &clientError{kind: KindNotFound, msg: fmt.Sprintf("no character has conf_uid %q", quote.Shorten(target.ConfUID, 80))}
+			return Character{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(target.ConfUID, 80))
 		}
 		return char, nil
 	}

@@ -3,8 +3,8 @@ package conversation
 import (
 	"net/url"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 	"koe/protocol"
 )
 
@@ -80,7 +80,7 @@ func ImagePath(confUID, historyUID, ref string) string {
 
 // recordMessage is a stored record as clients see it: images become
 // references to fetch, never inline bytes.
-func recordMessage(conf, uid string, r history.Record) protocol.HistoryRecord {
+func recordMessage(conf, uid string, r koe.Record) protocol.HistoryRecord {
 	out := protocol.HistoryRecord{
 		ID:          r.Seq,
 		Role:        r.Role,
@@ -98,10 +98,10 @@ func recordMessage(conf, uid string, r history.Record) protocol.HistoryRecord {
 
 // visibleRecords converts the records a client shows (not metadata or
 // system records).
-func visibleRecords(conf, uid string, records []history.Record) []protocol.HistoryRecord {
+func visibleRecords(conf, uid string, records []koe.Record) []protocol.HistoryRecord {
 	out := make([]protocol.HistoryRecord, 0, len(records))
 	for _, r := range records {
-		if history.Shown(r.Role) {
+		if r.Shown() {
 			out = append(out, recordMessage(conf, uid, r))
 		}
 	}
@@ -109,7 +109,7 @@ func visibleRecords(conf, uid string, records []history.Record) []protocol.Histo
 }
 
 // historyDataMessage holds the newest limit visible messages of a history.
-func historyDataMessage(conf, uid string, records []history.Record, limit int) protocol.HistoryData {
+func historyDataMessage(conf, uid string, records []koe.Record, limit int) protocol.HistoryData {
 	msgs := visibleRecords(conf, uid, records)
 	more := len(msgs) > limit
 	if more {
@@ -118,7 +118,7 @@ func historyDataMessage(conf, uid string, records []history.Record, limit int) p
 	return protocol.HistoryData{Type: protocol.TypeHistoryData, Messages: msgs, More: more}
 }
 
-func historyListMessage(conf string, list []history.Summary) protocol.HistoryList {
+func historyListMessage(conf string, list []koe.ListedHistory) protocol.HistoryList {
 	out := protocol.HistoryList{Type: protocol.TypeHistoryList, Histories: make([]protocol.HistoryEntry, 0, len(list))}
 	for _, h := range list {
 		out.Histories = append(out.Histories, protocol.HistoryEntry{UID: h.UID, LatestMessage: recordMessage(conf, h.UID, h.LatestMessage), Timestamp: h.Timestamp})

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"koe"
 )
 
 func TestCheckHealthy(t *testing.T) {
@@ -14,14 +16,14 @@ func TestCheckHealthy(t *testing.T) {
 		uid := mustCreate(t, s, "c")
 		// Pictures this large take overflow pages, which the check follows.
 		img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{byte(i)}, 40000))
-		mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: "hi", Images: []Image{{MimeType: "image/png", Data: img}}})
+		mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "hi", Images: []koe.Image{{MimeType: "image/png", Data: img}}})
 		if i%2 == 0 {
 			if err := s.Delete("c", uid); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := s.SetPrompt("c", PromptSystem, "be brief"); err != nil {
+	if err := s.SetPrompt("c", koe.PromptSystem, "be brief"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Check(); err != nil {
@@ -41,7 +43,7 @@ func TestCheckFindsDamage(t *testing.T) {
 	// and so its own page, where these two sit side by side.
 	a, b := []byte("zzconf-aaaa"), []byte("zzconf-bbbb")
 	for _, conf := range [][]byte{a, b} {
-		if err := s.SetPrompt(string(conf), PromptSystem, "x"); err != nil {
+		if err := s.SetPrompt(string(conf), koe.PromptSystem, "x"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"koe"
 )
 
 // BenchmarkCreateBurst is many sessions' first turns at once: each creates
@@ -11,7 +13,7 @@ import (
 // talk does. cpu-ms/op is the process CPU per history.
 func BenchmarkCreateBurst(b *testing.B) {
 	s, _ := openTest(b, Options{})
-	rec := Record{Role: RoleHuman, Content: "Can you help me plan my week?", Name: "Human"}
+	rec := koe.Record{Role: koe.RoleHuman, Content: "Can you help me plan my week?", Name: "Human"}
 	const burst = 100
 	b.ReportAllocs()
 	for b.Loop() {
@@ -20,7 +22,7 @@ func BenchmarkCreateBurst(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := s.CreateWith("bench", NewUID(time.Now()), rec); err != nil {
+				if err := s.CreateWith("bench", koe.NewHistoryUID(time.Now()), rec); err != nil {
 					b.Error(err)
 				}
 			}()
@@ -37,7 +39,7 @@ func BenchmarkAppendAlone(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := Record{Role: RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Koe"}
+	r := koe.Record{Role: koe.RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Koe"}
 	for b.Loop() {
 		if err := s.Append("bench", uid, r); err != nil {
 			b.Fatal(err)

@@ -11,8 +11,8 @@
 //	"histories"                 root bucket
 //	  <conf uid>                one bucket per character configuration
 //	    <history uid>           one bucket per conversation
-//	      "messages"            8-byte big-endian sequence -> JSON Record
-//	      "summaries"           8-byte big-endian first turn -> JSON SummaryRecord
+//	      "messages"            8-byte big-endian sequence -> JSON koe.Record
+//	      "summaries"           8-byte big-endian first turn -> JSON koe.SummaryRecord
 //	      "images"              8-byte big-endian record sequence, 4-byte big-endian
 //	                            image index -> the image's raw bytes
 //	"prompts"                   root bucket
@@ -20,18 +20,18 @@
 //	    <prompt name>           -> prompt text as is (not JSON)
 //	"recall"                    root bucket, created by the first indexing
 //	  <conf uid>                a character's long-term memory (package recall)
-//	    "entries"               <history uid> 0x00 <8-byte seq> -> JSON RecallEntry
+//	    "entries"               <history uid> 0x00 <8-byte seq> -> JSON koe.RecallEntry
 //	    "vectors"               same key -> little-endian float32 embedding
-//	    "marks"                 <history uid> -> JSON RecallMark (indexed up to)
+//	    "marks"                 <history uid> -> JSON koe.RecallMark (indexed up to)
 //	    "forgotten"             same key as entries -> empty: never index again
 //	    "meta"                  "vector_model" -> the embeddings model's name
 //	"knowledge"                 root bucket, created by the first document
 //	  <conf uid>                a character's knowledge base (package knowledge);
 //	                            removed when its last document goes
-//	    "docs"                  <doc id> -> JSON KnowledgeDoc (no text)
+//	    "docs"                  <doc id> -> JSON koe.KnowledgeDoc (no text)
 //	    "texts"                 <doc id> -> uvarint page count, uvarint page
 //	                            offsets, then the document's text as is
-//	    "chunks"                <doc id> 0x00 <4-byte seq> -> JSON KnowledgeChunk
+//	    "chunks"                <doc id> 0x00 <4-byte seq> -> JSON koe.KnowledgeChunk
 //	    "vectors"               same key -> little-endian float32 embedding
 //
 // Messages live in their own nested bucket, rather than directly in the
@@ -62,5 +62,5 @@
 // prompt is reset.
 //
 // Every id that reaches this package is assumed to come from an untrusted
-// client and is checked with ValidID before any database access.
+// client and is checked with koe.ValidID before any database access.
 package history

@@ -10,6 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"koe"
 )
 
 // The export reads everything the bbolt store keeps, as stored (JSON and
@@ -126,13 +128,13 @@ func (s *Store) ExportHistories(fn func(*HistoryExport) error) error {
 		err := s.db.View(func(tx *bolt.Tx) error {
 			hb := historyBucket(tx, h.conf, h.uid)
 			if hb == nil {
-				return ErrNotFound // deleted since the listing
+				return koe.ErrNotFound // deleted since the listing
 			}
 			var err error
 			e, err = exportHistory(hb, recallConfBucket(tx, h.conf), h.conf, h.uid)
 			return err
 		})
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, koe.ErrNotFound) {
 			continue
 		}
 		if err != nil {

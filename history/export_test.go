@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"koe"
 	"koe/testkit/pgtest"
 )
 
@@ -23,8 +24,8 @@ func TestExportImportLegacyRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uid := NewUID(time.Now())
-	if err := s.CreateWith("c", uid, Record{Role: RoleHuman, Content: "hi"}); err != nil {
+	uid := koe.NewHistoryUID(time.Now())
+	if err := s.CreateWith("c", uid, koe.Record{Role: koe.RoleHuman, Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	legacy := `{"role":"human","timestamp":"2024-01-01T10:00:00","content":"look","images":[{"source":"camera","mime_type":"image/png","data":"QUJD"},{"source":"upload","mime_type":"","data":"data:image/gif;base64,R0lGODlh"}]}`

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"koe"
 )
 
 func recallSeqs(t *testing.T, s testStore, conf string) []uint64 {
 	t.Helper()
 	var out []uint64
-	if err := s.ForEachRecall(conf, func(e RecallEntry) error {
+	if err := s.ForEachRecall(conf, func(e koe.RecallEntry) error {
 		out = append(out, e.Seq)
 		return nil
 	}); err != nil {
@@ -27,13 +29,13 @@ func testForgetRecalls(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	const conf = "koe_default"
 	uid, other := mustCreate(t, s, conf), mustCreate(t, s, conf)
-	entry := func(seq uint64) RecallEntry {
-		return RecallEntry{HistoryUID: uid, Seq: seq, Turn: 1, Role: RoleHuman, Text: "bees", Vector: []float32{1, 0}}
+	entry := func(seq uint64) koe.RecallEntry {
+		return koe.RecallEntry{HistoryUID: uid, Seq: seq, Turn: 1, Role: koe.RoleHuman, Text: "bees", Vector: []float32{1, 0}}
 	}
-	if _, err := s.SaveRecall(conf, uid, RecallMark{}, RecallMark{Seq: 3, Turn: 1}, []RecallEntry{entry(2), entry(3)}); err != nil {
+	if _, err := s.SaveRecall(conf, uid, koe.RecallMark{}, koe.RecallMark{Seq: 3, Turn: 1}, []koe.RecallEntry{entry(2), entry(3)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveRecall(conf, other, RecallMark{}, RecallMark{Seq: 2, Turn: 1}, []RecallEntry{{HistoryUID: other, Seq: 2, Role: RoleHuman, Text: "milk"}}); err != nil {
+	if _, err := s.SaveRecall(conf, other, koe.RecallMark{}, koe.RecallMark{Seq: 2, Turn: 1}, []koe.RecallEntry{{HistoryUID: other, Seq: 2, Role: koe.RoleHuman, Text: "milk"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -45,7 +47,7 @@ func testForgetRecalls(t *testing.T, open opener) {
 	if got := recallSeqs(t, s, conf); !slices.Equal(got, []uint64{2}) {
 		t.Fatalf("entries left %v, want only the other history's seq 2", got)
 	}
-	saved, err := s.SaveRecall(conf, uid, RecallMark{Seq: 3, Turn: 1}, RecallMark{Seq: 4, Turn: 2}, []RecallEntry{entry(2), entry(4), entry(5)})
+	saved, err := s.SaveRecall(conf, uid, koe.RecallMark{Seq: 3, Turn: 1}, koe.RecallMark{Seq: 4, Turn: 2}, []koe.RecallEntry{entry(2), entry(4), entry(5)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func testForgetRecalls(t *testing.T, open opener) {
 	if err := s.ClearRecall(conf); err != nil {
 		t.Fatal(err)
 	}
-	saved, err = s.SaveRecall(conf, uid, RecallMark{}, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{entry(2), entry(3), entry(4), entry(5)})
+	saved, err = s.SaveRecall(conf, uid, koe.RecallMark{}, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{entry(2), entry(3), entry(4), entry(5)})
 	if err != nil || len(saved) != 1 || saved[0].Seq != 5 {
 		t.Fatalf("after a clear, saved %v, %v; want only seq 5", saved, err)
 	}
@@ -66,7 +68,7 @@ func testForgetRecalls(t *testing.T, open opener) {
 	if n, err := s.ForgetRecalls(conf, "2025-01-01_00-00-00_00000000000000000000000000000000", []uint64{2}); err != nil || n != 0 {
 		t.Errorf("a missing history = %d, %v; want 0, nil", n, err)
 	}
-	if _, err := s.ForgetRecalls(conf, "../x", []uint64{2}); !errors.Is(err, ErrInvalidID) {
+	if _, err := s.ForgetRecalls(conf, "../x", []uint64{2}); !errors.Is(err, koe.ErrInvalidID) {
 		t.Errorf("a bad id: %v, want ErrInvalidID", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // maxRefLen bounds a ref before it is parsed: the longest valid one is a
@@ -73,24 +75,24 @@ func (s *Store) Image(confUID, historyUID, ref string) (mime string, data []byte
 	}
 	seq, index, ok := parseRef(ref)
 	if !ok {
-		return "", nil, fmt.Errorf("image ref %q: %w", truncateID(ref), ErrInvalidID)
+		return "", nil, fmt.Errorf("image ref %q: %w", truncateID(ref), koe.ErrInvalidID)
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		h := historyBucket(tx, confUID, historyUID)
 		if h == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		key := seqKey(seq)
 		v := h.Bucket(bucketMessages).Get(key[:])
 		if v == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		var sr storedRecord
 		if err := json.Unmarshal(measureInlineImages(v), &sr); err != nil {
 			return fmt.Errorf("decode record %d: %w", seq, err)
 		}
 		if uint64(index) >= uint64(len(sr.Images)) {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		if sr.Images[index].Data != nil {
 			mime, data, err = legacyImage(v, index)
@@ -141,7 +143,7 @@ func legacyImage(v []byte, index uint32) (string, []byte, error) {
 		payload = data
 	}
 	if payload == "" {
-		return "", nil, ErrNotFound
+		return "", nil, koe.ErrNotFound
 	}
 	raw, err := base64.StdEncoding.DecodeString(payload)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // The shape of the history that was measured at 246 MB per history-data
@@ -18,22 +20,22 @@ const (
 	benchImageBytes = 1500 << 10
 )
 
-func benchPictures(perTurn, size int) []Image {
+func benchPictures(perTurn, size int) []koe.Image {
 	rng := rand.New(rand.NewPCG(1, 2))
-	imgs := make([]Image, perTurn)
+	imgs := make([]koe.Image, perTurn)
 	for i := range imgs {
 		raw := make([]byte, size)
 		for j := range raw {
 			raw[j] = byte(rng.Uint32())
 		}
-		imgs[i] = Image{Source: "camera", MimeType: "image/jpeg", Data: base64.StdEncoding.EncodeToString(raw)}
+		imgs[i] = koe.Image{Source: "camera", MimeType: "image/jpeg", Data: base64.StdEncoding.EncodeToString(raw)}
 	}
 	return imgs
 }
 
 var (
-	benchQuestion = Record{Role: RoleHuman, Content: "what is in these pictures?", Name: "Human"}
-	benchReply    = Record{Role: RoleAI, Content: "A cat on a sofa, then the same cat asleep.", Name: "Mao"}
+	benchQuestion = koe.Record{Role: koe.RoleHuman, Content: "what is in these pictures?", Name: "Human"}
+	benchReply    = koe.Record{Role: koe.RoleAI, Content: "A cat on a sofa, then the same cat asleep.", Name: "Mao"}
 )
 
 // imageHistory stores a history of turns user messages with perTurn
@@ -144,7 +146,7 @@ func BenchmarkPageLongHistory(b *testing.B) {
 			err := s.db.Update(func(tx *bolt.Tx) error {
 				h := historyBucket(tx, "c", uid)
 				for i := 0; i < n; i++ {
-					p, err := encodeRecord(Record{Role: RoleAI, Timestamp: "2024-01-01T00:00:00", Content: benchReply.Content})
+					p, err := encodeRecord(koe.Record{Role: koe.RoleAI, Timestamp: "2024-01-01T00:00:00", Content: benchReply.Content})
 					if err != nil {
 						return err
 					}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // picture returns n distinct bytes, so a mix-up between images shows.
@@ -56,23 +58,23 @@ func rawValues(t *testing.T, s *Store, conf, uid string, name []byte) map[string
 func TestImagesStoredApart(t *testing.T) {
 	s, _ := openTest(t, Options{Now: stepClock(t0)})
 	png, jpeg, gif := picture(1, 3000), picture(2, 5001), picture(3, 7)
-	uid := NewUID(t0)
+	uid := koe.NewHistoryUID(t0)
 	// The first message creates the history, as a conversation's does.
-	err := s.CreateWith("c", uid, Record{Role: RoleHuman, Content: "look", Images: []Image{{Source: "camera", MimeType: "image/png", Data: b64(png)}}})
+	err := s.CreateWith("c", uid, koe.Record{Role: koe.RoleHuman, Content: "look", Images: []koe.Image{{Source: "camera", MimeType: "image/png", Data: b64(png)}}})
 	if err != nil {
 		t.Fatalf("CreateWith: %v", err)
 	}
-	mustAppend(t, s, "c", uid, Record{Role: RoleAI, Content: "a cat"})
-	mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: "and these?", Images: []Image{
+	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleAI, Content: "a cat"})
+	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "and these?", Images: []koe.Image{
 		{Source: "screen", MimeType: "image/jpeg", Data: b64(jpeg), Ref: "ignored", Size: 99},
 		{Source: "upload", MimeType: "image/gif", Data: "data:image/gif;base64," + b64(gif)},
 	}})
 
-	want := []Record{
-		{Seq: 1, Role: RoleMetadata, Timestamp: "2025-03-04T05:06:07"},
-		{Seq: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:06:07", Content: "look", Images: []Image{{Source: "camera", MimeType: "image/png", Size: 3000, Ref: "2-0"}}},
-		{Seq: 3, Role: RoleAI, Timestamp: "2025-03-04T05:06:08", Content: "a cat"},
-		{Seq: 4, Role: RoleHuman, Timestamp: "2025-03-04T05:06:09", Content: "and these?", Images: []Image{
+	want := []koe.Record{
+		{Seq: 1, Role: koe.RoleMetadata, Timestamp: "2025-03-04T05:06:07"},
+		{Seq: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:07", Content: "look", Images: []koe.Image{{Source: "camera", MimeType: "image/png", Size: 3000, Ref: "2-0"}}},
+		{Seq: 3, Role: koe.RoleAI, Timestamp: "2025-03-04T05:06:08", Content: "a cat"},
+		{Seq: 4, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:09", Content: "and these?", Images: []koe.Image{
 			{Source: "screen", MimeType: "image/jpeg", Size: 5001, Ref: "4-0"},
 			{Source: "upload", MimeType: "image/gif", Size: 7, Ref: "4-1"},
 		}},
@@ -149,12 +151,12 @@ func TestLegacyInlineImages(t *testing.T) {
 	}
 	before := dump(t, s)
 
-	want := []Record{
-		{Seq: 2, Role: RoleHuman, Timestamp: "2024-05-06T07:08:09", Content: "old", Name: "Human", Images: []Image{
+	want := []koe.Record{
+		{Seq: 2, Role: koe.RoleHuman, Timestamp: "2024-05-06T07:08:09", Content: "old", Name: "Human", Images: []koe.Image{
 			{Source: "camera", MimeType: "image/jpeg", Size: len(jpeg), Ref: "2-0"},
 			{Source: "upload", MimeType: "image/png", Size: len(png), Ref: "2-1"},
 		}},
-		{Seq: 3, Role: RoleHuman, Timestamp: "2024-05-06T07:08:10", Content: "url", Images: []Image{
+		{Seq: 3, Role: koe.RoleHuman, Timestamp: "2024-05-06T07:08:10", Content: "url", Images: []koe.Image{
 			{Source: "clipboard", Size: len(png), Ref: "3-0"},
 		}},
 	}
@@ -184,7 +186,7 @@ func TestLegacyInlineImages(t *testing.T) {
 	}
 
 	// New messages in an old history go to the images bucket.
-	mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Images: []Image{{Source: "camera", MimeType: "image/png", Data: b64(png)}}})
+	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Images: []koe.Image{{Source: "camera", MimeType: "image/png", Data: b64(png)}}})
 	if _, data := mustImage(t, s, "c", uid, "4-0"); !bytes.Equal(data, png) {
 		t.Fatalf("new image in legacy history = %d bytes", len(data))
 	}
@@ -198,8 +200,8 @@ func TestImageErrors(t *testing.T) { eachBackend(t, testImageErrors) }
 func testImageErrors(t *testing.T, open opener) {
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: "pic", Images: []Image{{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 5))}}})
-	mustAppend(t, s, "c", uid, Record{Role: RoleAI, Content: "text only"})
+	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "pic", Images: []koe.Image{{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 5))}}})
+	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleAI, Content: "text only"})
 	if _, data := mustImage(t, s, "c", uid, "2-0"); len(data) != 5 {
 		t.Fatalf("Image(2-0) = %d bytes, want 5", len(data))
 	}
@@ -214,7 +216,7 @@ func testImageErrors(t *testing.T, open opener) {
 		{"d", uid, "2-0"},                    // no such conf
 	}
 	for _, c := range notFound {
-		if _, _, err := s.Image(c.conf, c.uid, c.ref); !errors.Is(err, ErrNotFound) {
+		if _, _, err := s.Image(c.conf, c.uid, c.ref); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("Image(%q, %q, %q): err = %v, want ErrNotFound", c.conf, c.uid, c.ref, err)
 		}
 	}
@@ -223,14 +225,14 @@ func testImageErrors(t *testing.T, open opener) {
 		"a-b", "2-x", "18446744073709551616-0", "2-4294967296", "١-0", strings.Repeat("9", 40) + "-0", "2-0\x00"}
 	for _, ref := range garbage {
 		_, _, err := s.Image("c", uid, ref)
-		if !errors.Is(err, ErrInvalidID) {
+		if !errors.Is(err, koe.ErrInvalidID) {
 			t.Errorf("Image(ref %q): err = %v, want ErrInvalidID", ref, err)
 		}
 	}
-	if _, _, err := s.Image("../c", uid, "2-0"); !errors.Is(err, ErrInvalidID) {
+	if _, _, err := s.Image("../c", uid, "2-0"); !errors.Is(err, koe.ErrInvalidID) {
 		t.Errorf("Image(bad conf): err = %v, want ErrInvalidID", err)
 	}
-	if _, _, err := s.Image("c", "a/b", "2-0"); !errors.Is(err, ErrInvalidID) {
+	if _, _, err := s.Image("c", "a/b", "2-0"); !errors.Is(err, koe.ErrInvalidID) {
 		t.Errorf("Image(bad history): err = %v, want ErrInvalidID", err)
 	}
 	long := strings.Repeat("7", 100)
@@ -246,7 +248,7 @@ func TestBadImageData(t *testing.T) { eachBackend(t, testBadImageData) }
 func testBadImageData(t *testing.T, open opener) {
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
-	good := Image{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 50))}
+	good := koe.Image{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 50))}
 	before := dump(t, s)
 	bad := map[string]string{
 		"empty":             "",
@@ -257,13 +259,13 @@ func testBadImageData(t *testing.T, open opener) {
 		"truncated":         b64(picture(1, 50))[:10] + "=",
 	}
 	for name, data := range bad {
-		r := Record{Role: RoleHuman, Content: name, Images: []Image{good, {Source: "camera", MimeType: "image/png", Data: data}}}
+		r := koe.Record{Role: koe.RoleHuman, Content: name, Images: []koe.Image{good, {Source: "camera", MimeType: "image/png", Data: data}}}
 		err := s.Append("c", uid, r)
-		if !errors.Is(err, ErrInvalidRecord) || !strings.Contains(err.Error(), "image 2") {
+		if !errors.Is(err, koe.ErrInvalidRecord) || !strings.Contains(err.Error(), "image 2") {
 			t.Errorf("Append(%s): err = %v, want ErrInvalidRecord naming image 2", name, err)
 		}
-		err = s.CreateWith("c", NewUID(t0), r)
-		if !errors.Is(err, ErrInvalidRecord) {
+		err = s.CreateWith("c", koe.NewHistoryUID(t0), r)
+		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("CreateWith(%s): err = %v, want ErrInvalidRecord", name, err)
 		}
 	}
@@ -277,13 +279,13 @@ func TestDeleteRemovesImages(t *testing.T) { eachBackend(t, testDeleteRemovesIma
 func testDeleteRemovesImages(t *testing.T, open opener) {
 	s := open(t, Options{})
 	keep, gone := mustCreate(t, s, "c"), mustCreate(t, s, "c")
-	img := []Image{{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 20000))}}
-	mustAppend(t, s, "c", keep, Record{Role: RoleHuman, Images: img})
-	mustAppend(t, s, "c", gone, Record{Role: RoleHuman, Images: img})
+	img := []koe.Image{{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 20000))}}
+	mustAppend(t, s, "c", keep, koe.Record{Role: koe.RoleHuman, Images: img})
+	mustAppend(t, s, "c", gone, koe.Record{Role: koe.RoleHuman, Images: img})
 	if err := s.Delete("c", gone); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Image("c", gone, "2-0"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Image("c", gone, "2-0"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Image of deleted history: err = %v, want ErrNotFound", err)
 	}
 	if strings.Contains(dump(t, s), gone) {
@@ -313,16 +315,16 @@ func testConcurrentImageAppends(t *testing.T, open opener) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 3; j++ {
-				img := Image{Source: "camera", MimeType: "image/png", Data: b64(picture(byte(i*3+j), 1000+i))}
-				if err := s.Append("c", uids[i], Record{Role: RoleHuman, Content: fmt.Sprint(j), Images: []Image{img}}); err != nil {
+				img := koe.Image{Source: "camera", MimeType: "image/png", Data: b64(picture(byte(i*3+j), 1000+i))}
+				if err := s.Append("c", uids[i], koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint(j), Images: []koe.Image{img}}); err != nil {
 					errs <- err
 				}
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			err := s.Append("c", "missing", Record{Role: RoleHuman, Images: []Image{{MimeType: "image/png", Data: b64(picture(0, 10))}}})
-			if !errors.Is(err, ErrNotFound) {
+			err := s.Append("c", "missing", koe.Record{Role: koe.RoleHuman, Images: []koe.Image{{MimeType: "image/png", Data: b64(picture(0, 10))}}})
+			if !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("append to missing history: %v", err)
 			}
 		}()

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"koe"
 )
 
 // Knowledge buckets, under the root "knowledge", one bucket per conf uid:
@@ -22,36 +23,6 @@ var (
 	bucketChunks    = []byte("chunks")  // chunkKey -> JSON KnowledgeChunk
 	bucketChunkVecs = []byte("vectors") // chunkKey -> little-endian float32s
 )
-
-// KnowledgeDoc is one document of a character's knowledge base, without its text.
-type KnowledgeDoc struct {
-	ID     string    `json:"-"`
-	Name   string    `json:"name"`
-	Mime   string    `json:"mime"`
-	Format string    `json:"format"`
-	Title  string    `json:"title"`
-	Bytes  int       `json:"bytes"`
-	Tokens int       `json:"tokens"`
-	Pages  int       `json:"pages,omitempty"`
-	Chunks int       `json:"chunks"`
-	Added  time.Time `json:"added"`
-}
-
-// KnowledgeChunk is a stored chunk (the local store keeps them with their
-// vectors). Its fields are knowledge.Chunk's, in the same order, so the
-// knowledge package converts one to the other without copying fields.
-type KnowledgeChunk struct {
-	DocID   string `json:"-"`
-	Seq     int    `json:"-"`
-	Name    string `json:"name"`
-	Title   string `json:"title,omitempty"`
-	Heading string `json:"heading,omitempty"`
-	Page    int    `json:"page,omitempty"`
-	Text    string `json:"text"`
-	Tokens  int    `json:"tokens"`
-	// Vector is stored apart from the chunk, compactly.
-	Vector []float32 `json:"-"`
-}
 
 func documentID(id string) idArg { return idArg{kind: "document id", id: id} }
 
@@ -77,15 +48,12 @@ func docPrefix(docID string) []byte { return append([]byte(docID), 0) }
 
 // PutKnowledgeDoc creates or replaces (by d.ID) a document and its text;
 // pages are the byte offsets in text where each page starts (nil: none).
-func (s *Store) PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, pages []int) error {
+func (s *Store) PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) error {
 	if err := checkIDs(confID(conf), documentID(d.ID)); err != nil {
 		return err
 	}
-	for i, p := range pages {
-		if p < 0 || p > len(text) || (i > 0 && p < pages[i-1]) {
-			return fmt.Errorf("put document %q of conf %q: page %d starts at %d, outside the text or before the page above: %w",
-				d.ID, conf, i+1, p, ErrInvalidRecord)
-		}
+	if err := koe.CheckPages(text, pages); err != nil {
+		return fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, err)
 	}
 	meta, err := json.Marshal(d)
 	if err != nil {
@@ -109,18 +77,18 @@ func (s *Store) PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, pages 
 }
 
 // KnowledgeDocs lists a conf's documents, oldest first.
-func (s *Store) KnowledgeDocs(conf string) ([]KnowledgeDoc, error) {
+func (s *Store) KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error) {
 	if err := checkIDs(confID(conf)); err != nil {
 		return nil, err
 	}
-	out := []KnowledgeDoc{}
+	out := []koe.KnowledgeDoc{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := knowledgeSub(tx, conf, bucketDocs)
 		if b == nil {
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
-			var d KnowledgeDoc
+			var d koe.KnowledgeDoc
 			if err := json.Unmarshal(v, &d); err != nil {
 				return fmt.Errorf("decode document %q: %w", k, err)
 			}
@@ -133,7 +101,7 @@ func (s *Store) KnowledgeDocs(conf string) ([]KnowledgeDoc, error) {
 		return nil, fmt.Errorf("list documents of conf %q: %w", conf, err)
 	}
 	// Stable: documents added in the same instant keep their id order.
-	slices.SortStableFunc(out, func(a, b KnowledgeDoc) int { return a.Added.Compare(b.Added) })
+	slices.SortStableFunc(out, func(a, b koe.KnowledgeDoc) int { return a.Added.Compare(b.Added) })
 	return out, nil
 }
 
@@ -146,11 +114,11 @@ func (s *Store) KnowledgeText(conf, id string) (text string, pages []int, err er
 	err = s.db.View(func(tx *bolt.Tx) error {
 		b := knowledgeSub(tx, conf, bucketTexts)
 		if b == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		v := b.Get([]byte(id))
 		if v == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		var derr error
 		text, pages, derr = decodeText(v)
@@ -224,17 +192,17 @@ func (s *Store) KnowledgeConfs() ([]string, error) {
 
 // encodeChunks checks the chunks of document docID (each of it, seqs
 // distinct and within 32 bits) and encodes each as stored, for both stores.
-func encodeChunks(conf, docID string, chunks []KnowledgeChunk) ([][]byte, error) {
+func encodeChunks(conf, docID string, chunks []koe.KnowledgeChunk) ([][]byte, error) {
 	vals := make([][]byte, len(chunks))
 	seen := make(map[int]bool, len(chunks))
 	for i, c := range chunks {
 		if c.DocID != "" && c.DocID != docID {
 			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk %d belongs to document %q: %w",
-				docID, conf, c.Seq, truncateID(c.DocID), ErrInvalidRecord)
+				docID, conf, c.Seq, truncateID(c.DocID), koe.ErrInvalidRecord)
 		}
 		if c.Seq < 0 || int64(c.Seq) > math.MaxUint32 || seen[c.Seq] {
 			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk seq %d is negative, too large or repeated: %w",
-				docID, conf, c.Seq, ErrInvalidRecord)
+				docID, conf, c.Seq, koe.ErrInvalidRecord)
 		}
 		seen[c.Seq] = true
 		v, err := json.Marshal(c)
@@ -249,7 +217,7 @@ func encodeChunks(conf, docID string, chunks []KnowledgeChunk) ([][]byte, error)
 // PutKnowledgeChunks replaces every chunk of a document with chunks, in one
 // transaction. A chunk's DocID must be docID or empty; seqs must be
 // distinct and fit in 32 bits.
-func (s *Store) PutKnowledgeChunks(conf, docID string, chunks []KnowledgeChunk) error {
+func (s *Store) PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChunk) error {
 	if err := checkIDs(confID(conf), documentID(docID)); err != nil {
 		return err
 	}
@@ -298,7 +266,7 @@ func (s *Store) DeleteKnowledgeChunks(conf, docID string) error {
 
 // ForEachKnowledgeChunk calls fn with every chunk of a conf, with its
 // vector, in document and sequence order. fn must not call the store.
-func (s *Store) ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) error) error {
+func (s *Store) ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error {
 	if err := checkIDs(confID(conf)); err != nil {
 		return err
 	}
@@ -307,7 +275,7 @@ func (s *Store) ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) error
 		if cb == nil {
 			return nil
 		}
-		return walkVectored(cb, knowledgeSub(tx, conf, bucketChunkVecs), "chunk", func(k []byte, c *KnowledgeChunk, vec []float32) error {
+		return walkVectored(cb, knowledgeSub(tx, conf, bucketChunkVecs), "chunk", func(k []byte, c *koe.KnowledgeChunk, vec []float32) error {
 			id, seq, ok := parseChunkKey(k)
 			if !ok {
 				return fmt.Errorf("chunk key %x is malformed", k)

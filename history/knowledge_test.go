@@ -8,17 +8,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"koe"
 )
 
-func knowledgeDoc(id string, added time.Time) KnowledgeDoc {
-	return KnowledgeDoc{ID: id, Name: id + ".pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual " + id,
+func knowledgeDoc(id string, added time.Time) koe.KnowledgeDoc {
+	return koe.KnowledgeDoc{ID: id, Name: id + ".pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual " + id,
 		Bytes: 1234, Tokens: 300, Pages: 2, Chunks: 2, Added: added}
 }
 
-func knowledgeChunks(docID string, n int, dim int) []KnowledgeChunk {
-	out := make([]KnowledgeChunk, n)
+func knowledgeChunks(docID string, n int, dim int) []koe.KnowledgeChunk {
+	out := make([]koe.KnowledgeChunk, n)
 	for i := range out {
-		out[i] = KnowledgeChunk{DocID: docID, Seq: i, Name: docID + ".pdf", Title: "Manual", Heading: fmt.Sprintf("Section %d", i),
+		out[i] = koe.KnowledgeChunk{DocID: docID, Seq: i, Name: docID + ".pdf", Title: "Manual", Heading: fmt.Sprintf("Section %d", i),
 			Page: i + 1, Tokens: 10 + i, Text: fmt.Sprintf("chunk %d of %s", i, docID)}
 		if dim > 0 {
 			out[i].Vector = make([]float32, dim)
@@ -30,10 +32,10 @@ func knowledgeChunks(docID string, n int, dim int) []KnowledgeChunk {
 	return out
 }
 
-func chunksOf(t *testing.T, s testStore, conf string) []KnowledgeChunk {
+func chunksOf(t *testing.T, s testStore, conf string) []koe.KnowledgeChunk {
 	t.Helper()
-	var out []KnowledgeChunk
-	if err := s.ForEachKnowledgeChunk(conf, func(c KnowledgeChunk) error {
+	var out []koe.KnowledgeChunk
+	if err := s.ForEachKnowledgeChunk(conf, func(c koe.KnowledgeChunk) error {
 		out = append(out, c)
 		return nil
 	}); err != nil {
@@ -92,10 +94,10 @@ func testKnowledgeDocRoundTrip(t *testing.T, open opener) {
 		t.Fatalf("after replace, text = %q, pages %v", got, pages)
 	}
 
-	if _, _, err := s.KnowledgeText("c", "nope"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.KnowledgeText("c", "nope"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("KnowledgeText of an unknown doc: err = %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.KnowledgeText("other", "a"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.KnowledgeText("other", "a"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("KnowledgeText of another conf's doc: err = %v, want ErrNotFound", err)
 	}
 }
@@ -106,7 +108,7 @@ func testKnowledgeDocPagesChecked(t *testing.T, open opener) {
 	s := open(t, Options{})
 	for _, pages := range [][]int{{0, 50}, {0, 5, 3}, {-1}} {
 		err := s.PutKnowledgeDoc("c", knowledgeDoc("d", t0), "0123456789", pages)
-		if !errors.Is(err, ErrInvalidRecord) {
+		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("pages %v: err = %v, want ErrInvalidRecord", pages, err)
 		}
 	}
@@ -197,8 +199,8 @@ func testKnowledgeChunksRefused(t *testing.T, open opener) {
 	foreign[1].DocID = "e"
 	negative := knowledgeChunks("d", 1, 0)
 	negative[0].Seq = -1
-	for name, cs := range map[string][]KnowledgeChunk{"repeated seq": repeated, "foreign doc": foreign, "negative seq": negative} {
-		if err := s.PutKnowledgeChunks("c", "d", cs); !errors.Is(err, ErrInvalidRecord) {
+	for name, cs := range map[string][]koe.KnowledgeChunk{"repeated seq": repeated, "foreign doc": foreign, "negative seq": negative} {
+		if err := s.PutKnowledgeChunks("c", "d", cs); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecord", name, err)
 		}
 	}
@@ -223,7 +225,7 @@ func testKnowledgeDeleteDoc(t *testing.T, open opener) {
 	if err != nil || !existed {
 		t.Fatalf("DeleteKnowledgeDoc(d) = %v, %v; want true", existed, err)
 	}
-	if _, _, err := s.KnowledgeText("c", "d"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.KnowledgeText("c", "d"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("text of a deleted doc: err = %v, want ErrNotFound", err)
 	}
 	for _, c := range chunksOf(t, s, "c") {
@@ -298,7 +300,7 @@ func testKnowledgeInvalidIDs(t *testing.T, open opener) {
 			"PutKnowledgeDoc id":    s.PutKnowledgeDoc("c", knowledgeDoc(id, t0), "x", nil),
 			"PutKnowledgeChunks":    s.PutKnowledgeChunks("c", id, knowledgeChunks("", 1, 0)),
 			"DeleteKnowledgeChunks": s.DeleteKnowledgeChunks(id, "d"),
-			"ForEachKnowledgeChunk": s.ForEachKnowledgeChunk(id, func(KnowledgeChunk) error {
+			"ForEachKnowledgeChunk": s.ForEachKnowledgeChunk(id, func(koe.KnowledgeChunk) error {
 				return nil
 			}),
 		}
@@ -309,7 +311,7 @@ func testKnowledgeInvalidIDs(t *testing.T, open opener) {
 		_, err = s.DeleteKnowledgeDoc("c", id)
 		checks["DeleteKnowledgeDoc"] = err
 		for name, err := range checks {
-			if !errors.Is(err, ErrInvalidID) {
+			if !errors.Is(err, koe.ErrInvalidID) {
 				t.Errorf("%s(%q): err = %v, want ErrInvalidID", name, id, err)
 			}
 		}

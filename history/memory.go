@@ -6,35 +6,15 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
-
-// Prompt names koe uses.
-const (
-	PromptSystem   = "system"
-	PromptReminder = "reminder"
-)
-
-// maxPromptLen caps a stored prompt. Prompts are user-edited text that is
-// sent with every request, so anything near this size is a mistake or abuse.
-const maxPromptLen = 64 << 10
-
-// SummaryRecord is one memory summary of consecutive turns of a history.
-type SummaryRecord struct {
-	ThreadID        string  `json:"thread_id"`   // the history uid
-	Turns           []int   `json:"turns"`       // 1-based turn indices covered, ascending, consecutive, non-empty
-	TurnLength      int     `json:"turn_length"` // len(Turns)
-	OriginalChars   int     `json:"original_chars"`
-	SummaryChars    int     `json:"summary_chars"`
-	CompressionRate float64 `json:"compression_rate"`
-	Summary         string  `json:"summary"`
-	CreatedAt       string  `json:"created_at"` // same layout as Record.Timestamp; filled if empty
-}
 
 // AddSummary stores r as a summary of history historyUID. Summaries are
 // keyed by their first turn, so adding a summary that starts at the same
 // turn as a stored one replaces it. The history must exist; AddSummary
 // never creates one.
-func (s *Store) AddSummary(confUID, historyUID string, r SummaryRecord) error {
+func (s *Store) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return err
 	}
@@ -77,22 +57,22 @@ func (s *Store) AddSummary(confUID, historyUID string, r SummaryRecord) error {
 		return fmt.Errorf("add summary to history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if missing {
-		return fmt.Errorf("add summary to history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+		return fmt.Errorf("add summary to history %q of conf %q: %w", historyUID, confUID, koe.ErrNotFound)
 	}
 	return nil
 }
 
 // Summaries returns the summaries of a history in turn order (by first
 // turn), or an empty slice if it has none.
-func (s *Store) Summaries(confUID, historyUID string) ([]SummaryRecord, error) {
+func (s *Store) Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
-	out := []SummaryRecord{}
+	out := []koe.SummaryRecord{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		h := historyBucket(tx, confUID, historyUID)
 		if h == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		sums := h.Bucket(bucketSummaries)
 		if sums == nil {
@@ -102,7 +82,7 @@ func (s *Store) Summaries(confUID, historyUID string) ([]SummaryRecord, error) {
 			if v == nil {
 				return fmt.Errorf("summary %x: unexpected nested bucket", k)
 			}
-			var r SummaryRecord
+			var r koe.SummaryRecord
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("decode summary %x: %w", k, err)
 			}
@@ -116,38 +96,14 @@ func (s *Store) Summaries(confUID, historyUID string) ([]SummaryRecord, error) {
 	return out, nil
 }
 
-// validateSummary checks everything about r that does not need the
-// database. It runs before any write so that a bad record stores nothing.
-func validateSummary(historyUID string, r SummaryRecord) error {
-	invalid := func(format string, args ...any) error {
-		return fmt.Errorf("summary: %s: %w", fmt.Sprintf(format, args...), ErrInvalidRecord)
-	}
+// validateSummary checks r before any write, so that a bad summary
+// stores nothing: that it is about this history, then that it is well
+// formed.
+func validateSummary(historyUID string, r koe.SummaryRecord) error {
 	if r.ThreadID != historyUID {
-		return invalid("thread id %q does not match the history", truncateID(r.ThreadID))
+		return fmt.Errorf("summary: thread id %q does not match the history: %w", truncateID(r.ThreadID), koe.ErrInvalidRecord)
 	}
-	if len(r.Turns) == 0 {
-		return invalid("no turns")
-	}
-	if r.TurnLength != len(r.Turns) {
-		return invalid("turn_length %d, but %d turns", r.TurnLength, len(r.Turns))
-	}
-	for i, t := range r.Turns {
-		// t >= 1 on every element also rules out prev+1 wrapping around.
-		if t < 1 {
-			return invalid("turn %d is not 1-based", t)
-		}
-		if i > 0 && t != r.Turns[i-1]+1 {
-			return invalid("turns %d and %d are not consecutive", r.Turns[i-1], t)
-		}
-	}
-	if r.OriginalChars < 0 || r.SummaryChars < 0 {
-		return invalid("negative character count")
-	}
-	// Written so that NaN fails too.
-	if !(r.CompressionRate >= 0 && r.CompressionRate <= 1) {
-		return invalid("compression rate %v not in [0, 1]", r.CompressionRate)
-	}
-	return nil
+	return r.Validate()
 }
 
 // turnKey is the summaries key: the first turn covered, big-endian so that
@@ -164,8 +120,8 @@ func (s *Store) SetPrompt(confUID, name, text string) error {
 	if err := checkIDs(confID(confUID), promptName(name)); err != nil {
 		return err
 	}
-	if len(text) > maxPromptLen {
-		return fmt.Errorf("set prompt %q of conf %q: %d bytes, limit %d: %w", name, confUID, len(text), maxPromptLen, ErrInvalidRecord)
+	if err := koe.CheckPrompt(text); err != nil {
+		return fmt.Errorf("set prompt %q of conf %q: %w", name, confUID, err)
 	}
 	// Prompts change only when a user edits them, so a plain transaction
 	// is enough; there is nothing to batch.

@@ -11,15 +11,17 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // summary returns a valid record of n turns of history uid starting at first.
-func summary(uid string, first, n int, text string) SummaryRecord {
+func summary(uid string, first, n int, text string) koe.SummaryRecord {
 	turns := make([]int, n)
 	for i := range turns {
 		turns[i] = first + i
 	}
-	return SummaryRecord{
+	return koe.SummaryRecord{
 		ThreadID:        uid,
 		Turns:           turns,
 		TurnLength:      n,
@@ -30,14 +32,14 @@ func summary(uid string, first, n int, text string) SummaryRecord {
 	}
 }
 
-func mustAddSummary(t testing.TB, s testStore, conf, uid string, r SummaryRecord) {
+func mustAddSummary(t testing.TB, s testStore, conf, uid string, r koe.SummaryRecord) {
 	t.Helper()
 	if err := s.AddSummary(conf, uid, r); err != nil {
 		t.Fatalf("AddSummary(%q, %q, turns %v): %v", conf, uid, r.Turns, err)
 	}
 }
 
-func mustSummaries(t testing.TB, s testStore, conf, uid string) []SummaryRecord {
+func mustSummaries(t testing.TB, s testStore, conf, uid string) []koe.SummaryRecord {
 	t.Helper()
 	got, err := s.Summaries(conf, uid)
 	if err != nil {
@@ -90,7 +92,7 @@ func TestSummariesRoundTrip(t *testing.T) {
 	mustAddSummary(t, s, "c", h, summary(h, 300, 3, "needs 2 bytes")) // :11, key beyond one byte
 
 	got := mustSummaries(t, s, "c", h)
-	want := []SummaryRecord{
+	want := []koe.SummaryRecord{
 		summary(h, 1, 3, "one to three"),
 		summary(h, 4, 3, "four to six"),
 		late,
@@ -157,7 +159,7 @@ func TestSummariesReopen(t *testing.T) {
 	h := mustCreate(t, s, "c")
 	mustAddSummary(t, s, "c", h, summary(h, 4, 3, "b"))
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "a"))
-	if err := s.SetPrompt("c", PromptSystem, "be brief"); err != nil {
+	if err := s.SetPrompt("c", koe.PromptSystem, "be brief"); err != nil {
 		t.Fatal(err)
 	}
 	want := mustSummaries(t, s, "c", h)
@@ -174,7 +176,7 @@ func TestSummariesReopen(t *testing.T) {
 	if !reflect.DeepEqual(got, want) || len(got) != 2 || got[0].Summary != "a" || got[1].Summary != "b" {
 		t.Fatalf("after reopen got %+v, want %+v", got, want)
 	}
-	if text, ok, err := s2.Prompt("c", PromptSystem); err != nil || !ok || text != "be brief" {
+	if text, ok, err := s2.Prompt("c", koe.PromptSystem); err != nil || !ok || text != "be brief" {
 		t.Fatalf("Prompt after reopen = %q, %v, %v", text, ok, err)
 	}
 }
@@ -187,36 +189,36 @@ func testInvalidSummary(t *testing.T, open opener) {
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "keep me"))
 	before := dump(t, s)
 
-	with := func(f func(r *SummaryRecord)) SummaryRecord {
+	with := func(f func(r *koe.SummaryRecord)) koe.SummaryRecord {
 		r := summary(h, 4, 3, "bad")
 		f(&r)
 		return r
 	}
-	cases := map[string]SummaryRecord{
-		"nil turns":          with(func(r *SummaryRecord) { r.Turns, r.TurnLength = nil, 0 }),
-		"empty turns":        with(func(r *SummaryRecord) { r.Turns, r.TurnLength = []int{}, 0 }),
-		"gap":                with(func(r *SummaryRecord) { r.Turns = []int{4, 5, 7} }),
-		"descending":         with(func(r *SummaryRecord) { r.Turns = []int{6, 5, 4} }),
-		"repeated":           with(func(r *SummaryRecord) { r.Turns = []int{4, 4, 5} }),
-		"turn zero":          with(func(r *SummaryRecord) { r.Turns = []int{0, 1, 2} }),
-		"negative turn":      with(func(r *SummaryRecord) { r.Turns = []int{-1, 0, 1} }),
-		"wraps around":       with(func(r *SummaryRecord) { r.Turns, r.TurnLength = []int{math.MaxInt, math.MinInt}, 2 }),
-		"turn_length short":  with(func(r *SummaryRecord) { r.TurnLength = 2 }),
-		"turn_length zero":   with(func(r *SummaryRecord) { r.TurnLength = 0 }),
-		"other thread":       with(func(r *SummaryRecord) { r.ThreadID = h + "x" }),
-		"empty thread":       with(func(r *SummaryRecord) { r.ThreadID = "" }),
-		"negative original":  with(func(r *SummaryRecord) { r.OriginalChars = -1 }),
-		"negative summary":   with(func(r *SummaryRecord) { r.SummaryChars = -1 }),
-		"rate 1.5":           with(func(r *SummaryRecord) { r.CompressionRate = 1.5 }),
-		"rate negative":      with(func(r *SummaryRecord) { r.CompressionRate = -0.1 }),
-		"rate NaN":           with(func(r *SummaryRecord) { r.CompressionRate = math.NaN() }),
-		"rate +Inf":          with(func(r *SummaryRecord) { r.CompressionRate = math.Inf(1) }),
-		"overwrite attempt":  with(func(r *SummaryRecord) { r.Turns = []int{1, 2, 2} }), // would replace "keep me"
-		"first turn invalid": with(func(r *SummaryRecord) { r.Turns, r.TurnLength = []int{0}, 1 }),
+	cases := map[string]koe.SummaryRecord{
+		"nil turns":          with(func(r *koe.SummaryRecord) { r.Turns, r.TurnLength = nil, 0 }),
+		"empty turns":        with(func(r *koe.SummaryRecord) { r.Turns, r.TurnLength = []int{}, 0 }),
+		"gap":                with(func(r *koe.SummaryRecord) { r.Turns = []int{4, 5, 7} }),
+		"descending":         with(func(r *koe.SummaryRecord) { r.Turns = []int{6, 5, 4} }),
+		"repeated":           with(func(r *koe.SummaryRecord) { r.Turns = []int{4, 4, 5} }),
+		"turn zero":          with(func(r *koe.SummaryRecord) { r.Turns = []int{0, 1, 2} }),
+		"negative turn":      with(func(r *koe.SummaryRecord) { r.Turns = []int{-1, 0, 1} }),
+		"wraps around":       with(func(r *koe.SummaryRecord) { r.Turns, r.TurnLength = []int{math.MaxInt, math.MinInt}, 2 }),
+		"turn_length short":  with(func(r *koe.SummaryRecord) { r.TurnLength = 2 }),
+		"turn_length zero":   with(func(r *koe.SummaryRecord) { r.TurnLength = 0 }),
+		"other thread":       with(func(r *koe.SummaryRecord) { r.ThreadID = h + "x" }),
+		"empty thread":       with(func(r *koe.SummaryRecord) { r.ThreadID = "" }),
+		"negative original":  with(func(r *koe.SummaryRecord) { r.OriginalChars = -1 }),
+		"negative summary":   with(func(r *koe.SummaryRecord) { r.SummaryChars = -1 }),
+		"rate 1.5":           with(func(r *koe.SummaryRecord) { r.CompressionRate = 1.5 }),
+		"rate negative":      with(func(r *koe.SummaryRecord) { r.CompressionRate = -0.1 }),
+		"rate NaN":           with(func(r *koe.SummaryRecord) { r.CompressionRate = math.NaN() }),
+		"rate +Inf":          with(func(r *koe.SummaryRecord) { r.CompressionRate = math.Inf(1) }),
+		"overwrite attempt":  with(func(r *koe.SummaryRecord) { r.Turns = []int{1, 2, 2} }), // would replace "keep me"
+		"first turn invalid": with(func(r *koe.SummaryRecord) { r.Turns, r.TurnLength = []int{0}, 1 }),
 	}
 	for name, r := range cases {
 		err := s.AddSummary("c", h, r)
-		if !errors.Is(err, ErrInvalidRecord) {
+		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecord", name, err)
 		}
 	}
@@ -254,7 +256,7 @@ func testMemoryInvalidIDs(t *testing.T, open opener) {
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "x"))
-	if err := s.SetPrompt("c", PromptSystem, "sys"); err != nil {
+	if err := s.SetPrompt("c", koe.PromptSystem, "sys"); err != nil {
 		t.Fatal(err)
 	}
 	before := dump(t, s)
@@ -263,7 +265,7 @@ func testMemoryInvalidIDs(t *testing.T, open opener) {
 	for _, id := range bad {
 		check := func(op string, err error) {
 			t.Helper()
-			if !errors.Is(err, ErrInvalidID) {
+			if !errors.Is(err, koe.ErrInvalidID) {
 				t.Errorf("%s with %q: err = %v, want ErrInvalidID", op, id, err)
 			}
 		}
@@ -273,10 +275,10 @@ func testMemoryInvalidIDs(t *testing.T, open opener) {
 		check("Summaries conf", err)
 		_, err = s.Summaries("c", id)
 		check("Summaries uid", err)
-		check("SetPrompt conf", s.SetPrompt(id, PromptSystem, "evil"))
+		check("SetPrompt conf", s.SetPrompt(id, koe.PromptSystem, "evil"))
 		check("SetPrompt name", s.SetPrompt("c", id, "evil"))
 		check("SetPrompt name delete", s.SetPrompt("c", id, ""))
-		_, _, err = s.Prompt(id, PromptSystem)
+		_, _, err = s.Prompt(id, koe.PromptSystem)
 		check("Prompt conf", err)
 		_, _, err = s.Prompt("c", id)
 		check("Prompt name", err)
@@ -301,10 +303,10 @@ func testSummaryMissingHistory(t *testing.T, open opener) {
 		{"unknown", h},
 	}
 	for _, c := range cases {
-		if err := s.AddSummary(c.conf, c.uid, summary(c.uid, 1, 3, "x")); !errors.Is(err, ErrNotFound) {
+		if err := s.AddSummary(c.conf, c.uid, summary(c.uid, 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("AddSummary(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
-		if got, err := s.Summaries(c.conf, c.uid); !errors.Is(err, ErrNotFound) || got != nil {
+		if got, err := s.Summaries(c.conf, c.uid); !errors.Is(err, koe.ErrNotFound) || got != nil {
 			t.Errorf("Summaries(%q, %q) = %v, %v; want nil, ErrNotFound", c.conf, c.uid, got, err)
 		}
 	}
@@ -319,17 +321,17 @@ func testDeleteRemovesSummaries(t *testing.T, open opener) {
 	s := open(t, Options{})
 	gone := mustCreate(t, s, "c")
 	keep := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", gone, Record{Role: RoleHuman, Content: "bye"})
+	mustAppend(t, s, "c", gone, koe.Record{Role: koe.RoleHuman, Content: "bye"})
 	mustAddSummary(t, s, "c", gone, summary(gone, 1, 3, "forget me"))
 	mustAddSummary(t, s, "c", keep, summary(keep, 1, 3, "remember me"))
 
 	if err := s.Delete("c", gone); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := s.Summaries("c", gone); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Summaries("c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Summaries after Delete: err = %v, want ErrNotFound", err)
 	}
-	if err := s.AddSummary("c", gone, summary(gone, 4, 3, "late")); !errors.Is(err, ErrNotFound) {
+	if err := s.AddSummary("c", gone, summary(gone, 4, 3, "late")); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("AddSummary after Delete: err = %v, want ErrNotFound", err)
 	}
 	if d := dump(t, s); strings.Contains(d, gone) || strings.Contains(d, "forget me") {
@@ -353,8 +355,8 @@ func TestMessagesIgnoreSummaries(t *testing.T) { eachBackend(t, testMessagesIgno
 func testMessagesIgnoreSummaries(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	h := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "hello"})
-	mustAppend(t, s, "c", h, Record{Role: RoleAI, Content: "hi"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "hello"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleAI, Content: "hi"})
 	wantMsgs, err := s.Messages("c", h)
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +379,7 @@ func testMessagesIgnoreSummaries(t *testing.T, open opener) {
 		t.Fatalf("Exists after AddSummary = %v, %v", ok, err)
 	}
 	// Appending after summaries still continues the message sequence.
-	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "more"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "more"})
 	got, err := s.Messages("c", h)
 	if err != nil || len(got) != len(wantMsgs)+1 || got[len(got)-1].Content != "more" {
 		t.Fatalf("Messages after append = %+v, %v", got, err)
@@ -404,53 +406,53 @@ func testPrompts(t *testing.T, open opener) {
 	}
 
 	before := dump(t, s)
-	if text, ok := get("a", PromptSystem); ok || text != "" {
+	if text, ok := get("a", koe.PromptSystem); ok || text != "" {
 		t.Fatalf("unset prompt = %q, %v; want \"\", false", text, ok)
 	}
-	set("a", PromptSystem, "") // resetting an unset prompt is a no-op
+	set("a", koe.PromptSystem, "") // resetting an unset prompt is a no-op
 	if after := dump(t, s); after != before {
 		t.Fatalf("reading and resetting unset prompts changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 
 	sys := "You are Mao.\nAnswer in «short» sentences. 日本語もOK."
-	set("a", PromptSystem, sys)
-	set("a", PromptReminder, "cite sources")
-	set("b", PromptSystem, "You are Shizuku.")
-	if text, ok := get("a", PromptSystem); !ok || text != sys {
+	set("a", koe.PromptSystem, sys)
+	set("a", koe.PromptReminder, "cite sources")
+	set("b", koe.PromptSystem, "You are Shizuku.")
+	if text, ok := get("a", koe.PromptSystem); !ok || text != sys {
 		t.Fatalf("a/system = %q, %v", text, ok)
 	}
-	if text, ok := get("a", PromptReminder); !ok || text != "cite sources" {
+	if text, ok := get("a", koe.PromptReminder); !ok || text != "cite sources" {
 		t.Fatalf("a/reminder = %q, %v", text, ok)
 	}
-	if text, ok := get("b", PromptSystem); !ok || text != "You are Shizuku." {
+	if text, ok := get("b", koe.PromptSystem); !ok || text != "You are Shizuku." {
 		t.Fatalf("b/system = %q, %v", text, ok)
 	}
-	if _, ok := get("b", PromptReminder); ok {
+	if _, ok := get("b", koe.PromptReminder); ok {
 		t.Fatal("b/reminder set, but only a's reminder was")
 	}
 
-	set("a", PromptSystem, "overwritten")
-	if text, ok := get("a", PromptSystem); !ok || text != "overwritten" {
+	set("a", koe.PromptSystem, "overwritten")
+	if text, ok := get("a", koe.PromptSystem); !ok || text != "overwritten" {
 		t.Fatalf("a/system after overwrite = %q, %v", text, ok)
 	}
-	if text, _ := get("b", PromptSystem); text != "You are Shizuku." {
+	if text, _ := get("b", koe.PromptSystem); text != "You are Shizuku." {
 		t.Fatalf("overwriting a's prompt changed b's to %q", text)
 	}
 
-	set("a", PromptSystem, "")
-	if text, ok := get("a", PromptSystem); ok || text != "" {
+	set("a", koe.PromptSystem, "")
+	if text, ok := get("a", koe.PromptSystem); ok || text != "" {
 		t.Fatalf("a/system after reset = %q, %v; want unset", text, ok)
 	}
-	if _, ok := get("a", PromptReminder); !ok {
+	if _, ok := get("a", koe.PromptReminder); !ok {
 		t.Fatal("resetting a/system also reset a/reminder")
 	}
-	if _, ok := get("b", PromptSystem); !ok {
+	if _, ok := get("b", koe.PromptSystem); !ok {
 		t.Fatal("resetting a/system also reset b/system")
 	}
 
 	// Resetting every prompt leaves nothing behind.
-	set("a", PromptReminder, "")
-	set("b", PromptSystem, "")
+	set("a", koe.PromptReminder, "")
+	set("b", koe.PromptSystem, "")
 	if after := dump(t, s); after != before {
 		t.Fatalf("resetting every prompt left data behind:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
@@ -467,22 +469,22 @@ func TestPromptTooLong(t *testing.T) { eachBackend(t, testPromptTooLong) }
 func testPromptTooLong(t *testing.T, open opener) {
 	s := open(t, Options{})
 	limit := strings.Repeat("x", 64<<10)
-	if err := s.SetPrompt("c", PromptSystem, limit); err != nil {
+	if err := s.SetPrompt("c", koe.PromptSystem, limit); err != nil {
 		t.Fatalf("SetPrompt of exactly 64 KiB: %v", err)
 	}
 	before := dump(t, s)
 	for _, n := range []int{64<<10 + 1, 1 << 20} {
-		if err := s.SetPrompt("c", PromptSystem, strings.Repeat("y", n)); !errors.Is(err, ErrInvalidRecord) {
+		if err := s.SetPrompt("c", koe.PromptSystem, strings.Repeat("y", n)); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("SetPrompt of %d bytes: err = %v, want ErrInvalidRecord", n, err)
 		}
-		if err := s.SetPrompt("c", PromptReminder, strings.Repeat("y", n)); !errors.Is(err, ErrInvalidRecord) {
+		if err := s.SetPrompt("c", koe.PromptReminder, strings.Repeat("y", n)); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("SetPrompt of %d bytes (new name): err = %v, want ErrInvalidRecord", n, err)
 		}
 	}
 	if after := dump(t, s); after != before {
 		t.Fatal("rejected prompts changed the database")
 	}
-	if text, ok, err := s.Prompt("c", PromptSystem); err != nil || !ok || text != limit {
+	if text, ok, err := s.Prompt("c", koe.PromptSystem); err != nil || !ok || text != limit {
 		t.Fatalf("prompt after rejected overwrite: %d bytes, %v, %v", len(text), ok, err)
 	}
 }
@@ -540,10 +542,10 @@ func TestOpenUpgradesOldLayout(t *testing.T) {
 	if !hasPrompts {
 		t.Fatal(`Open did not add the "prompts" bucket`)
 	}
-	if _, ok, err := s.Prompt("c", PromptSystem); err != nil || ok {
+	if _, ok, err := s.Prompt("c", koe.PromptSystem); err != nil || ok {
 		t.Fatalf("Prompt on upgraded database = %v, %v; want unset", ok, err)
 	}
-	if err := s.SetPrompt("c", PromptSystem, "new"); err != nil {
+	if err := s.SetPrompt("c", koe.PromptSystem, "new"); err != nil {
 		t.Fatalf("SetPrompt on upgraded database: %v", err)
 	}
 	if got := mustSummaries(t, s, "c", uid); len(got) != 0 {
@@ -575,7 +577,7 @@ func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			if err := s.Append("c", h, Record{Role: RoleHuman, Content: fmt.Sprint("m", i)}); err != nil {
+			if err := s.Append("c", h, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint("m", i)}); err != nil {
 				errs <- fmt.Errorf("Append %d: %w", i, err)
 			}
 		}()
@@ -587,7 +589,7 @@ func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.AddSummary("c", "missing", summary("missing", 1, 3, "x")); !errors.Is(err, ErrNotFound) {
+			if err := s.AddSummary("c", "missing", summary("missing", 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("AddSummary to missing history: err = %v, want ErrNotFound", err)
 			}
 		}()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // Page returns up to limit records of a history that are older than the
@@ -15,18 +17,18 @@ import (
 // Pages are read backwards with a cursor, so a page costs the same at the
 // start of a long history as at its end. To walk back through a history,
 // pass the Seq of the first record of a page as before for the next.
-func (s *Store) Page(confUID, historyUID string, before uint64, limit int) (records []Record, more bool, err error) {
+func (s *Store) Page(confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, false, err
 	}
-	if limit < 1 {
-		return nil, false, fmt.Errorf("page of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, false, fmt.Errorf("page of history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	records = []Record{}
+	records = []koe.Record{}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		msgs := messagesBucket(tx, confUID, historyUID)
 		if msgs == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		c := msgs.Cursor()
 		k, v := c.Last()
@@ -45,7 +47,7 @@ func (s *Store) Page(confUID, historyUID string, before uint64, limit int) (reco
 			if err != nil {
 				return err
 			}
-			if r.Role == RoleMetadata {
+			if r.Role == koe.RoleMetadata {
 				continue
 			}
 			if len(records) == limit {

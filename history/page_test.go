@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"koe"
 )
 
 // contents lists the Content of records, for compact comparisons.
-func contents(rs []Record) []string {
+func contents(rs []koe.Record) []string {
 	out := []string{}
 	for _, r := range rs {
 		out = append(out, r.Content)
@@ -22,9 +24,9 @@ func testPage(t *testing.T, open opener) {
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c") // seq 1, metadata
 	for i := 1; i <= 10; i++ {   // seq 2..11, plus a stray metadata record at 7
-		mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: fmt.Sprint(i)})
+		mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint(i)})
 		if i == 5 {
-			mustAppend(t, s, "c", uid, Record{Role: RoleMetadata})
+			mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleMetadata})
 		}
 	}
 	all, err := s.Messages("c", uid)
@@ -69,7 +71,7 @@ func testPage(t *testing.T, open opener) {
 
 	// Walking back page by page yields every non-metadata record once, as
 	// Messages returns them.
-	var walked []Record
+	var walked []koe.Record
 	before := uint64(0)
 	for {
 		page, more, err := s.Page("c", uid, before, 4)
@@ -82,9 +84,9 @@ func testPage(t *testing.T, open opener) {
 		}
 		before = page[0].Seq
 	}
-	var want []Record
+	var want []koe.Record
 	for _, r := range all {
-		if r.Role != RoleMetadata {
+		if r.Role != koe.RoleMetadata {
 			want = append(want, r)
 		}
 	}
@@ -110,21 +112,21 @@ func testPageErrors(t *testing.T, open opener) {
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
 	for _, limit := range []int{0, -1} {
-		if _, _, err := s.Page("c", uid, 0, limit); !errors.Is(err, ErrInvalidPage) {
+		if _, _, err := s.Page("c", uid, 0, limit); !errors.Is(err, koe.ErrInvalidPage) {
 			t.Errorf("Page(limit %d): err = %v, want ErrInvalidPage", limit, err)
 		}
 	}
-	if _, _, err := s.Page("c", "missing", 0, 5); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Page("c", "missing", 0, 5); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("Page(missing history): err = %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.Page("other", uid, 0, 5); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Page("other", uid, 0, 5); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("Page(other conf): err = %v, want ErrNotFound", err)
 	}
 	for _, id := range []string{"", "../x", "a/b"} {
-		if _, _, err := s.Page(id, uid, 0, 5); !errors.Is(err, ErrInvalidID) {
+		if _, _, err := s.Page(id, uid, 0, 5); !errors.Is(err, koe.ErrInvalidID) {
 			t.Errorf("Page(conf %q): err = %v, want ErrInvalidID", id, err)
 		}
-		if _, _, err := s.Page("c", id, 0, 5); !errors.Is(err, ErrInvalidID) {
+		if _, _, err := s.Page("c", id, 0, 5); !errors.Is(err, koe.ErrInvalidID) {
 			t.Errorf("Page(history %q): err = %v, want ErrInvalidID", id, err)
 		}
 	}

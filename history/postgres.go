@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"koe"
 	"koe/internal/pgmigrate"
 )
 
@@ -59,9 +60,9 @@ const (
 
 func recordKind(role string) int16 {
 	switch role {
-	case RoleMetadata:
+	case koe.RoleMetadata:
 		return kindMetadata
-	case RoleToolCall, RoleTool:
+	case koe.RoleToolCall, koe.RoleTool:
 		return kindToolStep
 	}
 	return kindMessage
@@ -271,7 +272,7 @@ func (s *PGStore) pgErr(err error) error {
 	return err
 }
 
-func (s *PGStore) timestamp() string { return s.now().Format(timestampLayout) }
+func (s *PGStore) timestamp() string { return s.now().Format(koe.TimestampLayout) }
 
 // pgSeq converts a sequence number to PostgreSQL's bigint; larger ones
 // (never stored) become the largest bigint.
@@ -286,7 +287,7 @@ func pgSeq(seq uint64) int64 {
 // returns its uid.
 func (s *PGStore) Create(confUID string) (string, error) {
 	now := s.now()
-	uid := NewUID(now)
+	uid := koe.NewHistoryUID(now)
 	if err := s.createWith(confUID, uid, now, nil); err != nil {
 		return "", err
 	}
@@ -295,11 +296,11 @@ func (s *PGStore) Create(confUID string) (string, error) {
 
 // CreateWith creates history uid with its metadata record and then
 // records, in one statement. It fails if uid already exists.
-func (s *PGStore) CreateWith(confUID, uid string, records ...Record) error {
+func (s *PGStore) CreateWith(confUID, uid string, records ...koe.Record) error {
 	return s.createWith(confUID, uid, s.now(), records)
 }
 
-func (s *PGStore) createWith(confUID, uid string, now time.Time, records []Record) error {
+func (s *PGStore) createWith(confUID, uid string, now time.Time, records []koe.Record) error {
 	if err := checkIDs(confID(confUID), historyID(uid)); err != nil {
 		return err
 	}
@@ -309,12 +310,12 @@ func (s *PGStore) createWith(confUID, uid string, now time.Time, records []Recor
 		imgSeqs []int64
 		imgIdxs []int32
 		imgData [][]byte
-		all     = append([]Record{{Role: RoleMetadata, Timestamp: now.Format(timestampLayout)}}, records...)
+		all     = append([]koe.Record{{Role: koe.RoleMetadata, Timestamp: now.Format(koe.TimestampLayout)}}, records...)
 		failf   = func(err error) error { return fmt.Errorf("create history %q for conf %q: %w", uid, confUID, err) }
 	)
 	for i, r := range all {
 		if r.Timestamp == "" {
-			r.Timestamp = now.Format(timestampLayout)
+			r.Timestamp = now.Format(koe.TimestampLayout)
 		}
 		p, err := encodeRecord(r)
 		if err != nil {
@@ -357,7 +358,7 @@ func (s *PGStore) createWith(confUID, uid string, now time.Time, records []Recor
 // Append adds r to the end of an existing history, in one statement that
 // takes the next sequence number from the history's row. It never creates
 // the history.
-func (s *PGStore) Append(confUID, historyUID string, r Record) error {
+func (s *PGStore) Append(confUID, historyUID string, r koe.Record) error {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return err
 	}
@@ -395,7 +396,7 @@ func (s *PGStore) Append(confUID, historyUID string, r Record) error {
 		SELECT seq FROM r`,
 		confUID, historyUID, recordKind(r.Role), p.json, idxs, p.images).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return failf(ErrNotFound)
+		return failf(koe.ErrNotFound)
 	}
 	if err != nil {
 		return failf(s.pgErr(err))
@@ -405,7 +406,7 @@ func (s *PGStore) Append(confUID, historyUID string, r Record) error {
 
 // Messages returns every record of a history in order, metadata included,
 // images as refs.
-func (s *PGStore) Messages(confUID, historyUID string) ([]Record, error) {
+func (s *PGStore) Messages(confUID, historyUID string) ([]koe.Record, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -414,17 +415,17 @@ func (s *PGStore) Messages(confUID, historyUID string) ([]Record, error) {
 
 // Since returns up to limit records (0: all) of a history after sequence
 // after, oldest first.
-func (s *PGStore) Since(confUID, historyUID string, after uint64, limit int) ([]Record, error) {
+func (s *PGStore) Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
-	if limit < 1 {
-		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, fmt.Errorf("records of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	return s.records(confUID, historyUID, after, limit)
 }
 
-func (s *PGStore) records(confUID, historyUID string, after uint64, limit int) ([]Record, error) {
+func (s *PGStore) records(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
 	failf := func(err error) error {
 		return fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
 	}
@@ -449,7 +450,7 @@ func (s *PGStore) records(confUID, historyUID string, after uint64, limit int) (
 		return nil, failf(s.pgErr(err))
 	}
 	if !found {
-		return nil, failf(ErrNotFound)
+		return nil, failf(koe.ErrNotFound)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, nil
@@ -457,7 +458,7 @@ func (s *PGStore) records(confUID, historyUID string, after uint64, limit int) (
 
 // scanRecords decodes rows of (seq, body); a row with a NULL seq only
 // tells that the history exists.
-func scanRecords(rows pgx.Rows) (out []Record, found bool, err error) {
+func scanRecords(rows pgx.Rows) (out []koe.Record, found bool, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		var seq *int64
@@ -481,7 +482,7 @@ func scanRecords(rows pgx.Rows) (out []Record, found bool, err error) {
 
 // List summarises the histories of confUID, most recently active first,
 // leaving out those with nothing to show.
-func (s *PGStore) List(confUID string) ([]Summary, error) {
+func (s *PGStore) List(confUID string) ([]koe.ListedHistory, error) {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return nil, err
 	}
@@ -501,7 +502,7 @@ func (s *PGStore) List(confUID string) ([]Summary, error) {
 		return nil, failf(s.pgErr(err))
 	}
 	defer rows.Close()
-	out := []Summary{}
+	out := []koe.ListedHistory{}
 	for rows.Next() {
 		var uid string
 		var seq int64
@@ -514,7 +515,7 @@ func (s *PGStore) List(confUID string) ([]Summary, error) {
 		if err != nil {
 			return nil, failf(fmt.Errorf("history %q: %w", uid, err))
 		}
-		out = append(out, Summary{UID: uid, LatestMessage: r, Timestamp: r.Timestamp})
+		out = append(out, koe.ListedHistory{UID: uid, LatestMessage: r, Timestamp: r.Timestamp})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, failf(s.pgErr(err))
@@ -537,7 +538,7 @@ func (s *PGStore) Delete(confUID, historyUID string) error {
 	defer cancel()
 	tag, err := s.pool.Exec(ctx, `DELETE FROM koe_histories WHERE conf_uid = $1 AND uid = $2`, confUID, historyUID)
 	if err == nil && tag.RowsAffected() == 0 {
-		err = ErrNotFound
+		err = koe.ErrNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("delete history %q of conf %q: %w", historyUID, confUID, s.pgErr(err))
@@ -572,7 +573,7 @@ func (s *PGStore) LastSeq(confUID, historyUID string) (uint64, error) {
 	err := s.pool.QueryRow(ctx, `SELECT last_seq FROM koe_histories WHERE conf_uid = $1 AND uid = $2`,
 		confUID, historyUID).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = ErrNotFound
+		err = koe.ErrNotFound
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, s.pgErr(err))
@@ -582,12 +583,12 @@ func (s *PGStore) LastSeq(confUID, historyUID string) (uint64, error) {
 
 // Page returns up to limit non-metadata records older than sequence before
 // (0: the newest), oldest first, and whether older ones remain.
-func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (records []Record, more bool, err error) {
+func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, false, err
 	}
-	if limit < 1 {
-		return nil, false, fmt.Errorf("page of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, false, fmt.Errorf("page of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read page of history %q of conf %q: %w", historyUID, confUID, err)
@@ -614,14 +615,14 @@ func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (re
 		return nil, false, failf(s.pgErr(err))
 	}
 	if !found {
-		return nil, false, failf(ErrNotFound)
+		return nil, false, failf(koe.ErrNotFound)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	if len(out) > limit {
 		out, more = out[len(out)-limit:], true
 	}
 	if out == nil {
-		out = []Record{}
+		out = []koe.Record{}
 	}
 	return out, more, nil
 }
@@ -634,7 +635,7 @@ func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []by
 	}
 	seq, index, ok := parseRef(ref)
 	if !ok {
-		return "", nil, fmt.Errorf("image ref %q: %w", truncateID(ref), ErrInvalidID)
+		return "", nil, fmt.Errorf("image ref %q: %w", truncateID(ref), koe.ErrInvalidID)
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read image %s of history %q of conf %q: %w", ref, historyUID, confUID, err)
@@ -648,7 +649,7 @@ func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []by
 		WHERE r.conf_uid = $1 AND r.uid = $2 AND r.seq = $3`,
 		confUID, historyUID, pgSeq(seq), int64(index)).Scan(&body, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil, failf(ErrNotFound)
+		return "", nil, failf(koe.ErrNotFound)
 	}
 	if err != nil {
 		return "", nil, failf(s.pgErr(err))
@@ -658,7 +659,7 @@ func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []by
 		return "", nil, failf(fmt.Errorf("decode record %d: %w", seq, err))
 	}
 	if uint64(index) >= uint64(len(sr.Images)) {
-		return "", nil, failf(ErrNotFound)
+		return "", nil, failf(koe.ErrNotFound)
 	}
 	if sr.Images[index].Data != nil {
 		mime, data, err = legacyImage(body, index)
@@ -675,7 +676,7 @@ func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []by
 
 // AddSummary stores r as a summary of history historyUID, replacing one
 // that starts at the same turn. The history must exist.
-func (s *PGStore) AddSummary(confUID, historyUID string, r SummaryRecord) error {
+func (s *PGStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return err
 	}
@@ -686,7 +687,7 @@ func (s *PGStore) AddSummary(confUID, historyUID string, r SummaryRecord) error 
 		return failf(err)
 	}
 	if r.Turns[0] > math.MaxInt32 {
-		return failf(fmt.Errorf("summary: turn %d is too large: %w", r.Turns[0], ErrInvalidRecord))
+		return failf(fmt.Errorf("summary: turn %d is too large: %w", r.Turns[0], koe.ErrInvalidRecord))
 	}
 	if r.CreatedAt == "" {
 		r.CreatedAt = s.timestamp()
@@ -704,7 +705,7 @@ func (s *PGStore) AddSummary(confUID, historyUID string, r SummaryRecord) error 
 		ON CONFLICT (conf_uid, uid, first_turn) DO UPDATE SET body = excluded.body`,
 		confUID, historyUID, r.Turns[0], val)
 	if err == nil && tag.RowsAffected() == 0 {
-		err = ErrNotFound
+		err = koe.ErrNotFound
 	}
 	if err != nil {
 		return failf(s.pgErr(err))
@@ -714,7 +715,7 @@ func (s *PGStore) AddSummary(confUID, historyUID string, r SummaryRecord) error 
 
 // Summaries returns the summaries of a history in turn order, or an empty
 // slice if it has none.
-func (s *PGStore) Summaries(confUID, historyUID string) ([]SummaryRecord, error) {
+func (s *PGStore) Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -732,7 +733,7 @@ func (s *PGStore) Summaries(confUID, historyUID string) ([]SummaryRecord, error)
 		return nil, failf(s.pgErr(err))
 	}
 	defer rows.Close()
-	out := []SummaryRecord{}
+	out := []koe.SummaryRecord{}
 	found := false
 	for rows.Next() {
 		var body []byte
@@ -743,7 +744,7 @@ func (s *PGStore) Summaries(confUID, historyUID string) ([]SummaryRecord, error)
 		if body == nil {
 			continue
 		}
-		var r SummaryRecord
+		var r koe.SummaryRecord
 		if err := json.Unmarshal(body, &r); err != nil {
 			return nil, failf(fmt.Errorf("decode summary: %w", err))
 		}
@@ -753,7 +754,7 @@ func (s *PGStore) Summaries(confUID, historyUID string) ([]SummaryRecord, error)
 		return nil, failf(s.pgErr(err))
 	}
 	if !found {
-		return nil, failf(ErrNotFound)
+		return nil, failf(koe.ErrNotFound)
 	}
 	return out, nil
 }
@@ -765,8 +766,8 @@ func (s *PGStore) SetPrompt(confUID, name, text string) error {
 		return err
 	}
 	failf := func(err error) error { return fmt.Errorf("set prompt %q of conf %q: %w", name, confUID, err) }
-	if len(text) > maxPromptLen {
-		return failf(fmt.Errorf("%d bytes, limit %d: %w", len(text), maxPromptLen, ErrInvalidRecord))
+	if err := koe.CheckPrompt(text); err != nil {
+		return failf(err)
 	}
 	ctx, cancel := s.op()
 	defer cancel()

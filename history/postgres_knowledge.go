@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+
+	"koe"
 )
 
 // Knowledge documents and the local knowledge store's chunks in the
@@ -14,15 +16,12 @@ import (
 
 // PutKnowledgeDoc creates or replaces (by d.ID) a document and its text;
 // pages are the byte offsets in text where each page starts (nil: none).
-func (s *PGStore) PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, pages []int) error {
+func (s *PGStore) PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) error {
 	if err := checkIDs(confID(conf), documentID(d.ID)); err != nil {
 		return err
 	}
-	for i, p := range pages {
-		if p < 0 || p > len(text) || (i > 0 && p < pages[i-1]) {
-			return fmt.Errorf("put document %q of conf %q: page %d starts at %d, outside the text or before the page above: %w",
-				d.ID, conf, i+1, p, ErrInvalidRecord)
-		}
+	if err := koe.CheckPages(text, pages); err != nil {
+		return fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, err)
 	}
 	meta, err := json.Marshal(d)
 	if err != nil {
@@ -41,7 +40,7 @@ func (s *PGStore) PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, page
 }
 
 // KnowledgeDocs lists a conf's documents, oldest first.
-func (s *PGStore) KnowledgeDocs(conf string) ([]KnowledgeDoc, error) {
+func (s *PGStore) KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error) {
 	if err := checkIDs(confID(conf)); err != nil {
 		return nil, err
 	}
@@ -53,14 +52,14 @@ func (s *PGStore) KnowledgeDocs(conf string) ([]KnowledgeDoc, error) {
 		return nil, failf(s.pgErr(err))
 	}
 	defer rows.Close()
-	out := []KnowledgeDoc{}
+	out := []koe.KnowledgeDoc{}
 	for rows.Next() {
 		var id string
 		var meta []byte
 		if err := rows.Scan(&id, &meta); err != nil {
 			return nil, failf(err)
 		}
-		var d KnowledgeDoc
+		var d koe.KnowledgeDoc
 		if err := json.Unmarshal(meta, &d); err != nil {
 			return nil, failf(fmt.Errorf("decode document %q: %w", id, err))
 		}
@@ -71,7 +70,7 @@ func (s *PGStore) KnowledgeDocs(conf string) ([]KnowledgeDoc, error) {
 		return nil, failf(s.pgErr(err))
 	}
 	// Stable: documents added in the same instant keep their id order.
-	slices.SortStableFunc(out, func(a, b KnowledgeDoc) int { return a.Added.Compare(b.Added) })
+	slices.SortStableFunc(out, func(a, b koe.KnowledgeDoc) int { return a.Added.Compare(b.Added) })
 	return out, nil
 }
 
@@ -86,7 +85,7 @@ func (s *PGStore) KnowledgeText(conf, id string) (text string, pages []int, err 
 	var body []byte
 	err = s.pool.QueryRow(ctx, `SELECT body FROM koe_knowledge_docs WHERE conf_uid = $1 AND doc_id = $2`, conf, id).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = ErrNotFound
+		err = koe.ErrNotFound
 	}
 	if err == nil {
 		text, pages, err = decodeText(body)
@@ -142,7 +141,7 @@ func (s *PGStore) KnowledgeConfs() ([]string, error) {
 // PutKnowledgeChunks replaces every chunk of a document with chunks, in one
 // transaction. A chunk's DocID must be docID or empty; seqs must be
 // distinct and fit in 32 bits.
-func (s *PGStore) PutKnowledgeChunks(conf, docID string, chunks []KnowledgeChunk) error {
+func (s *PGStore) PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChunk) error {
 	if err := checkIDs(confID(conf), documentID(docID)); err != nil {
 		return err
 	}
@@ -186,7 +185,7 @@ func (s *PGStore) DeleteKnowledgeChunks(conf, docID string) error {
 // ForEachKnowledgeChunk calls fn with every chunk of a conf, with its
 // vector, in document (byte order of ids) and sequence order. fn must not
 // call the store.
-func (s *PGStore) ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) error) error {
+func (s *PGStore) ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error {
 	if err := checkIDs(confID(conf)); err != nil {
 		return err
 	}
@@ -207,7 +206,7 @@ func (s *PGStore) ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) err
 		if err := rows.Scan(&id, &seq, &body, &vec); err != nil {
 			return failf(err)
 		}
-		var c KnowledgeChunk
+		var c koe.KnowledgeChunk
 		if err := json.Unmarshal(body, &c); err != nil {
 			return failf(fmt.Errorf("decode chunk %s/%d: %w", id, seq, err))
 		}

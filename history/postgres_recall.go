@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"koe"
 )
 
 // The recall index of the PostgreSQL store: the Store's recall methods,
@@ -38,28 +40,28 @@ func (s *PGStore) Confs() ([]string, error) {
 
 // RecallMark returns how far a history has been indexed (ok false: not at
 // all).
-func (s *PGStore) RecallMark(confUID, historyUID string) (mark RecallMark, ok bool, err error) {
+func (s *PGStore) RecallMark(confUID, historyUID string) (mark koe.RecallMark, ok bool, err error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
-		return RecallMark{}, false, err
+		return koe.RecallMark{}, false, err
 	}
 	ctx, cancel := s.op()
 	defer cancel()
 	var body []byte
 	err = s.pool.QueryRow(ctx, `SELECT body FROM koe_recall_marks WHERE conf_uid = $1 AND uid = $2`, confUID, historyUID).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return RecallMark{}, false, nil
+		return koe.RecallMark{}, false, nil
 	}
 	if err == nil {
 		err = json.Unmarshal(body, &mark)
 	}
 	if err != nil {
-		return RecallMark{}, false, fmt.Errorf("read recall mark of history %q of conf %q: %w", historyUID, confUID, s.pgErr(err))
+		return koe.RecallMark{}, false, fmt.Errorf("read recall mark of history %q of conf %q: %w", historyUID, confUID, s.pgErr(err))
 	}
 	return mark, true, nil
 }
 
 // RecallMarks returns the mark of every indexed history of a conf.
-func (s *PGStore) RecallMarks(confUID string) (map[string]RecallMark, error) {
+func (s *PGStore) RecallMarks(confUID string) (map[string]koe.RecallMark, error) {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return nil, err
 	}
@@ -71,14 +73,14 @@ func (s *PGStore) RecallMarks(confUID string) (map[string]RecallMark, error) {
 		return nil, failf(s.pgErr(err))
 	}
 	defer rows.Close()
-	marks := map[string]RecallMark{}
+	marks := map[string]koe.RecallMark{}
 	for rows.Next() {
 		var uid string
 		var body []byte
 		if err := rows.Scan(&uid, &body); err != nil {
 			return nil, failf(err)
 		}
-		var m RecallMark
+		var m koe.RecallMark
 		if err := json.Unmarshal(body, &m); err != nil {
 			return nil, failf(fmt.Errorf("decode recall mark of %q: %w", uid, err))
 		}
@@ -96,7 +98,7 @@ func (s *PGStore) RecallMarks(confUID string) (map[string]RecallMark, error) {
 // (ErrMarkMoved otherwise, and nothing is written): instances indexing one
 // history at once never store its entries twice nor move its mark back.
 // A history that no longer exists gets nothing (ErrNotFound).
-func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error) {
+func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -113,14 +115,14 @@ func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark RecallMark, 
 	}
 	ctx, cancel := s.op()
 	defer cancel()
-	var saved []RecallEntry
+	var saved []koe.RecallEntry
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The history's row, shared-locked: it cannot be deleted before
 		// this commits, so its memories cannot come back after.
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM koe_histories WHERE conf_uid = $1 AND uid = $2 FOR SHARE`, confUID, historyUID).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -192,7 +194,7 @@ func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark RecallMark, 
 		}
 		return nil
 	})
-	if errors.Is(err, ErrMarkMoved) {
+	if errors.Is(err, koe.ErrMarkMoved) {
 		return nil, failf(fmt.Errorf("from %+v: %w", from, err))
 	}
 	if err != nil {
@@ -207,12 +209,12 @@ func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark RecallMark, 
 // off. A history without a mark (from is zero) gets one now, mark
 // (claimed true), which a concurrent first saver waits for and then finds
 // taken.
-func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string, from RecallMark, mark []byte) (claimed bool, err error) {
+func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string, from koe.RecallMark, mark []byte) (claimed bool, err error) {
 	var body []byte
 	err = tx.QueryRow(ctx, `SELECT body FROM koe_recall_marks WHERE conf_uid = $1 AND uid = $2 FOR UPDATE`, confUID, historyUID).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if from != (RecallMark{}) {
-			return false, ErrMarkMoved // cleared meanwhile
+		if from != (koe.RecallMark{}) {
+			return false, koe.ErrMarkMoved // cleared meanwhile
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO koe_recall_marks (conf_uid, uid, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 			confUID, historyUID, mark)
@@ -220,19 +222,19 @@ func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string,
 			return false, fmt.Errorf("put recall mark: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
-			return false, ErrMarkMoved
+			return false, koe.ErrMarkMoved
 		}
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	var stored RecallMark
+	var stored koe.RecallMark
 	if err := json.Unmarshal(body, &stored); err != nil {
 		return false, fmt.Errorf("decode recall mark: %w", err)
 	}
 	if stored != from {
-		return false, ErrMarkMoved
+		return false, koe.ErrMarkMoved
 	}
 	return false, nil
 }
@@ -240,7 +242,7 @@ func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string,
 // SetRecallVectors stores the embeddings of entries already saved, made
 // with model; entries gone since are skipped. Vectors of another model are
 // dropped first.
-func (s *PGStore) SetRecallVectors(confUID, model string, entries []RecallEntry) error {
+func (s *PGStore) SetRecallVectors(confUID, model string, entries []koe.RecallEntry) error {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return err
 	}
@@ -312,7 +314,7 @@ func (s *PGStore) RecallVectorModel(confUID string) (string, error) {
 // ForEachRecall calls fn with every entry of a conf, with its vector, in
 // history (byte order of uids) and sequence order. fn must not call the
 // store.
-func (s *PGStore) ForEachRecall(confUID string, fn func(RecallEntry) error) error {
+func (s *PGStore) ForEachRecall(confUID string, fn func(koe.RecallEntry) error) error {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return err
 	}
@@ -333,7 +335,7 @@ func (s *PGStore) ForEachRecall(confUID string, fn func(RecallEntry) error) erro
 		if err := rows.Scan(&uid, &seq, &body, &vec); err != nil {
 			return failf(err)
 		}
-		var e RecallEntry
+		var e koe.RecallEntry
 		if err := json.Unmarshal(body, &e); err != nil {
 			return failf(fmt.Errorf("decode recall entry %s/%d: %w", uid, seq, err))
 		}

@@ -3,6 +3,8 @@ package history
 import (
 	"encoding/json"
 	"fmt"
+
+	"koe"
 )
 
 // The PostgreSQL store's reads of recall data another instance wrote, as
@@ -11,15 +13,15 @@ import (
 // RecallSince returns up to limit entries of a history with a sequence
 // number after after, in sequence order, with their vectors. A history
 // that does not exist is ErrNotFound.
-func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit int) ([]RecallEntry, error) {
+func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	if limit < 1 {
-		return nil, failf(fmt.Errorf("limit %d, want at least 1: %w", limit, ErrInvalidPage))
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, failf(err)
 	}
 	ctx, cancel := s.op()
 	defer cancel()
@@ -39,7 +41,7 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 	}
 	defer rows.Close()
 	found := false
-	var out []RecallEntry
+	var out []koe.RecallEntry
 	for rows.Next() {
 		found = true
 		var seq *int64
@@ -50,7 +52,7 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 		if seq == nil {
 			continue // the history, without entries past after
 		}
-		var e RecallEntry
+		var e koe.RecallEntry
 		if err := json.Unmarshal(body, &e); err != nil {
 			return nil, failf(fmt.Errorf("decode recall entry %d: %w", *seq, err))
 		}
@@ -61,7 +63,7 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 		return nil, failf(s.pgErr(err))
 	}
 	if !found {
-		return nil, failf(ErrNotFound)
+		return nil, failf(koe.ErrNotFound)
 	}
 	return out, nil
 }
@@ -103,7 +105,7 @@ func (s *PGStore) ForgottenRecalls(confUID, historyUID string) (map[string][]uin
 // FillRecallVectors gives each of entries (by HistoryUID and Seq) that
 // has none the vector stored for it, if the conf's vectors are model's,
 // and reports how many it gave.
-func (s *PGStore) FillRecallVectors(confUID, model string, entries []RecallEntry) (int, error) {
+func (s *PGStore) FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error) {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/testkit/pgtest"
 )
 
@@ -39,7 +40,7 @@ func TestPostgresAppendsFromTwoPools(t *testing.T) {
 		}
 		wg.Go(func() {
 			for j := range each {
-				if err := s.Append("c", uid, Record{Role: RoleHuman, Content: fmt.Sprintf("w%d-%d", i, j)}); err != nil {
+				if err := s.Append("c", uid, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprintf("w%d-%d", i, j)}); err != nil {
 					errs <- err
 					return
 				}
@@ -105,7 +106,7 @@ func TestPostgresTimeout(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM koe_histories WHERE uid = $1 FOR UPDATE`, uid); err != nil {
 		t.Fatal(err)
 	}
-	err = s.Append("c", uid, Record{Role: RoleHuman, Content: "late"})
+	err = s.Append("c", uid, koe.Record{Role: koe.RoleHuman, Content: "late"})
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "within 300ms") {
 		t.Fatalf("Append while the history is locked: %v; want a timeout naming 300ms", err)
 	}
@@ -116,7 +117,7 @@ func TestPostgresTimeout(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("Messages = %d records, %v; want only the metadata", len(msgs), err)
 	}
-	mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: "now"})
+	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "now"})
 }
 
 // Opening migrates once; a second store on the same database finds the

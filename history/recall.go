@@ -10,18 +10,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"koe"
 )
-
-// NameProactive marks a stored proactive instruction: a system record that
-// starts a turn the way a human message does.
-const NameProactive = "proactive"
-
-// StartsTurn reports whether r begins a turn: a human message, or a
-// proactive instruction standing in for one. Turn numbers (1, 2, …) count
-// these records from a history's start; summaries and recall use them.
-func StartsTurn(r Record) bool {
-	return r.Role == RoleHuman || (r.Role == RoleSystem && r.Name == NameProactive)
-}
 
 // Recall buckets, under the root "recall", one bucket per conf uid:
 var (
@@ -33,30 +24,6 @@ var (
 	bucketRecallMeta = []byte("meta")
 	keyVectorModel   = []byte("vector_model")
 )
-
-// RecallEntry is one remembered message of a character: a human or AI
-// record of one of its histories, as the recall index keeps it.
-type RecallEntry struct {
-	HistoryUID string `json:"-"`
-	Seq        uint64 `json:"-"` // the record's sequence number in its history
-	// Turn is the record's turn number in its history (see StartsTurn).
-	Turn      int               `json:"turn"`
-	Role      string            `json:"role"`
-	Name      string            `json:"name,omitempty"`
-	Timestamp string            `json:"timestamp"`
-	Text      string            `json:"text"`
-	Meta      map[string]string `json:"metadata,omitempty"`
-	// Vector is the text's embedding, if one was made (see
-	// SetRecallVectors); it is stored apart from the entry.
-	Vector []float32 `json:"-"`
-}
-
-// RecallMark is how far a history has been indexed: its last record read
-// and the turn number reached there.
-type RecallMark struct {
-	Seq  uint64 `json:"seq"`
-	Turn int    `json:"turn"`
-}
 
 // recallKey orders a conf's entries by history, then sequence, so that a
 // history's entries are one key range.
@@ -79,9 +46,9 @@ func historyPrefix(historyUID string) []byte { return append([]byte(historyUID),
 
 // RecallMark returns how far a history has been indexed (ok false: not
 // at all).
-func (s *Store) RecallMark(confUID, historyUID string) (mark RecallMark, ok bool, err error) {
+func (s *Store) RecallMark(confUID, historyUID string) (mark koe.RecallMark, ok bool, err error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
-		return RecallMark{}, false, err
+		return koe.RecallMark{}, false, err
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		b := recallSub(tx, confUID, bucketMarks)
@@ -96,7 +63,7 @@ func (s *Store) RecallMark(confUID, historyUID string) (mark RecallMark, ok bool
 		return json.Unmarshal(v, &mark)
 	})
 	if err != nil {
-		return RecallMark{}, false, fmt.Errorf("read recall mark of history %q of conf %q: %w", historyUID, confUID, err)
+		return koe.RecallMark{}, false, fmt.Errorf("read recall mark of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	return mark, ok, nil
 }
@@ -110,7 +77,7 @@ func (s *Store) RecallMark(confUID, historyUID string) (mark RecallMark, ok bool
 // history that no longer exists gets nothing (ErrNotFound): an indexer
 // that read it just before it was deleted must not bring its memories
 // back.
-func (s *Store) SaveRecall(confUID, historyUID string, from, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error) {
+func (s *Store) SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -127,7 +94,7 @@ func (s *Store) SaveRecall(confUID, historyUID string, from, mark RecallMark, en
 		return nil, fmt.Errorf("encode recall mark: %w", err)
 	}
 	var missing, moved bool
-	var saved []RecallEntry
+	var saved []koe.RecallEntry
 	err = s.write(func(tx *bolt.Tx) error {
 		missing, moved = false, false // a batched transaction may run again
 		saved = saved[:0]
@@ -139,7 +106,7 @@ func (s *Store) SaveRecall(confUID, historyUID string, from, mark RecallMark, en
 		if err != nil {
 			return err
 		}
-		var stored RecallMark
+		var stored koe.RecallMark
 		if v := conf.Bucket(bucketMarks).Get([]byte(historyUID)); v != nil {
 			if err := json.Unmarshal(v, &stored); err != nil {
 				return fmt.Errorf("decode recall mark: %w", err)
@@ -171,10 +138,10 @@ func (s *Store) SaveRecall(confUID, historyUID string, from, mark RecallMark, en
 		return nil, fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if missing {
-		return nil, fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+		return nil, fmt.Errorf("save recall of history %q of conf %q: %w", historyUID, confUID, koe.ErrNotFound)
 	}
 	if moved {
-		return nil, fmt.Errorf("save recall of history %q of conf %q from %+v: %w", historyUID, confUID, from, ErrMarkMoved)
+		return nil, fmt.Errorf("save recall of history %q of conf %q from %+v: %w", historyUID, confUID, from, koe.ErrMarkMoved)
 	}
 	return saved, nil
 }
@@ -183,7 +150,7 @@ func (s *Store) SaveRecall(confUID, historyUID string, from, mark RecallMark, en
 // HistoryUID, Seq and Vector count), made with model. Entries gone since
 // are skipped. Vectors of another model are dropped first: they could not
 // be compared with these.
-func (s *Store) SetRecallVectors(confUID, model string, entries []RecallEntry) error {
+func (s *Store) SetRecallVectors(confUID, model string, entries []koe.RecallEntry) error {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return err
 	}
@@ -250,7 +217,7 @@ func (s *Store) RecallVectorModel(confUID string) (string, error) {
 
 // ForEachRecall calls fn with every entry of a conf, with its vector, in
 // history and sequence order. fn must not call the store.
-func (s *Store) ForEachRecall(confUID string, fn func(RecallEntry) error) error {
+func (s *Store) ForEachRecall(confUID string, fn func(koe.RecallEntry) error) error {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return err
 	}
@@ -259,7 +226,7 @@ func (s *Store) ForEachRecall(confUID string, fn func(RecallEntry) error) error 
 		if ents == nil {
 			return nil
 		}
-		return walkVectored(ents, recallSub(tx, confUID, bucketVectors), "recall entry", func(k []byte, e *RecallEntry, vec []float32) error {
+		return walkVectored(ents, recallSub(tx, confUID, bucketVectors), "recall entry", func(k []byte, e *koe.RecallEntry, vec []float32) error {
 			uid, seq, ok := parseRecallKey(k)
 			if !ok {
 				return fmt.Errorf("recall key %x is malformed", k)
@@ -275,18 +242,18 @@ func (s *Store) ForEachRecall(confUID string, fn func(RecallEntry) error) error 
 }
 
 // RecallMarks returns the mark of every indexed history of a conf.
-func (s *Store) RecallMarks(confUID string) (map[string]RecallMark, error) {
+func (s *Store) RecallMarks(confUID string) (map[string]koe.RecallMark, error) {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return nil, err
 	}
-	marks := map[string]RecallMark{}
+	marks := map[string]koe.RecallMark{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := recallSub(tx, confUID, bucketMarks)
 		if b == nil {
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
-			var m RecallMark
+			var m koe.RecallMark
 			if err := json.Unmarshal(v, &m); err != nil {
 				return fmt.Errorf("decode recall mark of %q: %w", k, err)
 			}
@@ -405,12 +372,12 @@ func (s *Store) Confs() ([]string, error) {
 
 // Since returns up to limit records of a history stored after sequence
 // after, oldest first, metadata included (Seq tells where to go on).
-func (s *Store) Since(confUID, historyUID string, after uint64, limit int) ([]Record, error) {
+func (s *Store) Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
-	if limit < 1 {
-		return nil, fmt.Errorf("records of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, fmt.Errorf("records of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	return s.records(confUID, historyUID, after, limit)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // What an instance of koe reads of recall data another instance wrote to
@@ -15,14 +17,14 @@ import (
 // RecallSince returns up to limit entries of a history with a sequence
 // number after after, in sequence order, with their vectors. A history
 // that does not exist is ErrNotFound.
-func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int) ([]RecallEntry, error) {
+func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
-	if limit < 1 {
-		return nil, fmt.Errorf("recall entries of history %q of conf %q: limit %d, want at least 1: %w", historyUID, confUID, limit, ErrInvalidPage)
+	if err := koe.CheckPageLimit(limit); err != nil {
+		return nil, fmt.Errorf("recall entries of history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	var out []RecallEntry
+	var out []koe.RecallEntry
 	missing := false
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if historyBucket(tx, confUID, historyUID) == nil {
@@ -41,7 +43,7 @@ func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int)
 			if !ok {
 				return fmt.Errorf("recall key %x is malformed", k)
 			}
-			var e RecallEntry
+			var e koe.RecallEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode recall entry %x: %w", k, err)
 			}
@@ -57,7 +59,7 @@ func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int)
 		return nil, fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if missing {
-		return nil, fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+		return nil, fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, koe.ErrNotFound)
 	}
 	return out, nil
 }
@@ -107,7 +109,7 @@ func checkForgottenIDs(confUID, historyUID string) error {
 // has none the vector stored for it, if the conf's vectors are model's,
 // and reports how many it gave: vectors another instance made need not
 // be made again.
-func (s *Store) FillRecallVectors(confUID, model string, entries []RecallEntry) (int, error) {
+func (s *Store) FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error) {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return 0, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/testkit/pgtest"
 )
 
@@ -20,14 +21,14 @@ func TestSaveRecallMarkMoved(t *testing.T) { eachBackend(t, testSaveRecallMarkMo
 func testSaveRecallMarkMoved(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
-	first := RecallMark{Seq: 3, Turn: 1}
-	if _, err := s.SaveRecall("c", "h1", RecallMark{}, first, []RecallEntry{ent("h1", 2, "two")}); err != nil {
+	first := koe.RecallMark{Seq: 3, Turn: 1}
+	if _, err := s.SaveRecall("c", "h1", koe.RecallMark{}, first, []koe.RecallEntry{ent("h1", 2, "two")}); err != nil {
 		t.Fatal(err)
 	}
 	before := recallKeys(recallOf(t, s, "c"))
-	for _, from := range []RecallMark{{}, {Seq: 3}, {Seq: 2, Turn: 1}, {Seq: 9, Turn: 4}} {
-		saved, err := s.SaveRecall("c", "h1", from, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{ent("h1", 4, "four")})
-		if !errors.Is(err, ErrMarkMoved) || saved != nil {
+	for _, from := range []koe.RecallMark{{}, {Seq: 3}, {Seq: 2, Turn: 1}, {Seq: 9, Turn: 4}} {
+		saved, err := s.SaveRecall("c", "h1", from, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{ent("h1", 4, "four")})
+		if !errors.Is(err, koe.ErrMarkMoved) || saved != nil {
 			t.Fatalf("SaveRecall from %+v with the mark at %+v = %v, %v; want ErrMarkMoved", from, first, saved, err)
 		}
 	}
@@ -37,7 +38,7 @@ func testSaveRecallMarkMoved(t *testing.T, open opener) {
 	if got := recallKeys(recallOf(t, s, "c")); !slices.Equal(got, before) {
 		t.Fatalf("refused saves wrote entries: %v, want %v", got, before)
 	}
-	if _, err := s.SaveRecall("c", "h1", first, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{ent("h1", 4, "four")}); err != nil {
+	if _, err := s.SaveRecall("c", "h1", first, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{ent("h1", 4, "four")}); err != nil {
 		t.Fatalf("a save from the stored mark: %v", err)
 	}
 	// A clear takes the marks away: a save from before it is refused, a
@@ -45,10 +46,10 @@ func testSaveRecallMarkMoved(t *testing.T, open opener) {
 	if err := s.ClearRecall("c"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveRecall("c", "h1", RecallMark{Seq: 5, Turn: 2}, RecallMark{Seq: 6, Turn: 3}, nil); !errors.Is(err, ErrMarkMoved) {
+	if _, err := s.SaveRecall("c", "h1", koe.RecallMark{Seq: 5, Turn: 2}, koe.RecallMark{Seq: 6, Turn: 3}, nil); !errors.Is(err, koe.ErrMarkMoved) {
 		t.Fatalf("a save from before a clear: %v, want ErrMarkMoved", err)
 	}
-	if _, err := s.SaveRecall("c", "h1", RecallMark{}, RecallMark{Seq: 6, Turn: 3}, []RecallEntry{ent("h1", 2, "two")}); err != nil {
+	if _, err := s.SaveRecall("c", "h1", koe.RecallMark{}, koe.RecallMark{Seq: 6, Turn: 3}, []koe.RecallEntry{ent("h1", 2, "two")}); err != nil {
 		t.Fatalf("a save after a clear: %v", err)
 	}
 }
@@ -87,11 +88,11 @@ func testSaveRecallRace(t *testing.T, stores []testStore) {
 		var read, done sync.WaitGroup
 		type outcome struct {
 			who   string
-			saved []RecallEntry
+			saved []koe.RecallEntry
 			err   error
 		}
 		out := make(chan outcome, len(stores)*perStore)
-		marks := make(chan RecallMark, len(stores)*perStore)
+		marks := make(chan koe.RecallMark, len(stores)*perStore)
 		read.Add(len(stores) * perStore)
 		for i, s := range stores {
 			for j := range perStore {
@@ -107,8 +108,8 @@ func testSaveRecallRace(t *testing.T, stores []testStore) {
 					}
 					marks <- from
 					read.Wait() // every saver has read the mark: they race
-					to := RecallMark{Seq: from.Seq + 1, Turn: from.Turn + 1}
-					saved, err := s.SaveRecall("c", "h1", from, to, []RecallEntry{ent("h1", to.Seq, who)})
+					to := koe.RecallMark{Seq: from.Seq + 1, Turn: from.Turn + 1}
+					saved, err := s.SaveRecall("c", "h1", from, to, []koe.RecallEntry{ent("h1", to.Seq, who)})
 					out <- outcome{who, saved, err}
 				}()
 			}
@@ -129,7 +130,7 @@ func testSaveRecallRace(t *testing.T, stores []testStore) {
 					t.Fatalf("round %d: %s saved %v", round, o.who, o.saved)
 				}
 				won = append(won, o.who)
-			case errors.Is(o.err, ErrMarkMoved):
+			case errors.Is(o.err, koe.ErrMarkMoved):
 			default:
 				t.Fatalf("round %d: %s: %v", round, o.who, o.err)
 			}
@@ -138,7 +139,7 @@ func testSaveRecallRace(t *testing.T, stores []testStore) {
 			t.Fatalf("round %d: %d saves went (%v), want exactly one", round, len(won), won)
 		}
 		winners = append(winners, won[0])
-		if m, _, _ := stores[1].RecallMark("c", "h1"); m != (RecallMark{Seq: uint64(round), Turn: round}) {
+		if m, _, _ := stores[1].RecallMark("c", "h1"); m != (koe.RecallMark{Seq: uint64(round), Turn: round}) {
 			t.Fatalf("after round %d the mark is %+v", round, m)
 		}
 	}
@@ -166,12 +167,12 @@ func testRecallSince(t *testing.T, open opener) {
 	e2, e3, e256 := ent("h1", 2, "two"), ent("h1", 3, "three"), ent("h1", 256, "many")
 	e256.Vector = []float32{0.6, -0.8}
 	e256.Meta = map[string]string{"dia_id": "D1:3"}
-	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 256, Turn: 9}, e256, e2, e3, ent("h1", 7, "forget me"))
-	mustSaveRecall(t, s, "c", "h10", RecallMark{Seq: 2, Turn: 1}, ent("h10", 2, "elsewhere"))
+	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 256, Turn: 9}, e256, e2, e3, ent("h1", 7, "forget me"))
+	mustSaveRecall(t, s, "c", "h10", koe.RecallMark{Seq: 2, Turn: 1}, ent("h10", 2, "elsewhere"))
 	if _, err := s.ForgetRecall("c", "h1", 7); err != nil {
 		t.Fatal(err)
 	}
-	since := func(uid string, after uint64, limit int) []RecallEntry {
+	since := func(uid string, after uint64, limit int) []koe.RecallEntry {
 		t.Helper()
 		got, err := s.RecallSince("c", uid, after, limit)
 		if err != nil {
@@ -179,13 +180,13 @@ func testRecallSince(t *testing.T, open opener) {
 		}
 		return got
 	}
-	if got, want := since("h1", 0, 10), []RecallEntry{e2, e3, e256}; !reflect.DeepEqual(got, want) {
+	if got, want := since("h1", 0, 10), []koe.RecallEntry{e2, e3, e256}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("RecallSince(h1, 0):\n got %+v\nwant %+v", got, want)
 	}
-	if got := since("h1", 3, 10); !reflect.DeepEqual(got, []RecallEntry{e256}) {
+	if got := since("h1", 3, 10); !reflect.DeepEqual(got, []koe.RecallEntry{e256}) {
 		t.Fatalf("RecallSince(h1, 3) = %+v", got)
 	}
-	if got := since("h1", 0, 1); !reflect.DeepEqual(got, []RecallEntry{e2}) {
+	if got := since("h1", 0, 1); !reflect.DeepEqual(got, []koe.RecallEntry{e2}) {
 		t.Fatalf("RecallSince(h1, 0, limit 1) = %+v", got)
 	}
 	if got := since("h1", 256, 10); len(got) != 0 {
@@ -197,13 +198,13 @@ func testRecallSince(t *testing.T, open opener) {
 	if got := since("h10", 0, 10); len(got) != 1 || got[0].Text != "elsewhere" {
 		t.Fatalf("RecallSince(h10) = %+v", got)
 	}
-	if _, err := s.RecallSince("c", "gone", 0, 10); !errors.Is(err, ErrNotFound) {
+	if _, err := s.RecallSince("c", "gone", 0, 10); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("a missing history: %v, want ErrNotFound", err)
 	}
-	if _, err := s.RecallSince("c", "h1", 0, 0); !errors.Is(err, ErrInvalidPage) {
+	if _, err := s.RecallSince("c", "h1", 0, 0); !errors.Is(err, koe.ErrInvalidPage) {
 		t.Fatalf("limit 0: %v, want ErrInvalidPage", err)
 	}
-	if _, err := s.RecallSince("c", "../h1", 0, 1); !errors.Is(err, ErrInvalidID) {
+	if _, err := s.RecallSince("c", "../h1", 0, 1); !errors.Is(err, koe.ErrInvalidID) {
 		t.Fatalf("a bad uid: %v, want ErrInvalidID", err)
 	}
 }
@@ -216,7 +217,7 @@ func testForgottenRecalls(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	mustCreateWith(t, s, "c", "h10")
-	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 3, Turn: 3}, ent("h1", 2, "two"), ent("h1", 3, "three"))
+	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 3, Turn: 3}, ent("h1", 2, "two"), ent("h1", 3, "three"))
 	if _, err := s.ForgetRecalls("c", "h1", []uint64{300, 3, 9}); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func testForgottenRecalls(t *testing.T, open opener) {
 	if got, err := s.ForgottenRecalls("d", ""); err != nil || len(got) != 0 {
 		t.Fatalf("ForgottenRecalls of another conf = %v, %v", got, err)
 	}
-	if _, err := s.ForgottenRecalls("c", "a/b"); !errors.Is(err, ErrInvalidID) {
+	if _, err := s.ForgottenRecalls("c", "a/b"); !errors.Is(err, koe.ErrInvalidID) {
 		t.Fatalf("a bad uid: %v, want ErrInvalidID", err)
 	}
 }
@@ -255,11 +256,11 @@ func testFillRecallVectors(t *testing.T, open opener) {
 	}
 	e2, e3, e4 := ent("h1", 2, "two"), ent("h1", 3, "three"), ent("h1", 4, "four")
 	e2.Vector, e3.Vector = []float32{1, 0}, []float32{0, 1}
-	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 4, Turn: 4}, e2, e3, e4)
+	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 4, Turn: 4}, e2, e3, e4)
 
-	ask := func() []RecallEntry {
+	ask := func() []koe.RecallEntry {
 		mine := []float32{0.5, 0.5}
-		return []RecallEntry{
+		return []koe.RecallEntry{
 			{HistoryUID: "h1", Seq: 2}, {HistoryUID: "h1", Seq: 3, Vector: mine},
 			{HistoryUID: "h1", Seq: 4}, {HistoryUID: "h1", Seq: 5}, {HistoryUID: "h10", Seq: 2},
 		}

@@ -10,13 +10,15 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // recallOf reads every recall entry of conf, failing the test on error.
-func recallOf(t *testing.T, s testStore, conf string) []RecallEntry {
+func recallOf(t *testing.T, s testStore, conf string) []koe.RecallEntry {
 	t.Helper()
-	var out []RecallEntry
-	if err := s.ForEachRecall(conf, func(e RecallEntry) error {
+	var out []koe.RecallEntry
+	if err := s.ForEachRecall(conf, func(e koe.RecallEntry) error {
 		out = append(out, e)
 		return nil
 	}); err != nil {
@@ -26,7 +28,7 @@ func recallOf(t *testing.T, s testStore, conf string) []RecallEntry {
 }
 
 // recallKeys lists "uid/seq" of the entries, in the order read.
-func recallKeys(es []RecallEntry) []string {
+func recallKeys(es []koe.RecallEntry) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = fmt.Sprintf("%s/%d", e.HistoryUID, e.Seq)
@@ -34,7 +36,7 @@ func recallKeys(es []RecallEntry) []string {
 	return out
 }
 
-func mustCreateWith(t *testing.T, s testStore, conf, uid string, records ...Record) {
+func mustCreateWith(t *testing.T, s testStore, conf, uid string, records ...koe.Record) {
 	t.Helper()
 	if err := s.CreateWith(conf, uid, records...); err != nil {
 		t.Fatalf("CreateWith(%q, %q): %v", conf, uid, err)
@@ -42,7 +44,7 @@ func mustCreateWith(t *testing.T, s testStore, conf, uid string, records ...Reco
 }
 
 // mustSaveRecall saves entries and moves the mark from wherever it is.
-func mustSaveRecall(t *testing.T, s testStore, conf, uid string, mark RecallMark, es ...RecallEntry) []RecallEntry {
+func mustSaveRecall(t *testing.T, s testStore, conf, uid string, mark koe.RecallMark, es ...koe.RecallEntry) []koe.RecallEntry {
 	t.Helper()
 	from, _, err := s.RecallMark(conf, uid)
 	if err != nil {
@@ -55,8 +57,8 @@ func mustSaveRecall(t *testing.T, s testStore, conf, uid string, mark RecallMark
 	return saved
 }
 
-func ent(uid string, seq uint64, text string) RecallEntry {
-	return RecallEntry{HistoryUID: uid, Seq: seq, Turn: int(seq), Role: RoleHuman, Timestamp: "2025-03-04T05:06:07", Text: text}
+func ent(uid string, seq uint64, text string) koe.RecallEntry {
+	return koe.RecallEntry{HistoryUID: uid, Seq: seq, Turn: int(seq), Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:07", Text: text}
 }
 
 // rawRecallKeys counts the keys of a conf's recall sub-bucket that belong
@@ -107,20 +109,20 @@ func testRecallRoundTrip(t *testing.T, open opener) {
 		t.Fatalf("entries before any save: %v", recallKeys(got))
 	}
 
-	a := RecallEntry{HistoryUID: "h1", Seq: 256, Turn: 7, Role: RoleAI, Name: "Mika", Timestamp: "2025-03-04T06:00:00",
+	a := koe.RecallEntry{HistoryUID: "h1", Seq: 256, Turn: 7, Role: koe.RoleAI, Name: "Mika", Timestamp: "2025-03-04T06:00:00",
 		Text: "a long answer", Meta: map[string]string{"dia_id": "D1:3"}, Vector: []float32{0.6, -0.8}}
-	b := RecallEntry{HistoryUID: "h1", Seq: 3, Turn: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:59:00", Text: "a question"}
-	c := RecallEntry{HistoryUID: "h10", Seq: 2, Turn: 1, Role: RoleHuman, Name: "Ann", Timestamp: "2025-03-05T05:59:00",
+	b := koe.RecallEntry{HistoryUID: "h1", Seq: 3, Turn: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:59:00", Text: "a question"}
+	c := koe.RecallEntry{HistoryUID: "h10", Seq: 2, Turn: 1, Role: koe.RoleHuman, Name: "Ann", Timestamp: "2025-03-05T05:59:00",
 		Text: "another history", Vector: []float32{1}}
 	// Saved out of order, across calls: reads come in history, then
 	// sequence order (256 after 3: keys must sort as numbers).
-	mustSaveRecall(t, s, "c", "h10", RecallMark{Seq: 2, Turn: 1}, c)
-	if saved := mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 256, Turn: 7}, a, b); !reflect.DeepEqual(saved, []RecallEntry{a, b}) {
+	mustSaveRecall(t, s, "c", "h10", koe.RecallMark{Seq: 2, Turn: 1}, c)
+	if saved := mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 256, Turn: 7}, a, b); !reflect.DeepEqual(saved, []koe.RecallEntry{a, b}) {
 		t.Fatalf("saved = %+v, want both entries", saved)
 	}
 
 	got := recallOf(t, s, "c")
-	want := []RecallEntry{b, a, c}
+	want := []koe.RecallEntry{b, a, c}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ForEachRecall:\n got %+v\nwant %+v", got, want)
 	}
@@ -128,19 +130,19 @@ func testRecallRoundTrip(t *testing.T, open opener) {
 		t.Fatalf("an entry saved without a vector reads back with %v", got[0].Vector)
 	}
 
-	if m, ok, err := s.RecallMark("c", "h1"); err != nil || !ok || m != (RecallMark{Seq: 256, Turn: 7}) {
+	if m, ok, err := s.RecallMark("c", "h1"); err != nil || !ok || m != (koe.RecallMark{Seq: 256, Turn: 7}) {
 		t.Fatalf("RecallMark(h1) = %+v, %v, %v", m, ok, err)
 	}
 	marks, err := s.RecallMarks("c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]RecallMark{"h1": {256, 7}, "h10": {2, 1}}; !reflect.DeepEqual(marks, want) {
+	if want := map[string]koe.RecallMark{"h1": {Seq: 256, Turn: 7}, "h10": {Seq: 2, Turn: 1}}; !reflect.DeepEqual(marks, want) {
 		t.Fatalf("RecallMarks = %v, want %v", marks, want)
 	}
 	// A mark only moves with a save, even one without entries.
-	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 300, Turn: 9})
-	if m, _, _ := s.RecallMark("c", "h1"); m != (RecallMark{Seq: 300, Turn: 9}) {
+	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 300, Turn: 9})
+	if m, _, _ := s.RecallMark("c", "h1"); m != (koe.RecallMark{Seq: 300, Turn: 9}) {
 		t.Fatalf("mark after an empty save = %+v", m)
 	}
 	if got := recallOf(t, s, "c"); len(got) != 3 {
@@ -166,8 +168,8 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	for _, uid := range []string{"gone", "never"} {
-		saved, err := s.SaveRecall("c", uid, RecallMark{}, RecallMark{Seq: 5, Turn: 2}, []RecallEntry{ent(uid, 2, "hello")})
-		if !errors.Is(err, ErrNotFound) || saved != nil {
+		saved, err := s.SaveRecall("c", uid, koe.RecallMark{}, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{ent(uid, 2, "hello")})
+		if !errors.Is(err, koe.ErrNotFound) || saved != nil {
 			t.Fatalf("SaveRecall(%s) = %v, %v; want ErrNotFound and nothing", uid, saved, err)
 		}
 		if _, ok, _ := s.RecallMark("c", uid); ok {
@@ -175,7 +177,7 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 		}
 	}
 	// The conf has no history at all: still nothing.
-	if _, err := s.SaveRecall("nobody", "h1", RecallMark{}, RecallMark{Seq: 1}, []RecallEntry{ent("h1", 1, "x")}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.SaveRecall("nobody", "h1", koe.RecallMark{}, koe.RecallMark{Seq: 1}, []koe.RecallEntry{ent("h1", 1, "x")}); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("SaveRecall in an unknown conf: %v", err)
 	}
 	if got := recallOf(t, s, "c"); len(got) != 0 {
@@ -184,7 +186,7 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 	if n := rawRecallKeys(t, s, "c", bucketEntries, "gone") + rawRecallKeys(t, s, "c", bucketEntries, "never"); n != 0 {
 		t.Fatalf("%d raw entries for missing histories", n)
 	}
-	if _, err := s.SaveRecall("c", "../h1", RecallMark{}, RecallMark{}, nil); !errors.Is(err, ErrInvalidID) {
+	if _, err := s.SaveRecall("c", "../h1", koe.RecallMark{}, koe.RecallMark{}, nil); !errors.Is(err, koe.ErrInvalidID) {
 		t.Fatalf("SaveRecall with a bad uid: %v", err)
 	}
 }
@@ -199,7 +201,7 @@ func testForgetRecallTombstone(t *testing.T, open opener) {
 	if err := s.SetRecallVectors("c", "m", nil); err != nil {
 		t.Fatal(err)
 	}
-	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 3, Turn: 3}, e2, e3)
+	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 3, Turn: 3}, e2, e3)
 
 	existed, err := s.ForgetRecall("c", "h1", 2)
 	if err != nil || !existed {
@@ -217,7 +219,7 @@ func testForgetRecallTombstone(t *testing.T, open opener) {
 		t.Fatalf("ForgetRecall(4) = %v, %v; want false", existed, err)
 	}
 
-	saved := mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 5, Turn: 5}, e2, e3, ent("h1", 4, "four"), ent("h1", 5, "five"))
+	saved := mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 5, Turn: 5}, e2, e3, ent("h1", 4, "four"), ent("h1", 5, "five"))
 	if got := recallKeys(saved); !slices.Equal(got, []string{"h1/3", "h1/5"}) {
 		t.Fatalf("saved = %v, want the entries not forgotten", got)
 	}
@@ -241,7 +243,7 @@ func testForgetRecallTombstone(t *testing.T, open opener) {
 	if m, _ := s.RecallVectorModel("c"); m != "" {
 		t.Fatalf("vector model after ClearRecall = %q", m)
 	}
-	saved = mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 5, Turn: 5}, e2, e3, ent("h1", 4, "four"), ent("h1", 5, "five"))
+	saved = mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 5, Turn: 5}, e2, e3, ent("h1", 4, "four"), ent("h1", 5, "five"))
 	if got := recallKeys(saved); !slices.Equal(got, []string{"h1/3", "h1/5"}) {
 		t.Fatalf("saved after ClearRecall = %v: a tombstone did not survive", got)
 	}
@@ -260,7 +262,7 @@ func testForgetRecallMissingHistoryLeavesNoTombstone(t *testing.T, open opener) 
 		t.Fatalf("a tombstone for a history that does not exist")
 	}
 	mustCreateWith(t, s, "c", "h1")
-	if got := mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 2}, ent("h1", 2, "x")); len(got) != 1 {
+	if got := mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 2}, ent("h1", 2, "x")); len(got) != 1 {
 		t.Fatalf("saved = %v", recallKeys(got))
 	}
 }
@@ -277,20 +279,20 @@ func testDeleteDropsRecall(t *testing.T, open opener) {
 	}
 	for _, uid := range uids {
 		mustCreateWith(t, s, "c", uid)
-		var es []RecallEntry
+		var es []koe.RecallEntry
 		for seq := uint64(2); seq <= 4; seq++ {
 			e := ent(uid, seq, uid+" says "+fmt.Sprint(seq))
 			e.Vector = []float32{float32(seq)}
 			es = append(es, e)
 		}
-		mustSaveRecall(t, s, "c", uid, RecallMark{Seq: 4, Turn: 4}, es...)
+		mustSaveRecall(t, s, "c", uid, koe.RecallMark{Seq: 4, Turn: 4}, es...)
 		if _, err := s.ForgetRecall("c", uid, 3); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The same uid in another conf is another history.
 	mustCreateWith(t, s, "d", "h1")
-	mustSaveRecall(t, s, "d", "h1", RecallMark{Seq: 2, Turn: 2}, ent("h1", 2, "elsewhere"))
+	mustSaveRecall(t, s, "d", "h1", koe.RecallMark{Seq: 2, Turn: 2}, ent("h1", 2, "elsewhere"))
 
 	if err := s.Delete("c", "h1"); err != nil {
 		t.Fatal(err)
@@ -318,7 +320,7 @@ func testDeleteDropsRecall(t *testing.T, open opener) {
 		t.Fatalf("marks after deleting h1: %v", marks)
 	}
 	// h10 keeps its tombstone.
-	if got := mustSaveRecall(t, s, "c", "h10", RecallMark{Seq: 4, Turn: 4}, ent("h10", 3, "again")); len(got) != 0 {
+	if got := mustSaveRecall(t, s, "c", "h10", koe.RecallMark{Seq: 4, Turn: 4}, ent("h10", 3, "again")); len(got) != 0 {
 		t.Fatalf("h10's forgotten entry was saved again: %v", recallKeys(got))
 	}
 	// Deleting a history that has no recall data is fine too.
@@ -339,19 +341,19 @@ func testSetRecallVectorsModel(t *testing.T, open opener) {
 	if err := s.SetRecallVectors("c", "small", nil); err != nil {
 		t.Fatal(err)
 	}
-	var es []RecallEntry
+	var es []koe.RecallEntry
 	for seq := uint64(2); seq <= 4; seq++ {
 		e := ent("h1", seq, "x")
 		e.Vector = []float32{float32(seq), 0.5}
 		es = append(es, e)
 	}
-	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 4}, es...)
+	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 4}, es...)
 	if m, _ := s.RecallVectorModel("c"); m != "small" {
 		t.Fatalf("model = %q", m)
 	}
 
 	// The same model adds to what is there.
-	if err := s.SetRecallVectors("c", "small", []RecallEntry{{HistoryUID: "h1", Seq: 2, Vector: []float32{9}}}); err != nil {
+	if err := s.SetRecallVectors("c", "small", []koe.RecallEntry{{HistoryUID: "h1", Seq: 2, Vector: []float32{9}}}); err != nil {
 		t.Fatal(err)
 	}
 	got := recallOf(t, s, "c")
@@ -363,7 +365,7 @@ func testSetRecallVectorsModel(t *testing.T, open opener) {
 	if _, err := s.ForgetRecall("c", "h1", 4); err != nil {
 		t.Fatal(err)
 	}
-	err := s.SetRecallVectors("c", "large", []RecallEntry{
+	err := s.SetRecallVectors("c", "large", []koe.RecallEntry{
 		{HistoryUID: "h1", Seq: 3, Vector: []float32{-1, 2, 3}},
 		{HistoryUID: "h1", Seq: 4, Vector: []float32{7}},  // forgotten: skipped
 		{HistoryUID: "h1", Seq: 99, Vector: []float32{7}}, // never saved: skipped
@@ -389,10 +391,10 @@ func TestSince(t *testing.T) { eachBackend(t, testSince) }
 func testSince(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1",
-		Record{Role: RoleHuman, Content: "one", Meta: map[string]string{"dia_id": "D1:1"}},
-		Record{Role: RoleAI, Content: "two"})
-	mustAppend(t, s, "c", "h1", Record{Role: RoleHuman, Content: "three"})
-	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "four"})
+		koe.Record{Role: koe.RoleHuman, Content: "one", Meta: map[string]string{"dia_id": "D1:1"}},
+		koe.Record{Role: koe.RoleAI, Content: "two"})
+	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleHuman, Content: "three"})
+	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleAI, Content: "four"})
 
 	all, err := s.Since("c", "h1", 0, 100)
 	if err != nil {
@@ -416,10 +418,10 @@ func testSince(t *testing.T, open opener) {
 	if rest, err := s.Since("c", "h1", 5, 10); err != nil || len(rest) != 0 {
 		t.Fatalf("Since past the end = %+v, %v", rest, err)
 	}
-	if _, err := s.Since("c", "h1", 0, 0); !errors.Is(err, ErrInvalidPage) {
+	if _, err := s.Since("c", "h1", 0, 0); !errors.Is(err, koe.ErrInvalidPage) {
 		t.Fatalf("Since with limit 0: %v", err)
 	}
-	if _, err := s.Since("c", "nope", 0, 1); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Since("c", "nope", 0, 1); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Since of a missing history: %v", err)
 	}
 }
@@ -429,9 +431,9 @@ func TestRecordMetaRoundTrip(t *testing.T) { eachBackend(t, testRecordMetaRoundT
 func testRecordMetaRoundTrip(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	meta := map[string]string{"dia_id": "D3:14", "source": "locomo"}
-	mustCreateWith(t, s, "c", "h1", Record{Role: RoleHuman, Content: "created", Meta: meta})
-	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "appended", Meta: map[string]string{"k": "v"}})
-	mustAppend(t, s, "c", "h1", Record{Role: RoleAI, Content: "plain"})
+	mustCreateWith(t, s, "c", "h1", koe.Record{Role: koe.RoleHuman, Content: "created", Meta: meta})
+	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleAI, Content: "appended", Meta: map[string]string{"k": "v"}})
+	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleAI, Content: "plain"})
 	msgs, err := s.Messages("c", "h1")
 	if err != nil {
 		t.Fatal(err)
@@ -473,13 +475,13 @@ func TestRecallReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreateWith(t, s, "c", "h1", Record{Role: RoleHuman, Content: "hi", Meta: map[string]string{"a": "b"}})
+	mustCreateWith(t, s, "c", "h1", koe.Record{Role: koe.RoleHuman, Content: "hi", Meta: map[string]string{"a": "b"}})
 	if err := s.SetRecallVectors("c", "m1", nil); err != nil {
 		t.Fatal(err)
 	}
 	e := ent("h1", 2, "hi")
 	e.Meta, e.Vector = map[string]string{"a": "b"}, []float32{0.25, 0.5}
-	mustSaveRecall(t, s, "c", "h1", RecallMark{Seq: 2, Turn: 1}, e, ent("h1", 3, "forget me"))
+	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 2, Turn: 1}, e, ent("h1", 3, "forget me"))
 	if _, err := s.ForgetRecall("c", "h1", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -496,13 +498,13 @@ func TestRecallReopen(t *testing.T) {
 	if got := recallOf(t, s2, "c"); !reflect.DeepEqual(got, want) || len(got) != 1 || !reflect.DeepEqual(got[0].Vector, e.Vector) {
 		t.Fatalf("after reopen: %+v, want %+v", got, want)
 	}
-	if m, ok, err := s2.RecallMark("c", "h1"); err != nil || !ok || m != (RecallMark{Seq: 2, Turn: 1}) {
+	if m, ok, err := s2.RecallMark("c", "h1"); err != nil || !ok || m != (koe.RecallMark{Seq: 2, Turn: 1}) {
 		t.Fatalf("mark after reopen: %+v %v %v", m, ok, err)
 	}
 	if m, _ := s2.RecallVectorModel("c"); m != "m1" {
 		t.Fatalf("model after reopen = %q", m)
 	}
-	if saved, err := s2.SaveRecall("c", "h1", RecallMark{Seq: 2, Turn: 1}, RecallMark{Seq: 3, Turn: 2}, []RecallEntry{ent("h1", 3, "forget me")}); err != nil || len(saved) != 0 {
+	if saved, err := s2.SaveRecall("c", "h1", koe.RecallMark{Seq: 2, Turn: 1}, koe.RecallMark{Seq: 3, Turn: 2}, []koe.RecallEntry{ent("h1", 3, "forget me")}); err != nil || len(saved) != 0 {
 		t.Fatalf("the tombstone did not survive the reopen: %v, %v", saved, err)
 	}
 	msgs, err := s2.Messages("c", "h1")
@@ -526,23 +528,5 @@ func testConfs(t *testing.T, open opener) {
 	mustCreateWith(t, s, "a", "h2")
 	if confs, err := s.Confs(); err != nil || !slices.Equal(confs, []string{"a", "b"}) {
 		t.Fatalf("Confs = %v, %v", confs, err)
-	}
-}
-
-func TestStartsTurn(t *testing.T) {
-	for _, c := range []struct {
-		r    Record
-		want bool
-	}{
-		{Record{Role: RoleHuman}, true},
-		{Record{Role: RoleSystem, Name: NameProactive}, true},
-		{Record{Role: RoleSystem}, false},
-		{Record{Role: RoleAI}, false},
-		{Record{Role: RoleMetadata}, false},
-		{Record{Role: RoleToolCall}, false},
-	} {
-		if got := StartsTurn(c.r); got != c.want {
-			t.Errorf("StartsTurn(%+v) = %v", c.r, got)
-		}
 	}
 }

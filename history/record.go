@@ -2,14 +2,14 @@ package history
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // storedRecord is a Record as it sits in the messages bucket. It is kept
@@ -25,7 +25,7 @@ type storedRecord struct {
 	Interrupted bool          `json:"interrupted,omitempty"`
 	Images      []storedImage `json:"images,omitempty"`
 	// koe's tool steps (roles tool_call and tool), not in OLV's format.
-	ToolCalls  []ToolCall        `json:"tool_calls,omitempty"`
+	ToolCalls  []koe.ToolCall    `json:"tool_calls,omitempty"`
 	ToolCallID string            `json:"tool_call_id,omitempty"`
 	Meta       map[string]string `json:"metadata,omitempty"`
 }
@@ -118,7 +118,7 @@ type pendingRecord struct {
 // encodeRecord turns r into what is stored. Images must carry their data
 // (standard base64, optionally as a data: URL); it is decoded once here and
 // kept as raw bytes, and the record keeps only each image's description.
-func encodeRecord(r Record) (pendingRecord, error) {
+func encodeRecord(r koe.Record) (pendingRecord, error) {
 	sr := storedRecord{
 		Role: r.Role, Timestamp: r.Timestamp, Content: r.Content,
 		Name: r.Name, Avatar: r.Avatar, Interrupted: r.Interrupted,
@@ -126,9 +126,9 @@ func encodeRecord(r Record) (pendingRecord, error) {
 	}
 	var p pendingRecord
 	for i, img := range r.Images {
-		raw, err := decodeImageData(img.Data)
+		raw, err := img.DecodeData()
 		if err != nil {
-			return pendingRecord{}, fmt.Errorf("image %d: %w: %w", i+1, err, ErrInvalidRecord)
+			return pendingRecord{}, fmt.Errorf("image %d: %w: %w", i+1, err, koe.ErrInvalidRecord)
 		}
 		p.images = append(p.images, raw)
 		sr.Images = append(sr.Images, storedImage{Source: img.Source, MimeType: img.MimeType, Size: len(raw)})
@@ -141,41 +141,21 @@ func encodeRecord(r Record) (pendingRecord, error) {
 	return p, nil
 }
 
-func decodeImageData(data string) ([]byte, error) {
-	if rest, ok := strings.CutPrefix(data, "data:"); ok {
-		header, payload, found := strings.Cut(rest, ",")
-		if !found || !strings.HasSuffix(header, ";base64") {
-			return nil, fmt.Errorf("data URL is not base64")
-		}
-		data = payload
-	}
-	if data == "" {
-		// An image without bytes could never be served; refusing it here
-		// beats a history that shows a picture it cannot load.
-		return nil, fmt.Errorf("no data")
-	}
-	raw, err := base64.StdEncoding.DecodeString(data)
-	if err != nil {
-		return nil, fmt.Errorf("data is not base64: %w", err)
-	}
-	return raw, nil
-}
-
 // decodeRecord reads a stored record under key k. Images come back with a
 // ref and size but never their bytes, whichever format they were stored in.
-func decodeRecord(k, v []byte) (Record, error) {
+func decodeRecord(k, v []byte) (koe.Record, error) {
 	if v == nil {
-		return Record{}, fmt.Errorf("record %x: unexpected nested bucket", k)
+		return koe.Record{}, fmt.Errorf("record %x: unexpected nested bucket", k)
 	}
 	if len(k) != 8 {
-		return Record{}, fmt.Errorf("record %x: key is not a sequence number", k)
+		return koe.Record{}, fmt.Errorf("record %x: key is not a sequence number", k)
 	}
 	var sr storedRecord
 	if err := json.Unmarshal(measureInlineImages(v), &sr); err != nil {
-		return Record{}, fmt.Errorf("decode record %x: %w", k, err)
+		return koe.Record{}, fmt.Errorf("decode record %x: %w", k, err)
 	}
 	seq := binary.BigEndian.Uint64(k)
-	r := Record{
+	r := koe.Record{
 		Seq:  seq,
 		Role: sr.Role, Timestamp: sr.Timestamp, Content: sr.Content,
 		Name: sr.Name, Avatar: sr.Avatar, Interrupted: sr.Interrupted,
@@ -186,7 +166,7 @@ func decodeRecord(k, v []byte) (Record, error) {
 		if si.Data != nil {
 			size = si.Data.size
 		}
-		r.Images = append(r.Images, Image{Source: si.Source, MimeType: si.MimeType, Size: size, Ref: imageRef(seq, i)})
+		r.Images = append(r.Images, koe.Image{Source: si.Source, MimeType: si.MimeType, Size: size, Ref: imageRef(seq, i)})
 	}
 	return r, nil
 }

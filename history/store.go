@@ -12,53 +12,12 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"koe"
 )
 
-// Sentinel errors; callers match them with errors.Is, as every returned
-// error is wrapped with the ids and operation involved.
-var (
-	// ErrNotFound means the history (or its conf) does not exist.
-	ErrNotFound = errors.New("history not found")
-	// ErrInvalidID means a client-supplied id failed ValidID; nothing was read
-	// or written.
-	ErrInvalidID = errors.New("invalid id")
-	// ErrLocked means another process holds the database file lock.
-	ErrLocked = errors.New("database is locked by another process")
-	// ErrInvalidRecord means a record, summary or prompt failed validation;
-	// nothing was written.
-	ErrInvalidRecord = errors.New("invalid record")
-	// ErrInvalidPage means a Page request asked for no records.
-	ErrInvalidPage = errors.New("invalid page request")
-	// ErrMarkMoved means a recall mark was not where the indexer that
-	// saves read it: another indexer (of another instance, say) saved
-	// first. Nothing was written.
-	ErrMarkMoved = errors.New("the recall mark moved: another indexer saved first")
-)
-
-// Roles of a Record, as used by Open-LLM-VTuber.
-const (
-	RoleMetadata = "metadata"
-	RoleHuman    = "human"
-	RoleAI       = "ai"
-	RoleSystem   = "system"
-	// koe's own roles, kept out of what OLV clients are shown: a cycle of
-	// a turn that called tools (Content is what it said, ToolCalls its
-	// calls), and one call's result.
-	RoleToolCall = "tool_call"
-	RoleTool     = "tool"
-	// A file attached at this point of the conversation: Name is the
-	// file's, Content its text, Meta its number and facts (see
-	// conversation's files.go).
-	RoleFile = "file"
-)
-
-// Shown reports whether a record with this role is part of the chat
-// people read (not metadata, system records or tool steps).
-func Shown(role string) bool { return role == RoleHuman || role == RoleAI }
-
-// timestampLayout has a fixed width and no zone so that timestamps compare
-// correctly as plain strings, which List relies on for ordering.
-const timestampLayout = "2006-01-02T15:04:05"
+// ErrLocked means another process holds the database file lock.
+var ErrLocked = errors.New("database is locked by another process")
 
 const defaultLockTimeout = time.Second
 
@@ -69,61 +28,6 @@ var (
 	bucketImages    = []byte("images")
 	bucketPrompts   = []byte("prompts")
 )
-
-// Record is one entry of a history. Everything but image bytes is stored
-// exactly as Open-LLM-VTuber stores it; the JSON tags here are for clients.
-type Record struct {
-	// Seq is the record's sequence number in its history, set by reads and
-	// ignored by writes. It grows with every record, so it orders records
-	// and is the cursor for Page.
-	Seq         uint64 `json:"-"`
-	Role        string `json:"role"`
-	Timestamp   string `json:"timestamp"` // local time, to the second, no zone
-	Content     string `json:"content"`   // empty for metadata
-	Name        string `json:"name,omitempty"`
-	Avatar      string `json:"avatar,omitempty"`
-	Interrupted bool   `json:"interrupted,omitempty"` // AI reply cut off by the user; Content is what they heard
-	// Images the user attached to this message, kept so the history shows
-	// them and the memory knows they were there.
-	Images []Image `json:"images,omitempty"`
-	// ToolCalls are a tool_call record's calls; ToolCallID is the call a
-	// tool record answers (its Name is the tool's).
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	// Meta is free metadata kept with the record (e.g. an imported
-	// dialogue's own id); koe shows it nowhere.
-	Meta map[string]string `json:"metadata,omitempty"`
-}
-
-// ToolCall is one function call the model made.
-type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// Image is a picture attached to a message. Writes give Data; reads give
-// Ref and Size instead, and the bytes are fetched with Store.Image, so
-// reading a history never loads its pictures.
-type Image struct {
-	Source   string `json:"source"`
-	MimeType string `json:"mime_type"`
-	// Data is the picture as standard base64 (a data: URL is accepted too).
-	// Required when writing; always empty in what reads return.
-	Data string `json:"data,omitempty"`
-	// Size is the picture's length in bytes, set by reads.
-	Size int `json:"size,omitempty"`
-	// Ref names the picture within its history for Store.Image, set by
-	// reads and ignored by writes.
-	Ref string `json:"ref,omitempty"`
-}
-
-// Summary is one entry of a history listing.
-type Summary struct {
-	UID           string `json:"uid"`
-	LatestMessage Record `json:"latest_message"` // last non-metadata record
-	Timestamp     string `json:"timestamp"`      // = LatestMessage.Timestamp
-}
 
 // Options configures Open.
 type Options struct {
@@ -209,35 +113,35 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) timestamp() string {
-	return s.now().Format(timestampLayout)
+	return s.now().Format(koe.TimestampLayout)
 }
 
 // Create starts a new, empty history (just its metadata record) and
 // returns its uid.
 func (s *Store) Create(confUID string) (string, error) {
 	now := s.now()
-	uid := NewUID(now)
+	uid := koe.NewHistoryUID(now)
 	if err := s.createWith(confUID, uid, now, nil); err != nil {
 		return "", err
 	}
 	return uid, nil
 }
 
-// CreateWith creates history uid (see NewUID) with its metadata record and
+// CreateWith creates history uid (see koe.NewHistoryUID) with its metadata record and
 // then records, all in one transaction: a conversation's first message
 // costs one disk sync, not two. It fails if uid already exists.
-func (s *Store) CreateWith(confUID, uid string, records ...Record) error {
+func (s *Store) CreateWith(confUID, uid string, records ...koe.Record) error {
 	return s.createWith(confUID, uid, s.now(), records)
 }
 
-func (s *Store) createWith(confUID, uid string, now time.Time, records []Record) error {
+func (s *Store) createWith(confUID, uid string, now time.Time, records []koe.Record) error {
 	if err := checkIDs(confID(confUID), historyID(uid)); err != nil {
 		return err
 	}
 	pending := make([]pendingRecord, 0, len(records)+1)
-	for _, r := range append([]Record{{Role: RoleMetadata, Timestamp: now.Format(timestampLayout)}}, records...) {
+	for _, r := range append([]koe.Record{{Role: koe.RoleMetadata, Timestamp: now.Format(koe.TimestampLayout)}}, records...) {
 		if r.Timestamp == "" {
-			r.Timestamp = now.Format(timestampLayout)
+			r.Timestamp = now.Format(koe.TimestampLayout)
 		}
 		p, err := encodeRecord(r)
 		if err != nil {
@@ -276,7 +180,7 @@ func (s *Store) createWith(confUID, uid string, now time.Time, records []Record)
 // Append adds r to the end of an existing history. It never creates the
 // history: a client naming an unknown uid is a bug or a stale reference, and
 // silently creating histories would let clients fill the database.
-func (s *Store) Append(confUID, historyUID string, r Record) error {
+func (s *Store) Append(confUID, historyUID string, r koe.Record) error {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return err
 	}
@@ -306,7 +210,7 @@ func (s *Store) Append(confUID, historyUID string, r Record) error {
 		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if missing {
-		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, ErrNotFound)
+		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, koe.ErrNotFound)
 	}
 	return nil
 }
@@ -314,7 +218,7 @@ func (s *Store) Append(confUID, historyUID string, r Record) error {
 // Messages returns every record of a history in order, metadata included.
 // Images come with refs, not bytes (see Image), so the cost is that of the
 // text. Page reads a part of a long history.
-func (s *Store) Messages(confUID, historyUID string) ([]Record, error) {
+func (s *Store) Messages(confUID, historyUID string) ([]koe.Record, error) {
 	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
 		return nil, err
 	}
@@ -323,12 +227,12 @@ func (s *Store) Messages(confUID, historyUID string) ([]Record, error) {
 
 // records reads a history's records after sequence after, oldest first,
 // at most limit of them (0: all).
-func (s *Store) records(confUID, historyUID string, after uint64, limit int) ([]Record, error) {
-	var out []Record
+func (s *Store) records(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
+	var out []koe.Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		msgs := messagesBucket(tx, confUID, historyUID)
 		if msgs == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		c := msgs.Cursor()
 		start := seqKey(after + 1)
@@ -350,11 +254,11 @@ func (s *Store) records(confUID, historyUID string, after uint64, limit int) ([]
 // List summarises the histories of confUID, most recently active first.
 // Histories holding only their metadata record are left out because there is
 // nothing to show for them. An unknown conf simply has no histories.
-func (s *Store) List(confUID string) ([]Summary, error) {
+func (s *Store) List(confUID string) ([]koe.ListedHistory, error) {
 	if err := checkIDs(confID(confUID)); err != nil {
 		return nil, err
 	}
-	out := []Summary{}
+	out := []koe.ListedHistory{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
 		if conf == nil {
@@ -377,7 +281,7 @@ func (s *Store) List(confUID string) ([]Summary, error) {
 			if !ok {
 				return nil
 			}
-			out = append(out, Summary{UID: string(uid), LatestMessage: latest, Timestamp: latest.Timestamp})
+			out = append(out, koe.ListedHistory{UID: string(uid), LatestMessage: latest, Timestamp: latest.Timestamp})
 			return nil
 		})
 	})
@@ -396,18 +300,18 @@ func (s *Store) List(confUID string) ([]Summary, error) {
 // latestMessage walks backwards from the end of msgs to the last
 // non-metadata record. Normally only the last record is read, keeping List
 // cheap however long the histories get.
-func latestMessage(msgs *bolt.Bucket) (Record, bool, error) {
+func latestMessage(msgs *bolt.Bucket) (koe.Record, bool, error) {
 	c := msgs.Cursor()
 	for k, v := c.Last(); k != nil; k, v = c.Prev() {
 		r, err := decodeRecord(k, v)
 		if err != nil {
-			return Record{}, false, err
+			return koe.Record{}, false, err
 		}
-		if r.Role != RoleMetadata && r.Role != RoleToolCall && r.Role != RoleTool {
+		if r.Role != koe.RoleMetadata && r.Role != koe.RoleToolCall && r.Role != koe.RoleTool {
 			return r, true, nil
 		}
 	}
-	return Record{}, false, nil
+	return koe.Record{}, false, nil
 }
 
 // Delete removes a history with all its records, images and summaries.
@@ -418,11 +322,11 @@ func (s *Store) Delete(confUID, historyUID string) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
 		if conf == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		err := conf.DeleteBucket([]byte(historyUID))
 		if errors.Is(err, berrors.ErrBucketNotFound) || errors.Is(err, berrors.ErrIncompatibleValue) {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -489,7 +393,7 @@ func (s *Store) LastSeq(confUID, historyUID string) (uint64, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		msgs := messagesBucket(tx, confUID, historyUID)
 		if msgs == nil {
-			return ErrNotFound
+			return koe.ErrNotFound
 		}
 		if k, _ := msgs.Cursor().Last(); len(k) == 8 {
 			seq = binary.BigEndian.Uint64(k)

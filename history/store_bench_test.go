@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"koe"
 )
 
 // Store latency on both backends, one operation at a time as a session
@@ -50,7 +52,7 @@ func BenchmarkStoreAppend(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := Record{Role: RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Mao"}
+		r := koe.Record{Role: koe.RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Mao"}
 		timed(b, func() error { return s.Append("bench", uid, r) })
 	})
 }
@@ -58,15 +60,15 @@ func BenchmarkStoreAppend(b *testing.B) {
 // Loading a 1,000-message history, as a session does when it opens one.
 func BenchmarkStoreLoad1k(b *testing.B) {
 	eachBenchBackend(b, func(b *testing.B, s testStore) {
-		records := make([]Record, 1000)
+		records := make([]koe.Record, 1000)
 		for i := range records {
-			role := RoleHuman
+			role := koe.RoleHuman
 			if i%2 == 1 {
-				role = RoleAI
+				role = koe.RoleAI
 			}
-			records[i] = Record{Role: role, Content: fmt.Sprintf("message %d: a sentence of ordinary length, said in a conversation.", i), Name: "Mao"}
+			records[i] = koe.Record{Role: role, Content: fmt.Sprintf("message %d: a sentence of ordinary length, said in a conversation.", i), Name: "Mao"}
 		}
-		uid := NewUID(time.Now())
+		uid := koe.NewHistoryUID(time.Now())
 		if err := s.CreateWith("bench", uid, records...); err != nil {
 			b.Fatal(err)
 		}

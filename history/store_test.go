@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"koe"
 )
 
 // stepClock returns a clock that starts at start and advances by one second
@@ -51,7 +52,7 @@ func mustCreate(t testing.TB, s testStore, conf string) string {
 	return uid
 }
 
-func mustAppend(t testing.TB, s testStore, conf, uid string, r Record) {
+func mustAppend(t testing.TB, s testStore, conf, uid string, r koe.Record) {
 	t.Helper()
 	if err := s.Append(conf, uid, r); err != nil {
 		t.Fatalf("Append(%q, %q): %v", conf, uid, err)
@@ -102,19 +103,19 @@ func TestRoundTrip(t *testing.T) { eachBackend(t, testRoundTrip) }
 func testRoundTrip(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	uid := mustCreate(t, s, "conf1")
-	mustAppend(t, s, "conf1", uid, Record{Role: RoleHuman, Content: "hello", Name: "Human"})
-	mustAppend(t, s, "conf1", uid, Record{Role: RoleAI, Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true})
-	mustAppend(t, s, "conf1", uid, Record{Role: RoleSystem, Content: "note", Timestamp: "2030-01-01T00:00:00"})
+	mustAppend(t, s, "conf1", uid, koe.Record{Role: koe.RoleHuman, Content: "hello", Name: "Human"})
+	mustAppend(t, s, "conf1", uid, koe.Record{Role: koe.RoleAI, Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true})
+	mustAppend(t, s, "conf1", uid, koe.Record{Role: koe.RoleSystem, Content: "note", Timestamp: "2030-01-01T00:00:00"})
 
 	got, err := s.Messages("conf1", uid)
 	if err != nil {
 		t.Fatalf("Messages: %v", err)
 	}
-	want := []Record{
-		{Seq: 1, Role: RoleMetadata, Timestamp: "2025-03-04T05:06:07"},
-		{Seq: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:06:08", Content: "hello", Name: "Human"},
-		{Seq: 3, Role: RoleAI, Timestamp: "2025-03-04T05:06:09", Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true},
-		{Seq: 4, Role: RoleSystem, Timestamp: "2030-01-01T00:00:00", Content: "note"},
+	want := []koe.Record{
+		{Seq: 1, Role: koe.RoleMetadata, Timestamp: "2025-03-04T05:06:07"},
+		{Seq: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:08", Content: "hello", Name: "Human"},
+		{Seq: 3, Role: koe.RoleAI, Timestamp: "2025-03-04T05:06:09", Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true},
+		{Seq: 4, Role: koe.RoleSystem, Timestamp: "2030-01-01T00:00:00", Content: "note"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Messages:\n got %+v\nwant %+v", got, want)
@@ -136,8 +137,8 @@ func TestStoredJSON(t *testing.T) { eachBackend(t, testStoredJSON) }
 func testStoredJSON(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	uid := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", uid, Record{Role: RoleAI, Content: "x", Interrupted: true})
-	mustAppend(t, s, "c", uid, Record{Role: RoleHuman, Content: "y"})
+	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleAI, Content: "x", Interrupted: true})
+	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "y"})
 	vals := rawRecords(t, s, "c", uid)
 	want := []string{
 		`0000000000000001 {"role":"metadata","timestamp":"2025-03-04T05:06:07","content":""}`,
@@ -153,16 +154,16 @@ func TestListOrdering(t *testing.T) { eachBackend(t, testListOrdering) }
 
 func testListOrdering(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
-	h1 := mustCreate(t, s, "c")                                                       // :07
-	h2 := mustCreate(t, s, "c")                                                       // :08
-	_ = mustCreate(t, s, "c")                                                         // :09, metadata only: must not be listed
-	h4 := mustCreate(t, s, "c")                                                       // :10
-	other := mustCreate(t, s, "d")                                                    // :11, other conf: must not be listed
-	mustAppend(t, s, "d", other, Record{Role: RoleHuman, Content: "elsewhere"})       // :12
-	mustAppend(t, s, "c", h2, Record{Role: RoleHuman, Content: "h2 first"})           // :13
-	mustAppend(t, s, "c", h1, Record{Role: RoleHuman, Content: "h1 first"})           // :14
-	mustAppend(t, s, "c", h1, Record{Role: RoleAI, Content: "h1 reply", Name: "Mao"}) // :15
-	mustAppend(t, s, "c", h4, Record{Role: RoleHuman, Content: "h4", Timestamp: "2025-03-04T05:06:13"})
+	h1 := mustCreate(t, s, "c")                                                               // :07
+	h2 := mustCreate(t, s, "c")                                                               // :08
+	_ = mustCreate(t, s, "c")                                                                 // :09, metadata only: must not be listed
+	h4 := mustCreate(t, s, "c")                                                               // :10
+	other := mustCreate(t, s, "d")                                                            // :11, other conf: must not be listed
+	mustAppend(t, s, "d", other, koe.Record{Role: koe.RoleHuman, Content: "elsewhere"})       // :12
+	mustAppend(t, s, "c", h2, koe.Record{Role: koe.RoleHuman, Content: "h2 first"})           // :13
+	mustAppend(t, s, "c", h1, koe.Record{Role: koe.RoleHuman, Content: "h1 first"})           // :14
+	mustAppend(t, s, "c", h1, koe.Record{Role: koe.RoleAI, Content: "h1 reply", Name: "Mao"}) // :15
+	mustAppend(t, s, "c", h4, koe.Record{Role: koe.RoleHuman, Content: "h4", Timestamp: "2025-03-04T05:06:13"})
 
 	got, err := s.List("c")
 	if err != nil {
@@ -175,17 +176,17 @@ func testListOrdering(t *testing.T, open opener) {
 		hi, lo = h4, h2
 		hiMsg, loMsg = "h4", "h2 first"
 	}
-	want := []Summary{
-		{UID: h1, Timestamp: "2025-03-04T05:06:15", LatestMessage: Record{Seq: 3, Role: RoleAI, Timestamp: "2025-03-04T05:06:15", Content: "h1 reply", Name: "Mao"}},
-		{UID: hi, Timestamp: "2025-03-04T05:06:13", LatestMessage: Record{Seq: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: hiMsg}},
-		{UID: lo, Timestamp: "2025-03-04T05:06:13", LatestMessage: Record{Seq: 2, Role: RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: loMsg}},
+	want := []koe.ListedHistory{
+		{UID: h1, Timestamp: "2025-03-04T05:06:15", LatestMessage: koe.Record{Seq: 3, Role: koe.RoleAI, Timestamp: "2025-03-04T05:06:15", Content: "h1 reply", Name: "Mao"}},
+		{UID: hi, Timestamp: "2025-03-04T05:06:13", LatestMessage: koe.Record{Seq: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: hiMsg}},
+		{UID: lo, Timestamp: "2025-03-04T05:06:13", LatestMessage: koe.Record{Seq: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: loMsg}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("List:\n got %+v\nwant %+v", got, want)
 	}
 
 	// Newer activity moves a history to the front.
-	mustAppend(t, s, "c", lo, Record{Role: RoleHuman, Content: "bump"})
+	mustAppend(t, s, "c", lo, koe.Record{Role: koe.RoleHuman, Content: "bump"})
 	got, err = s.List("c")
 	if err != nil {
 		t.Fatalf("List: %v", err)
@@ -206,8 +207,8 @@ func TestListSkipsTrailingMetadata(t *testing.T) { eachBackend(t, testListSkipsT
 func testListSkipsTrailingMetadata(t *testing.T, open opener) {
 	s := open(t, Options{Now: stepClock(t0)})
 	h := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "real"})
-	mustAppend(t, s, "c", h, Record{Role: RoleMetadata})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "real"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleMetadata})
 	got, err := s.List("c")
 	if err != nil {
 		t.Fatalf("List: %v", err)
@@ -242,22 +243,22 @@ func testDelete(t *testing.T, open opener) {
 	s := open(t, Options{})
 	keep := mustCreate(t, s, "c")
 	gone := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", gone, Record{Role: RoleHuman, Content: "bye"})
-	mustAppend(t, s, "c", keep, Record{Role: RoleHuman, Content: "stay"})
+	mustAppend(t, s, "c", gone, koe.Record{Role: koe.RoleHuman, Content: "bye"})
+	mustAppend(t, s, "c", keep, koe.Record{Role: koe.RoleHuman, Content: "stay"})
 
 	if err := s.Delete("c", gone); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := s.Messages("c", gone); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Messages("c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Messages after Delete: err = %v, want ErrNotFound", err)
 	}
 	if ok, err := s.Exists("c", gone); err != nil || ok {
 		t.Fatalf("Exists after Delete = %v, %v", ok, err)
 	}
-	if err := s.Delete("c", gone); !errors.Is(err, ErrNotFound) {
+	if err := s.Delete("c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("second Delete: err = %v, want ErrNotFound", err)
 	}
-	if err := s.Delete("unknown-conf", gone); !errors.Is(err, ErrNotFound) {
+	if err := s.Delete("unknown-conf", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Delete in unknown conf: err = %v, want ErrNotFound", err)
 	}
 	msgs, err := s.Messages("c", keep)
@@ -281,11 +282,11 @@ func testAppendMissing(t *testing.T, open opener) {
 		{"unknown", h},
 	}
 	for _, c := range cases {
-		err := s.Append(c.conf, c.uid, Record{Role: RoleHuman, Content: "x"})
-		if !errors.Is(err, ErrNotFound) {
+		err := s.Append(c.conf, c.uid, koe.Record{Role: koe.RoleHuman, Content: "x"})
+		if !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("Append(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
-		if _, err := s.Messages(c.conf, c.uid); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Messages(c.conf, c.uid); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("Messages(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
 	}
@@ -309,11 +310,11 @@ func testAppendMissingConcurrentWithValid(t *testing.T, open opener) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			errs <- s.Append("c", h, Record{Role: RoleHuman, Content: "ok"})
+			errs <- s.Append("c", h, koe.Record{Role: koe.RoleHuman, Content: "ok"})
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.Append("c", "missing", Record{Role: RoleHuman}); !errors.Is(err, ErrNotFound) {
+			if err := s.Append("c", "missing", koe.Record{Role: koe.RoleHuman}); !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("missing append: %v", err)
 			}
 		}()
@@ -336,13 +337,15 @@ func TestInvalidIDs(t *testing.T) { eachBackend(t, testInvalidIDs) }
 func testInvalidIDs(t *testing.T, open opener) {
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "x"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "x"})
 	before := dump(t, s)
 
 	bad := []string{"", "../x", "a/b", strings.Repeat("a", 129), "\x00", ".hidden", "a..b", "..", "a b", "é", `a\b`}
 	ops := map[string]func(conf, uid string) error{
-		"Create":   func(conf, _ string) error { _, err := s.Create(conf); return err },
-		"Append":   func(conf, uid string) error { return s.Append(conf, uid, Record{Role: RoleHuman, Content: "evil"}) },
+		"Create": func(conf, _ string) error { _, err := s.Create(conf); return err },
+		"Append": func(conf, uid string) error {
+			return s.Append(conf, uid, koe.Record{Role: koe.RoleHuman, Content: "evil"})
+		},
 		"Messages": func(conf, uid string) error { _, err := s.Messages(conf, uid); return err },
 		"List":     func(conf, _ string) error { _, err := s.List(conf); return err },
 		"Delete":   func(conf, uid string) error { return s.Delete(conf, uid) },
@@ -351,11 +354,11 @@ func testInvalidIDs(t *testing.T, open opener) {
 	takesUID := map[string]bool{"Append": true, "Messages": true, "Delete": true, "Exists": true}
 	for name, op := range ops {
 		for _, id := range bad {
-			if err := op(id, h); !errors.Is(err, ErrInvalidID) {
+			if err := op(id, h); !errors.Is(err, koe.ErrInvalidID) {
 				t.Errorf("%s(conf=%q): err = %v, want ErrInvalidID", name, id, err)
 			}
 			if takesUID[name] {
-				if err := op("c", id); !errors.Is(err, ErrInvalidID) {
+				if err := op("c", id); !errors.Is(err, koe.ErrInvalidID) {
 					t.Errorf("%s(uid=%q): err = %v, want ErrInvalidID", name, id, err)
 				}
 			}
@@ -376,57 +379,9 @@ func testInvalidIDMessage(t *testing.T, open opener) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}
-	err = s.Append("a\nb", "ok", Record{})
+	err = s.Append("a\nb", "ok", koe.Record{})
 	if want := `conf uid "a\nb": invalid id`; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
-	}
-}
-
-func TestValidID(t *testing.T) {
-	cases := map[string]bool{
-		"a":                      true,
-		"conf_1.yaml":            true,
-		"Shizuku-v2":             true,
-		strings.Repeat("a", 128): true,
-		"a.b.c":                  true,
-		"x.":                     true,
-		"":                       false,
-		"../x":                   false,
-		"a/b":                    false,
-		strings.Repeat("a", 129): false,
-		"\x00":                   false,
-		".hidden":                false,
-		"a..b":                   false,
-		".":                      false,
-		"a b":                    false,
-		"a\\b":                   false,
-		"ü":                      false,
-		"a\n":                    false,
-	}
-	for id, want := range cases {
-		if got := ValidID(id); got != want {
-			t.Errorf("ValidID(%q) = %v, want %v", id, got, want)
-		}
-	}
-}
-
-func TestNewUID(t *testing.T) {
-	re := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_[0-9a-f]{32}$`)
-	at := time.Date(2024, 12, 31, 23, 59, 58, 0, time.Local)
-	a, b := NewUID(at), NewUID(at)
-	for _, u := range []string{a, b} {
-		if !re.MatchString(u) {
-			t.Errorf("NewUID = %q, does not match %s", u, re)
-		}
-		if !strings.HasPrefix(u, "2024-12-31_23-59-58_") {
-			t.Errorf("NewUID = %q, want prefix 2024-12-31_23-59-58_", u)
-		}
-		if !ValidID(u) {
-			t.Errorf("ValidID(NewUID) = false for %q", u)
-		}
-	}
-	if a == b {
-		t.Fatalf("two NewUID calls returned the same uid %q", a)
 	}
 }
 
@@ -439,7 +394,7 @@ func testNowOption(t *testing.T, open opener) {
 	if !strings.HasPrefix(h, "2020-02-29_13-14-15_") {
 		t.Fatalf("uid %q does not use the Now clock", h)
 	}
-	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "x"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "x"})
 	msgs, err := s.Messages("c", h)
 	if err != nil {
 		t.Fatal(err)
@@ -458,7 +413,7 @@ func TestReopen(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	h := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", h, Record{Role: RoleHuman, Content: "persist me"})
+	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "persist me"})
 	want, err := s.Messages("c", h)
 	if err != nil {
 		t.Fatal(err)
@@ -536,7 +491,7 @@ func testConcurrentAppends(t *testing.T, open opener) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perG; i++ {
-				if err := s.Append("c", uids[g], Record{Role: RoleHuman, Content: fmt.Sprintf("g%d-m%d", g, i)}); err != nil {
+				if err := s.Append("c", uids[g], koe.Record{Role: koe.RoleHuman, Content: fmt.Sprintf("g%d-m%d", g, i)}); err != nil {
 					errs <- err
 					return
 				}
@@ -596,7 +551,7 @@ func TestClosedStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append("c", h, Record{Role: RoleHuman}); err == nil {
+	if err := s.Append("c", h, koe.Record{Role: koe.RoleHuman}); err == nil {
 		t.Error("Append after Close: want error")
 	}
 	if _, err := s.List("c"); err == nil {
@@ -616,7 +571,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.Error(err)
 			return
 		}
-		r := Record{Role: RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Mao"}
+		r := koe.Record{Role: koe.RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Mao"}
 		for pb.Next() {
 			if err := s.Append("bench", uid, r); err != nil {
 				b.Error(err)
@@ -648,7 +603,7 @@ func testLastSeq(t *testing.T, open opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append("c", h, Record{Role: RoleHuman, Content: "hi"}); err != nil {
+	if err := s.Append("c", h, koe.Record{Role: koe.RoleHuman, Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	next, err := s.LastSeq("c", h)
@@ -659,7 +614,7 @@ func testLastSeq(t *testing.T, open opener) {
 	if last := msgs[len(msgs)-1].Seq; last != next {
 		t.Errorf("LastSeq = %d, the newest record is %d", next, last)
 	}
-	if _, err := s.LastSeq("c", "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.LastSeq("c", "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("LastSeq of a missing history: %v", err)
 	}
 }

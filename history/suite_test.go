@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"koe"
 	"koe/testkit/pgtest"
 )
 
@@ -21,46 +22,46 @@ import (
 // testStore is what the suite exercises: the methods both stores have.
 type testStore interface {
 	Create(confUID string) (string, error)
-	CreateWith(confUID, uid string, records ...Record) error
-	Append(confUID, historyUID string, r Record) error
-	Messages(confUID, historyUID string) ([]Record, error)
-	Since(confUID, historyUID string, after uint64, limit int) ([]Record, error)
-	List(confUID string) ([]Summary, error)
+	CreateWith(confUID, uid string, records ...koe.Record) error
+	Append(confUID, historyUID string, r koe.Record) error
+	Messages(confUID, historyUID string) ([]koe.Record, error)
+	Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error)
+	List(confUID string) ([]koe.ListedHistory, error)
 	Delete(confUID, historyUID string) error
 	Exists(confUID, historyUID string) (bool, error)
 	LastSeq(confUID, historyUID string) (uint64, error)
-	Page(confUID, historyUID string, before uint64, limit int) ([]Record, bool, error)
+	Page(confUID, historyUID string, before uint64, limit int) ([]koe.Record, bool, error)
 	Image(confUID, historyUID, ref string) (string, []byte, error)
-	AddSummary(confUID, historyUID string, r SummaryRecord) error
-	Summaries(confUID, historyUID string) ([]SummaryRecord, error)
+	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
+	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
 	SetPrompt(confUID, name, text string) error
 	Prompt(confUID, name string) (string, bool, error)
 	Close() error
 
 	// recall
 	Confs() ([]string, error)
-	RecallMarks(confUID string) (map[string]RecallMark, error)
-	RecallMark(confUID, historyUID string) (RecallMark, bool, error)
-	SaveRecall(confUID, historyUID string, from, mark RecallMark, entries []RecallEntry) ([]RecallEntry, error)
-	RecallSince(confUID, historyUID string, after uint64, limit int) ([]RecallEntry, error)
+	RecallMarks(confUID string) (map[string]koe.RecallMark, error)
+	RecallMark(confUID, historyUID string) (koe.RecallMark, bool, error)
+	SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error)
+	RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error)
 	ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error)
-	FillRecallVectors(confUID, model string, entries []RecallEntry) (int, error)
-	SetRecallVectors(confUID, model string, entries []RecallEntry) error
+	FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error)
+	SetRecallVectors(confUID, model string, entries []koe.RecallEntry) error
 	RecallVectorModel(confUID string) (string, error)
-	ForEachRecall(confUID string, fn func(RecallEntry) error) error
+	ForEachRecall(confUID string, fn func(koe.RecallEntry) error) error
 	ForgetRecall(confUID, historyUID string, seq uint64) (bool, error)
 	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
 	ClearRecall(confUID string) error
 
 	// knowledge
-	PutKnowledgeDoc(conf string, d KnowledgeDoc, text string, pages []int) error
-	KnowledgeDocs(conf string) ([]KnowledgeDoc, error)
+	PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) error
+	KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error)
 	KnowledgeText(conf, id string) (string, []int, error)
 	DeleteKnowledgeDoc(conf, id string) (bool, error)
 	KnowledgeConfs() ([]string, error)
-	PutKnowledgeChunks(conf, docID string, chunks []KnowledgeChunk) error
+	PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChunk) error
 	DeleteKnowledgeChunks(conf, docID string) error
-	ForEachKnowledgeChunk(conf string, fn func(KnowledgeChunk) error) error
+	ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error
 }
 
 var (

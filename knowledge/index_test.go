@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"koe"
 	"koe/history"
 )
 
@@ -443,7 +444,7 @@ func TestConcurrentUse(t *testing.T) {
 			return
 		}
 		var stored []string
-		if err := local.store.ForEachKnowledgeChunk("c", func(c history.KnowledgeChunk) error {
+		if err := local.store.ForEachKnowledgeChunk("c", func(c koe.KnowledgeChunk) error {
 			if c.DocID == "shared" {
 				stored = append(stored, c.Text)
 			}

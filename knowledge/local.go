@@ -10,15 +10,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
 // ChunkStore is where the local index keeps its chunks: koe's bbolt file
 // (history.Store).
 type ChunkStore interface {
-	PutKnowledgeChunks(conf, docID string, chunks []history.KnowledgeChunk) error
+	PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChunk) error
 	DeleteKnowledgeChunks(conf, docID string) error
-	ForEachKnowledgeChunk(conf string, fn func(history.KnowledgeChunk) error) error
+	ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error
 	KnowledgeConfs() ([]string, error)
 }
 
@@ -69,7 +69,7 @@ func OpenLocalIndex(ctx context.Context, chunks ChunkStore, log *slog.Logger) (*
 // and a reopened index ranks ties as the one before it.
 func (x *LocalIndex) load(ctx context.Context, conf string) (chunks, vectors int, err error) {
 	var stored []Chunk
-	err = x.store.ForEachKnowledgeChunk(conf, func(c history.KnowledgeChunk) error {
+	err = x.store.ForEachKnowledgeChunk(conf, func(c koe.KnowledgeChunk) error {
 		stored = append(stored, Chunk(c))
 		return nil
 	})
@@ -130,7 +130,7 @@ func (x *LocalIndex) stored(ctx context.Context, conf string, docs map[string]bo
 		return nil, ErrClosed
 	}
 	byDoc := map[string][]Chunk{}
-	err := x.store.ForEachKnowledgeChunk(conf, func(c history.KnowledgeChunk) error {
+	err := x.store.ForEachKnowledgeChunk(conf, func(c koe.KnowledgeChunk) error {
 		if docs[""] || docs[c.DocID] {
 			byDoc[c.DocID] = append(byDoc[c.DocID], Chunk(c))
 		}
@@ -164,10 +164,10 @@ func (x *LocalIndex) Put(ctx context.Context, conf, docID string, chunks []Chunk
 	if err != nil {
 		return fmt.Errorf("index chunks of document %q of %q: %w", docID, conf, err)
 	}
-	stored := make([]history.KnowledgeChunk, len(chunks))
+	stored := make([]koe.KnowledgeChunk, len(chunks))
 	for i, c := range chunks {
 		c.DocID = docID
-		stored[i] = history.KnowledgeChunk(c)
+		stored[i] = koe.KnowledgeChunk(c)
 	}
 	return x.write(ctx, conf, docID, ps, func() error { return x.store.PutKnowledgeChunks(conf, docID, stored) })
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
 // Peers carries the news that a knowledge base changed between the koe
@@ -253,7 +253,7 @@ func (s *Service) readStored(ctx context.Context, cat *catalog, conf string, doc
 			return nil, err
 		}
 		text, pages, err := s.opts.Docs.KnowledgeText(conf, d.ID)
-		if errors.Is(err, history.ErrNotFound) {
+		if errors.Is(err, koe.ErrNotFound) {
 			continue // deleted since it was listed
 		}
 		if err != nil {

@@ -13,15 +13,15 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"koe/history"
+	"koe"
 	"koe/internal/quote"
 )
 
 // DocStore keeps the documents themselves, whatever the store of their
 // chunks: history.Store, in koe's database.
 type DocStore interface {
-	PutKnowledgeDoc(conf string, d history.KnowledgeDoc, text string, pages []int) error
-	KnowledgeDocs(conf string) ([]history.KnowledgeDoc, error)
+	PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) error
+	KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error)
 	KnowledgeText(conf, id string) (text string, pages []int, err error)
 	DeleteKnowledgeDoc(conf, id string) (bool, error)
 	KnowledgeConfs() ([]string, error)
@@ -107,7 +107,7 @@ type Service struct {
 // base is what a turn needs of a character's knowledge base without
 // reading the database: its documents and their total size.
 type base struct {
-	docs   []history.KnowledgeDoc
+	docs   []koe.KnowledgeDoc
 	tokens int
 	// whole caches the documents' text, read once the base fits whole.
 	whole []Passage
@@ -298,7 +298,7 @@ func (s *Service) Add(ctx context.Context, conf string, u Upload, count func(str
 	defer s.release(conf, id)
 
 	progress(Progress{File: name, Stage: "reading"})
-	d := history.KnowledgeDoc{ID: id, Name: name, Mime: u.Mime, Bytes: len(u.Data), Added: time.Now().UTC()}
+	d := koe.KnowledgeDoc{ID: id, Name: name, Mime: u.Mime, Bytes: len(u.Data), Added: time.Now().UTC()}
 	var text Text
 	var chunks []Chunk
 	err = s.read(ctx, name, func(ctx context.Context) error {
@@ -424,7 +424,7 @@ func docID(name string) string {
 
 // chunks cuts a document's text into the chunks the index keeps; ctx
 // ends the cutting.
-func (s *Service) chunks(ctx context.Context, d history.KnowledgeDoc, text Text, count func(string) int) ([]Chunk, error) {
+func (s *Service) chunks(ctx context.Context, d koe.KnowledgeDoc, text Text, count func(string) int) ([]Chunk, error) {
 	pieces, err := split(ctx, text, count, s.cfg.ChunkTokens, s.cfg.ChunkOverlap)
 	if err != nil {
 		return nil, err
@@ -508,7 +508,7 @@ func (s *Service) embedOutcome(ctx context.Context, err error) bool {
 }
 
 // docs is conf's document list, read once and kept until it changes.
-func (s *Service) docs(conf string) ([]history.KnowledgeDoc, error) {
+func (s *Service) docs(conf string) ([]koe.KnowledgeDoc, error) {
 	b, err := s.base(conf)
 	if err != nil {
 		return nil, err
@@ -575,7 +575,7 @@ func (s *Service) release(conf, id string) {
 	notify(s.wake)
 }
 
-func document(d history.KnowledgeDoc) Document {
+func document(d koe.KnowledgeDoc) Document {
 	return Document{ID: d.ID, Name: d.Name, Mime: d.Mime, Format: d.Format, Title: d.Title,
 		Bytes: d.Bytes, Tokens: d.Tokens, Pages: d.Pages, Chunks: d.Chunks, Added: d.Added}
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"koe/history"
+	"koe"
 )
 
 // What the memories API needs of a character's index besides recalling:
@@ -116,7 +116,7 @@ func (k listKey) String() string {
 
 func parseCursor(s string) (listKey, error) {
 	parts := strings.SplitN(s, ".", 3)
-	if len(parts) != 3 || !history.ValidID(parts[2]) {
+	if len(parts) != 3 || !koe.ValidID(parts[2]) {
 		return listKey{}, ErrCursor
 	}
 	unix, err1 := strconv.ParseInt(parts[0], 10, 64)
@@ -258,7 +258,7 @@ func (s *Service) ForgetEverything(ctx context.Context, confUID string) (int, er
 		n, seqs, ferr := s.forgetStored(ctx, confUID, uid)
 		forgotten += n
 		done[uid] = seqs
-		if ferr != nil && !errors.Is(ferr, history.ErrNotFound) { // deleted meanwhile: its memories went with it
+		if ferr != nil && !errors.Is(ferr, koe.ErrNotFound) { // deleted meanwhile: its memories went with it
 			err = ferr
 			break
 		}

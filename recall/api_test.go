@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/history"
 	"koe/recall"
 )
@@ -69,8 +70,8 @@ func (r *rig) say(uid string, lines ...string) string {
 
 // lineStore is where say stores lines.
 type lineStore interface {
-	CreateWith(confUID, historyUID string, recs ...history.Record) error
-	Append(confUID, historyUID string, rec history.Record) error
+	CreateWith(confUID, historyUID string, recs ...koe.Record) error
+	Append(confUID, historyUID string, rec koe.Record) error
 }
 
 // say stores lines ("human: ..." or "ai: ...") in history uid of store,
@@ -78,13 +79,13 @@ type lineStore interface {
 // conversation does, and returns the uid.
 func say(t testing.TB, store lineStore, svc *recall.Service, uid string, lines ...string) string {
 	t.Helper()
-	var recs []history.Record
+	var recs []koe.Record
 	for _, l := range lines {
 		role, text, _ := strings.Cut(l, ": ")
-		recs = append(recs, history.Record{Role: role, Content: text})
+		recs = append(recs, koe.Record{Role: role, Content: text})
 	}
 	if uid == "" {
-		uid = history.NewUID(time.Now())
+		uid = koe.NewHistoryUID(time.Now())
 		if err := store.CreateWith(conf, uid, recs...); err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +217,7 @@ func TestForgetConversation(t *testing.T) {
 	if got := r.recalled("bees swarmed"); !mentions(got, "swarmed") || mentions(got, "Hokkaido") {
 		t.Errorf("what is said after forgetting: recalled %q", got)
 	}
-	if n, err := r.svc.ForgetConversation(context.Background(), conf, "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, history.ErrNotFound) || n != 0 {
+	if n, err := r.svc.ForgetConversation(context.Background(), conf, "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, koe.ErrNotFound) || n != 0 {
 		t.Errorf("an unknown history: %d, %v", n, err)
 	}
 	_ = b
@@ -259,7 +260,7 @@ func TestForgetEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.Append("mika", other, history.Record{Role: history.RoleHuman, Content: "I grow tomatoes too."}); err != nil {
+	if err := r.store.Append("mika", other, koe.Record{Role: koe.RoleHuman, Content: "I grow tomatoes too."}); err != nil {
 		t.Fatal(err)
 	}
 	r.svc.Noted("mika", other)
@@ -291,7 +292,7 @@ type pausingStore struct {
 	forgotten chan struct{} // a forget reached the store
 }
 
-func (p *pausingStore) SaveRecall(confUID, historyUID string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {
+func (p *pausingStore) SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
 	out, err := p.Store.SaveRecall(confUID, historyUID, from, mark, entries)
 	p.once.Do(func() {
 		close(p.saved)

@@ -14,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"koe"
 	"koe/agent"
 	"koe/history"
 )
@@ -105,14 +106,14 @@ func benchCorpus(b *testing.B, st *history.Store, n int) {
 	at := time.Date(2021, 1, 4, 18, 0, 0, 0, time.Local)
 	perHistory := benchPerSession * benchSessions
 	for h := 0; h*perHistory < n; h++ {
-		recs := make([]history.Record, 0, perHistory)
+		recs := make([]koe.Record, 0, perHistory)
 		for i := 0; i < perHistory && h*perHistory+i < n; i++ {
 			if i > 0 && i%benchPerSession == 0 {
 				at = at.Add(time.Duration(24+c.rng.IntN(48)) * time.Hour)
 			}
-			r := history.Record{Role: history.RoleHuman, Name: "Ann", Content: c.line(), Timestamp: at.Format("2006-01-02T15:04:05")}
+			r := koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: c.line(), Timestamp: at.Format("2006-01-02T15:04:05")}
 			if i%2 == 1 {
-				r.Role, r.Name = history.RoleAI, "Mika"
+				r.Role, r.Name = koe.RoleAI, "Mika"
 			}
 			recs = append(recs, r)
 			at = at.Add(time.Minute)
@@ -287,7 +288,7 @@ func BenchmarkIndexMessage(b *testing.B) {
 		b.ResetTimer()
 		for i := range b.N {
 			b.StopTimer()
-			r := history.Record{Role: history.RoleHuman, Name: "Ann", Content: c.line(), Timestamp: at.Add(time.Duration(i) * time.Minute).Format("2006-01-02T15:04:05")}
+			r := koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: c.line(), Timestamp: at.Add(time.Duration(i) * time.Minute).Format("2006-01-02T15:04:05")}
 			if err := st.Append("bench", "h0000", r); err != nil {
 				b.Fatal(err)
 			}
@@ -306,17 +307,17 @@ func BenchmarkIndexMessage(b *testing.B) {
 			c := newChatter(13)
 			ch := newCharacter(counter.count)
 			at := time.Date(2021, 1, 4, 18, 0, 0, 0, time.Local)
-			entry := func(seq int) history.RecallEntry {
-				return history.RecallEntry{
+			entry := func(seq int) koe.RecallEntry {
+				return koe.RecallEntry{
 					HistoryUID: fmt.Sprintf("h%04d", seq/1000), Seq: uint64(seq%1000 + 2), Turn: seq%1000/2 + 1,
-					Role: history.RoleHuman, Name: "Ann", Text: c.line(),
+					Role: koe.RoleHuman, Name: "Ann", Text: c.line(),
 					Timestamp: at.Add(time.Duration(seq) * time.Minute).Format("2006-01-02T15:04:05"),
 				}
 			}
 			for i := range n {
-				ch.add([]history.RecallEntry{entry(i)})
+				ch.add([]koe.RecallEntry{entry(i)})
 			}
-			more := make([]history.RecallEntry, b.N)
+			more := make([]koe.RecallEntry, b.N)
 			for i := range more {
 				more[i] = entry(n + i)
 			}

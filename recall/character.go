@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"koe/history"
+	"koe"
 	"koe/textindex"
 )
 
@@ -98,9 +98,9 @@ func newCharacter(count func(string) int) *character {
 	}
 }
 
-// parseTime reads a record timestamp (local time, see history).
+// parseTime reads a record timestamp (local time, see koe.TimestampLayout).
 func parseTime(ts string) time.Time {
-	t, err := time.ParseInLocation("2006-01-02T15:04:05", ts, time.Local)
+	t, err := time.ParseInLocation(koe.TimestampLayout, ts, time.Local)
 	if err != nil {
 		return time.Time{}
 	}
@@ -113,11 +113,11 @@ func lineOf(name, text string) string {
 }
 
 // speaker names a message's author when its record named none.
-func speaker(e history.RecallEntry) string {
+func speaker(e koe.RecallEntry) string {
 	if e.Name != "" {
 		return e.Name
 	}
-	if e.Role == history.RoleHuman {
+	if e.Role == koe.RoleHuman {
 		return "User"
 	}
 	return "Assistant"
@@ -126,9 +126,9 @@ func speaker(e history.RecallEntry) string {
 // add indexes entries, each history's in seq order after what it holds,
 // and reports how many it added (not those it holds already, nor those
 // forgotten or of a deleted history).
-func (c *character) add(entries []history.RecallEntry) int {
+func (c *character) add(entries []koe.RecallEntry) int {
 	type prepared struct {
-		e      history.RecallEntry
+		e      koe.RecallEntry
 		terms  []string
 		tokens int
 		header int // the dated header's tokens, should it open a session
@@ -161,7 +161,7 @@ func (c *character) add(entries []history.RecallEntry) int {
 		}
 		sess := c.sessionFor(h, t, p.header)
 		c.entries[id] = entry{
-			history: h, seq: e.Seq, turn: e.Turn, human: e.Role == history.RoleHuman,
+			history: h, seq: e.Seq, turn: e.Turn, human: e.Role == koe.RoleHuman,
 			name: e.Name, nameKey: strings.ToLower(e.Name), time: t, text: e.Text, meta: e.Meta, tokens: p.tokens,
 			session: sess, pos: len(c.sessions[sess].docs), vector: e.Vector,
 		}
@@ -279,7 +279,7 @@ func (c *character) dropHistory(uid string) {
 
 // setSummaries indexes a history's summaries, replacing what was indexed
 // of them if they changed, and reports whether they did.
-func (c *character) setSummaries(uid string, sums []history.SummaryRecord) bool {
+func (c *character) setSummaries(uid string, sums []koe.SummaryRecord) bool {
 	var sig strings.Builder
 	for _, s := range sums {
 		sig.WriteString(s.Summary)
@@ -329,26 +329,26 @@ func (c *character) turnDocsLocked(h string, turns []int) []textindex.DocID {
 }
 
 // withoutVectors returns up to n live entries lacking a vector.
-func (c *character) withoutVectors(n int) []history.RecallEntry {
+func (c *character) withoutVectors(n int) []koe.RecallEntry {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.missing == 0 {
 		return nil
 	}
-	var out []history.RecallEntry
+	var out []koe.RecallEntry
 	for _, e := range c.entries {
 		if len(out) == n {
 			break
 		}
 		if !e.dead && e.vector == nil {
-			out = append(out, history.RecallEntry{HistoryUID: e.history, Seq: e.seq, Text: e.text})
+			out = append(out, koe.RecallEntry{HistoryUID: e.history, Seq: e.seq, Text: e.text})
 		}
 	}
 	return out
 }
 
 // setVectors gives entries their vectors.
-func (c *character) setVectors(entries []history.RecallEntry) {
+func (c *character) setVectors(entries []koe.RecallEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range entries {

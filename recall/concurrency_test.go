@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
 // TestConcurrentUse recalls from several goroutines while messages are
@@ -60,9 +60,9 @@ func TestConcurrentUse(t *testing.T) {
 			}
 			for i := range perWriter {
 				at := t0.Add(400*time.Hour + time.Duration(w*perWriter+i)*time.Minute)
-				r := history.Record{Role: history.RoleHuman, Name: "Ann", Content: fmt.Sprintf("writer %d says river story %d", w, i), Timestamp: at.Format("2006-01-02T15:04:05")}
+				r := koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: fmt.Sprintf("writer %d says river story %d", w, i), Timestamp: at.Format("2006-01-02T15:04:05")}
 				if i%2 == 1 {
-					r.Role, r.Name = history.RoleAI, "Mika"
+					r.Role, r.Name = koe.RoleAI, "Mika"
 				}
 				if err := f.store.Append("mika", uid, r); err != nil {
 					report(err)
@@ -70,7 +70,7 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				f.svc.Noted("mika", uid)
 				if i == perWriter/2 {
-					sum := history.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, Summary: "a river story"}
+					sum := koe.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, Summary: "a river story"}
 					if err := f.store.AddSummary("mika", uid, sum); err != nil {
 						report(err)
 						return

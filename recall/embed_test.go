@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
 // storedVectors counts a conf's stored entries and those with a vector.
 func storedVectors(t *testing.T, f *fixture, conf string) (entries, withVectors int) {
 	t.Helper()
-	err := f.store.ForEachRecall(conf, func(e history.RecallEntry) error {
+	err := f.store.ForEachRecall(conf, func(e koe.RecallEntry) error {
 		entries++
 		if len(e.Vector) == testDims {
 			withVectors++

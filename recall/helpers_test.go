@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/history"
 	"koe/textindex"
 )
@@ -27,14 +28,14 @@ var t0 = time.Date(2025, 5, 8, 13, 56, 0, 0, time.Local)
 // say is one message of a made-up conversation.
 type say struct{ role, name, text string }
 
-func user(name, text string) say { return say{history.RoleHuman, name, text} }
-func mika(text string) say       { return say{history.RoleAI, "Mika", text} }
+func user(name, text string) say { return say{koe.RoleHuman, name, text} }
+func mika(text string) say       { return say{koe.RoleAI, "Mika", text} }
 
 // talk makes records of lines a minute apart from start.
-func talk(start time.Time, lines ...say) []history.Record {
-	out := make([]history.Record, len(lines))
+func talk(start time.Time, lines ...say) []koe.Record {
+	out := make([]koe.Record, len(lines))
 	for i, l := range lines {
-		out[i] = history.Record{
+		out[i] = koe.Record{
 			Role: l.role, Name: l.name, Content: l.text,
 			Timestamp: start.Add(time.Duration(i) * time.Minute).Format("2006-01-02T15:04:05"),
 		}
@@ -50,11 +51,11 @@ type countingStore struct {
 	since atomic.Int64
 
 	mu        sync.Mutex
-	afterSave func(conf, uid string, saved []history.RecallEntry)
+	afterSave func(conf, uid string, saved []koe.RecallEntry)
 	onSince   func()
 }
 
-func (s *countingStore) Since(conf, uid string, after uint64, limit int) ([]history.Record, error) {
+func (s *countingStore) Since(conf, uid string, after uint64, limit int) ([]koe.Record, error) {
 	s.since.Add(1)
 	s.mu.Lock()
 	hook := s.onSince
@@ -71,7 +72,7 @@ func (s *countingStore) setOnSince(fn func()) {
 	s.mu.Unlock()
 }
 
-func (s *countingStore) SaveRecall(conf, uid string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {
+func (s *countingStore) SaveRecall(conf, uid string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
 	saved, err := s.Store.SaveRecall(conf, uid, from, mark, entries)
 	s.mu.Lock()
 	hook := s.afterSave
@@ -82,7 +83,7 @@ func (s *countingStore) SaveRecall(conf, uid string, from, mark history.RecallMa
 	return saved, err
 }
 
-func (s *countingStore) setAfterSave(fn func(conf, uid string, saved []history.RecallEntry)) {
+func (s *countingStore) setAfterSave(fn func(conf, uid string, saved []koe.RecallEntry)) {
 	s.mu.Lock()
 	s.afterSave = fn
 	s.mu.Unlock()
@@ -144,7 +145,7 @@ func (f *fixture) restart() {
 }
 
 // create stores a history of conf with records and notes it.
-func (f *fixture) create(conf, uid string, recs ...history.Record) {
+func (f *fixture) create(conf, uid string, recs ...koe.Record) {
 	f.t.Helper()
 	if err := f.store.CreateWith(conf, uid, recs...); err != nil {
 		f.t.Fatalf("CreateWith(%s, %s): %v", conf, uid, err)
@@ -153,7 +154,7 @@ func (f *fixture) create(conf, uid string, recs ...history.Record) {
 }
 
 // add appends records to a history and notes it.
-func (f *fixture) add(conf, uid string, recs ...history.Record) {
+func (f *fixture) add(conf, uid string, recs ...koe.Record) {
 	f.t.Helper()
 	for _, r := range recs {
 		if err := f.store.Append(conf, uid, r); err != nil {

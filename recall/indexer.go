@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"koe/history"
+	"koe"
 )
 
 // readBatch is how many records the indexer reads (and saves) at a time.
@@ -50,7 +50,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	stored := false
 	for {
 		recs, err := s.opts.Store.Since(conf, uid, mark.Seq, readBatch)
-		if errors.Is(err, history.ErrNotFound) {
+		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
 			return nil
 		}
@@ -61,10 +61,10 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 			break
 		}
 		from := mark
-		var entries []history.RecallEntry
+		var entries []koe.RecallEntry
 		for _, r := range recs {
 			mark.Seq = r.Seq
-			if history.StartsTurn(r) {
+			if r.StartsTurn() {
 				mark.Turn++
 			}
 			if e, ok := entryOf(r, mark.Turn); ok {
@@ -81,11 +81,11 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 			}
 		}
 		saved, err := s.opts.Store.SaveRecall(conf, uid, from, mark, entries)
-		if errors.Is(err, history.ErrNotFound) {
+		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
 			return nil
 		}
-		if errors.Is(err, history.ErrMarkMoved) {
+		if errors.Is(err, koe.ErrMarkMoved) {
 			// Another instance indexed these records first: take what
 			// it stored and go on from where it left off.
 			s.log.Debug("recall: another instance indexed the history first; going on from its mark", "conf_uid", conf, "history_uid", uid)
@@ -107,7 +107,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 		}
 	}
 	sums, err := s.opts.Store.Summaries(conf, uid)
-	if err != nil && !errors.Is(err, history.ErrNotFound) {
+	if err != nil && !errors.Is(err, koe.ErrNotFound) {
 		return err
 	}
 	if c.setSummaries(uid, sums) || stored {
@@ -118,14 +118,14 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 
 // entryOf is what recall keeps of a record: the human's and the AI's
 // words, nothing of tool steps, metadata or instructions.
-func entryOf(r history.Record, turn int) (history.RecallEntry, bool) {
-	if r.Role != history.RoleHuman && r.Role != history.RoleAI {
-		return history.RecallEntry{}, false
+func entryOf(r koe.Record, turn int) (koe.RecallEntry, bool) {
+	if r.Role != koe.RoleHuman && r.Role != koe.RoleAI {
+		return koe.RecallEntry{}, false
 	}
 	if strings.TrimSpace(r.Content) == "" {
-		return history.RecallEntry{}, false
+		return koe.RecallEntry{}, false
 	}
-	return history.RecallEntry{
+	return koe.RecallEntry{
 		Seq: r.Seq, Turn: turn, Role: r.Role, Name: r.Name,
 		Timestamp: r.Timestamp, Text: r.Content, Meta: r.Meta,
 	}, true
@@ -133,7 +133,7 @@ func entryOf(r history.Record, turn int) (history.RecallEntry, bool) {
 
 // embedEntries gives entries their vectors when an endpoint is configured
 // and answers; otherwise they stay keyword-only until a later backfill.
-func (s *Service) embedEntries(ctx context.Context, entries []history.RecallEntry) {
+func (s *Service) embedEntries(ctx context.Context, entries []koe.RecallEntry) {
 	if s.opts.Embedder == nil || len(entries) == 0 {
 		return
 	}
@@ -194,7 +194,7 @@ func (s *Service) backfill(ctx context.Context, conf, uid string, c *character) 
 	}
 	if n > 0 {
 		c.setVectors(todo)
-		todo = slices.DeleteFunc(todo, func(e history.RecallEntry) bool { return e.Vector != nil })
+		todo = slices.DeleteFunc(todo, func(e koe.RecallEntry) bool { return e.Vector != nil })
 		if len(todo) == 0 {
 			if more {
 				s.Noted(conf, uid)

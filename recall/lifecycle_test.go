@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
 func TestDeletedHistoryIsForgotten(t *testing.T) {
@@ -139,7 +139,7 @@ func TestForgetWhileIndexing(t *testing.T) {
 	f.create("mika", "a", talk(t0, user("Ann", "hello"))...)
 	f.settle()
 	var forgot bool
-	f.cs.setAfterSave(func(conf, uid string, saved []history.RecallEntry) {
+	f.cs.setAfterSave(func(conf, uid string, saved []koe.RecallEntry) {
 		for _, e := range saved {
 			if e.Text == dogFact && !forgot {
 				forgot = true
@@ -195,7 +195,7 @@ func TestStaleIndexCaughtUp(t *testing.T) {
 			f.svc.Close()
 			f.svc = nil
 			later := t0.Add(200 * time.Hour)
-			if err := f.store.Append("mika", "a", history.Record{Role: history.RoleHuman, Name: "Ann", Content: "Biscuit learned to fetch the newspaper", Timestamp: later.Format("2006-01-02T15:04:05")}); err != nil {
+			if err := f.store.Append("mika", "a", koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: "Biscuit learned to fetch the newspaper", Timestamp: later.Format("2006-01-02T15:04:05")}); err != nil {
 				t.Fatal(err)
 			}
 			if err := f.store.CreateWith("mika", "new", talk(later, user("Ann", "we moved Biscuit's basket to the kitchen"))...); err != nil {
@@ -252,7 +252,7 @@ func TestSummariesLiftTheirTurns(t *testing.T) {
 	)...)
 	f.create("mika", "b", talk(t0.Add(100*time.Hour), user("Ann", "I booked a trip to Kyoto for next year, another one"), mika("Again? You loved it."))...)
 	f.settle()
-	sum := history.SummaryRecord{ThreadID: "a", Turns: []int{2, 3}, TurnLength: 2, Summary: "Ann told Mika about her trip to Kyoto."}
+	sum := koe.SummaryRecord{ThreadID: "a", Turns: []int{2, 3}, TurnLength: 2, Summary: "Ann told Mika about her trip to Kyoto."}
 	if err := f.store.AddSummary("mika", "a", sum); err != nil {
 		t.Fatal(err)
 	}

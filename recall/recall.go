@@ -27,29 +27,29 @@ import (
 	"sync"
 	"time"
 
-	"koe/history"
+	"koe"
 )
 
-// Store is the persistence recall needs; *history.Store implements it.
+// Store is the persistence recall needs; history.Store and history.PGStore implement it.
 type Store interface {
 	Confs() ([]string, error)
-	List(confUID string) ([]history.Summary, error)
+	List(confUID string) ([]koe.ListedHistory, error)
 	LastSeq(confUID, historyUID string) (uint64, error)
-	Since(confUID, historyUID string, after uint64, limit int) ([]history.Record, error)
-	Summaries(confUID, historyUID string) ([]history.SummaryRecord, error)
-	RecallMarks(confUID string) (map[string]history.RecallMark, error)
-	RecallMark(confUID, historyUID string) (history.RecallMark, bool, error)
-	SaveRecall(confUID, historyUID string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error)
-	SetRecallVectors(confUID, model string, entries []history.RecallEntry) error
+	Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error)
+	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
+	RecallMarks(confUID string) (map[string]koe.RecallMark, error)
+	RecallMark(confUID, historyUID string) (koe.RecallMark, bool, error)
+	SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error)
+	SetRecallVectors(confUID, model string, entries []koe.RecallEntry) error
 	RecallVectorModel(confUID string) (string, error)
-	ForEachRecall(confUID string, fn func(history.RecallEntry) error) error
+	ForEachRecall(confUID string, fn func(koe.RecallEntry) error) error
 	ForgetRecall(confUID, historyUID string, seq uint64) (bool, error)
 	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
 	ClearRecall(confUID string) error
 	// What other instances sharing the store saved and forgot (share.go).
-	RecallSince(confUID, historyUID string, after uint64, limit int) ([]history.RecallEntry, error)
+	RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error)
 	ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error)
-	FillRecallVectors(confUID, model string, entries []history.RecallEntry) (int, error)
+	FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error)
 }
 
 // Embedder turns texts into unit vectors (package llm's Embedder).
@@ -281,8 +281,8 @@ func (s *Service) load(conf string) (*character, error) {
 	if err != nil {
 		return nil, err
 	}
-	var entries []history.RecallEntry
-	err = s.opts.Store.ForEachRecall(conf, func(e history.RecallEntry) error {
+	var entries []koe.RecallEntry
+	err = s.opts.Store.ForEachRecall(conf, func(e koe.RecallEntry) error {
 		if !useVectors {
 			e.Vector = nil
 		}
@@ -310,7 +310,7 @@ func (s *Service) load(conf string) (*character, error) {
 
 // catchUp notes the histories of conf with records past their mark, and
 // indexes every history's summaries.
-func (s *Service) catchUp(conf string, c *character, marks map[string]history.RecallMark) error {
+func (s *Service) catchUp(conf string, c *character, marks map[string]koe.RecallMark) error {
 	list, err := s.opts.Store.List(conf)
 	if err != nil {
 		return fmt.Errorf("recall catch-up of %q: %w", conf, err)
@@ -318,7 +318,7 @@ func (s *Service) catchUp(conf string, c *character, marks map[string]history.Re
 	for _, h := range list {
 		last, err := s.opts.Store.LastSeq(conf, h.UID)
 		if err != nil {
-			if errors.Is(err, history.ErrNotFound) {
+			if errors.Is(err, koe.ErrNotFound) {
 				continue
 			}
 			return fmt.Errorf("recall catch-up of %q: %w", conf, err)
@@ -327,7 +327,7 @@ func (s *Service) catchUp(conf string, c *character, marks map[string]history.Re
 			s.Noted(conf, h.UID)
 		}
 		sums, err := s.opts.Store.Summaries(conf, h.UID)
-		if err != nil && !errors.Is(err, history.ErrNotFound) {
+		if err != nil && !errors.Is(err, koe.ErrNotFound) {
 			return fmt.Errorf("recall catch-up of %q: %w", conf, err)
 		}
 		c.setSummaries(h.UID, sums)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/agent"
-	"koe/history"
 )
 
 const (
@@ -178,7 +178,7 @@ func TestNeighbourComesAlong(t *testing.T) {
 // own other turns.
 func TestExclude(t *testing.T) {
 	f := newFixture(t, Options{})
-	guitar := func(uid string, n int) []history.Record {
+	guitar := func(uid string, n int) []koe.Record {
 		var lines []say
 		for i := 1; i <= n; i++ {
 			lines = append(lines, user("Ann", fmt.Sprintf("guitar lesson %d in %s", i, uid)), mika(fmt.Sprintf("how was guitar lesson %d?", i)))
@@ -219,7 +219,7 @@ var (
 func gardenHistories(f *fixture, conf string, histories, sessions int) {
 	for h := range histories {
 		uid := fmt.Sprintf("h%d", h)
-		var recs []history.Record
+		var recs []koe.Record
 		for s := range sessions {
 			start := t0.Add(time.Duration(h*sessions+s) * 30 * time.Hour)
 			recs = append(recs, talk(start,
@@ -357,7 +357,7 @@ func TestBlockFormat(t *testing.T) {
 	if got != want {
 		t.Fatalf("block:\n%s\nwant:\n%s", b.Text, want)
 	}
-	if b.Memories[0].Role != history.RoleHuman || b.Memories[len(b.Memories)-1].Role != history.RoleAI {
+	if b.Memories[0].Role != koe.RoleHuman || b.Memories[len(b.Memories)-1].Role != koe.RoleAI {
 		t.Fatalf("roles: %+v", b.Memories)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"koe/history"
+	"koe"
 	"koe/internal/quote"
 )
 
@@ -95,7 +95,7 @@ func (s *Service) heard(payload string) {
 	default:
 		ok = false
 	}
-	if !ok || !history.ValidID(conf) || (uid != "" || kind != newsForgot) && !history.ValidID(uid) {
+	if !ok || !koe.ValidID(conf) || (uid != "" || kind != newsForgot) && !koe.ValidID(uid) {
 		s.log.Warn("recall: ignored malformed news from another instance", "news", quote.Shorten(payload, 200))
 		return
 	}
@@ -261,7 +261,7 @@ func (s *Service) syncConf(ctx context.Context, j syncJob, c *character) (syncCo
 				}
 			}
 			sums, err := s.opts.Store.Summaries(j.conf, uid)
-			if err != nil && !errors.Is(err, history.ErrNotFound) {
+			if err != nil && !errors.Is(err, koe.ErrNotFound) {
 				return n, fmt.Errorf("read the summaries of %q: %w", uid, err)
 			}
 			c.setSummaries(uid, sums)
@@ -292,7 +292,7 @@ func (s *Service) takeStored(conf, uid string, c *character, useVectors bool) (a
 	after := c.lastSeq(uid)
 	for {
 		es, err := s.opts.Store.RecallSince(conf, uid, after, readBatch)
-		if errors.Is(err, history.ErrNotFound) {
+		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
 			return added, true, nil
 		}

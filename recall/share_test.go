@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/coord"
 	"koe/history"
 	"koe/llm"
@@ -41,7 +42,7 @@ type timedStore struct {
 	onSince func(uid string)
 }
 
-func (s *timedStore) SaveRecall(conf, uid string, from, mark history.RecallMark, entries []history.RecallEntry) ([]history.RecallEntry, error) {
+func (s *timedStore) SaveRecall(conf, uid string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
 	out, err := s.PGStore.SaveRecall(conf, uid, from, mark, entries)
 	if err == nil && len(out) > 0 {
 		s.mu.Lock()
@@ -57,7 +58,7 @@ func (s *timedStore) savedAt(uid string) time.Time {
 	return s.saved[uid]
 }
 
-func (s *timedStore) Since(conf, uid string, after uint64, limit int) ([]history.Record, error) {
+func (s *timedStore) Since(conf, uid string, after uint64, limit int) ([]koe.Record, error) {
 	if s.onSince != nil {
 		s.onSince(uid)
 	}
@@ -331,7 +332,7 @@ func TestIndexerTakesWhatAnotherIndexed(t *testing.T) {
 		t.Fatal("B embedded a message A had embedded already")
 	}
 	var n int
-	if err := b.store.ForEachRecall(conf, func(history.RecallEntry) error { n++; return nil }); err != nil || n != 4 {
+	if err := b.store.ForEachRecall(conf, func(koe.RecallEntry) error { n++; return nil }); err != nil || n != 4 {
 		t.Fatalf("the store holds %d entries (%v), want 4", n, err)
 	}
 }
@@ -371,7 +372,7 @@ func TestInstancesIndexAtOnce(t *testing.T) {
 		}
 	}
 	var seqs []uint64
-	if err := a.store.ForEachRecall(conf, func(e history.RecallEntry) error { seqs = append(seqs, e.Seq); return nil }); err != nil {
+	if err := a.store.ForEachRecall(conf, func(e koe.RecallEntry) error { seqs = append(seqs, e.Seq); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(seqs) != 4 {

@@ -144,7 +144,7 @@ func (s *Server) chatStream(c *fiber.Ctx) error {
 	go func() {
 		defer s.conns.Done()
 		defer closed()
-		if err := chat.Run(); err != nil && isInternal(err) {
+		if err := chat.Run(); err != nil && s.isInternal(err) {
 			log.Error("chat turn failed", "err", err)
 		}
 		if s.base.Err() != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"koe"
 	"koe/app"
 	"koe/history"
 	"koe/testkit/fakellm"
@@ -123,7 +124,7 @@ func TestHistoryMessages(t *testing.T) {
 		t.Fatalf("fresh server lists histories: %v", got)
 	}
 	uid := c.request(msg{"type": "create-new-history"}, "new-history-created").str("history_uid")
-	if !history.ValidID(uid) {
+	if !koe.ValidID(uid) {
 		t.Fatalf("new history uid %q", uid)
 	}
 	// An empty history is not listed.
@@ -450,7 +451,7 @@ func TestShutdownPersistsRunningTurn(t *testing.T) {
 		t.Fatalf("list = %v, %v", list, err)
 	}
 	latest := list[0].LatestMessage
-	if latest.Role != history.RoleAI || !latest.Interrupted || !strings.HasPrefix(latest.Content, "long") {
+	if latest.Role != koe.RoleAI || !latest.Interrupted || !strings.HasPrefix(latest.Content, "long") {
 		t.Fatalf("partial reply stored as %+v", latest)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -16,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"koe/agent"
+	"koe"
 	"koe/conversation"
-	"koe/history"
 	"koe/knowledge"
 	"koe/livechat"
 	"koe/protocol"
@@ -98,12 +96,13 @@ func startFake(t *testing.T, edit ...func(*server.Options)) *fakeKoe {
 	return k
 }
 
-// Failures as the fakes return them, of the kinds a client is told
+// Failures as the fakes return them, one of each kind a client is told
 // about; errInternal is koe's own, which the client only hears of.
 var (
-	errNotFound    = fmt.Errorf("read history h9: %w", history.ErrNotFound)
-	errInvalid     = fmt.Errorf("read history ../x: %w", history.ErrInvalidID)
-	errUnavailable = &agent.LLMError{Kind: agent.KindServer, BaseURL: "http://llm.test/v1", Status: 500}
+	errNotFound    = koe.Errorf(koe.NotFound, "no such thing here")
+	errInvalid     = koe.Errorf(koe.Invalid, "that is not right")
+	errUnavailable = koe.Errorf(koe.Unavailable, "the LLM server at http://llm.test/v1 failed")
+	errConflict    = koe.Errorf(koe.Conflict, "busy: try again when the reply is done")
 	errInternal    = errors.New("disk on fire at /var/lib/koe")
 )
 
@@ -475,8 +474,11 @@ func (f *fakeDocuments) DeleteDocument(_ context.Context, conf, id string) error
 }
 
 func (f *fakeDocuments) AttachFile(_ context.Context, conf, uid string, u knowledge.Upload) (protocol.AttachedFile, error) {
-	if uid == "llm-down" {
+	switch uid {
+	case "llm-down":
 		return protocol.AttachedFile{}, errUnavailable
+	case "busy":
+		return protocol.AttachedFile{}, errConflict
 	}
 	if conf != "mao" || uid != "h1" {
 		return protocol.AttachedFile{}, errNotFound

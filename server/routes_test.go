@@ -54,13 +54,13 @@ func TestRoutesSessions(t *testing.T) {
 	for _, path := range []string{"/api/sessions/gone/memory", "/api/sessions/gone/context"} {
 		k.do(t, "GET", path, nil).want(t, path, 404, "no open session with that client_uid")
 	}
-	k.do(t, "GET", "/api/sessions/desk/context", nil).want(t, "context before any call", 404, "no such history")
+	k.do(t, "GET", "/api/sessions/desk/context", nil).want(t, "context before any call", 404, "no such thing here")
 
 	rate := "/api/sessions/desk/compression-rate"
 	k.do(t, "PUT", rate, []byte(`{"rate":0.2}`), "text/plain").want(t, "rate as text", 415, "Content-Type: application/json")
 	k.do(t, "PUT", rate, []byte(`{"rate":`)).want(t, "broken JSON", 400, "invalid JSON body")
 	k.do(t, "PUT", rate, map[string]any{}).want(t, "no rate", 400, `"rate" is missing`)
-	k.do(t, "PUT", rate, map[string]any{"rate": 0.9}).want(t, "rate refused", 400, "that id is not valid")
+	k.do(t, "PUT", rate, map[string]any{"rate": 0.9}).want(t, "rate refused", 400, "that is not right")
 	a := k.do(t, "PUT", rate, map[string]any{"rate": 0.2})
 	a.json(t, &st)
 	if a.status != 200 || st.CompressionRate != 0.2 {
@@ -87,7 +87,7 @@ func TestRoutesPrompts(t *testing.T) {
 	if a.status != 200 || body["text"] != "Be brief." || body["default"] != false {
 		t.Errorf("PUT = %d %v", a.status, body)
 	}
-	k.do(t, "GET", "/api/characters/nobody/prompts/system", nil).want(t, "unknown character", 404, "no such history")
+	k.do(t, "GET", "/api/characters/nobody/prompts/system", nil).want(t, "unknown character", 404, "no such thing here")
 }
 
 func TestRoutesHistories(t *testing.T) {
@@ -97,7 +97,7 @@ func TestRoutesHistories(t *testing.T) {
 	if len(list.Histories) != 1 || list.Histories[0].UID != "h1" {
 		t.Errorf("histories = %+v", list)
 	}
-	k.do(t, "GET", "/api/histories/nobody", nil).want(t, "unknown character", 404, "no such history")
+	k.do(t, "GET", "/api/histories/nobody", nil).want(t, "unknown character", 404, "no such thing here")
 	var chat protocol.ChatHistory
 	k.do(t, "GET", "/api/histories/mao/h1", nil).json(t, &chat)
 	if chat.HistoryUID != "h1" || len(chat.Messages) != 1 {
@@ -115,7 +115,7 @@ func TestRoutesHistories(t *testing.T) {
 	if last := locked(&k.histories.mu, func() [2]uint64 { return k.histories.pages[len(k.histories.pages)-1] }); last != [2]uint64{5, 20} {
 		t.Errorf("page asked for before, limit = %v, want 5, 20", last)
 	}
-	k.do(t, "GET", "/api/histories/mao/h2/messages", nil).want(t, "unknown history", 404, "no such history")
+	k.do(t, "GET", "/api/histories/mao/h2/messages", nil).want(t, "unknown history", 404, "no such thing here")
 
 	a := k.do(t, "GET", "/api/histories/mao/h1/images/img1", nil)
 	if a.status != 200 || a.header.Get("Content-Type") != "image/png" || string(a.body) != "\x89PNG fake" ||
@@ -136,7 +136,7 @@ func TestRoutesChat(t *testing.T) {
 	if got := locked(&k.chats.mu, func() protocol.ChatRequest { return k.chats.asked[0] }); got.ConfUID != "mao" || got.HistoryUID != "h1" {
 		t.Errorf("the chat was asked %+v", got)
 	}
-	k.do(t, "POST", "/api/chat/invoke", protocol.ChatRequest{Message: "fail"}).want(t, "refused chat", 404, "no such history")
+	k.do(t, "POST", "/api/chat/invoke", protocol.ChatRequest{Message: "fail"}).want(t, "refused chat", 404, "no such thing here")
 	k.do(t, "POST", "/api/chat/invoke", []byte(`{"message":"hi"}`), "text/plain").want(t, "chat as text", 415, "")
 
 	// The stream carries the turn's events, not its OLV frames, and ends
@@ -167,7 +167,7 @@ func TestRoutesChat(t *testing.T) {
 			t.Errorf("stream_tokens %v: events %v, want %v", tokens, got, want)
 		}
 	}
-	k.do(t, "POST", "/api/chat/stream", protocol.ChatRequest{Message: "fail"}).want(t, "refused stream", 404, "no such history")
+	k.do(t, "POST", "/api/chat/stream", protocol.ChatRequest{Message: "fail"}).want(t, "refused stream", 404, "no such thing here")
 
 	var stop protocol.StopResult
 	a = k.do(t, "POST", "/api/chat/running/stop", nil)
@@ -257,6 +257,7 @@ func TestRoutesDocuments(t *testing.T) {
 		t.Errorf("attach: %d %s", a.status, a.body)
 	}
 	k.do(t, "POST", "/api/histories/mao/llm-down/files", body, ctype).want(t, "attach, LLM down", 502, "the LLM server at http://llm.test/v1 failed")
+	k.do(t, "POST", "/api/histories/mao/busy/files", body, ctype).want(t, "attach during a reply", 409, "busy: try again")
 	body, ctype = upload(t, "a.txt", "1", "b.txt", "2")
 	k.do(t, "POST", "/api/histories/mao/h1/files", body, ctype).want(t, "two files attached", 400, "attach one file per request")
 

@@ -45,6 +45,10 @@ type Options struct {
 	Memories    Memories    // long-term memory (memories.go)
 	Watchers    Watchers    // watchers of sessions and characters (watch.go)
 	Overlays    Overlays    // the overlay page's characters (overlay.go)
+	// Explain words the failures the services return for their clients
+	// (conversation's Explain); nil: a failure's koe.Kind and text, koe's
+	// own failures untold.
+	Explain func(error) Problem
 	// Pages are koe's own embedded web pages, served at / unless
 	// Config.WebClientDir is set.
 	Pages fs.FS

@@ -101,7 +101,7 @@ func TestSocketFailures(t *testing.T) {
 	k.sessions.next(t)
 	c.next()
 	c.next()
-	c.expectError(msg{"type": "text-input", "text": "fail: invalid"}, "text-input: that id is not valid")
+	c.expectError(msg{"type": "text-input", "text": "fail: invalid"}, "text-input: that is not right")
 	m := c.expectError(msg{"type": "text-input", "text": "fail: internal"}, "text-input: koe failed to do that; the reason is in its log")
 	if strings.Contains(m.str("message"), "disk on fire") {
 		t.Errorf("the client was told koe's internals: %v", m)
@@ -154,7 +154,7 @@ func TestSocketQueryRefused(t *testing.T) {
 		says   string
 	}{
 		{"client_uid=not%20valid", http.StatusBadRequest, "client_uid must be"},
-		{"watch_conf=nobody", http.StatusNotFound, "no such history"},
+		{"watch_conf=nobody", http.StatusNotFound, "no such thing here"},
 		{"watch_conf=mao&client_uid=desk", http.StatusBadRequest, "a watcher has its own client_uid"},
 	} {
 		if status, says := refusedDial(t, k, c.q); status != c.status || !strings.Contains(says, c.says) {

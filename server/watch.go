@@ -82,7 +82,7 @@ func (s *Server) handleWatch(c *websocket.Conn, cn *conn, clientUID string, targ
 	if err != nil {
 		// Checked before the upgrade; only a character that vanished
 		// since gets here.
-		_ = cn.Send(context.Background(), protocol.NewError(explain(err).Message))
+		_ = cn.Send(context.Background(), protocol.NewError(s.explain(err).Message))
 		cn.close(closeNormal, "")
 		cn.wait()
 		return

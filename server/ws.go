@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/google/uuid"
 
+	"koe"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -106,7 +107,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	log.Info("client connected", "ip", c.IP(), "koe_events", koeEvents)
 	sess.Greet()
 
-	r := &reader{sess: sess, conn: cn, log: log, errors: rateLimited{every: 10 * time.Second}}
+	r := &reader{sess: sess, conn: cn, log: log, explain: s.explain, errors: rateLimited{every: 10 * time.Second}}
 	err := cn.readPump(r.text, r.binary, r.reject)
 	log.Info("client disconnected", "reason", err)
 
@@ -121,9 +122,10 @@ func (s *Server) handleWS(c *websocket.Conn) {
 // reader turns one connection's frames into session calls. It runs in the
 // connection's read loop, like the session's voice input.
 type reader struct {
-	sess Session
-	conn *conn
-	log  *slog.Logger
+	sess    Session
+	conn    *conn
+	log     *slog.Logger
+	explain func(error) Problem
 	// errors bounds the error log lines of one connection: a client that
 	// sends garbage in a loop must not flood the log.
 	errors rateLimited
@@ -150,9 +152,9 @@ func (r *reader) binary(data []byte) {
 // prefixed with what the client sent. Internal failures are logged in
 // full; the client's own mistakes only at debug level.
 func (r *reader) fail(what string, err error) {
-	p := explain(err)
+	p := r.explain(err)
 	what = quote.Shorten(what, 40)
-	if isInternal(err) {
+	if p.Kind == koe.Internal {
 		if n, ok := r.errors.due(); ok {
 			r.log.Error("message failed", "type", what, "err", err, "failures", n)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"koe"
 	"koe/history"
 	"koe/testkit/fakellm"
 )
@@ -272,10 +273,10 @@ func TestNoTurnLostToSIGKILL(t *testing.T) {
 
 // answered reports whether records hold the human message text followed
 // by an AI reply.
-func answered(records []history.Record, text string) bool {
+func answered(records []koe.Record, text string) bool {
 	for i, r := range records {
-		if r.Role == history.RoleHuman && r.Content == text {
-			return i+1 < len(records) && records[i+1].Role == history.RoleAI && records[i+1].Content != ""
+		if r.Role == koe.RoleHuman && r.Content == text {
+			return i+1 < len(records) && records[i+1].Role == koe.RoleAI && records[i+1].Content != ""
 		}
 	}
 	return false

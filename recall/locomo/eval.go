@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"koe"
 	"koe/history"
 	"koe/recall"
 )
@@ -155,16 +156,16 @@ var notInID = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 // speaker A is the human, speaker B the character, each message a second
 // after the one before, its dia_id kept as metadata.
 func replay(store *history.Store, conf string, s Sample, sess Session) (int, error) {
-	uid := history.NewUID(sess.Date)
-	var recs []history.Record
+	uid := koe.NewHistoryUID(sess.Date)
+	var recs []koe.Record
 	for i, t := range sess.Turns {
-		role := history.RoleAI
+		role := koe.RoleAI
 		if t.Speaker == s.SpeakerA {
-			role = history.RoleHuman
+			role = koe.RoleHuman
 		}
-		recs = append(recs, history.Record{
+		recs = append(recs, koe.Record{
 			Role: role, Name: t.Speaker, Content: t.Text,
-			Timestamp: sess.Date.Add(time.Duration(i) * time.Second).Format("2006-01-02T15:04:05"),
+			Timestamp: sess.Date.Add(time.Duration(i) * time.Second).Format(koe.TimestampLayout),
 			Meta:      map[string]string{"dia_id": t.DiaID},
 		})
 	}

@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"sync"
 
+	"koe"
 	"koe/conversation"
-	"koe/history"
 	"koe/protocol"
 	"koe/tts"
 )
@@ -93,13 +93,13 @@ func (s *Sender) All() []Frame {
 type Store struct {
 	conversation.HistoryStore
 
-	AppendFn     func(confUID, historyUID string, r history.Record) error
-	AddSummaryFn func(confUID, historyUID string, r history.SummaryRecord) error
+	AppendFn     func(confUID, historyUID string, r koe.Record) error
+	AddSummaryFn func(confUID, historyUID string, r koe.SummaryRecord) error
 	DeleteFn     func(confUID, historyUID string) error
 }
 
 // Append implements conversation.HistoryStore.
-func (s *Store) Append(confUID, historyUID string, r history.Record) error {
+func (s *Store) Append(confUID, historyUID string, r koe.Record) error {
 	if s.AppendFn != nil {
 		return s.AppendFn(confUID, historyUID, r)
 	}
@@ -107,7 +107,7 @@ func (s *Store) Append(confUID, historyUID string, r history.Record) error {
 }
 
 // AddSummary implements conversation.HistoryStore.
-func (s *Store) AddSummary(confUID, historyUID string, r history.SummaryRecord) error {
+func (s *Store) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
 	if s.AddSummaryFn != nil {
 		return s.AddSummaryFn(confUID, historyUID, r)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"koe"
 	"koe/history"
 	"koe/testkit/pgtest"
 )
@@ -38,10 +39,10 @@ func TestRebuildCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uid := history.NewUID(time.Now())
+	uid := koe.NewHistoryUID(time.Now())
 	err = store.CreateWith("koe_default", uid,
-		history.Record{Role: history.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
-		history.Record{Role: history.RoleAI, Name: "Koe", Content: "What a lovely name."})
+		koe.Record{Role: koe.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
+		koe.Record{Role: koe.RoleAI, Name: "Koe", Content: "What a lovely name."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +89,10 @@ func TestRebuildCommandPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	uid := history.NewUID(time.Now())
+	uid := koe.NewHistoryUID(time.Now())
 	err = store.CreateWith("koe_default", uid,
-		history.Record{Role: history.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
-		history.Record{Role: history.RoleAI, Name: "Koe", Content: "What a lovely name."})
+		koe.Record{Role: koe.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
+		koe.Record{Role: koe.RoleAI, Name: "Koe", Content: "What a lovely name."})
 	if err != nil {
 		t.Fatal(err)
 	}

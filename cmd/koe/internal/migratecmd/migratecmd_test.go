@@ -15,26 +15,27 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"koe"
 	"koe/history"
 	"koe/testkit/pgtest"
 )
 
 // reader is what the comparison reads of either store.
 type reader interface {
-	List(conf string) ([]history.Summary, error)
+	List(conf string) ([]koe.ListedHistory, error)
 	Exists(conf, uid string) (bool, error)
-	Messages(conf, uid string) ([]history.Record, error)
+	Messages(conf, uid string) ([]koe.Record, error)
 	LastSeq(conf, uid string) (uint64, error)
-	Page(conf, uid string, before uint64, limit int) ([]history.Record, bool, error)
+	Page(conf, uid string, before uint64, limit int) ([]koe.Record, bool, error)
 	Image(conf, uid, ref string) (string, []byte, error)
-	Summaries(conf, uid string) ([]history.SummaryRecord, error)
+	Summaries(conf, uid string) ([]koe.SummaryRecord, error)
 	Prompt(conf, name string) (string, bool, error)
-	ForEachRecall(conf string, fn func(history.RecallEntry) error) error
-	RecallMarks(conf string) (map[string]history.RecallMark, error)
+	ForEachRecall(conf string, fn func(koe.RecallEntry) error) error
+	RecallMarks(conf string) (map[string]koe.RecallMark, error)
 	RecallVectorModel(conf string) (string, error)
-	KnowledgeDocs(conf string) ([]history.KnowledgeDoc, error)
+	KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error)
 	KnowledgeText(conf, id string) (string, []int, error)
-	ForEachKnowledgeChunk(conf string, fn func(history.KnowledgeChunk) error) error
+	ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error
 }
 
 // fixture is what the varied bbolt store holds, by conf.
@@ -75,58 +76,58 @@ func buildBolt(t *testing.T, path string) fixture {
 			must(err)
 			f.histories[conf] = append(f.histories[conf], uid)
 			for turn := range 4 + h {
-				r := history.Record{Role: history.RoleHuman, Content: fmt.Sprintf("%s question %d «ünïcode» \"quoted\" <tag>&", conf, turn), Name: "Human"}
+				r := koe.Record{Role: koe.RoleHuman, Content: fmt.Sprintf("%s question %d «ünïcode» \"quoted\" <tag>&", conf, turn), Name: "Human"}
 				if turn == 1 {
-					r.Images = []history.Image{{Source: "upload", MimeType: "image/png", Data: img(png)}, {Source: "camera", MimeType: "image/jpeg", Data: "data:image/jpeg;base64," + img(jpg)}}
+					r.Images = []koe.Image{{Source: "upload", MimeType: "image/png", Data: img(png)}, {Source: "camera", MimeType: "image/jpeg", Data: "data:image/jpeg;base64," + img(jpg)}}
 				}
 				if turn == 2 {
 					r.Meta = map[string]string{"dialog_id": fmt.Sprint(h, turn), "z": "last", "a": "first"}
 				}
 				must(s.Append(conf, uid, r))
 				if turn == 2 {
-					must(s.Append(conf, uid, history.Record{Role: history.RoleToolCall, Content: "let me look", ToolCalls: []history.ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}}}))
-					must(s.Append(conf, uid, history.Record{Role: history.RoleTool, Name: "search", ToolCallID: "call_1", Content: "found"}))
+					must(s.Append(conf, uid, koe.Record{Role: koe.RoleToolCall, Content: "let me look", ToolCalls: []koe.ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}}}))
+					must(s.Append(conf, uid, koe.Record{Role: koe.RoleTool, Name: "search", ToolCallID: "call_1", Content: "found"}))
 				}
-				must(s.Append(conf, uid, history.Record{Role: history.RoleAI, Content: fmt.Sprintf("answer %d", turn), Name: conf, Avatar: conf + ".png", Interrupted: turn == 3}))
+				must(s.Append(conf, uid, koe.Record{Role: koe.RoleAI, Content: fmt.Sprintf("answer %d", turn), Name: conf, Avatar: conf + ".png", Interrupted: turn == 3}))
 			}
-			must(s.AddSummary(conf, uid, history.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, OriginalChars: 100, SummaryChars: 20, CompressionRate: 0.2, Summary: "they talked"}))
+			must(s.AddSummary(conf, uid, koe.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, OriginalChars: 100, SummaryChars: 20, CompressionRate: 0.2, Summary: "they talked"}))
 			if h == 0 {
-				must(s.AddSummary(conf, uid, history.SummaryRecord{ThreadID: uid, Turns: []int{3}, TurnLength: 1, OriginalChars: 50, SummaryChars: 10, CompressionRate: 0.2, Summary: "more talk"}))
+				must(s.AddSummary(conf, uid, koe.SummaryRecord{ThreadID: uid, Turns: []int{3}, TurnLength: 1, OriginalChars: 50, SummaryChars: 10, CompressionRate: 0.2, Summary: "more talk"}))
 			}
 			msgs, err := s.Messages(conf, uid)
 			must(err)
-			var entries []history.RecallEntry
+			var entries []koe.RecallEntry
 			for _, m := range msgs {
-				if history.Shown(m.Role) {
-					entries = append(entries, history.RecallEntry{HistoryUID: uid, Seq: m.Seq, Turn: int(m.Seq), Role: m.Role, Timestamp: m.Timestamp, Text: m.Content,
+				if m.Shown() {
+					entries = append(entries, koe.RecallEntry{HistoryUID: uid, Seq: m.Seq, Turn: int(m.Seq), Role: m.Role, Timestamp: m.Timestamp, Text: m.Content,
 						Vector: []float32{float32(m.Seq), -0.5, 1e-7, float32(h)}})
 				}
 			}
 			if h == 1 {
 				entries[len(entries)-1].Vector = nil // one entry without a vector
 			}
-			_, err = s.SaveRecall(conf, uid, history.RecallMark{}, history.RecallMark{Seq: msgs[len(msgs)-1].Seq, Turn: 5}, entries)
+			_, err = s.SaveRecall(conf, uid, koe.RecallMark{}, koe.RecallMark{Seq: msgs[len(msgs)-1].Seq, Turn: 5}, entries)
 			must(err)
 			if h == 0 {
 				_, err := s.ForgetRecall(conf, uid, entries[0].Seq)
 				must(err)
 			}
 		}
-		must(s.SetPrompt(conf, history.PromptSystem, "You are "+conf+".\nBe kind."))
+		must(s.SetPrompt(conf, koe.PromptSystem, "You are "+conf+".\nBe kind."))
 	}
 	// A history with nothing but its metadata record.
 	empty, err := s.Create("bob")
 	must(err)
 	f.histories["bob"] = append(f.histories["bob"], empty)
-	must(s.SetPrompt("bob", history.PromptReminder, "remember"))
-	must(s.SetPrompt("docs_only", history.PromptSystem, "a character with documents"))
+	must(s.SetPrompt("bob", koe.PromptReminder, "remember"))
+	must(s.SetPrompt("docs_only", koe.PromptSystem, "a character with documents"))
 	text := "Page one text.\fPage two text, longer."
-	must(s.PutKnowledgeDoc("docs_only", history.KnowledgeDoc{ID: "d1", Name: "manual.pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual", Bytes: 1234, Tokens: 12, Pages: 2, Chunks: 2, Added: clock}, text, []int{0, 15}))
-	must(s.PutKnowledgeChunks("docs_only", "d1", []history.KnowledgeChunk{
+	must(s.PutKnowledgeDoc("docs_only", koe.KnowledgeDoc{ID: "d1", Name: "manual.pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual", Bytes: 1234, Tokens: 12, Pages: 2, Chunks: 2, Added: clock}, text, []int{0, 15}))
+	must(s.PutKnowledgeChunks("docs_only", "d1", []koe.KnowledgeChunk{
 		{Seq: 0, Name: "manual.pdf", Title: "Manual", Heading: "One", Page: 1, Text: "Page one text.", Tokens: 4, Vector: []float32{0.1, 0.2}},
 		{Seq: 1, Name: "manual.pdf", Title: "Manual", Page: 2, Text: "Page two text, longer.", Tokens: 6, Vector: []float32{0.3, 0.4}},
 	}))
-	must(s.PutKnowledgeDoc("alice", history.KnowledgeDoc{ID: "notes", Name: "notes.txt", Mime: "text/plain", Format: "text", Bytes: 5, Tokens: 1, Added: clock}, "notes", nil))
+	must(s.PutKnowledgeDoc("alice", koe.KnowledgeDoc{ID: "notes", Name: "notes.txt", Mime: "text/plain", Format: "text", Bytes: 5, Tokens: 1, Added: clock}, "notes", nil))
 	return f
 }
 
@@ -171,13 +172,13 @@ func snapshot(t *testing.T, r reader, f fixture) map[string]any {
 			must(err)
 			out[key+"/summaries"] = sums
 		}
-		for _, name := range []string{history.PromptSystem, history.PromptReminder} {
+		for _, name := range []string{koe.PromptSystem, koe.PromptReminder} {
 			text, ok, err := r.Prompt(conf, name)
 			must(err)
 			out[conf+"/prompt/"+name] = []any{text, ok}
 		}
-		var recall []history.RecallEntry
-		must(r.ForEachRecall(conf, func(e history.RecallEntry) error { recall = append(recall, e); return nil }))
+		var recall []koe.RecallEntry
+		must(r.ForEachRecall(conf, func(e koe.RecallEntry) error { recall = append(recall, e); return nil }))
 		sort.Slice(recall, func(i, j int) bool {
 			if recall[i].HistoryUID != recall[j].HistoryUID {
 				return recall[i].HistoryUID < recall[j].HistoryUID
@@ -200,8 +201,8 @@ func snapshot(t *testing.T, r reader, f fixture) map[string]any {
 			out[conf+"/doc/"+docs[i].ID] = []any{text, pages}
 		}
 		out[conf+"/docs"] = docs
-		var chunks []history.KnowledgeChunk
-		must(r.ForEachKnowledgeChunk(conf, func(c history.KnowledgeChunk) error { chunks = append(chunks, c); return nil }))
+		var chunks []koe.KnowledgeChunk
+		must(r.ForEachKnowledgeChunk(conf, func(c koe.KnowledgeChunk) error { chunks = append(chunks, c); return nil }))
 		out[conf+"/chunks"] = chunks
 	}
 	return out
@@ -323,18 +324,18 @@ func TestMigrateCopiesEverything(t *testing.T) {
 	// last sequence number, and a forgotten entry stays forgotten.
 	uid := f.histories["alice"][0]
 	last, _ := pg.LastSeq("alice", uid)
-	if err := pg.Append("alice", uid, history.Record{Role: history.RoleHuman, Content: "after the move"}); err != nil {
+	if err := pg.Append("alice", uid, koe.Record{Role: koe.RoleHuman, Content: "after the move"}); err != nil {
 		t.Fatal(err)
 	}
 	if next, _ := pg.LastSeq("alice", uid); next != last+1 {
 		t.Errorf("appended at %d, want %d", next, last+1)
 	}
-	recall := before["alice/recall"].([]history.RecallEntry)
-	var forgotten history.RecallEntry
-	msgs := before["alice/"+uid+"/messages"].([]history.Record)
+	recall := before["alice/recall"].([]koe.RecallEntry)
+	var forgotten koe.RecallEntry
+	msgs := before["alice/"+uid+"/messages"].([]koe.Record)
 	for _, m := range msgs {
-		if history.Shown(m.Role) {
-			forgotten = history.RecallEntry{HistoryUID: uid, Seq: m.Seq, Role: m.Role, Text: m.Content}
+		if m.Shown() {
+			forgotten = koe.RecallEntry{HistoryUID: uid, Seq: m.Seq, Role: m.Role, Text: m.Content}
 			break
 		}
 	}
@@ -348,7 +349,7 @@ func TestMigrateCopiesEverything(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("the copied recall mark: %+v, %v, %v", mark, ok, err)
 	}
-	saved, err := pg.SaveRecall("alice", uid, mark, history.RecallMark{Seq: last + 1, Turn: 6}, []history.RecallEntry{forgotten})
+	saved, err := pg.SaveRecall("alice", uid, mark, koe.RecallMark{Seq: last + 1, Turn: 6}, []koe.RecallEntry{forgotten})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,15 +478,15 @@ func TestMigrateThroughput(t *testing.T) {
 	}
 	const histories, records = 100, 100
 	for h := range histories {
-		var rs []history.Record
+		var rs []koe.Record
 		for i := range records - 1 {
-			role := history.RoleHuman
+			role := koe.RoleHuman
 			if i%2 == 1 {
-				role = history.RoleAI
+				role = koe.RoleAI
 			}
-			rs = append(rs, history.Record{Role: role, Content: strings.Repeat(fmt.Sprintf("message %d of history %d. ", i, h), 4)})
+			rs = append(rs, koe.Record{Role: role, Content: strings.Repeat(fmt.Sprintf("message %d of history %d. ", i, h), 4)})
 		}
-		if err := s.CreateWith("bench", history.NewUID(time.Now()), rs...); err != nil {
+		if err := s.CreateWith("bench", koe.NewHistoryUID(time.Now()), rs...); err != nil {
 			t.Fatal(err)
 		}
 	}
