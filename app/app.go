@@ -245,8 +245,15 @@ func (m *Main) Open() error {
 		ready = append(ready, server.ReadyCheck{Name: "coord", Check: m.coord.Ping})
 	}
 	m.server = server.New(HubOptions(m.hub, server.Options{
-		Config:         cfg.Server,
-		Overlays:       conversation.Overlays{Characters: characters},
+		Config:   cfg.Server,
+		Overlays: conversation.Overlays{Characters: characters},
+		Memories: recall.NewMemories(m.recall, recall.MemoriesOptions{
+			Budget: func(conf string) (int, bool) {
+				ch, ok := characters.Find(conf)
+				return ch.Memory.RecallBudget, ok
+			},
+			MinBudget: agent.MinRecallBudget, MaxBudget: agent.MaxRecallBudget, DefaultBudget: agent.DefaultRecallBudget,
+		}),
 		Pages:          static.Pages(),
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
 		LiveChat:       liveChatAPI,

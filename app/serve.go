@@ -23,7 +23,6 @@ func HubOptions(hub *conversation.Hub, o server.Options) server.Options {
 	o.Prompts = hub
 	o.Documents = hub
 	o.Attachments = hub
-	o.Memories = hub
 	o.Watchers = hubWatchers{hub.Watchers()}
 	o.Explain = func(err error) server.Problem { return server.Problem(conversation.Explain(err)) }
 	return o

@@ -15,11 +15,6 @@ type Recall interface {
 	Noted(confUID, historyUID string)
 	ForgetHistory(confUID, historyUID string)
 	Recall(ctx context.Context, q recall.Query) (recall.Block, error)
-	// What the memories API lists and forgets (memories.go).
-	Newest(ctx context.Context, confUID, before string, limit int) (recall.Page, error)
-	Forget(ctx context.Context, confUID, historyUID string, seq uint64) (bool, error)
-	ForgetConversation(ctx context.Context, confUID, historyUID string) (int, error)
-	ForgetEverything(ctx context.Context, confUID string) (int, error)
 }
 
 // characterRecall is one character's memory as its agent asks it.

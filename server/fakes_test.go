@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"koe"
-	"koe/conversation"
 	"koe/knowledge"
 	"koe/livechat"
 	"koe/protocol"
+	"koe/recall"
 	"koe/server"
 )
 
@@ -499,26 +499,26 @@ func (f *fakeMemories) note(format string) {
 	f.mu.Unlock()
 }
 
-func (f *fakeMemories) RecallMemories(_ context.Context, conf, text string, budget *int) (conversation.MemoryRecall, error) {
+func (f *fakeMemories) Recall(_ context.Context, conf, text string, budget *int) (recall.Recollection, error) {
 	f.note("recall " + conf + " " + text)
 	f.mu.Lock()
 	f.budget = budget
 	f.mu.Unlock()
 	if budget != nil && *budget < 50 {
-		return conversation.MemoryRecall{}, errInvalid
+		return recall.Recollection{}, errInvalid
 	}
-	return conversation.MemoryRecall{ConfUID: conf, Query: text, Budget: 1000, Block: "Biscuit"}, nil
+	return recall.Recollection{ConfUID: conf, Query: text, Budget: 1000, Block: "Biscuit"}, nil
 }
 
-func (f *fakeMemories) Memories(_ context.Context, conf, before string, limit int) (conversation.MemoryList, error) {
+func (f *fakeMemories) List(_ context.Context, conf, before string, limit int) (recall.Listing, error) {
 	f.note("list " + conf + " " + before)
 	if limit > 500 {
-		return conversation.MemoryList{}, errInvalid
+		return recall.Listing{}, errInvalid
 	}
-	return conversation.MemoryList{ConfUID: conf}, nil
+	return recall.Listing{ConfUID: conf}, nil
 }
 
-func (f *fakeMemories) ForgetMemory(_ context.Context, conf, uid string, seq uint64) error {
+func (f *fakeMemories) Forget(_ context.Context, conf, uid string, seq uint64) error {
 	f.note("forget " + conf + " " + uid)
 	if seq != 7 {
 		return errNotFound

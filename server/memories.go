@@ -7,7 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"koe/conversation"
+	"koe/recall"
 )
 
 // The memories API: a character's long-term memory, for the user to see
@@ -26,7 +26,7 @@ func (s *Server) memoryRoutes(api fiber.Router) {
 			if err != nil {
 				return err
 			}
-			r, err := s.opts.Memories.RecallMemories(s.base, conf, query(c, "q"), budget)
+			r, err := s.opts.Memories.Recall(s.base, conf, query(c, "q"), budget)
 			if err != nil {
 				return err
 			}
@@ -36,7 +36,7 @@ func (s *Server) memoryRoutes(api fiber.Router) {
 		if err != nil {
 			return fiber.NewError(fiber.StatusBadRequest, "limit must be a whole number")
 		}
-		list, err := s.opts.Memories.Memories(s.base, conf, query(c, "before"), limit)
+		list, err := s.opts.Memories.List(s.base, conf, query(c, "before"), limit)
 		if err != nil {
 			return err
 		}
@@ -47,7 +47,7 @@ func (s *Server) memoryRoutes(api fiber.Router) {
 		if err != nil {
 			return fiber.NewError(fiber.StatusBadRequest, "seq must be a message id (a whole number)")
 		}
-		if err := s.opts.Memories.ForgetMemory(s.base, param(c, "conf_uid"), param(c, "history_uid"), seq); err != nil {
+		if err := s.opts.Memories.Forget(s.base, param(c, "conf_uid"), param(c, "history_uid"), seq); err != nil {
 			return err
 		}
 		return c.JSON(fiber.Map{"forgotten": true})
@@ -83,14 +83,14 @@ func (s *Server) memoryRoutes(api fiber.Router) {
 // Memories are the characters' long-term memories (recall), for the user
 // to see and to prune.
 type Memories interface {
-	// RecallMemories is what a turn of the character asking text would
-	// recall, within budget tokens (nil: the character's own).
-	RecallMemories(ctx context.Context, confUID, text string, budget *int) (conversation.MemoryRecall, error)
-	// Memories lists up to limit (0: the default) memories said before
-	// the cursor before ("": the newest), newest first.
-	Memories(ctx context.Context, confUID, before string, limit int) (conversation.MemoryList, error)
-	// ForgetMemory forgets one memory for good.
-	ForgetMemory(ctx context.Context, confUID, historyUID string, seq uint64) error
+	// Recall is what a turn of the character asking text would recall,
+	// within budget tokens (nil: the character's own).
+	Recall(ctx context.Context, confUID, text string, budget *int) (recall.Recollection, error)
+	// List lists up to limit (0: the default) memories said before the
+	// cursor before ("": the newest), newest first.
+	List(ctx context.Context, confUID, before string, limit int) (recall.Listing, error)
+	// Forget forgets one memory for good.
+	Forget(ctx context.Context, confUID, historyUID string, seq uint64) error
 	// ForgetConversation forgets every memory of one history and says
 	// how many went.
 	ForgetConversation(ctx context.Context, confUID, historyUID string) (int, error)
