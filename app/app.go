@@ -247,6 +247,13 @@ func (m *Main) Open() error {
 	m.server = server.New(HubOptions(m.hub, server.Options{
 		Config:   cfg.Server,
 		Overlays: conversation.Overlays{Characters: characters},
+		Documents: knowledge.NewDocuments(m.knowledge, knowledge.DocumentsOptions{
+			Count: func(conf string) (func(string) int, bool) {
+				ch, ok := characters.Find(conf)
+				return agent.NewTokenizer(ch.LLM.Model).Count, ok
+			},
+			Notify: m.hub.IngestNotice,
+		}),
 		Memories: recall.NewMemories(m.recall, recall.MemoriesOptions{
 			Budget: func(conf string) (int, bool) {
 				ch, ok := characters.Find(conf)

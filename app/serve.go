@@ -21,7 +21,6 @@ func HubOptions(hub *conversation.Hub, o server.Options) server.Options {
 	o.Chats = hubChats{hub}
 	o.Histories = hub
 	o.Prompts = hub
-	o.Documents = hub
 	o.Attachments = hub
 	o.Watchers = hubWatchers{hub.Watchers()}
 	o.Explain = func(err error) server.Problem { return server.Problem(conversation.Explain(err)) }

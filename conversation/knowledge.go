@@ -11,11 +11,8 @@ import (
 )
 
 // Knowledge is the characters' knowledge bases (package knowledge's
-// Service).
+// Service), as turns read them and files are attached.
 type Knowledge interface {
-	Add(ctx context.Context, conf string, u knowledge.Upload, count func(string) int, progress func(knowledge.Progress)) (knowledge.Document, error)
-	List(ctx context.Context, conf string) ([]knowledge.Document, error)
-	Delete(ctx context.Context, conf, id string) (bool, error)
 	Has(conf string) (bool, error)
 	ReadFile(ctx context.Context, u knowledge.Upload, count func(string) int, room int) (knowledge.File, error)
 	Read(ctx context.Context, q knowledge.Query) (knowledge.Result, error)

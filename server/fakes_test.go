@@ -438,7 +438,7 @@ type fakeDocuments struct {
 	docs []knowledge.Document
 }
 
-func (f *fakeDocuments) AddDocument(_ context.Context, conf string, u knowledge.Upload) (knowledge.Document, error) {
+func (f *fakeDocuments) Add(_ context.Context, conf string, u knowledge.Upload) (knowledge.Document, error) {
 	if conf != "mao" {
 		return knowledge.Document{}, errNotFound
 	}
@@ -452,7 +452,7 @@ func (f *fakeDocuments) AddDocument(_ context.Context, conf string, u knowledge.
 	return d, nil
 }
 
-func (f *fakeDocuments) Documents(_ context.Context, conf string) ([]knowledge.Document, error) {
+func (f *fakeDocuments) List(_ context.Context, conf string) ([]knowledge.Document, error) {
 	if conf != "mao" {
 		return nil, errNotFound
 	}
@@ -461,7 +461,7 @@ func (f *fakeDocuments) Documents(_ context.Context, conf string) ([]knowledge.D
 	return append([]knowledge.Document{}, f.docs...), nil
 }
 
-func (f *fakeDocuments) DeleteDocument(_ context.Context, conf, id string) error {
+func (f *fakeDocuments) Delete(_ context.Context, conf, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, d := range f.docs {

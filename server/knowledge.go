@@ -38,7 +38,7 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		defer done()
 		added, refused := []knowledge.Document{}, []*knowledge.FileError{}
 		for _, f := range files {
-			d, err := s.opts.Documents.AddDocument(ctx, conf, f)
+			d, err := s.opts.Documents.Add(ctx, conf, f)
 			var fe *knowledge.FileError
 			switch {
 			case errors.As(err, &fe):
@@ -59,7 +59,7 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 	}))
 	api.Get("/characters/:conf_uid/documents", s.withDocuments(func(c *fiber.Ctx) error {
 		conf := param(c, "conf_uid")
-		docs, err := s.opts.Documents.Documents(s.base, conf)
+		docs, err := s.opts.Documents.List(s.base, conf)
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		return c.JSON(fiber.Map{"conf_uid": conf, "documents": docs, "tokens": tokens, "max_file_bytes": s.maxUpload})
 	}))
 	api.Delete("/characters/:conf_uid/documents/:id", s.withDocuments(func(c *fiber.Ctx) error {
-		if err := s.opts.Documents.DeleteDocument(s.base, param(c, "conf_uid"), param(c, "id")); err != nil {
+		if err := s.opts.Documents.Delete(s.base, param(c, "conf_uid"), param(c, "id")); err != nil {
 			return err
 		}
 		return c.JSON(fiber.Map{"deleted": true})
@@ -106,14 +106,13 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 
 // Documents are the characters' knowledge bases.
 type Documents interface {
-	// AddDocument reads a file into a character's knowledge base,
-	// replacing the one of the same name. A refusal is a
-	// *knowledge.FileError.
-	AddDocument(ctx context.Context, confUID string, u knowledge.Upload) (knowledge.Document, error)
-	// Documents lists a character's knowledge base.
-	Documents(ctx context.Context, confUID string) ([]knowledge.Document, error)
-	// DeleteDocument removes one document and its chunks.
-	DeleteDocument(ctx context.Context, confUID, id string) error
+	// Add reads a file into a character's knowledge base, replacing the
+	// one of the same name. A refusal is a *knowledge.FileError.
+	Add(ctx context.Context, confUID string, u knowledge.Upload) (knowledge.Document, error)
+	// List lists a character's knowledge base.
+	List(ctx context.Context, confUID string) ([]knowledge.Document, error)
+	// Delete removes one document and its chunks.
+	Delete(ctx context.Context, confUID, id string) error
 }
 
 // Attachments attach files to stored conversations.
