@@ -22,6 +22,7 @@ import (
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
+	"koe/histories"
 	"koe/history"
 	"koe/knowledge"
 	"koe/live"
@@ -51,6 +52,7 @@ type Main struct {
 	index     knowledge.Index
 	mcp       *mcp.Manager
 	hub       *conversation.Hub
+	histories *histories.Service
 	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
 	relay     *coord.WatchRelay       // with coord: watchers across instances
 	bus       *coord.Bus              // with coord: news of changes between instances
@@ -74,6 +76,7 @@ type Main struct {
 // knowledge documents: the bbolt file in data_dir, or PostgreSQL.
 type appStore interface {
 	conversation.HistoryStore
+	histories.Store
 	recall.Store
 	knowledge.DocStore
 	knowledge.ChunkStore
@@ -198,20 +201,23 @@ func (m *Main) Open() error {
 	}
 	characters := config.NewCharacters(cfg, m.Getenv)
 	conversation.WarnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
-	// Conversations' store is timed when metrics are on; nothing is
-	// measured (or paid for) when they are off.
-	var convStore conversation.HistoryStore = store
+	// The store as conversations and the histories call it is timed when
+	// metrics are on; nothing is measured (or paid for) when they are off.
+	var timed metrics.HistoryStore = store
 	var observer conversation.Observer
 	var serverMetrics server.Metrics
 	var metricsHandler http.Handler
 	if cfg.Server.Metrics {
 		m.metrics = metrics.New()
-		convStore = conversation.TimeStore(store, m.metrics.StoreOp)
+		timed = m.metrics.TimeStore(store)
 		observer, serverMetrics, metricsHandler = m.metrics, m.metrics, m.metrics.Handler()
 	}
+	m.histories = histories.New(histories.Options{Store: timed, Characters: characters, PageLimit: cfg.Conversation.HistoryMessages,
+		Saved: func(conf string) { m.hub.PromptsChanged(conf) }, News: m.news(), Logger: m.Logger})
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
-		Store:      convStore,
+		Store:      timed,
+		Histories:  m.histories,
 		Observer:   observer,
 		Characters: characters,
 		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, m.llm) },
@@ -227,7 +233,6 @@ func (m *Main) Open() error {
 		KnowledgeRouter: cfg.Knowledge.Router,
 		Coordinator:     coordinator,
 		WatchRelay:      m.watchRelay(),
-		News:            m.news(),
 		Logger:          m.Logger,
 	})
 	m.startRelay()
@@ -245,8 +250,10 @@ func (m *Main) Open() error {
 		ready = append(ready, server.ReadyCheck{Name: "coord", Check: m.coord.Ping})
 	}
 	m.server = server.New(HubOptions(m.hub, server.Options{
-		Config:   cfg.Server,
-		Overlays: conversation.Overlays{Characters: characters},
+		Config:    cfg.Server,
+		Histories: m.histories,
+		Prompts:   m.histories,
+		Overlays:  conversation.Overlays{Characters: characters},
 		Documents: knowledge.NewDocuments(m.knowledge, knowledge.DocumentsOptions{
 			Count: func(conf string) (func(string) int, bool) {
 				ch, ok := characters.Find(conf)

@@ -19,8 +19,6 @@ import (
 func HubOptions(hub *conversation.Hub, o server.Options) server.Options {
 	o.Sessions = hubSessions{hub}
 	o.Chats = hubChats{hub}
-	o.Histories = hub
-	o.Prompts = hub
 	o.Attachments = hub
 	o.Watchers = hubWatchers{hub.Watchers()}
 	o.Explain = func(err error) server.Problem { return server.Problem(conversation.Explain(err)) }

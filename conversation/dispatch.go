@@ -23,7 +23,8 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 	case protocol.TypeHeartbeat:
 		s.reply(protocol.Simple{Type: protocol.TypeHeartbeatAck})
 	case protocol.TypeFetchHistoryList:
-		list, err := s.HistoryList()
+		// The session's character, even one whose file has gone since.
+		list, err := s.deps.Histories.List(s.Character().ConfUID)
 		if err != nil {
 			return err
 		}
@@ -36,7 +37,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		s.reply(data)
 		s.Notify(s.MemoryState())
 	case protocol.TypeFetchHistoryPage:
-		page, err := s.HistoryPage(in.HistoryUID, in.Before, in.Limit)
+		page, err := s.deps.Histories.HistoryPage(s.Character().ConfUID, in.HistoryUID, in.Before, in.Limit)
 		if err != nil {
 			return err
 		}
@@ -86,7 +87,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		}
 		s.reply(st)
 	case protocol.TypeFetchSystemPrompt, protocol.TypeFetchReminder:
-		p, err := s.hub.Prompt(s.Character().ConfUID, promptName(in.Type))
+		p, err := s.deps.Histories.Prompt(s.Character().ConfUID, promptName(in.Type))
 		if err != nil {
 			return err
 		}
@@ -99,7 +100,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		if text == nil {
 			return invalid(`the new text is missing ("prompt" or "reminder"; "" restores the default)`)
 		}
-		p, err := s.hub.SetPrompt(s.Character().ConfUID, promptName(in.Type), *text)
+		p, err := s.deps.Histories.SetPrompt(s.Character().ConfUID, promptName(in.Type), *text)
 		if err != nil {
 			return err
 		}

@@ -20,19 +20,24 @@ type HistoryStore interface {
 	CreateWith(confUID, historyUID string, records ...koe.Record) error
 	Append(confUID, historyUID string, r koe.Record) error
 	Messages(confUID, historyUID string) ([]koe.Record, error)
-	List(confUID string) ([]koe.ListedHistory, error)
 	Delete(confUID, historyUID string) error
 	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
 	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
-	SetPrompt(confUID, name, text string) error
-	Prompt(confUID, name string) (string, bool, error)
-	// Page reads limit records older than sequence before (0: the end),
-	// oldest first, without image bytes; more says older ones exist.
-	Page(confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error)
-	// Image reads one image of a history by its reference.
-	Image(confUID, historyUID, ref string) (mime string, data []byte, err error)
+	// Prompt reads a prompt the user saved for the character.
+	Prompt(confUID, name string) (text string, saved bool, err error)
 	// LastSeq is the sequence number of the history's newest record.
 	LastSeq(confUID, historyUID string) (uint64, error)
+}
+
+// Histories are what a client asks of the stored histories and prompts,
+// over the WebSocket as over REST, so that both show the same.
+type Histories interface {
+	// List lists a character's non-empty histories, newest first.
+	List(confUID string) (protocol.HistoryList, error)
+	HistoryPage(confUID, historyUID string, before uint64, limit int) (protocol.HistoryPage, error)
+	Prompt(confUID, name string) (protocol.Prompt, error)
+	// SetPrompt saves a prompt; the hub's PromptsChanged is told.
+	SetPrompt(confUID, name, text string) (protocol.Prompt, error)
 }
 
 // Errors a CharacterSource wraps when a client asks for a character it
@@ -67,8 +72,11 @@ type Sender interface {
 
 // Deps are what every session of a server shares. app builds them once.
 type Deps struct {
-	Config     Config
-	Store      HistoryStore
+	Config Config
+	Store  HistoryStore
+	// Histories are the characters' histories and prompts as clients
+	// read them (package histories' Service).
+	Histories  Histories
 	Characters CharacterSource
 	// NewLLM builds the LLM client for a character's settings.
 	NewLLM func(agent.Config) agent.LLM
@@ -91,9 +99,6 @@ type Deps struct {
 	// WatchRelay carries frames to the watchers of other instances (nil:
 	// watchers follow the sessions of this instance only).
 	WatchRelay WatchRelay
-	// News tells the other instances that share the store of changes
-	// they keep in memory (nil: this instance is alone).
-	News News
 	// Knowledge is the characters' documents (nil: none), and
 	// KnowledgeRouter knowledge.router: when turns read them.
 	Knowledge       Knowledge
@@ -102,12 +107,6 @@ type Deps struct {
 	// Observer counts turns, latencies and failures for the operator
 	// (nil: nothing is counted).
 	Observer Observer
-}
-
-// News tells the other koe instances sharing the store of a change (package
-// coord's Bus); their app calls the hub back (PromptsChanged).
-type News interface {
-	Publish(ctx context.Context, topic, payload string) error
 }
 
 // ToolServers are the tool servers koe is connected to, shared by every

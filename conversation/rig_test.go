@@ -12,6 +12,7 @@ import (
 	"koe"
 	"koe/agent"
 	"koe/conversation"
+	"koe/histories"
 	"koe/history"
 	"koe/llm"
 	"koe/protocol"
@@ -90,6 +91,8 @@ func newRig(t testing.TB, respond func(fakellm.Request) fakellm.Reply, opts ...r
 		Logger:     koetest.Logger(t),
 	}
 	deps.Config.PlaybackTimeout = hangGuard
+	deps.Histories = histories.New(histories.Options{Store: real, Characters: r.chars, PageLimit: deps.Config.HistoryMessages,
+		Saved: func(conf string) { r.hub.PromptsChanged(conf) }, Logger: deps.Logger})
 	for _, o := range opts {
 		o(&deps)
 	}

@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"koe"
 	"koe/agent"
 	"koe/conversation/sentence"
+	"koe/histories"
 	"koe/protocol"
 )
 
@@ -485,9 +484,7 @@ func (e *turnEmitter) Token(delta string) {
 	sep := ""
 	if e.newCycle {
 		e.newCycle = false
-		if text := e.reply.String(); text != "" && !endsInSpace(text) && !startsWithSpace(delta) {
-			sep = " "
-		}
+		sep = histories.Separator(e.reply.String(), delta)
 	}
 	e.reply.WriteString(sep)
 	e.reply.WriteString(delta)
@@ -525,7 +522,7 @@ func cycleTask(cycle int) string { return "llm:" + strconv.Itoa(cycle) }
 func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 	e.flush()
 	text := e.reply.String()
-	cycle := afterSaid(text, e.beforeTools)
+	cycle := histories.AfterSaid(text, e.beforeTools)
 	if cycle == "" && e.filler != "" {
 		e.speaker.add(sentence.Piece{Display: e.filler, Speech: e.filler})
 	}
@@ -537,7 +534,7 @@ func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 	}
 	e.s.later(e.st, rec)
 	if e.s.koeEvents {
-		e.speaker.addMessage(messageEvent(toolCallMessage(rec, e.st.run, responseMetadata(e.st.cycle))))
+		e.speaker.addMessage(messageEvent(histories.ToolCallMessage(rec, e.st.run, responseMetadata(e.st.cycle))))
 	}
 }
 
@@ -556,7 +553,7 @@ func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
 		// the answer's numbers most likely mean them.
 		e.offer(docs)
 	}
-	m := toolResultMessage(rec, e.st.run)
+	m := histories.ToolResultMessage(rec, e.st.run)
 	if err != nil {
 		e.toolStatus(c, protocol.ToolError, "Error: "+err.Error())
 		e.status(c, protocol.StatusError, c.Name+" failed", err.Error())
@@ -611,17 +608,7 @@ func (e *turnEmitter) offer(docs []agent.Document) {
 
 // final is the reply's text without what cycles that called tools said.
 func (e *turnEmitter) final(text string) string {
-	return afterSaid(text, e.beforeTools)
-}
-
-func endsInSpace(s string) bool {
-	r, _ := utf8.DecodeLastRuneInString(s)
-	return unicode.IsSpace(r)
-}
-
-func startsWithSpace(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return unicode.IsSpace(r)
+	return histories.AfterSaid(text, e.beforeTools)
 }
 
 // flush hands over the unfinished tail once the stream has ended.

@@ -22,6 +22,7 @@ import (
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
+	"koe/histories"
 	"koe/history"
 	"koe/llm"
 	"koe/server"
@@ -69,10 +70,12 @@ func startBenchServerRelay(b *testing.B, llmURL string, engine conversation.Synt
 		b.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	chars := config.NewCharacters(cfg, nil)
 	deps := conversation.Deps{
 		Config:     cfg.Conversation,
 		Store:      store,
-		Characters: config.NewCharacters(cfg, nil),
+		Histories:  histories.New(histories.Options{Store: store, Characters: chars, PageLimit: cfg.Conversation.HistoryMessages}),
+		Characters: chars,
 		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, nil) },
 		NewTTS:     func(tts.Config) (conversation.Synthesizer, error) { return engine, nil },
 		Logger:     logger,

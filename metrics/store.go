@@ -1,4 +1,4 @@
-package conversation
+package metrics
 
 import (
 	"errors"
@@ -7,21 +7,38 @@ import (
 	"koe"
 )
 
-// TimeStore returns store with every call timed: observe is told each
-// operation's name, how long it took and whether it failed ("no such
-// history" is an answer, not a failure). koe's metrics time the store so
-// (koe_store_operation_seconds by op).
-func TimeStore(store HistoryStore, observe func(op string, took time.Duration, failed bool)) HistoryStore {
-	return timedStore{next: store, observe: observe}
+// HistoryStore is the history store as conversations and the histories
+// service call it.
+type HistoryStore interface {
+	Create(confUID string) (string, error)
+	CreateWith(confUID, historyUID string, records ...koe.Record) error
+	Append(confUID, historyUID string, r koe.Record) error
+	Messages(confUID, historyUID string) ([]koe.Record, error)
+	List(confUID string) ([]koe.ListedHistory, error)
+	Delete(confUID, historyUID string) error
+	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
+	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
+	SetPrompt(confUID, name, text string) error
+	Prompt(confUID, name string) (string, bool, error)
+	Page(confUID, historyUID string, before uint64, limit int) ([]koe.Record, bool, error)
+	Image(confUID, historyUID, ref string) (string, []byte, error)
+	LastSeq(confUID, historyUID string) (uint64, error)
+}
+
+// TimeStore returns store with every call timed
+// (koe_store_operation_seconds by op) and its failures counted; "no such
+// history" is an answer, not a failure.
+func (m *Metrics) TimeStore(store HistoryStore) HistoryStore {
+	return timedStore{next: store, m: m}
 }
 
 type timedStore struct {
-	next    HistoryStore
-	observe func(op string, took time.Duration, failed bool)
+	next HistoryStore
+	m    *Metrics
 }
 
 func (s timedStore) done(op string, start time.Time, err error) {
-	s.observe(op, time.Since(start), err != nil && !errors.Is(err, koe.ErrNotFound))
+	s.m.StoreOp(op, time.Since(start), err != nil && !errors.Is(err, koe.ErrNotFound))
 }
 
 func (s timedStore) Create(confUID string) (string, error) {
