@@ -68,7 +68,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		s.reply(s.modelAndConf())
 		s.reply(protocol.ConfigSwitched{Type: protocol.TypeConfigSwitched, Message: "Switched to config: " + ch.ConfName})
 	case protocol.TypeFetchBackgrounds:
-		s.reply(protocol.BackgroundFiles{Type: protocol.TypeBackgroundFiles, Files: s.backgrounds()})
+		s.reply(protocol.BackgroundFiles{Type: protocol.TypeBackgroundFiles, Files: s.deps.Backgrounds()})
 	case protocol.TypeRequestInitConfig:
 		s.reply(s.modelAndConf())
 	case protocol.TypeRequestGroupInfo:

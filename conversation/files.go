@@ -179,7 +179,7 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 			number++
 		}
 	}
-	a := h.sizingAgent(char)
+	a := h.deps.sizingAgent(char)
 	defer a.Close()
 	f, err := h.deps.Knowledge.ReadFile(ctx, u, a.CountTokens, a.FileRoom())
 	if err != nil {
@@ -193,11 +193,11 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 
 // sizingAgent is an agent of the character that never talks: it sizes
 // files and counts tokens as the character's own would.
-func (h *Hub) sizingAgent(char Character) *agent.Agent {
+func (d *Deps) sizingAgent(char Character) *agent.Agent {
 	return agent.New(agent.Options{
 		Model: char.LLM.Model, ContextWindow: char.LLM.ContextWindow, Memory: char.Memory,
 		Persona: char.Persona, CharacterName: char.Name, HumanName: char.HumanName,
-		Tools: h.toolbox(char, nil), Logger: h.log,
+		Tools: d.toolbox(char, nil), Logger: d.Logger,
 	})
 }
 

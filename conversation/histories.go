@@ -102,7 +102,7 @@ func (s *Session) deleteHistory(uid string) (bool, error) {
 		}
 		return false, fmt.Errorf("delete history: %w", err)
 	}
-	s.hub.forgotten(conf, uid)
+	s.deps.forgotten(conf, uid)
 	if current {
 		s.mu.Lock()
 		if s.place.uid == uid {

@@ -156,6 +156,9 @@ func NewHub(deps Deps) *Hub {
 	if deps.Observer == nil {
 		deps.Observer = noObserver{}
 	}
+	if deps.Backgrounds == nil {
+		deps.Backgrounds = func() []string { return []string{} }
+	}
 	procs := runtime.GOMAXPROCS(0)
 	speech := deps.Config.SpeechSlots
 	if speech == 0 {
@@ -260,13 +263,6 @@ func (h *Hub) forget(s *Session) {
 	if h.sessions[s.clientUID] == s {
 		delete(h.sessions, s.clientUID)
 	}
-}
-
-func (s *Session) backgrounds() []string {
-	if s.deps.Backgrounds == nil {
-		return []string{}
-	}
-	return s.deps.Backgrounds()
 }
 
 // retire closes an agent in the background: closing waits for a summary

@@ -64,20 +64,20 @@ func passageDocuments(ps []knowledge.Passage, first int) []agent.Document {
 // knowledgeOf is what a character's turns read of its knowledge base
 // before answering (nil: koe runs without one, or the router is off and
 // the model searches with the tool instead).
-func (h *Hub) knowledgeOf(char Character) agent.Knowledge {
-	if h.deps.Knowledge == nil || h.deps.KnowledgeRouter == knowledge.RouterOff {
+func (d *Deps) knowledgeOf(char Character) agent.Knowledge {
+	if d.Knowledge == nil || d.KnowledgeRouter == knowledge.RouterOff {
 		return nil
 	}
-	return characterKnowledge{k: h.deps.Knowledge, conf: char.ConfUID}
+	return characterKnowledge{k: d.Knowledge, conf: char.ConfUID}
 }
 
 // documentSearch is the search_documents tool: with the router off, the
 // model searches the knowledge base when it decides to.
-func (h *Hub) documentSearch(char Character) agent.Toolbox {
-	if h.deps.Knowledge == nil || h.deps.KnowledgeRouter != knowledge.RouterOff {
+func (d *Deps) documentSearch(char Character) agent.Toolbox {
+	if d.Knowledge == nil || d.KnowledgeRouter != knowledge.RouterOff {
 		return nil
 	}
-	return &documentSearch{k: h.deps.Knowledge, conf: char.ConfUID}
+	return &documentSearch{k: d.Knowledge, conf: char.ConfUID}
 }
 
 // SearchDocumentsTool is the tool's name.

@@ -113,7 +113,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 // do I/O, so it runs before the session's lock is taken.
 func (s *Session) buildCast(char Character) cast {
 	c := cast{char: char, emotions: emotionKeywords(char.ModelInfo)}
-	box := s.hub.toolbox(char, s.log)
+	box := s.deps.toolbox(char, s.log)
 	var a *agent.Agent
 	a = agent.New(agent.Options{
 		LLM:           s.deps.NewLLM(char.LLM),
@@ -127,10 +127,10 @@ func (s *Session) buildCast(char Character) cast {
 		Rules:         s.rules,
 		CharacterName: char.Name,
 		HumanName:     char.HumanName,
-		Store:         notingSummaries{store: s.deps.Store, hub: s.hub},
-		Recall:        s.hub.recaller(char),
+		Store:         notingSummaries{store: s.deps.Store, deps: &s.deps},
+		Recall:        s.deps.recaller(char),
 		RecallBudget:  char.Memory.RecallBudget,
-		Knowledge:     s.hub.knowledgeOf(char),
+		Knowledge:     s.deps.knowledgeOf(char),
 		Router:        s.deps.KnowledgeRouter,
 		OnSummary:     func(st agent.MemoryState) { s.summaryReady(a, st) },
 		Tools:         box,
@@ -153,9 +153,9 @@ func (s *Session) buildCast(char Character) cast {
 // document search when the knowledge router is off, and those of the MCP
 // servers it enables. koe's own come first: over llm.max_tools, the last
 // are left out.
-func (h *Hub) toolbox(char Character, log *slog.Logger) agent.Toolbox {
+func (d *Deps) toolbox(char Character, log *slog.Logger) agent.Toolbox {
 	if log == nil {
-		log = h.log
+		log = d.Logger
 	}
 	var builtin, servers agent.Toolbox
 	// Validated when the character was loaded; a failure here is a
@@ -165,10 +165,10 @@ func (h *Hub) toolbox(char Character, log *slog.Logger) agent.Toolbox {
 	} else if b != nil {
 		builtin = b
 	}
-	if len(char.Tools.MCPServers) > 0 && h.deps.ToolServers != nil {
-		servers = h.deps.ToolServers.Toolbox(char.Tools.MCPServers)
+	if len(char.Tools.MCPServers) > 0 && d.ToolServers != nil {
+		servers = d.ToolServers.Toolbox(char.Tools.MCPServers)
 	}
-	return agent.JoinToolboxes(builtin, h.documentSearch(char), servers)
+	return agent.JoinToolboxes(builtin, d.documentSearch(char), servers)
 }
 
 // summaryReady tells a koe client about a new summary of its current
