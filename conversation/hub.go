@@ -124,7 +124,7 @@ type Hub struct {
 	deps Deps
 	log  *slog.Logger
 	// speech and asr bound CPU-heavy work across every session.
-	speech, asr *Slots
+	speech, asr *workSlots
 
 	// coord gives each history one running turn; running is this
 	// process's turn in each history.
@@ -172,8 +172,8 @@ func NewHub(deps Deps) *Hub {
 		deps:     deps,
 		coord:    coord,
 		log:      deps.Logger,
-		speech:   NewSlots(speech),
-		asr:      NewSlots(procs),
+		speech:   newWorkSlots(speech),
+		asr:      newWorkSlots(procs),
 		sessions: map[string]*Session{},
 	}
 	h.watch = &Watchers{chars: deps.Characters, session: h.Session, relay: deps.WatchRelay, log: deps.Logger}

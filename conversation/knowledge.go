@@ -80,8 +80,8 @@ func (d *Deps) documentSearch(char Character) agent.Toolbox {
 	return &documentSearch{k: d.Knowledge, conf: char.ConfUID}
 }
 
-// SearchDocumentsTool is the tool's name.
-const SearchDocumentsTool = "search_documents"
+// searchDocumentsTool is the tool's name.
+const searchDocumentsTool = "search_documents"
 
 type documentSearch struct {
 	k    Knowledge
@@ -95,14 +95,14 @@ func (d *documentSearch) Specs() []agent.ToolSpec {
 		return nil
 	}
 	return []agent.ToolSpec{{
-		Name:        SearchDocumentsTool,
+		Name:        searchDocumentsTool,
 		Description: "Search the documents you were given (manuals, rules, notes) for passages about a question. Use it when the answer may be in them. Results are numbered documents to cite like [1].",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what to look for, in a few words or a question"}},"required":["query"],"additionalProperties":false}`),
 	}}
 }
 
 func (d *documentSearch) Call(ctx context.Context, c agent.ToolCall) (string, error) {
-	if c.Name != SearchDocumentsTool {
+	if c.Name != searchDocumentsTool {
 		return "", fmt.Errorf("there is no tool named %q", c.Name)
 	}
 	var args struct {
@@ -121,4 +121,4 @@ func (d *documentSearch) Call(ctx context.Context, c agent.ToolCall) (string, er
 	return agent.DocumentsJSON(passageDocuments(ps, 1)), nil
 }
 
-func (d *documentSearch) IsSearch(name string) bool { return name == SearchDocumentsTool }
+func (d *documentSearch) IsSearch(name string) bool { return name == searchDocumentsTool }

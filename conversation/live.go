@@ -39,9 +39,9 @@ type Live struct {
 	counted func()
 }
 
-// LiveClientUID is the client_uid of a character's live session: watch it
+// liveClientUID is the client_uid of a character's live session: watch it
 // with ?watch=, or the character with ?watch_conf=.
-func LiveClientUID(confUID string) string {
+func liveClientUID(confUID string) string {
 	id := "live-" + strings.Map(func(r rune) rune {
 		if r == '.' {
 			return '-'
@@ -88,7 +88,7 @@ func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		return nil, fmt.Errorf("live session: %w", err)
 	}
 
-	uid := LiveClientUID(conf)
+	uid := liveClientUID(conf)
 	s := newSession(ctx, h, discard{}, SessionOptions{ClientUID: uid, Headless: true, Rules: opts.Rules, Logger: h.log.With("live", conf)}, char)
 	l := &Live{hub: h, s: s, conf: conf, counted: sync.OnceFunc(h.deps.Observer.SessionOpened("live"))}
 	h.mu.Lock()

@@ -89,7 +89,7 @@ func TestLiveSessionSpeaksToWatchers(t *testing.T) {
 		!slices.ContainsFunc(got, func(f mock.Frame) bool { return f.Type == protocol.TypeAudio }) {
 		t.Fatalf("watcher saw %v", frameTypes(got))
 	}
-	if info := l.Info(); info.ClientUID != conversation.LiveClientUID("c1") || info.HistoryUID != "live" {
+	if info := l.Info(); info.ClientUID != "live-c1" || info.HistoryUID != "live" {
 		t.Fatalf("live session = %+v", info)
 	}
 	recs, err := r.real.Messages("c1", "live")

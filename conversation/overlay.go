@@ -193,10 +193,10 @@ func WarnMissingAvatars(chars CharacterSource, avatarsDir string, log *slog.Logg
 	}
 }
 
-// DefaultCharacterAlias asks GET /api/characters/:conf_uid/overlay for
+// defaultCharacterAlias asks GET /api/characters/:conf_uid/overlay for
 // the configuration file's own character, unless a character has that
 // conf_uid.
-const DefaultCharacterAlias = "default"
+const defaultCharacterAlias = "default"
 
 // Overlays are the characters as the overlay page shows them.
 type Overlays struct {
@@ -204,10 +204,10 @@ type Overlays struct {
 }
 
 // Overlay returns the overlay view of the character with confUID
-// (DefaultCharacterAlias: the default character); KindNotFound if none.
+// (defaultCharacterAlias: the default character); KindNotFound if none.
 func (o Overlays) Overlay(confUID string) (protocol.OverlayView, error) {
 	char, ok := o.Characters.Find(confUID)
-	if !ok && confUID == DefaultCharacterAlias {
+	if !ok && confUID == defaultCharacterAlias {
 		char, ok = o.Characters.Default(), true
 	}
 	if !ok {

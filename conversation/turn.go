@@ -426,7 +426,7 @@ const finishInterrupted = "interrupted"
 // error level when it is koe's own.
 func logFailure(log *slog.Logger, what string, err error, attrs ...any) {
 	attrs = append(attrs, "err", err)
-	if IsInternal(err) {
+	if isInternal(err) {
 		log.Error(what, attrs...)
 		return
 	}
