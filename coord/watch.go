@@ -36,7 +36,7 @@ const (
 const relayBatch = 64
 
 // RelayReceiver is what the relay hands the frames of other instances to:
-// conversation's Hub.
+// conversation's Watchers.
 type RelayReceiver interface {
 	Relayed(f conversation.RelayedFrame)
 	RemoteFollow(target protocol.WatchTarget, instance string)

@@ -155,6 +155,12 @@ func (k *fakeKoe) do(t *testing.T, method, path string, body any, contentType ..
 	if len(contentType) > 0 {
 		req.Header.Set("Content-Type", contentType[0])
 	}
+	return exchange(t, req)
+}
+
+// exchange sends req and reads the whole answer.
+func exchange(t *testing.T, req *http.Request) reply {
+	t.Helper()
 	client := http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -64,22 +63,13 @@ func apiCall(t *testing.T, method, rawURL string, v any, headers ...string) int 
 		name, value, _ := strings.Cut(h, ": ")
 		req.Header.Set(name, value)
 	}
-	client := http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := exchange(t, req)
 	if v != nil {
-		if err := json.Unmarshal(data, v); err != nil {
-			t.Fatalf("%s %s: %d %q is not JSON", method, rawURL, resp.StatusCode, data)
+		if err := json.Unmarshal(a.body, v); err != nil {
+			t.Fatalf("%s %s: %d %q is not JSON", method, rawURL, a.status, a.body)
 		}
 	}
-	return resp.StatusCode
+	return a.status
 }
 
 // say runs a turn over the chat API (history "" starts one) and returns
