@@ -117,9 +117,12 @@ type ToolServers interface {
 	Toolbox(servers []string) agent.Toolbox
 }
 
-// Hub is the conversation side of a server: it opens sessions, knows the
-// open ones, and serves what needs no session (characters' prompts,
-// histories by id). Its methods are safe for concurrent use.
+// Hub is the conversation side of a server: it opens sessions (a
+// client's, a chat API turn's, a character's live one), knows the open
+// ones, gives each history one running turn, and holds the sessions'
+// watchers. What needs no session (stored histories, prompts, documents,
+// memories) is served by the packages that keep it. Its methods are safe
+// for concurrent use.
 type Hub struct {
 	deps Deps
 	log  *slog.Logger

@@ -10,7 +10,9 @@
 //     its agent and speech engine, and the history being talked in,
 //     swapped under a lock that is never held across a call out;
 //   - voice (voice.go): the microphone input, owned by the connection's
-//     read loop, so it needs no lock at all.
+//     read loop, so it needs no lock at all;
+//   - its watchers (watch.go, relay.go): what it says, offered to the
+//     watchers that follow it, here and on other instances.
 package conversation
 
 import (
