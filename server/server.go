@@ -1,6 +1,10 @@
 // Package server is koe's HTTP and WebSocket front: routes, connections,
-// static pages and asset mounts. It translates frames to conversation calls
-// and back; it knows no LLM.
+// static pages and asset mounts. It translates frames and requests into
+// calls of the small interfaces it declares where it consumes them
+// (sessions, chats, histories, documents, memories, watchers, the live
+// chat: see Options) and their answers back; app hands it the
+// implementations, and its fast tests fakes. It knows no LLM and no
+// conversation.
 package server
 
 import (
