@@ -13,6 +13,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"koe/testkit"
 )
 
 const vadMs = SampleRate / 1000 // samples per millisecond
@@ -491,6 +493,7 @@ func TestEnergyDetector(t *testing.T) {
 // Resampler) padded with a second of noise on each side: one utterance,
 // bounded like the speech.
 func TestSegmenterRealSpeech(t *testing.T) {
+	testkit.External(t, "espeak-ng")
 	if _, err := exec.LookPath("espeak-ng"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("espeak-ng is not installed (apt-get install espeak-ng)")

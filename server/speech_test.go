@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"koe/testkit"
 	"koe/testkit/fakellm"
 )
 
@@ -193,6 +194,7 @@ func espeakChildren(t *testing.T) []int {
 
 func requireEspeak(t *testing.T) {
 	t.Helper()
+	testkit.External(t, "espeak-ng")
 	if _, err := os.Stat("/usr/bin/espeak-ng"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("espeak-ng is not installed; scripts/test.sh installs it")

@@ -15,6 +15,7 @@ import (
 
 	"koe/asr"
 	"koe/config"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/tts"
 )
@@ -127,6 +128,7 @@ func TestBadAudio(t *testing.T) {
 // espeakSpeech speaks text with espeak-ng and returns 22050 Hz samples.
 func espeakSpeech(t *testing.T, text string) tts.Audio {
 	t.Helper()
+	testkit.External(t, "espeak-ng and pocketsphinx")
 	for _, tool := range []string{"espeak-ng", "pocketsphinx_continuous"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {

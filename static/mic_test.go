@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"koe/config"
+	"koe/testkit"
 	"koe/testkit/cdp"
 	"koe/testkit/fakellm"
 	"koe/testkit/koetest"
@@ -433,6 +434,7 @@ func micConfig(t *testing.T, llm *fakellm.Server) config.Config {
 // speech lasts.
 func micRecording(t *testing.T, lead, tail float64) (string, time.Duration) {
 	t.Helper()
+	testkit.External(t, "espeak-ng and sox")
 	for _, tool := range []string{"espeak-ng", "sox"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if ci := os.Getenv("CI"); ci != "" && !strings.EqualFold(ci, "false") {

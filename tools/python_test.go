@@ -20,6 +20,7 @@ import (
 // CI, whose test script installs both: there nothing is skipped.
 func requireSandbox(t testing.TB) {
 	t.Helper()
+	testkit.External(t, "bubblewrap and python3")
 	for _, prog := range []string{sandboxProgram, "/usr/bin/python3", "prlimit"} {
 		if _, err := exec.LookPath(prog); err != nil {
 			if os.Getenv("CI") != "" {

@@ -146,6 +146,7 @@ func TestLaunchMissingBinary(t *testing.T) {
 // TestNoGoroutineLeft proves that Close stops every goroutine the package
 // started: the page's reader, the process waiter and the output copiers.
 func TestNoGoroutineLeft(t *testing.T) {
+	testkit.External(t, "Chromium")
 	path, err := cdp.FindBrowser()
 	if err != nil {
 		cdp.LaunchTest(t, cdp.Options{}) // skips or fails as the environment demands

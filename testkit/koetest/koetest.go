@@ -51,6 +51,12 @@ func Config(t testing.TB, dataDir, llmURL string) config.Config {
 	cfg.Character.LLM.Model = fakellm.ModelID
 	cfg.Character.LLM.IdleTimeout = 5 * time.Second
 	cfg.Conversation.PlaybackTimeout = 2 * time.Second
+	if testing.Short() {
+		// The short lane runs no program from outside koe: the
+		// character speaks through the fake server's speech endpoint
+		// instead of espeak-ng, the default.
+		cfg = fakeSpeech(cfg, llmURL)
+	}
 	return cfg
 }
 
@@ -58,8 +64,12 @@ func Config(t testing.TB, dataDir, llmURL string) config.Config {
 // engine against the fake server's deterministic speech endpoint (a tone,
 // fakellm.SpeechDuration long).
 func WithFakeSpeech(cfg config.Config, llm *fakellm.Server) config.Config {
+	return fakeSpeech(cfg, llm.URL())
+}
+
+func fakeSpeech(cfg config.Config, llmURL string) config.Config {
 	cfg.Character.TTS.Engine = "openai"
-	cfg.Character.TTS.OpenAI.BaseURL = llm.URL()
+	cfg.Character.TTS.OpenAI.BaseURL = llmURL
 	return cfg
 }
 
