@@ -631,13 +631,13 @@ type blockingStore struct {
 	release chan struct{}
 }
 
-func (s *blockingStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
+func (s *blockingStore) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
 	select {
 	case s.stored <- struct{}{}:
 		<-s.release
 	case <-s.release:
 	}
-	return s.Store.AddSummary(confUID, historyUID, r)
+	return s.Store.AddSummary(ctx, confUID, historyUID, r)
 }
 
 // OnSummary gets the new memory as a value, and neither it nor the store

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -784,7 +785,7 @@ func TestWindowPolicyGapAfterFailedSummary(t *testing.T) {
 		}
 	}
 	st := a.State()
-	stored, err := store.Summaries(thread.ConfUID, thread.HistoryUID)
+	stored, err := store.Summaries(t.Context(), thread.ConfUID, thread.HistoryUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -811,7 +812,7 @@ func openStore(t *testing.T) *history.Store {
 func newThread(t *testing.T, s *history.Store) agent.Thread {
 	t.Helper()
 	uid := koe.NewHistoryUID(time.Now())
-	if err := s.CreateWith("conf1", uid); err != nil {
+	if err := s.CreateWith(t.Context(), "conf1", uid); err != nil {
 		t.Fatal(err)
 	}
 	return agent.Thread{ConfUID: "conf1", HistoryUID: uid}
@@ -852,7 +853,7 @@ func TestSummariesSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	sums, err := store.Summaries(thread.ConfUID, thread.HistoryUID)
+	sums, err := store.Summaries(t.Context(), thread.ConfUID, thread.HistoryUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1375,8 +1376,8 @@ type hookStore struct {
 	afterAdd func()
 }
 
-func (s *hookStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
-	err := s.Store.AddSummary(confUID, historyUID, r)
+func (s *hookStore) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
+	err := s.Store.AddSummary(ctx, confUID, historyUID, r)
 	if s.afterAdd != nil {
 		s.afterAdd()
 	}
@@ -1399,7 +1400,7 @@ func TestLoadWhileSummaryIsStored(t *testing.T) {
 	var once sync.Once
 	hs.afterAdd = func() {
 		once.Do(func() {
-			sums, err := store.Summaries(thread.ConfUID, thread.HistoryUID)
+			sums, err := store.Summaries(t.Context(), thread.ConfUID, thread.HistoryUID)
 			if err != nil {
 				t.Error(err)
 			}

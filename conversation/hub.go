@@ -16,23 +16,23 @@ import (
 
 // HistoryStore is the persistence conversations need.
 type HistoryStore interface {
-	Create(confUID string) (string, error)
-	CreateWith(confUID, historyUID string, records ...koe.Record) error
-	Append(confUID, historyUID string, r koe.Record) error
-	Messages(confUID, historyUID string) ([]koe.Record, error)
-	List(confUID string) ([]koe.ListedHistory, error)
-	Delete(confUID, historyUID string) error
-	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
-	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
-	SetPrompt(confUID, name, text string) error
-	Prompt(confUID, name string) (string, bool, error)
+	Create(ctx context.Context, confUID string) (string, error)
+	CreateWith(ctx context.Context, confUID, historyUID string, records ...koe.Record) error
+	Append(ctx context.Context, confUID, historyUID string, r koe.Record) error
+	Messages(ctx context.Context, confUID, historyUID string) ([]koe.Record, error)
+	List(ctx context.Context, confUID string) ([]koe.ListedHistory, error)
+	Delete(ctx context.Context, confUID, historyUID string) error
+	AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error
+	Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error)
+	SetPrompt(ctx context.Context, confUID, name, text string) error
+	Prompt(ctx context.Context, confUID, name string) (string, bool, error)
 	// Page reads limit records older than sequence before (0: the end),
 	// oldest first, without image bytes; more says older ones exist.
-	Page(confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error)
+	Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error)
 	// Image reads one image of a history by its reference.
-	Image(confUID, historyUID, ref string) (mime string, data []byte, err error)
+	Image(ctx context.Context, confUID, historyUID, ref string) (mime string, data []byte, err error)
 	// LastSeq is the sequence number of the history's newest record.
-	LastSeq(confUID, historyUID string) (uint64, error)
+	LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error)
 }
 
 // Errors a CharacterSource wraps when a client asks for a character it

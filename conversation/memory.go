@@ -60,7 +60,9 @@ func (h *Hub) Prompt(confUID, name string) (protocol.Prompt, error) {
 	if !h.deps.Characters.Has(confUID) {
 		return protocol.Prompt{}, koe.Errorf(koe.NotFound, "no character has that conf_uid")
 	}
-	text, saved, err := h.deps.Store.Prompt(confUID, name)
+	// context.TODO: the hub's methods behind the REST routes take no
+	// context yet; their requests' will do.
+	text, saved, err := h.deps.Store.Prompt(context.TODO(), confUID, name)
 	if err != nil {
 		return protocol.Prompt{}, fmt.Errorf("read prompt: %w", err)
 	}
@@ -77,7 +79,7 @@ func (h *Hub) SetPrompt(confUID, name, text string) (protocol.Prompt, error) {
 	if _, err := h.Prompt(confUID, name); err != nil {
 		return protocol.Prompt{}, err
 	}
-	if err := h.deps.Store.SetPrompt(confUID, name, text); err != nil {
+	if err := h.deps.Store.SetPrompt(context.TODO(), confUID, name, text); err != nil {
 		return protocol.Prompt{}, fmt.Errorf("save prompt: %w", err)
 	}
 	h.PromptsChanged(confUID)
@@ -133,7 +135,7 @@ func (h *Hub) applyPrompts(c cast) {
 // savedPrompt reads a prompt the user saved ("" when none or unreadable:
 // the agent then uses its default).
 func (h *Hub) savedPrompt(confUID, name string) string {
-	text, _, err := h.deps.Store.Prompt(confUID, name)
+	text, _, err := h.deps.Store.Prompt(context.TODO(), confUID, name)
 	if err != nil {
 		h.log.Warn("could not read a saved prompt; using the default", "conf_uid", confUID, "prompt", name, "err", err)
 		return ""

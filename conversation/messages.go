@@ -75,7 +75,8 @@ func (h *Hub) Histories(conf string) (protocol.HistoryList, error) {
 }
 
 func (h *Hub) histories(conf string) (protocol.HistoryList, error) {
-	list, err := h.deps.Store.List(conf)
+	// context.TODO: as Prompt's.
+	list, err := h.deps.Store.List(context.TODO(), conf)
 	if err != nil {
 		return protocol.HistoryList{}, fmt.Errorf("list histories: %w", err)
 	}
@@ -86,7 +87,7 @@ func (h *Hub) histories(conf string) (protocol.HistoryList, error) {
 // before (0: the newest) as the chat API's messages, tool calls and
 // results included.
 func (h *Hub) ChatHistory(conf, uid string, before uint64, limit int) (protocol.ChatHistory, error) {
-	records, more, err := h.deps.Store.Page(conf, uid, before, pageLimit(limit, h.deps.Config.HistoryMessages))
+	records, more, err := h.deps.Store.Page(context.TODO(), conf, uid, before, pageLimit(limit, h.deps.Config.HistoryMessages))
 	if err != nil {
 		return protocol.ChatHistory{}, fmt.Errorf("read history: %w", err)
 	}

@@ -161,7 +161,7 @@ func (r *rig) turn(text string) []mock.Frame {
 func (r *rig) records() []koe.Record {
 	r.t.Helper()
 	info := r.sess.Info()
-	recs, err := r.real.Messages(info.ConfUID, info.HistoryUID)
+	recs, err := r.real.Messages(r.t.Context(), info.ConfUID, info.HistoryUID)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -1,11 +1,17 @@
 package history
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // Check verifies the structure of the whole database file (page
 // reachability, free list, key order) with bbolt's consistency check and
 // returns the first problem found, or nil.
-func (s *Store) Check() error {
+func (s *Store) Check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("check history database: %w", err)
+	}
 	// A writable transaction, though nothing is written: the check reads
 	// the free list that writers change, so it must not run beside one.
 	tx, err := s.db.Begin(true)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestCheckHealthy(t *testing.T) {
+	ctx := t.Context()
 	s, _ := openTest(t, Options{})
 	for i := 0; i < 5; i++ {
 		uid := mustCreate(t, s, "c")
@@ -18,15 +19,15 @@ func TestCheckHealthy(t *testing.T) {
 		img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{byte(i)}, 40000))
 		mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "hi", Images: []koe.Image{{MimeType: "image/png", Data: img}}})
 		if i%2 == 0 {
-			if err := s.Delete("c", uid); err != nil {
+			if err := s.Delete(ctx, "c", uid); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := s.SetPrompt("c", koe.PromptSystem, "be brief"); err != nil {
+	if err := s.SetPrompt(ctx, "c", koe.PromptSystem, "be brief"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Check(); err != nil {
+	if err := s.Check(ctx); err != nil {
 		t.Fatalf("Check on a healthy database: %v", err)
 	}
 }
@@ -34,6 +35,7 @@ func TestCheckHealthy(t *testing.T) {
 // Check must find damage that reads do not notice: two keys swapped on a
 // page, which leaves the B+tree unsorted but every page readable.
 func TestCheckFindsDamage(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "koe.db")
 	s, err := Open(path, Options{})
 	if err != nil {
@@ -43,11 +45,11 @@ func TestCheckFindsDamage(t *testing.T) {
 	// and so its own page, where these two sit side by side.
 	a, b := []byte("zzconf-aaaa"), []byte("zzconf-bbbb")
 	for _, conf := range [][]byte{a, b} {
-		if err := s.SetPrompt(string(conf), koe.PromptSystem, "x"); err != nil {
+		if err := s.SetPrompt(ctx, string(conf), koe.PromptSystem, "x"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Check(); err != nil {
+	if err := s.Check(ctx); err != nil {
 		t.Fatalf("Check before damage: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -74,7 +76,7 @@ func TestCheckFindsDamage(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s.Close()
-	if err := s.Check(); err == nil {
+	if err := s.Check(ctx); err == nil {
 		t.Fatal("Check on a database with unsorted keys: want an error")
 	} else {
 		t.Logf("Check: %v", err)

@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -102,7 +103,10 @@ func OpenReadOnly(path string, lockTimeout time.Duration) (*Store, error) {
 
 // ExportHistories calls fn with each history, by conf then uid, each read
 // in a transaction of its own.
-func (s *Store) ExportHistories(fn func(*HistoryExport) error) error {
+func (s *Store) ExportHistories(ctx context.Context, fn func(*HistoryExport) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("export histories: %w", err)
+	}
 	type id struct{ conf, uid string }
 	var ids []id
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -124,6 +128,9 @@ func (s *Store) ExportHistories(fn func(*HistoryExport) error) error {
 		return fmt.Errorf("export histories: %w", err)
 	}
 	for _, h := range ids {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("export histories: %w", err)
+		}
 		var e *HistoryExport
 		err := s.db.View(func(tx *bolt.Tx) error {
 			hb := historyBucket(tx, h.conf, h.uid)
@@ -245,7 +252,10 @@ func forPrefix(b *bolt.Bucket, prefix []byte, fn func(k, v []byte) error) error 
 
 // ExportConfs calls fn with the prompts, recall vector model and knowledge
 // documents of each character that has any, all read in one transaction.
-func (s *Store) ExportConfs(fn func(*ConfExport) error) error {
+func (s *Store) ExportConfs(ctx context.Context, fn func(*ConfExport) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("export characters: %w", err)
+	}
 	confs := map[string]*ConfExport{}
 	var order []string
 	err := s.db.View(func(tx *bolt.Tx) error {

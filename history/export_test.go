@@ -19,13 +19,14 @@ import (
 // base64) is exported as stored and, imported into PostgreSQL, reads the
 // same there, its pictures included.
 func TestExportImportLegacyRecord(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "koe.db")
 	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid := koe.NewHistoryUID(time.Now())
-	if err := s.CreateWith("c", uid, koe.Record{Role: koe.RoleHuman, Content: "hi"}); err != nil {
+	if err := s.CreateWith(ctx, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	legacy := `{"role":"human","timestamp":"2024-01-01T10:00:00","content":"look","images":[{"source":"camera","mime_type":"image/png","data":"QUJD"},{"source":"upload","mime_type":"","data":"data:image/gif;base64,R0lGODlh"}]}`
@@ -35,7 +36,7 @@ func TestExportImportLegacyRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := s.Messages("c", uid)
+	want, err := s.Messages(ctx, "c", uid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestExportImportLegacyRecord(t *testing.T) {
 	}
 	defer pg.Close()
 	n := 0
-	err = ro.ExportHistories(func(h *HistoryExport) error {
+	err = ro.ExportHistories(ctx, func(h *HistoryExport) error {
 		n++
 		if h.LastSeq != 3 || len(h.Records) != 3 || string(h.Records[2].Body) != legacy {
 			t.Errorf("export: last seq %d, %d records, last %s", h.LastSeq, len(h.Records), h.Records[len(h.Records)-1].Body)
@@ -72,7 +73,7 @@ func TestExportImportLegacyRecord(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("export: %d histories, %v", n, err)
 	}
-	got, err := pg.Messages("c", uid)
+	got, err := pg.Messages(ctx, "c", uid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestExportImportLegacyRecord(t *testing.T) {
 		t.Fatalf("messages\n got %+v\nwant %+v", got, want)
 	}
 	for i, w := range []struct{ mime, data string }{{"image/png", "ABC"}, {"image/gif", "GIF89a"}} {
-		mime, data, err := pg.Image("c", uid, got[2].Images[i].Ref)
+		mime, data, err := pg.Image(ctx, "c", uid, got[2].Images[i].Ref)
 		if err != nil || mime != w.mime || string(data) != w.data {
 			t.Errorf("image %d: %q %q %v, want %q %q", i, mime, data, err, w.mime, w.data)
 		}
@@ -90,6 +91,7 @@ func TestExportImportLegacyRecord(t *testing.T) {
 // OpenReadOnly neither creates a missing database nor opens one a writer
 // holds.
 func TestOpenReadOnly(t *testing.T) {
+	ctx := t.Context()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "koe.db")
 	if _, err := OpenReadOnly(path, time.Second); !errors.Is(err, os.ErrNotExist) {
@@ -120,10 +122,10 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 	defer b.Close()
 	calls := 0
-	if err := a.ExportHistories(func(*HistoryExport) error { calls++; return nil }); err != nil || calls != 0 {
+	if err := a.ExportHistories(ctx, func(*HistoryExport) error { calls++; return nil }); err != nil || calls != 0 {
 		t.Errorf("empty database: %d histories, %v", calls, err)
 	}
-	if err := b.ExportConfs(func(*ConfExport) error { calls++; return nil }); err != nil || calls != 0 {
+	if err := b.ExportConfs(ctx, func(*ConfExport) error { calls++; return nil }); err != nil || calls != 0 {
 		t.Errorf("empty database: %d characters, %v", calls, err)
 	}
 }

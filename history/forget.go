@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -10,8 +11,8 @@ import (
 // transaction, as ForgetRecall forgets one: forgetting a whole
 // conversation one transaction per message would wait for the disk
 // thousands of times. It reports how many of the entries existed.
-func (s *Store) ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) ForgetRecalls(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return 0, err
 	}
 	if len(seqs) == 0 {

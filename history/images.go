@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -69,13 +70,13 @@ func imageKey(seq uint64, index uint32) [12]byte {
 // Image returns the type and bytes of the image ref (an Image.Ref from a
 // read) of a history. An unknown ref is ErrNotFound; a ref that is not of
 // the form Image.Ref has is ErrInvalidID.
-func (s *Store) Image(confUID, historyUID, ref string) (mime string, data []byte, err error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) Image(ctx context.Context, confUID, historyUID, ref string) (mime string, data []byte, err error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return "", nil, err
 	}
 	seq, index, ok := parseRef(ref)
 	if !ok {
-		return "", nil, fmt.Errorf("image ref %q: %w", truncateID(ref), koe.ErrInvalidID)
+		return "", nil, fmt.Errorf("image ref %q: %w", QuoteID(ref), koe.ErrInvalidID)
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		h := historyBucket(tx, confUID, historyUID)

@@ -95,10 +95,11 @@ func legacyImageHistory(b *testing.B, turns, perTurn, size int) (*Store, string)
 }
 
 func BenchmarkMessagesWithImages(b *testing.B) {
+	ctx := b.Context()
 	s, uid := imageHistory(b, benchTurns, benchImages, benchImageBytes)
 	b.ReportAllocs()
 	for b.Loop() {
-		msgs, err := s.Messages("c", uid)
+		msgs, err := s.Messages(ctx, "c", uid)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -109,10 +110,11 @@ func BenchmarkMessagesWithImages(b *testing.B) {
 }
 
 func BenchmarkMessagesWithLegacyImages(b *testing.B) {
+	ctx := b.Context()
 	s, uid := legacyImageHistory(b, benchTurns, benchImages, benchImageBytes)
 	b.ReportAllocs()
 	for b.Loop() {
-		msgs, err := s.Messages("c", uid)
+		msgs, err := s.Messages(ctx, "c", uid)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -123,10 +125,11 @@ func BenchmarkMessagesWithLegacyImages(b *testing.B) {
 }
 
 func BenchmarkPageWithImages(b *testing.B) {
+	ctx := b.Context()
 	s, uid := imageHistory(b, benchTurns, benchImages, benchImageBytes)
 	b.ReportAllocs()
 	for b.Loop() {
-		page, _, err := s.Page("c", uid, 0, 100)
+		page, _, err := s.Page(ctx, "c", uid, 0, 100)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -139,6 +142,7 @@ func BenchmarkPageWithImages(b *testing.B) {
 // BenchmarkPageLongHistory shows that a page costs the same wherever it
 // is: its numbers should not grow with the history's length.
 func BenchmarkPageLongHistory(b *testing.B) {
+	ctx := b.Context()
 	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			s, _ := openTest(b, Options{})
@@ -161,7 +165,7 @@ func BenchmarkPageLongHistory(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := s.Page("c", uid, 0, 100); err != nil {
+				if _, _, err := s.Page(ctx, "c", uid, 0, 100); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -170,10 +174,11 @@ func BenchmarkPageLongHistory(b *testing.B) {
 }
 
 func BenchmarkImage(b *testing.B) {
+	ctx := b.Context()
 	s, uid := imageHistory(b, benchTurns, benchImages, benchImageBytes)
 	b.ReportAllocs()
 	for b.Loop() {
-		_, data, err := s.Image("c", uid, "30-3")
+		_, data, err := s.Image(ctx, "c", uid, "30-3")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -28,7 +28,8 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 func mustImage(t *testing.T, s testStore, conf, uid, ref string) (string, []byte) {
 	t.Helper()
-	mime, data, err := s.Image(conf, uid, ref)
+	ctx := t.Context()
+	mime, data, err := s.Image(ctx, conf, uid, ref)
 	if err != nil {
 		t.Fatalf("Image(%q): %v", ref, err)
 	}
@@ -56,11 +57,12 @@ func rawValues(t *testing.T, s *Store, conf, uid string, name []byte) map[string
 }
 
 func TestImagesStoredApart(t *testing.T) {
+	ctx := t.Context()
 	s, _ := openTest(t, Options{Now: stepClock(t0)})
 	png, jpeg, gif := picture(1, 3000), picture(2, 5001), picture(3, 7)
 	uid := koe.NewHistoryUID(t0)
 	// The first message creates the history, as a conversation's does.
-	err := s.CreateWith("c", uid, koe.Record{Role: koe.RoleHuman, Content: "look", Images: []koe.Image{{Source: "camera", MimeType: "image/png", Data: b64(png)}}})
+	err := s.CreateWith(ctx, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "look", Images: []koe.Image{{Source: "camera", MimeType: "image/png", Data: b64(png)}}})
 	if err != nil {
 		t.Fatalf("CreateWith: %v", err)
 	}
@@ -79,18 +81,18 @@ func TestImagesStoredApart(t *testing.T) {
 			{Source: "upload", MimeType: "image/gif", Size: 7, Ref: "4-1"},
 		}},
 	}
-	got, err := s.Messages("c", uid)
+	got, err := s.Messages(ctx, "c", uid)
 	if err != nil {
 		t.Fatalf("Messages: %v", err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Messages:\n got %+v\nwant %+v", got, want)
 	}
-	page, more, err := s.Page("c", uid, 0, 10)
+	page, more, err := s.Page(ctx, "c", uid, 0, 10)
 	if err != nil || more || !reflect.DeepEqual(page, want[1:]) {
 		t.Fatalf("Page = %+v, %v, %v; want %+v", page, more, err, want[1:])
 	}
-	list, err := s.List("c")
+	list, err := s.List(ctx, "c")
 	if err != nil || len(list) != 1 || !reflect.DeepEqual(list[0].LatestMessage, want[3]) {
 		t.Fatalf("List = %+v, %v; want latest %+v", list, err, want[3])
 	}
@@ -129,6 +131,7 @@ func keys(m map[string][]byte) []string {
 // Histories written before images were kept apart hold base64 in the
 // record. They read like new ones, are served by ref, and stay as they are.
 func TestLegacyInlineImages(t *testing.T) {
+	ctx := t.Context()
 	s, _ := openTest(t, Options{Now: stepClock(t0)})
 	uid := mustCreate(t, s, "c")
 	jpeg, png := picture(9, 4096), picture(4, 10)
@@ -160,15 +163,15 @@ func TestLegacyInlineImages(t *testing.T) {
 			{Source: "clipboard", Size: len(png), Ref: "3-0"},
 		}},
 	}
-	got, err := s.Messages("c", uid)
+	got, err := s.Messages(ctx, "c", uid)
 	if err != nil || len(got) != 3 || !reflect.DeepEqual(got[1:], want) {
 		t.Fatalf("Messages = %+v, %v; want metadata then %+v", got, err, want)
 	}
-	page, _, err := s.Page("c", uid, 0, 1)
+	page, _, err := s.Page(ctx, "c", uid, 0, 1)
 	if err != nil || !reflect.DeepEqual(page, want[1:]) {
 		t.Fatalf("Page = %+v, %v; want %+v", page, err, want[1:])
 	}
-	list, err := s.List("c")
+	list, err := s.List(ctx, "c")
 	if err != nil || len(list) != 1 || !reflect.DeepEqual(list[0].LatestMessage, want[1]) {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
@@ -198,6 +201,7 @@ func TestLegacyInlineImages(t *testing.T) {
 func TestImageErrors(t *testing.T) { eachBackend(t, testImageErrors) }
 
 func testImageErrors(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "pic", Images: []koe.Image{{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 5))}}})
@@ -216,7 +220,7 @@ func testImageErrors(t *testing.T, open opener) {
 		{"d", uid, "2-0"},                    // no such conf
 	}
 	for _, c := range notFound {
-		if _, _, err := s.Image(c.conf, c.uid, c.ref); !errors.Is(err, koe.ErrNotFound) {
+		if _, _, err := s.Image(ctx, c.conf, c.uid, c.ref); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("Image(%q, %q, %q): err = %v, want ErrNotFound", c.conf, c.uid, c.ref, err)
 		}
 	}
@@ -224,19 +228,19 @@ func testImageErrors(t *testing.T, open opener) {
 	garbage := []string{"", "2", "2-", "-0", "2-0-0", "02-0", "2-00", "0-0", "+2-0", "2-+0", " 2-0", "2-0 ", "2_0",
 		"a-b", "2-x", "18446744073709551616-0", "2-4294967296", "١-0", strings.Repeat("9", 40) + "-0", "2-0\x00"}
 	for _, ref := range garbage {
-		_, _, err := s.Image("c", uid, ref)
+		_, _, err := s.Image(ctx, "c", uid, ref)
 		if !errors.Is(err, koe.ErrInvalidID) {
 			t.Errorf("Image(ref %q): err = %v, want ErrInvalidID", ref, err)
 		}
 	}
-	if _, _, err := s.Image("../c", uid, "2-0"); !errors.Is(err, koe.ErrInvalidID) {
+	if _, _, err := s.Image(ctx, "../c", uid, "2-0"); !errors.Is(err, koe.ErrInvalidID) {
 		t.Errorf("Image(bad conf): err = %v, want ErrInvalidID", err)
 	}
-	if _, _, err := s.Image("c", "a/b", "2-0"); !errors.Is(err, koe.ErrInvalidID) {
+	if _, _, err := s.Image(ctx, "c", "a/b", "2-0"); !errors.Is(err, koe.ErrInvalidID) {
 		t.Errorf("Image(bad history): err = %v, want ErrInvalidID", err)
 	}
 	long := strings.Repeat("7", 100)
-	if _, _, err := s.Image("c", uid, long); err == nil || strings.Contains(err.Error(), long) {
+	if _, _, err := s.Image(ctx, "c", uid, long); err == nil || strings.Contains(err.Error(), long) {
 		t.Errorf("Image(long ref): err = %v, want it to quote the ref shortened", err)
 	}
 }
@@ -246,6 +250,7 @@ func testImageErrors(t *testing.T, open opener) {
 func TestBadImageData(t *testing.T) { eachBackend(t, testBadImageData) }
 
 func testBadImageData(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
 	good := koe.Image{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 50))}
@@ -260,11 +265,11 @@ func testBadImageData(t *testing.T, open opener) {
 	}
 	for name, data := range bad {
 		r := koe.Record{Role: koe.RoleHuman, Content: name, Images: []koe.Image{good, {Source: "camera", MimeType: "image/png", Data: data}}}
-		err := s.Append("c", uid, r)
+		err := s.Append(ctx, "c", uid, r)
 		if !errors.Is(err, koe.ErrInvalidRecord) || !strings.Contains(err.Error(), "image 2") {
 			t.Errorf("Append(%s): err = %v, want ErrInvalidRecord naming image 2", name, err)
 		}
-		err = s.CreateWith("c", koe.NewHistoryUID(t0), r)
+		err = s.CreateWith(ctx, "c", koe.NewHistoryUID(t0), r)
 		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("CreateWith(%s): err = %v, want ErrInvalidRecord", name, err)
 		}
@@ -277,15 +282,16 @@ func testBadImageData(t *testing.T, open opener) {
 func TestDeleteRemovesImages(t *testing.T) { eachBackend(t, testDeleteRemovesImages) }
 
 func testDeleteRemovesImages(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	keep, gone := mustCreate(t, s, "c"), mustCreate(t, s, "c")
 	img := []koe.Image{{Source: "camera", MimeType: "image/png", Data: b64(picture(1, 20000))}}
 	mustAppend(t, s, "c", keep, koe.Record{Role: koe.RoleHuman, Images: img})
 	mustAppend(t, s, "c", gone, koe.Record{Role: koe.RoleHuman, Images: img})
-	if err := s.Delete("c", gone); err != nil {
+	if err := s.Delete(ctx, "c", gone); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Image("c", gone, "2-0"); !errors.Is(err, koe.ErrNotFound) {
+	if _, _, err := s.Image(ctx, "c", gone, "2-0"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Image of deleted history: err = %v, want ErrNotFound", err)
 	}
 	if strings.Contains(dump(t, s), gone) {
@@ -302,6 +308,7 @@ func testDeleteRemovesImages(t *testing.T, open opener) {
 func TestConcurrentImageAppends(t *testing.T) { eachBackend(t, testConcurrentImageAppends) }
 
 func testConcurrentImageAppends(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	const n = 20
 	uids := make([]string, n)
@@ -316,14 +323,14 @@ func testConcurrentImageAppends(t *testing.T, open opener) {
 			defer wg.Done()
 			for j := 0; j < 3; j++ {
 				img := koe.Image{Source: "camera", MimeType: "image/png", Data: b64(picture(byte(i*3+j), 1000+i))}
-				if err := s.Append("c", uids[i], koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint(j), Images: []koe.Image{img}}); err != nil {
+				if err := s.Append(ctx, "c", uids[i], koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint(j), Images: []koe.Image{img}}); err != nil {
 					errs <- err
 				}
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			err := s.Append("c", "missing", koe.Record{Role: koe.RoleHuman, Images: []koe.Image{{MimeType: "image/png", Data: b64(picture(0, 10))}}})
+			err := s.Append(ctx, "c", "missing", koe.Record{Role: koe.RoleHuman, Images: []koe.Image{{MimeType: "image/png", Data: b64(picture(0, 10))}}})
 			if !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("append to missing history: %v", err)
 			}

@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -48,8 +49,8 @@ func docPrefix(docID string) []byte { return append([]byte(docID), 0) }
 
 // PutKnowledgeDoc creates or replaces (by d.ID) a document and its text;
 // pages are the byte offsets in text where each page starts (nil: none).
-func (s *Store) PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) error {
-	if err := checkIDs(confID(conf), documentID(d.ID)); err != nil {
+func (s *Store) PutKnowledgeDoc(ctx context.Context, conf string, d koe.KnowledgeDoc, text string, pages []int) error {
+	if err := CheckDoc(ctx, conf, d.ID); err != nil {
 		return err
 	}
 	if err := koe.CheckPages(text, pages); err != nil {
@@ -77,8 +78,8 @@ func (s *Store) PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pa
 }
 
 // KnowledgeDocs lists a conf's documents, oldest first.
-func (s *Store) KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error) {
-	if err := checkIDs(confID(conf)); err != nil {
+func (s *Store) KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error) {
+	if err := CheckConf(ctx, conf); err != nil {
 		return nil, err
 	}
 	out := []koe.KnowledgeDoc{}
@@ -107,8 +108,8 @@ func (s *Store) KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error) {
 
 // KnowledgeText returns a document's text and page offsets; ErrNotFound
 // when it has none.
-func (s *Store) KnowledgeText(conf, id string) (text string, pages []int, err error) {
-	if err := checkIDs(confID(conf), documentID(id)); err != nil {
+func (s *Store) KnowledgeText(ctx context.Context, conf, id string) (text string, pages []int, err error) {
+	if err := CheckDoc(ctx, conf, id); err != nil {
 		return "", nil, err
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
@@ -134,8 +135,8 @@ func (s *Store) KnowledgeText(conf, id string) (text string, pages []int, err er
 // transaction, and reports whether there was anything to remove. A conf
 // left with nothing loses its bucket, so that KnowledgeConfs stops
 // listing it.
-func (s *Store) DeleteKnowledgeDoc(conf, id string) (bool, error) {
-	if err := checkIDs(confID(conf), documentID(id)); err != nil {
+func (s *Store) DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool, error) {
+	if err := CheckDoc(ctx, conf, id); err != nil {
 		return false, err
 	}
 	var existed bool
@@ -170,7 +171,10 @@ func (s *Store) DeleteKnowledgeDoc(conf, id string) (bool, error) {
 
 // KnowledgeConfs lists the confs that have a knowledge base: documents,
 // or chunks of documents.
-func (s *Store) KnowledgeConfs() ([]string, error) {
+func (s *Store) KnowledgeConfs(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var out []string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketKnowledge)
@@ -198,7 +202,7 @@ func encodeChunks(conf, docID string, chunks []koe.KnowledgeChunk) ([][]byte, er
 	for i, c := range chunks {
 		if c.DocID != "" && c.DocID != docID {
 			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk %d belongs to document %q: %w",
-				docID, conf, c.Seq, truncateID(c.DocID), koe.ErrInvalidRecord)
+				docID, conf, c.Seq, QuoteID(c.DocID), koe.ErrInvalidRecord)
 		}
 		if c.Seq < 0 || int64(c.Seq) > math.MaxUint32 || seen[c.Seq] {
 			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk seq %d is negative, too large or repeated: %w",
@@ -217,8 +221,8 @@ func encodeChunks(conf, docID string, chunks []koe.KnowledgeChunk) ([][]byte, er
 // PutKnowledgeChunks replaces every chunk of a document with chunks, in one
 // transaction. A chunk's DocID must be docID or empty; seqs must be
 // distinct and fit in 32 bits.
-func (s *Store) PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChunk) error {
-	if err := checkIDs(confID(conf), documentID(docID)); err != nil {
+func (s *Store) PutKnowledgeChunks(ctx context.Context, conf, docID string, chunks []koe.KnowledgeChunk) error {
+	if err := CheckDoc(ctx, conf, docID); err != nil {
 		return err
 	}
 	vals, err := encodeChunks(conf, docID, chunks)
@@ -260,14 +264,14 @@ func (s *Store) PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChu
 }
 
 // DeleteKnowledgeChunks removes every chunk of a document (none: no error).
-func (s *Store) DeleteKnowledgeChunks(conf, docID string) error {
-	return s.PutKnowledgeChunks(conf, docID, nil)
+func (s *Store) DeleteKnowledgeChunks(ctx context.Context, conf, docID string) error {
+	return s.PutKnowledgeChunks(ctx, conf, docID, nil)
 }
 
 // ForEachKnowledgeChunk calls fn with every chunk of a conf, with its
 // vector, in document and sequence order. fn must not call the store.
-func (s *Store) ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error {
-	if err := checkIDs(confID(conf)); err != nil {
+func (s *Store) ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(koe.KnowledgeChunk) error) error {
+	if err := CheckConf(ctx, conf); err != nil {
 		return err
 	}
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -275,7 +279,7 @@ func (s *Store) ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) e
 		if cb == nil {
 			return nil
 		}
-		return walkVectored(cb, knowledgeSub(tx, conf, bucketChunkVecs), "chunk", func(k []byte, c *koe.KnowledgeChunk, vec []float32) error {
+		return walkVectored(ctx, cb, knowledgeSub(tx, conf, bucketChunkVecs), "chunk", func(k []byte, c *koe.KnowledgeChunk, vec []float32) error {
 			id, seq, ok := parseChunkKey(k)
 			if !ok {
 				return fmt.Errorf("chunk key %x is malformed", k)

@@ -34,8 +34,9 @@ func knowledgeChunks(docID string, n int, dim int) []koe.KnowledgeChunk {
 
 func chunksOf(t *testing.T, s testStore, conf string) []koe.KnowledgeChunk {
 	t.Helper()
+	ctx := t.Context()
 	var out []koe.KnowledgeChunk
-	if err := s.ForEachKnowledgeChunk(conf, func(c koe.KnowledgeChunk) error {
+	if err := s.ForEachKnowledgeChunk(ctx, conf, func(c koe.KnowledgeChunk) error {
 		out = append(out, c)
 		return nil
 	}); err != nil {
@@ -47,8 +48,9 @@ func chunksOf(t *testing.T, s testStore, conf string) []koe.KnowledgeChunk {
 func TestKnowledgeDocRoundTrip(t *testing.T) { eachBackend(t, testKnowledgeDocRoundTrip) }
 
 func testKnowledgeDocRoundTrip(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
-	docs, err := s.KnowledgeDocs("c")
+	docs, err := s.KnowledgeDocs(ctx, "c")
 	if err != nil || docs == nil || len(docs) != 0 {
 		t.Fatalf("KnowledgeDocs of a conf without any = %#v, %v; want empty, no error", docs, err)
 	}
@@ -56,13 +58,13 @@ func testKnowledgeDocRoundTrip(t *testing.T, open opener) {
 	b := knowledgeDoc("b", t0)
 	a := knowledgeDoc("a", t0.Add(time.Hour))
 	text := "page one\fpage two"
-	if err := s.PutKnowledgeDoc("c", a, "alpha", nil); err != nil {
+	if err := s.PutKnowledgeDoc(ctx, "c", a, "alpha", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutKnowledgeDoc("c", b, text, []int{0, 9}); err != nil {
+	if err := s.PutKnowledgeDoc(ctx, "c", b, text, []int{0, 9}); err != nil {
 		t.Fatal(err)
 	}
-	docs, err = s.KnowledgeDocs("c")
+	docs, err = s.KnowledgeDocs(ctx, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,32 +74,32 @@ func testKnowledgeDocRoundTrip(t *testing.T, open opener) {
 	if !docs[0].Added.Equal(b.Added) || docs[0].Title != b.Title || docs[0].Pages != 2 || docs[0].Bytes != 1234 {
 		t.Fatalf("doc b came back as %+v, want %+v", docs[0], b)
 	}
-	got, pages, err := s.KnowledgeText("c", "b")
+	got, pages, err := s.KnowledgeText(ctx, "c", "b")
 	if err != nil || got != text || !reflect.DeepEqual(pages, []int{0, 9}) {
 		t.Fatalf("KnowledgeText(b) = %q, %v, %v", got, pages, err)
 	}
-	got, pages, err = s.KnowledgeText("c", "a")
+	got, pages, err = s.KnowledgeText(ctx, "c", "a")
 	if err != nil || got != "alpha" || pages != nil {
 		t.Fatalf("KnowledgeText(a) = %q, %v, %v; want no pages", got, pages, err)
 	}
 
 	// Replace by id: one document, new text, no pages.
 	b.Title, b.Pages = "Manual, second edition", 0
-	if err := s.PutKnowledgeDoc("c", b, "rewritten", nil); err != nil {
+	if err := s.PutKnowledgeDoc(ctx, "c", b, "rewritten", nil); err != nil {
 		t.Fatal(err)
 	}
-	docs, _ = s.KnowledgeDocs("c")
+	docs, _ = s.KnowledgeDocs(ctx, "c")
 	if len(docs) != 2 || docs[0].Title != "Manual, second edition" {
 		t.Fatalf("after replace, KnowledgeDocs = %+v", docs)
 	}
-	if got, pages, _ := s.KnowledgeText("c", "b"); got != "rewritten" || pages != nil {
+	if got, pages, _ := s.KnowledgeText(ctx, "c", "b"); got != "rewritten" || pages != nil {
 		t.Fatalf("after replace, text = %q, pages %v", got, pages)
 	}
 
-	if _, _, err := s.KnowledgeText("c", "nope"); !errors.Is(err, koe.ErrNotFound) {
+	if _, _, err := s.KnowledgeText(ctx, "c", "nope"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("KnowledgeText of an unknown doc: err = %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.KnowledgeText("other", "a"); !errors.Is(err, koe.ErrNotFound) {
+	if _, _, err := s.KnowledgeText(ctx, "other", "a"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("KnowledgeText of another conf's doc: err = %v, want ErrNotFound", err)
 	}
 }
@@ -105,14 +107,15 @@ func testKnowledgeDocRoundTrip(t *testing.T, open opener) {
 func TestKnowledgeDocPagesChecked(t *testing.T) { eachBackend(t, testKnowledgeDocPagesChecked) }
 
 func testKnowledgeDocPagesChecked(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	for _, pages := range [][]int{{0, 50}, {0, 5, 3}, {-1}} {
-		err := s.PutKnowledgeDoc("c", knowledgeDoc("d", t0), "0123456789", pages)
+		err := s.PutKnowledgeDoc(ctx, "c", knowledgeDoc("d", t0), "0123456789", pages)
 		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("pages %v: err = %v, want ErrInvalidRecord", pages, err)
 		}
 	}
-	if confs, _ := s.KnowledgeConfs(); len(confs) != 0 {
+	if confs, _ := s.KnowledgeConfs(ctx); len(confs) != 0 {
 		t.Fatalf("refused documents left a knowledge base: %v", confs)
 	}
 }
@@ -122,13 +125,14 @@ func TestKnowledgeChunksRoundTripAndOrder(t *testing.T) {
 }
 
 func testKnowledgeChunksRoundTripAndOrder(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	// "a-b" sorts after "a" as a string, and must as keys too.
 	for _, id := range []string{"a-b", "a", "B"} {
 		cs := knowledgeChunks(id, 3, 4)
 		// Put out of order: the store orders by seq.
 		cs[0], cs[2] = cs[2], cs[0]
-		if err := s.PutKnowledgeChunks("c", id, cs); err != nil {
+		if err := s.PutKnowledgeChunks(ctx, "c", id, cs); err != nil {
 			t.Fatalf("PutKnowledgeChunks(%q): %v", id, err)
 		}
 	}
@@ -150,15 +154,16 @@ func testKnowledgeChunksRoundTripAndOrder(t *testing.T, open opener) {
 func TestKnowledgeChunksReplace(t *testing.T) { eachBackend(t, testKnowledgeChunksReplace) }
 
 func testKnowledgeChunksReplace(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
-	if err := s.PutKnowledgeChunks("c", "d", knowledgeChunks("d", 5, 8)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "c", "d", knowledgeChunks("d", 5, 8)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutKnowledgeChunks("c", "e", knowledgeChunks("e", 2, 8)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "c", "e", knowledgeChunks("e", 2, 8)); err != nil {
 		t.Fatal(err)
 	}
 	// Fewer chunks, no vectors: nothing of the old five may remain.
-	if err := s.PutKnowledgeChunks("c", "d", knowledgeChunks("d", 2, 0)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "c", "d", knowledgeChunks("d", 2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	got := chunksOf(t, s, "c")
@@ -177,7 +182,7 @@ func testKnowledgeChunksReplace(t *testing.T, open opener) {
 		t.Fatal("replace left an old chunk behind")
 	}
 	// An empty list removes them.
-	if err := s.DeleteKnowledgeChunks("c", "d"); err != nil {
+	if err := s.DeleteKnowledgeChunks(ctx, "c", "d"); err != nil {
 		t.Fatal(err)
 	}
 	if got := chunksOf(t, s, "c"); len(got) != 2 || got[0].DocID != "e" {
@@ -188,8 +193,9 @@ func testKnowledgeChunksReplace(t *testing.T, open opener) {
 func TestKnowledgeChunksRefused(t *testing.T) { eachBackend(t, testKnowledgeChunksRefused) }
 
 func testKnowledgeChunksRefused(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
-	if err := s.PutKnowledgeChunks("c", "d", knowledgeChunks("d", 2, 0)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "c", "d", knowledgeChunks("d", 2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	before := dump(t, s)
@@ -200,7 +206,7 @@ func testKnowledgeChunksRefused(t *testing.T, open opener) {
 	negative := knowledgeChunks("d", 1, 0)
 	negative[0].Seq = -1
 	for name, cs := range map[string][]koe.KnowledgeChunk{"repeated seq": repeated, "foreign doc": foreign, "negative seq": negative} {
-		if err := s.PutKnowledgeChunks("c", "d", cs); !errors.Is(err, koe.ErrInvalidRecord) {
+		if err := s.PutKnowledgeChunks(ctx, "c", "d", cs); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecord", name, err)
 		}
 	}
@@ -212,20 +218,21 @@ func testKnowledgeChunksRefused(t *testing.T, open opener) {
 func TestKnowledgeDeleteDoc(t *testing.T) { eachBackend(t, testKnowledgeDeleteDoc) }
 
 func testKnowledgeDeleteDoc(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	for _, id := range []string{"d", "e"} {
-		if err := s.PutKnowledgeDoc("c", knowledgeDoc(id, t0), "text of "+id, nil); err != nil {
+		if err := s.PutKnowledgeDoc(ctx, "c", knowledgeDoc(id, t0), "text of "+id, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PutKnowledgeChunks("c", id, knowledgeChunks(id, 3, 4)); err != nil {
+		if err := s.PutKnowledgeChunks(ctx, "c", id, knowledgeChunks(id, 3, 4)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	existed, err := s.DeleteKnowledgeDoc("c", "d")
+	existed, err := s.DeleteKnowledgeDoc(ctx, "c", "d")
 	if err != nil || !existed {
 		t.Fatalf("DeleteKnowledgeDoc(d) = %v, %v; want true", existed, err)
 	}
-	if _, _, err := s.KnowledgeText("c", "d"); !errors.Is(err, koe.ErrNotFound) {
+	if _, _, err := s.KnowledgeText(ctx, "c", "d"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("text of a deleted doc: err = %v, want ErrNotFound", err)
 	}
 	for _, c := range chunksOf(t, s, "c") {
@@ -236,20 +243,20 @@ func testKnowledgeDeleteDoc(t *testing.T, open opener) {
 	if strings.Contains(dump(t, s), "text of d") {
 		t.Fatal("the deleted document's text remains")
 	}
-	if docs, _ := s.KnowledgeDocs("c"); len(docs) != 1 || docs[0].ID != "e" {
+	if docs, _ := s.KnowledgeDocs(ctx, "c"); len(docs) != 1 || docs[0].ID != "e" {
 		t.Fatalf("after delete, docs = %+v", docs)
 	}
-	if existed, err := s.DeleteKnowledgeDoc("c", "d"); err != nil || existed {
+	if existed, err := s.DeleteKnowledgeDoc(ctx, "c", "d"); err != nil || existed {
 		t.Fatalf("deleting again = %v, %v; want false, no error", existed, err)
 	}
-	if existed, err := s.DeleteKnowledgeDoc("nobody", "d"); err != nil || existed {
+	if existed, err := s.DeleteKnowledgeDoc(ctx, "nobody", "d"); err != nil || existed {
 		t.Fatalf("deleting from a conf without knowledge = %v, %v; want false, no error", existed, err)
 	}
 	// Chunks alone (an index written before its document) count too.
-	if err := s.PutKnowledgeChunks("c", "f", knowledgeChunks("f", 1, 0)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "c", "f", knowledgeChunks("f", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if existed, err := s.DeleteKnowledgeDoc("c", "f"); err != nil || !existed {
+	if existed, err := s.DeleteKnowledgeDoc(ctx, "c", "f"); err != nil || !existed {
 		t.Fatalf("deleting a doc that has only chunks = %v, %v; want true", existed, err)
 	}
 }
@@ -257,30 +264,31 @@ func testKnowledgeDeleteDoc(t *testing.T, open opener) {
 func TestKnowledgeConfs(t *testing.T) { eachBackend(t, testKnowledgeConfs) }
 
 func testKnowledgeConfs(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
-	if confs, err := s.KnowledgeConfs(); err != nil || len(confs) != 0 {
+	if confs, err := s.KnowledgeConfs(ctx); err != nil || len(confs) != 0 {
 		t.Fatalf("KnowledgeConfs of a new database = %v, %v", confs, err)
 	}
-	if err := s.PutKnowledgeDoc("docs-only", knowledgeDoc("d", t0), "x", nil); err != nil {
+	if err := s.PutKnowledgeDoc(ctx, "docs-only", knowledgeDoc("d", t0), "x", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutKnowledgeChunks("chunks-only", "d", knowledgeChunks("d", 1, 0)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "chunks-only", "d", knowledgeChunks("d", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutKnowledgeChunks("emptied", "d", knowledgeChunks("d", 1, 0)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "emptied", "d", knowledgeChunks("d", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteKnowledgeChunks("emptied", "d"); err != nil {
+	if err := s.DeleteKnowledgeChunks(ctx, "emptied", "d"); err != nil {
 		t.Fatal(err)
 	}
-	confs, err := s.KnowledgeConfs()
+	confs, err := s.KnowledgeConfs(ctx)
 	if err != nil || strings.Join(confs, ",") != "chunks-only,docs-only" {
 		t.Fatalf("KnowledgeConfs = %v, %v; want chunks-only, docs-only", confs, err)
 	}
-	if _, err := s.DeleteKnowledgeDoc("docs-only", "d"); err != nil {
+	if _, err := s.DeleteKnowledgeDoc(ctx, "docs-only", "d"); err != nil {
 		t.Fatal(err)
 	}
-	if confs, _ := s.KnowledgeConfs(); strings.Join(confs, ",") != "chunks-only" {
+	if confs, _ := s.KnowledgeConfs(ctx); strings.Join(confs, ",") != "chunks-only" {
 		t.Fatalf("after deleting the last doc, KnowledgeConfs = %v", confs)
 	}
 	if strings.Contains(dump(t, s), "docs-only") || strings.Contains(dump(t, s), "emptied") {
@@ -291,24 +299,25 @@ func testKnowledgeConfs(t *testing.T, open opener) {
 func TestKnowledgeInvalidIDs(t *testing.T) { eachBackend(t, testKnowledgeInvalidIDs) }
 
 func testKnowledgeInvalidIDs(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	before := dump(t, s)
 	bad := []string{"", "../x", ".hidden", "a/b", "a\x00b", strings.Repeat("x", 200)}
 	for _, id := range bad {
 		checks := map[string]error{
-			"PutKnowledgeDoc conf":  s.PutKnowledgeDoc(id, knowledgeDoc("d", t0), "x", nil),
-			"PutKnowledgeDoc id":    s.PutKnowledgeDoc("c", knowledgeDoc(id, t0), "x", nil),
-			"PutKnowledgeChunks":    s.PutKnowledgeChunks("c", id, knowledgeChunks("", 1, 0)),
-			"DeleteKnowledgeChunks": s.DeleteKnowledgeChunks(id, "d"),
-			"ForEachKnowledgeChunk": s.ForEachKnowledgeChunk(id, func(koe.KnowledgeChunk) error {
+			"PutKnowledgeDoc conf":  s.PutKnowledgeDoc(ctx, id, knowledgeDoc("d", t0), "x", nil),
+			"PutKnowledgeDoc id":    s.PutKnowledgeDoc(ctx, "c", knowledgeDoc(id, t0), "x", nil),
+			"PutKnowledgeChunks":    s.PutKnowledgeChunks(ctx, "c", id, knowledgeChunks("", 1, 0)),
+			"DeleteKnowledgeChunks": s.DeleteKnowledgeChunks(ctx, id, "d"),
+			"ForEachKnowledgeChunk": s.ForEachKnowledgeChunk(ctx, id, func(koe.KnowledgeChunk) error {
 				return nil
 			}),
 		}
-		_, err := s.KnowledgeDocs(id)
+		_, err := s.KnowledgeDocs(ctx, id)
 		checks["KnowledgeDocs"] = err
-		_, _, err = s.KnowledgeText("c", id)
+		_, _, err = s.KnowledgeText(ctx, "c", id)
 		checks["KnowledgeText"] = err
-		_, err = s.DeleteKnowledgeDoc("c", id)
+		_, err = s.DeleteKnowledgeDoc(ctx, "c", id)
 		checks["DeleteKnowledgeDoc"] = err
 		for name, err := range checks {
 			if !errors.Is(err, koe.ErrInvalidID) {
@@ -322,6 +331,7 @@ func testKnowledgeInvalidIDs(t *testing.T, open opener) {
 }
 
 func TestKnowledgeSurvivesHistoryDeleteAndReopen(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "koe.db")
 	s, err := Open(path, Options{Now: stepClock(t0)})
 	if err != nil {
@@ -329,14 +339,14 @@ func TestKnowledgeSurvivesHistoryDeleteAndReopen(t *testing.T) {
 	}
 	h := mustCreate(t, s, "c")
 	doc := knowledgeDoc("d", t0)
-	if err := s.PutKnowledgeDoc("c", doc, "the handbook", []int{0}); err != nil {
+	if err := s.PutKnowledgeDoc(ctx, "c", doc, "the handbook", []int{0}); err != nil {
 		t.Fatal(err)
 	}
 	chunks := knowledgeChunks("d", 3, 16)
-	if err := s.PutKnowledgeChunks("c", "d", chunks); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "c", "d", chunks); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete("c", h); err != nil {
+	if err := s.Delete(ctx, "c", h); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -348,17 +358,17 @@ func TestKnowledgeSurvivesHistoryDeleteAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	docs, err := s.KnowledgeDocs("c")
+	docs, err := s.KnowledgeDocs(ctx, "c")
 	if err != nil || len(docs) != 1 || docs[0].ID != "d" || !docs[0].Added.Equal(doc.Added) {
 		t.Fatalf("after history delete and reopen, docs = %+v, %v", docs, err)
 	}
-	if text, pages, err := s.KnowledgeText("c", "d"); err != nil || text != "the handbook" || !reflect.DeepEqual(pages, []int{0}) {
+	if text, pages, err := s.KnowledgeText(ctx, "c", "d"); err != nil || text != "the handbook" || !reflect.DeepEqual(pages, []int{0}) {
 		t.Fatalf("after reopen, text = %q, %v, %v", text, pages, err)
 	}
 	if got := chunksOf(t, s, "c"); !reflect.DeepEqual(got, chunks) {
 		t.Fatalf("after reopen, chunks = %+v, want %+v", got, chunks)
 	}
-	if confs, _ := s.KnowledgeConfs(); len(confs) != 1 || confs[0] != "c" {
+	if confs, _ := s.KnowledgeConfs(ctx); len(confs) != 1 || confs[0] != "c" {
 		t.Fatalf("after reopen, KnowledgeConfs = %v", confs)
 	}
 }

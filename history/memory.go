@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -14,8 +15,8 @@ import (
 // keyed by their first turn, so adding a summary that starts at the same
 // turn as a stored one replaces it. The history must exist; AddSummary
 // never creates one.
-func (s *Store) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
 	if err := validateSummary(historyUID, r); err != nil {
@@ -64,8 +65,8 @@ func (s *Store) AddSummary(confUID, historyUID string, r koe.SummaryRecord) erro
 
 // Summaries returns the summaries of a history in turn order (by first
 // turn), or an empty slice if it has none.
-func (s *Store) Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	out := []koe.SummaryRecord{}
@@ -101,7 +102,7 @@ func (s *Store) Summaries(confUID, historyUID string) ([]koe.SummaryRecord, erro
 // formed.
 func validateSummary(historyUID string, r koe.SummaryRecord) error {
 	if r.ThreadID != historyUID {
-		return fmt.Errorf("summary: thread id %q does not match the history: %w", truncateID(r.ThreadID), koe.ErrInvalidRecord)
+		return fmt.Errorf("summary: thread id %q does not match the history: %w", QuoteID(r.ThreadID), koe.ErrInvalidRecord)
 	}
 	return r.Validate()
 }
@@ -116,8 +117,8 @@ func turnKey(turn int) [8]byte {
 
 // SetPrompt stores the prompt name of character confUID. An empty text
 // deletes the prompt, so that the caller falls back to its default.
-func (s *Store) SetPrompt(confUID, name, text string) error {
-	if err := checkIDs(confID(confUID), promptName(name)); err != nil {
+func (s *Store) SetPrompt(ctx context.Context, confUID, name, text string) error {
+	if err := CheckPromptName(ctx, confUID, name); err != nil {
 		return err
 	}
 	if err := koe.CheckPrompt(text); err != nil {
@@ -156,8 +157,8 @@ func (s *Store) SetPrompt(confUID, name, text string) error {
 
 // Prompt returns the prompt name of character confUID; ok is false if it
 // has not been set (or was reset), in which case the caller uses its default.
-func (s *Store) Prompt(confUID, name string) (text string, ok bool, err error) {
-	if err := checkIDs(confID(confUID), promptName(name)); err != nil {
+func (s *Store) Prompt(ctx context.Context, confUID, name string) (text string, ok bool, err error) {
+	if err := CheckPromptName(ctx, confUID, name); err != nil {
 		return "", false, err
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {

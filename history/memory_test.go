@@ -34,14 +34,16 @@ func summary(uid string, first, n int, text string) koe.SummaryRecord {
 
 func mustAddSummary(t testing.TB, s testStore, conf, uid string, r koe.SummaryRecord) {
 	t.Helper()
-	if err := s.AddSummary(conf, uid, r); err != nil {
+	ctx := t.Context()
+	if err := s.AddSummary(ctx, conf, uid, r); err != nil {
 		t.Fatalf("AddSummary(%q, %q, turns %v): %v", conf, uid, r.Turns, err)
 	}
 }
 
 func mustSummaries(t testing.TB, s testStore, conf, uid string) []koe.SummaryRecord {
 	t.Helper()
-	got, err := s.Summaries(conf, uid)
+	ctx := t.Context()
+	got, err := s.Summaries(ctx, conf, uid)
 	if err != nil {
 		t.Fatalf("Summaries(%q, %q): %v", conf, uid, err)
 	}
@@ -151,6 +153,7 @@ func testSummaryOverwrite(t *testing.T, open opener) {
 }
 
 func TestSummariesReopen(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "koe.db")
 	s, err := Open(path, Options{Now: stepClock(t0)})
 	if err != nil {
@@ -159,7 +162,7 @@ func TestSummariesReopen(t *testing.T) {
 	h := mustCreate(t, s, "c")
 	mustAddSummary(t, s, "c", h, summary(h, 4, 3, "b"))
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "a"))
-	if err := s.SetPrompt("c", koe.PromptSystem, "be brief"); err != nil {
+	if err := s.SetPrompt(ctx, "c", koe.PromptSystem, "be brief"); err != nil {
 		t.Fatal(err)
 	}
 	want := mustSummaries(t, s, "c", h)
@@ -176,7 +179,7 @@ func TestSummariesReopen(t *testing.T) {
 	if !reflect.DeepEqual(got, want) || len(got) != 2 || got[0].Summary != "a" || got[1].Summary != "b" {
 		t.Fatalf("after reopen got %+v, want %+v", got, want)
 	}
-	if text, ok, err := s2.Prompt("c", koe.PromptSystem); err != nil || !ok || text != "be brief" {
+	if text, ok, err := s2.Prompt(ctx, "c", koe.PromptSystem); err != nil || !ok || text != "be brief" {
 		t.Fatalf("Prompt after reopen = %q, %v, %v", text, ok, err)
 	}
 }
@@ -184,6 +187,7 @@ func TestSummariesReopen(t *testing.T) {
 func TestInvalidSummary(t *testing.T) { eachBackend(t, testInvalidSummary) }
 
 func testInvalidSummary(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "keep me"))
@@ -217,7 +221,7 @@ func testInvalidSummary(t *testing.T, open opener) {
 		"first turn invalid": with(func(r *koe.SummaryRecord) { r.Turns, r.TurnLength = []int{0}, 1 }),
 	}
 	for name, r := range cases {
-		err := s.AddSummary("c", h, r)
+		err := s.AddSummary(ctx, "c", h, r)
 		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecord", name, err)
 		}
@@ -230,7 +234,7 @@ func testInvalidSummary(t *testing.T, open opener) {
 	for _, rate := range []float64{0, 1} {
 		r := summary(h, 4, 3, "edge")
 		r.CompressionRate, r.OriginalChars, r.SummaryChars = rate, 0, 0
-		if err := s.AddSummary("c", h, r); err != nil {
+		if err := s.AddSummary(ctx, "c", h, r); err != nil {
 			t.Errorf("AddSummary with rate %v and zero counts: %v", rate, err)
 		}
 	}
@@ -239,11 +243,12 @@ func testInvalidSummary(t *testing.T, open opener) {
 func TestInvalidSummaryMessage(t *testing.T) { eachBackend(t, testInvalidSummaryMessage) }
 
 func testInvalidSummaryMessage(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	r := summary(h, 1, 3, "x")
 	r.Turns = []int{1, 2, 4}
-	err := s.AddSummary("c", h, r)
+	err := s.AddSummary(ctx, "c", h, r)
 	want := fmt.Sprintf(`add summary to history %q of conf "c": summary: turns 2 and 4 are not consecutive: invalid record`, h)
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
@@ -253,10 +258,11 @@ func testInvalidSummaryMessage(t *testing.T, open opener) {
 func TestMemoryInvalidIDs(t *testing.T) { eachBackend(t, testMemoryInvalidIDs) }
 
 func testMemoryInvalidIDs(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "x"))
-	if err := s.SetPrompt("c", koe.PromptSystem, "sys"); err != nil {
+	if err := s.SetPrompt(ctx, "c", koe.PromptSystem, "sys"); err != nil {
 		t.Fatal(err)
 	}
 	before := dump(t, s)
@@ -269,24 +275,24 @@ func testMemoryInvalidIDs(t *testing.T, open opener) {
 				t.Errorf("%s with %q: err = %v, want ErrInvalidID", op, id, err)
 			}
 		}
-		check("AddSummary conf", s.AddSummary(id, h, summary(h, 4, 3, "evil")))
-		check("AddSummary uid", s.AddSummary("c", id, summary(id, 4, 3, "evil")))
-		_, err := s.Summaries(id, h)
+		check("AddSummary conf", s.AddSummary(ctx, id, h, summary(h, 4, 3, "evil")))
+		check("AddSummary uid", s.AddSummary(ctx, "c", id, summary(id, 4, 3, "evil")))
+		_, err := s.Summaries(ctx, id, h)
 		check("Summaries conf", err)
-		_, err = s.Summaries("c", id)
+		_, err = s.Summaries(ctx, "c", id)
 		check("Summaries uid", err)
-		check("SetPrompt conf", s.SetPrompt(id, koe.PromptSystem, "evil"))
-		check("SetPrompt name", s.SetPrompt("c", id, "evil"))
-		check("SetPrompt name delete", s.SetPrompt("c", id, ""))
-		_, _, err = s.Prompt(id, koe.PromptSystem)
+		check("SetPrompt conf", s.SetPrompt(ctx, id, koe.PromptSystem, "evil"))
+		check("SetPrompt name", s.SetPrompt(ctx, "c", id, "evil"))
+		check("SetPrompt name delete", s.SetPrompt(ctx, "c", id, ""))
+		_, _, err = s.Prompt(ctx, id, koe.PromptSystem)
 		check("Prompt conf", err)
-		_, _, err = s.Prompt("c", id)
+		_, _, err = s.Prompt(ctx, "c", id)
 		check("Prompt name", err)
 	}
 	if after := dump(t, s); after != before {
 		t.Fatalf("invalid ids changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	if err := s.SetPrompt("c", "a/b", "x"); err == nil || !strings.Contains(err.Error(), "prompt name") {
+	if err := s.SetPrompt(ctx, "c", "a/b", "x"); err == nil || !strings.Contains(err.Error(), "prompt name") {
 		t.Errorf("SetPrompt with bad name: err = %v, want it to say prompt name", err)
 	}
 }
@@ -294,6 +300,7 @@ func testMemoryInvalidIDs(t *testing.T, open opener) {
 func TestSummaryMissingHistory(t *testing.T) { eachBackend(t, testSummaryMissingHistory) }
 
 func testSummaryMissingHistory(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	before := dump(t, s)
@@ -303,10 +310,10 @@ func testSummaryMissingHistory(t *testing.T, open opener) {
 		{"unknown", h},
 	}
 	for _, c := range cases {
-		if err := s.AddSummary(c.conf, c.uid, summary(c.uid, 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
+		if err := s.AddSummary(ctx, c.conf, c.uid, summary(c.uid, 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("AddSummary(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
-		if got, err := s.Summaries(c.conf, c.uid); !errors.Is(err, koe.ErrNotFound) || got != nil {
+		if got, err := s.Summaries(ctx, c.conf, c.uid); !errors.Is(err, koe.ErrNotFound) || got != nil {
 			t.Errorf("Summaries(%q, %q) = %v, %v; want nil, ErrNotFound", c.conf, c.uid, got, err)
 		}
 	}
@@ -318,6 +325,7 @@ func testSummaryMissingHistory(t *testing.T, open opener) {
 func TestDeleteRemovesSummaries(t *testing.T) { eachBackend(t, testDeleteRemovesSummaries) }
 
 func testDeleteRemovesSummaries(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	gone := mustCreate(t, s, "c")
 	keep := mustCreate(t, s, "c")
@@ -325,20 +333,20 @@ func testDeleteRemovesSummaries(t *testing.T, open opener) {
 	mustAddSummary(t, s, "c", gone, summary(gone, 1, 3, "forget me"))
 	mustAddSummary(t, s, "c", keep, summary(keep, 1, 3, "remember me"))
 
-	if err := s.Delete("c", gone); err != nil {
+	if err := s.Delete(ctx, "c", gone); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := s.Summaries("c", gone); !errors.Is(err, koe.ErrNotFound) {
+	if _, err := s.Summaries(ctx, "c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Summaries after Delete: err = %v, want ErrNotFound", err)
 	}
-	if err := s.AddSummary("c", gone, summary(gone, 4, 3, "late")); !errors.Is(err, koe.ErrNotFound) {
+	if err := s.AddSummary(ctx, "c", gone, summary(gone, 4, 3, "late")); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("AddSummary after Delete: err = %v, want ErrNotFound", err)
 	}
 	if d := dump(t, s); strings.Contains(d, gone) || strings.Contains(d, "forget me") {
 		t.Fatalf("deleted history left data behind:\n%s", d)
 	}
 	// A history created again under the same uid starts without summaries.
-	if err := s.CreateWith("c", gone); err != nil {
+	if err := s.CreateWith(ctx, "c", gone); err != nil {
 		t.Fatalf("CreateWith: %v", err)
 	}
 	if got := mustSummaries(t, s, "c", gone); len(got) != 0 {
@@ -353,15 +361,16 @@ func testDeleteRemovesSummaries(t *testing.T, open opener) {
 func TestMessagesIgnoreSummaries(t *testing.T) { eachBackend(t, testMessagesIgnoreSummaries) }
 
 func testMessagesIgnoreSummaries(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	h := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "hello"})
 	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleAI, Content: "hi"})
-	wantMsgs, err := s.Messages("c", h)
+	wantMsgs, err := s.Messages(ctx, "c", h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantList, err := s.List("c")
+	wantList, err := s.List(ctx, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,18 +378,18 @@ func testMessagesIgnoreSummaries(t *testing.T, open opener) {
 	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "sum"))
 	mustAddSummary(t, s, "c", h, summary(h, 4, 3, "sum2"))
 
-	if got, err := s.Messages("c", h); err != nil || !reflect.DeepEqual(got, wantMsgs) {
+	if got, err := s.Messages(ctx, "c", h); err != nil || !reflect.DeepEqual(got, wantMsgs) {
 		t.Fatalf("Messages after AddSummary = %+v, %v; want %+v", got, err, wantMsgs)
 	}
-	if got, err := s.List("c"); err != nil || !reflect.DeepEqual(got, wantList) {
+	if got, err := s.List(ctx, "c"); err != nil || !reflect.DeepEqual(got, wantList) {
 		t.Fatalf("List after AddSummary = %+v, %v; want %+v", got, err, wantList)
 	}
-	if ok, err := s.Exists("c", h); err != nil || !ok {
+	if ok, err := s.Exists(ctx, "c", h); err != nil || !ok {
 		t.Fatalf("Exists after AddSummary = %v, %v", ok, err)
 	}
 	// Appending after summaries still continues the message sequence.
 	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "more"})
-	got, err := s.Messages("c", h)
+	got, err := s.Messages(ctx, "c", h)
 	if err != nil || len(got) != len(wantMsgs)+1 || got[len(got)-1].Content != "more" {
 		t.Fatalf("Messages after append = %+v, %v", got, err)
 	}
@@ -389,10 +398,11 @@ func testMessagesIgnoreSummaries(t *testing.T, open opener) {
 func TestPrompts(t *testing.T) { eachBackend(t, testPrompts) }
 
 func testPrompts(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	get := func(conf, name string) (string, bool) {
 		t.Helper()
-		text, ok, err := s.Prompt(conf, name)
+		text, ok, err := s.Prompt(ctx, conf, name)
 		if err != nil {
 			t.Fatalf("Prompt(%q, %q): %v", conf, name, err)
 		}
@@ -400,7 +410,7 @@ func testPrompts(t *testing.T, open opener) {
 	}
 	set := func(conf, name, text string) {
 		t.Helper()
-		if err := s.SetPrompt(conf, name, text); err != nil {
+		if err := s.SetPrompt(ctx, conf, name, text); err != nil {
 			t.Fatalf("SetPrompt(%q, %q): %v", conf, name, err)
 		}
 	}
@@ -467,24 +477,25 @@ func testPrompts(t *testing.T, open opener) {
 func TestPromptTooLong(t *testing.T) { eachBackend(t, testPromptTooLong) }
 
 func testPromptTooLong(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	limit := strings.Repeat("x", 64<<10)
-	if err := s.SetPrompt("c", koe.PromptSystem, limit); err != nil {
+	if err := s.SetPrompt(ctx, "c", koe.PromptSystem, limit); err != nil {
 		t.Fatalf("SetPrompt of exactly 64 KiB: %v", err)
 	}
 	before := dump(t, s)
 	for _, n := range []int{64<<10 + 1, 1 << 20} {
-		if err := s.SetPrompt("c", koe.PromptSystem, strings.Repeat("y", n)); !errors.Is(err, koe.ErrInvalidRecord) {
+		if err := s.SetPrompt(ctx, "c", koe.PromptSystem, strings.Repeat("y", n)); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("SetPrompt of %d bytes: err = %v, want ErrInvalidRecord", n, err)
 		}
-		if err := s.SetPrompt("c", koe.PromptReminder, strings.Repeat("y", n)); !errors.Is(err, koe.ErrInvalidRecord) {
+		if err := s.SetPrompt(ctx, "c", koe.PromptReminder, strings.Repeat("y", n)); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("SetPrompt of %d bytes (new name): err = %v, want ErrInvalidRecord", n, err)
 		}
 	}
 	if after := dump(t, s); after != before {
 		t.Fatal("rejected prompts changed the database")
 	}
-	if text, ok, err := s.Prompt("c", koe.PromptSystem); err != nil || !ok || text != limit {
+	if text, ok, err := s.Prompt(ctx, "c", koe.PromptSystem); err != nil || !ok || text != limit {
 		t.Fatalf("prompt after rejected overwrite: %d bytes, %v, %v", len(text), ok, err)
 	}
 }
@@ -492,6 +503,7 @@ func testPromptTooLong(t *testing.T, open opener) {
 // A database written before "prompts" existed (only "histories", with an
 // unsummarised history in it) is upgraded by Open and keeps working.
 func TestOpenUpgradesOldLayout(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "old.db")
 	raw, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -542,10 +554,10 @@ func TestOpenUpgradesOldLayout(t *testing.T) {
 	if !hasPrompts {
 		t.Fatal(`Open did not add the "prompts" bucket`)
 	}
-	if _, ok, err := s.Prompt("c", koe.PromptSystem); err != nil || ok {
+	if _, ok, err := s.Prompt(ctx, "c", koe.PromptSystem); err != nil || ok {
 		t.Fatalf("Prompt on upgraded database = %v, %v; want unset", ok, err)
 	}
-	if err := s.SetPrompt("c", koe.PromptSystem, "new"); err != nil {
+	if err := s.SetPrompt(ctx, "c", koe.PromptSystem, "new"); err != nil {
 		t.Fatalf("SetPrompt on upgraded database: %v", err)
 	}
 	if got := mustSummaries(t, s, "c", uid); len(got) != 0 {
@@ -555,7 +567,7 @@ func TestOpenUpgradesOldLayout(t *testing.T) {
 	if got := mustSummaries(t, s, "c", uid); len(got) != 1 || got[0].Summary != "old turn" {
 		t.Fatalf("Summaries after AddSummary on old history = %+v", got)
 	}
-	msgs, err := s.Messages("c", uid)
+	msgs, err := s.Messages(ctx, "c", uid)
 	if err != nil || len(msgs) != 2 || msgs[1].Content != "old" {
 		t.Fatalf("Messages of old history = %+v, %v", msgs, err)
 	}
@@ -568,6 +580,7 @@ func TestConcurrentSummariesAndAppends(t *testing.T) {
 }
 
 func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	const n = 40
@@ -577,19 +590,19 @@ func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			if err := s.Append("c", h, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint("m", i)}); err != nil {
+			if err := s.Append(ctx, "c", h, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint("m", i)}); err != nil {
 				errs <- fmt.Errorf("Append %d: %w", i, err)
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.AddSummary("c", h, summary(h, 3*i+1, 3, fmt.Sprint("s", i))); err != nil {
+			if err := s.AddSummary(ctx, "c", h, summary(h, 3*i+1, 3, fmt.Sprint("s", i))); err != nil {
 				errs <- fmt.Errorf("AddSummary %d: %w", i, err)
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.AddSummary("c", "missing", summary("missing", 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
+			if err := s.AddSummary(ctx, "c", "missing", summary("missing", 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("AddSummary to missing history: err = %v, want ErrNotFound", err)
 			}
 		}()
@@ -600,7 +613,7 @@ func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
 		t.Error(err)
 	}
 
-	msgs, err := s.Messages("c", h)
+	msgs, err := s.Messages(ctx, "c", h)
 	if err != nil || len(msgs) != n+1 {
 		t.Fatalf("Messages = %d records, %v; want %d", len(msgs), err, n+1)
 	}

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -17,8 +18,8 @@ import (
 // Pages are read backwards with a cursor, so a page costs the same at the
 // start of a long history as at its end. To walk back through a history,
 // pass the Seq of the first record of a page as before for the next.
-func (s *Store) Page(confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, false, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {

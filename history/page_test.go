@@ -21,6 +21,7 @@ func contents(rs []koe.Record) []string {
 func TestPage(t *testing.T) { eachBackend(t, testPage) }
 
 func testPage(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c") // seq 1, metadata
 	for i := 1; i <= 10; i++ {   // seq 2..11, plus a stray metadata record at 7
@@ -29,7 +30,7 @@ func testPage(t *testing.T, open opener) {
 			mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleMetadata})
 		}
 	}
-	all, err := s.Messages("c", uid)
+	all, err := s.Messages(ctx, "c", uid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func testPage(t *testing.T, open opener) {
 		{seqOf["5"] + 1, 1, []string{"5"}, true},
 	}
 	for _, c := range cases {
-		got, more, err := s.Page("c", uid, c.before, c.limit)
+		got, more, err := s.Page(ctx, "c", uid, c.before, c.limit)
 		if err != nil {
 			t.Errorf("Page(before %d, limit %d): %v", c.before, c.limit, err)
 			continue
@@ -74,7 +75,7 @@ func testPage(t *testing.T, open opener) {
 	var walked []koe.Record
 	before := uint64(0)
 	for {
-		page, more, err := s.Page("c", uid, before, 4)
+		page, more, err := s.Page(ctx, "c", uid, before, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,9 +99,10 @@ func testPage(t *testing.T, open opener) {
 func TestPageEmptyHistory(t *testing.T) { eachBackend(t, testPageEmptyHistory) }
 
 func testPageEmptyHistory(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
-	got, more, err := s.Page("c", uid, 0, 5)
+	got, more, err := s.Page(ctx, "c", uid, 0, 5)
 	if err != nil || more || got == nil || len(got) != 0 {
 		t.Fatalf("Page of empty history = %#v, %v, %v; want empty, false, nil", got, more, err)
 	}
@@ -109,24 +111,25 @@ func testPageEmptyHistory(t *testing.T, open opener) {
 func TestPageErrors(t *testing.T) { eachBackend(t, testPageErrors) }
 
 func testPageErrors(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	uid := mustCreate(t, s, "c")
 	for _, limit := range []int{0, -1} {
-		if _, _, err := s.Page("c", uid, 0, limit); !errors.Is(err, koe.ErrInvalidPage) {
+		if _, _, err := s.Page(ctx, "c", uid, 0, limit); !errors.Is(err, koe.ErrInvalidPage) {
 			t.Errorf("Page(limit %d): err = %v, want ErrInvalidPage", limit, err)
 		}
 	}
-	if _, _, err := s.Page("c", "missing", 0, 5); !errors.Is(err, koe.ErrNotFound) {
+	if _, _, err := s.Page(ctx, "c", "missing", 0, 5); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("Page(missing history): err = %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.Page("other", uid, 0, 5); !errors.Is(err, koe.ErrNotFound) {
+	if _, _, err := s.Page(ctx, "other", uid, 0, 5); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("Page(other conf): err = %v, want ErrNotFound", err)
 	}
 	for _, id := range []string{"", "../x", "a/b"} {
-		if _, _, err := s.Page(id, uid, 0, 5); !errors.Is(err, koe.ErrInvalidID) {
+		if _, _, err := s.Page(ctx, id, uid, 0, 5); !errors.Is(err, koe.ErrInvalidID) {
 			t.Errorf("Page(conf %q): err = %v, want ErrInvalidID", id, err)
 		}
-		if _, _, err := s.Page("c", id, 0, 5); !errors.Is(err, koe.ErrInvalidID) {
+		if _, _, err := s.Page(ctx, "c", id, 0, 5); !errors.Is(err, koe.ErrInvalidID) {
 			t.Errorf("Page(history %q): err = %v, want ErrInvalidID", id, err)
 		}
 	}

@@ -254,9 +254,10 @@ const pgQueryCanceled = "57014"
 // client waits for an answer.
 const clientGrace = time.Second
 
-// op is the context of one operation.
-func (s *PGStore) op() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), s.timeout+clientGrace)
+// op is the context of one operation: the caller's, bounded by the
+// store's timeout.
+func (s *PGStore) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout+clientGrace)
 }
 
 // pgErr adds what a PostgreSQL error does not say by itself. A statement
@@ -285,10 +286,10 @@ func pgSeq(seq uint64) int64 {
 
 // Create starts a new, empty history (just its metadata record) and
 // returns its uid.
-func (s *PGStore) Create(confUID string) (string, error) {
+func (s *PGStore) Create(ctx context.Context, confUID string) (string, error) {
 	now := s.now()
 	uid := koe.NewHistoryUID(now)
-	if err := s.createWith(confUID, uid, now, nil); err != nil {
+	if err := s.createWith(ctx, confUID, uid, now, nil); err != nil {
 		return "", err
 	}
 	return uid, nil
@@ -296,12 +297,12 @@ func (s *PGStore) Create(confUID string) (string, error) {
 
 // CreateWith creates history uid with its metadata record and then
 // records, in one statement. It fails if uid already exists.
-func (s *PGStore) CreateWith(confUID, uid string, records ...koe.Record) error {
-	return s.createWith(confUID, uid, s.now(), records)
+func (s *PGStore) CreateWith(ctx context.Context, confUID, uid string, records ...koe.Record) error {
+	return s.createWith(ctx, confUID, uid, s.now(), records)
 }
 
-func (s *PGStore) createWith(confUID, uid string, now time.Time, records []koe.Record) error {
-	if err := checkIDs(confID(confUID), historyID(uid)); err != nil {
+func (s *PGStore) createWith(ctx context.Context, confUID, uid string, now time.Time, records []koe.Record) error {
+	if err := CheckHistory(ctx, confUID, uid); err != nil {
 		return err
 	}
 	var (
@@ -329,7 +330,7 @@ func (s *PGStore) createWith(confUID, uid string, now time.Time, records []koe.R
 			imgData = append(imgData, raw)
 		}
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	// One statement, so one round trip and one commit; the foreign keys
 	// are checked at its end, when every row is in.
@@ -358,8 +359,8 @@ func (s *PGStore) createWith(confUID, uid string, now time.Time, records []koe.R
 // Append adds r to the end of an existing history, in one statement that
 // takes the next sequence number from the history's row. It never creates
 // the history.
-func (s *PGStore) Append(confUID, historyUID string, r koe.Record) error {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) Append(ctx context.Context, confUID, historyUID string, r koe.Record) error {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
 	if r.Timestamp == "" {
@@ -376,7 +377,7 @@ func (s *PGStore) Append(confUID, historyUID string, r koe.Record) error {
 	for i := range idxs {
 		idxs[i] = int32(i)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var seq int64
 	err = s.pool.QueryRow(ctx, `
@@ -406,30 +407,30 @@ func (s *PGStore) Append(confUID, historyUID string, r koe.Record) error {
 
 // Messages returns every record of a history in order, metadata included,
 // images as refs.
-func (s *PGStore) Messages(confUID, historyUID string) ([]koe.Record, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) Messages(ctx context.Context, confUID, historyUID string) ([]koe.Record, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
-	return s.records(confUID, historyUID, 0, 0)
+	return s.records(ctx, confUID, historyUID, 0, 0)
 }
 
 // Since returns up to limit records (0: all) of a history after sequence
 // after, oldest first.
-func (s *PGStore) Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) Since(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {
 		return nil, fmt.Errorf("records of history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	return s.records(confUID, historyUID, after, limit)
+	return s.records(ctx, confUID, historyUID, after, limit)
 }
 
-func (s *PGStore) records(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
+func (s *PGStore) records(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
 	failf := func(err error) error {
 		return fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	// The history's row comes first (seq NULL), so that a history without
 	// records after `after` still tells it exists.
@@ -482,12 +483,12 @@ func scanRecords(rows pgx.Rows) (out []koe.Record, found bool, err error) {
 
 // List summarises the histories of confUID, most recently active first,
 // leaving out those with nothing to show.
-func (s *PGStore) List(confUID string) ([]koe.ListedHistory, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *PGStore) List(ctx context.Context, confUID string) ([]koe.ListedHistory, error) {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error { return fmt.Errorf("list histories of conf %q: %w", confUID, err) }
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `
 		SELECT h.uid, r.seq, r.body
@@ -530,11 +531,11 @@ func (s *PGStore) List(confUID string) ([]koe.ListedHistory, error) {
 }
 
 // Delete removes a history with all its records, images and summaries.
-func (s *PGStore) Delete(confUID, historyUID string) error {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) Delete(ctx context.Context, confUID, historyUID string) error {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	tag, err := s.pool.Exec(ctx, `DELETE FROM koe_histories WHERE conf_uid = $1 AND uid = $2`, confUID, historyUID)
 	if err == nil && tag.RowsAffected() == 0 {
@@ -547,11 +548,11 @@ func (s *PGStore) Delete(confUID, historyUID string) error {
 }
 
 // Exists reports whether the history exists.
-func (s *PGStore) Exists(confUID, historyUID string) (bool, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) Exists(ctx context.Context, confUID, historyUID string) (bool, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return false, err
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var ok bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM koe_histories WHERE conf_uid = $1 AND uid = $2)`,
@@ -563,11 +564,11 @@ func (s *PGStore) Exists(confUID, historyUID string) (bool, error) {
 }
 
 // LastSeq returns the sequence number of the history's newest record.
-func (s *PGStore) LastSeq(confUID, historyUID string) (uint64, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return 0, err
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var seq int64
 	err := s.pool.QueryRow(ctx, `SELECT last_seq FROM koe_histories WHERE conf_uid = $1 AND uid = $2`,
@@ -583,8 +584,8 @@ func (s *PGStore) LastSeq(confUID, historyUID string) (uint64, error) {
 
 // Page returns up to limit non-metadata records older than sequence before
 // (0: the newest), oldest first, and whether older ones remain.
-func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, false, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {
@@ -597,7 +598,7 @@ func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (re
 	if before != 0 {
 		upper = pgSeq(before)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	// One more than asked tells whether older records remain.
 	rows, err := s.pool.Query(ctx, `
@@ -629,18 +630,18 @@ func (s *PGStore) Page(confUID, historyUID string, before uint64, limit int) (re
 
 // Image returns the type and bytes of the image ref of a history. An
 // unknown ref is ErrNotFound; a malformed one ErrInvalidID.
-func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []byte, err error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) Image(ctx context.Context, confUID, historyUID, ref string) (mime string, data []byte, err error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return "", nil, err
 	}
 	seq, index, ok := parseRef(ref)
 	if !ok {
-		return "", nil, fmt.Errorf("image ref %q: %w", truncateID(ref), koe.ErrInvalidID)
+		return "", nil, fmt.Errorf("image ref %q: %w", QuoteID(ref), koe.ErrInvalidID)
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read image %s of history %q of conf %q: %w", ref, historyUID, confUID, err)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var body, raw []byte
 	err = s.pool.QueryRow(ctx, `
@@ -676,8 +677,8 @@ func (s *PGStore) Image(confUID, historyUID, ref string) (mime string, data []by
 
 // AddSummary stores r as a summary of history historyUID, replacing one
 // that starts at the same turn. The history must exist.
-func (s *PGStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
 	failf := func(err error) error {
@@ -696,7 +697,7 @@ func (s *PGStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) er
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	// Inserted from the history's row: no row, no summary.
 	tag, err := s.pool.Exec(ctx, `
@@ -715,14 +716,14 @@ func (s *PGStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) er
 
 // Summaries returns the summaries of a history in turn order, or an empty
 // slice if it has none.
-func (s *PGStore) Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read summaries of history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `
 		SELECT s.body FROM koe_histories h
@@ -761,15 +762,15 @@ func (s *PGStore) Summaries(confUID, historyUID string) ([]koe.SummaryRecord, er
 
 // SetPrompt stores the prompt name of character confUID; an empty text
 // deletes it.
-func (s *PGStore) SetPrompt(confUID, name, text string) error {
-	if err := checkIDs(confID(confUID), promptName(name)); err != nil {
+func (s *PGStore) SetPrompt(ctx context.Context, confUID, name, text string) error {
+	if err := CheckPromptName(ctx, confUID, name); err != nil {
 		return err
 	}
 	failf := func(err error) error { return fmt.Errorf("set prompt %q of conf %q: %w", name, confUID, err) }
 	if err := koe.CheckPrompt(text); err != nil {
 		return failf(err)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var err error
 	if text == "" {
@@ -787,11 +788,11 @@ func (s *PGStore) SetPrompt(confUID, name, text string) error {
 
 // Prompt returns the prompt name of character confUID; ok is false if it
 // has not been set.
-func (s *PGStore) Prompt(confUID, name string) (text string, ok bool, err error) {
-	if err := checkIDs(confID(confUID), promptName(name)); err != nil {
+func (s *PGStore) Prompt(ctx context.Context, confUID, name string) (text string, ok bool, err error) {
+	if err := CheckPromptName(ctx, confUID, name); err != nil {
 		return "", false, err
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var raw []byte
 	err = s.pool.QueryRow(ctx, `SELECT text FROM koe_prompts WHERE conf_uid = $1 AND name = $2`, confUID, name).Scan(&raw)

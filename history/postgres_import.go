@@ -38,7 +38,7 @@ func (s *PGStore) Contents(ctx context.Context) (PGContents, error) {
 // history already stored (same conf and uid) is left alone and ok is
 // false. Records keep their sequence numbers and JSON.
 func (s *PGStore) ImportHistory(ctx context.Context, h *HistoryExport) (ok bool, err error) {
-	if err := checkIDs(confID(h.Conf), historyID(h.UID)); err != nil {
+	if err := CheckHistory(ctx, h.Conf, h.UID); err != nil {
 		return false, err
 	}
 	if h.LastSeq > math.MaxInt64 {
@@ -140,7 +140,7 @@ type ConfImport struct {
 // name, a vector model) is left alone and not counted.
 func (s *PGStore) ImportConf(ctx context.Context, c *ConfExport) (ConfImport, error) {
 	var n ConfImport
-	if err := checkIDs(confID(c.Conf)); err != nil {
+	if err := CheckConf(ctx, c.Conf); err != nil {
 		return n, err
 	}
 	failf := func(err error) error { return fmt.Errorf("import conf %q: %w", c.Conf, s.pgErr(err)) }

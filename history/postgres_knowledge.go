@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +17,8 @@ import (
 
 // PutKnowledgeDoc creates or replaces (by d.ID) a document and its text;
 // pages are the byte offsets in text where each page starts (nil: none).
-func (s *PGStore) PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) error {
-	if err := checkIDs(confID(conf), documentID(d.ID)); err != nil {
+func (s *PGStore) PutKnowledgeDoc(ctx context.Context, conf string, d koe.KnowledgeDoc, text string, pages []int) error {
+	if err := CheckDoc(ctx, conf, d.ID); err != nil {
 		return err
 	}
 	if err := koe.CheckPages(text, pages); err != nil {
@@ -27,7 +28,7 @@ func (s *PGStore) PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, 
 	if err != nil {
 		return fmt.Errorf("encode document %q: %w", d.ID, err)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO koe_knowledge_docs (conf_uid, doc_id, meta, body) VALUES ($1, $2, $3, $4)
@@ -40,12 +41,12 @@ func (s *PGStore) PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, 
 }
 
 // KnowledgeDocs lists a conf's documents, oldest first.
-func (s *PGStore) KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error) {
-	if err := checkIDs(confID(conf)); err != nil {
+func (s *PGStore) KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error) {
+	if err := CheckConf(ctx, conf); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error { return fmt.Errorf("list documents of conf %q: %w", conf, err) }
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT doc_id, meta FROM koe_knowledge_docs WHERE conf_uid = $1 ORDER BY doc_id COLLATE "C"`, conf)
 	if err != nil {
@@ -76,11 +77,11 @@ func (s *PGStore) KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error) {
 
 // KnowledgeText returns a document's text and page offsets; ErrNotFound
 // when it has none.
-func (s *PGStore) KnowledgeText(conf, id string) (text string, pages []int, err error) {
-	if err := checkIDs(confID(conf), documentID(id)); err != nil {
+func (s *PGStore) KnowledgeText(ctx context.Context, conf, id string) (text string, pages []int, err error) {
+	if err := CheckDoc(ctx, conf, id); err != nil {
 		return "", nil, err
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var body []byte
 	err = s.pool.QueryRow(ctx, `SELECT body FROM koe_knowledge_docs WHERE conf_uid = $1 AND doc_id = $2`, conf, id).Scan(&body)
@@ -98,11 +99,11 @@ func (s *PGStore) KnowledgeText(conf, id string) (text string, pages []int, err 
 
 // DeleteKnowledgeDoc removes a document, its text and its chunks, in one
 // statement, and reports whether there was anything to remove.
-func (s *PGStore) DeleteKnowledgeDoc(conf, id string) (bool, error) {
-	if err := checkIDs(confID(conf), documentID(id)); err != nil {
+func (s *PGStore) DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool, error) {
+	if err := CheckDoc(ctx, conf, id); err != nil {
 		return false, err
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var n int
 	err := s.pool.QueryRow(ctx, `
@@ -120,8 +121,8 @@ func (s *PGStore) DeleteKnowledgeDoc(conf, id string) (bool, error) {
 
 // KnowledgeConfs lists the confs that have a knowledge base: documents,
 // or chunks of documents.
-func (s *PGStore) KnowledgeConfs() ([]string, error) {
-	ctx, cancel := s.op()
+func (s *PGStore) KnowledgeConfs(ctx context.Context) ([]string, error) {
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `
 		SELECT conf_uid COLLATE "C" FROM koe_knowledge_docs
@@ -141,8 +142,8 @@ func (s *PGStore) KnowledgeConfs() ([]string, error) {
 // PutKnowledgeChunks replaces every chunk of a document with chunks, in one
 // transaction. A chunk's DocID must be docID or empty; seqs must be
 // distinct and fit in 32 bits.
-func (s *PGStore) PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChunk) error {
-	if err := checkIDs(confID(conf), documentID(docID)); err != nil {
+func (s *PGStore) PutKnowledgeChunks(ctx context.Context, conf, docID string, chunks []koe.KnowledgeChunk) error {
+	if err := CheckDoc(ctx, conf, docID); err != nil {
 		return err
 	}
 	bodies, err := encodeChunks(conf, docID, chunks)
@@ -157,7 +158,7 @@ func (s *PGStore) PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeC
 			vectors[i] = encodeVector(c.Vector)
 		}
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM koe_knowledge_local_chunks WHERE conf_uid = $1 AND doc_id = $2`, conf, docID); err != nil {
@@ -178,19 +179,19 @@ func (s *PGStore) PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeC
 }
 
 // DeleteKnowledgeChunks removes every chunk of a document (none: no error).
-func (s *PGStore) DeleteKnowledgeChunks(conf, docID string) error {
-	return s.PutKnowledgeChunks(conf, docID, nil)
+func (s *PGStore) DeleteKnowledgeChunks(ctx context.Context, conf, docID string) error {
+	return s.PutKnowledgeChunks(ctx, conf, docID, nil)
 }
 
 // ForEachKnowledgeChunk calls fn with every chunk of a conf, with its
 // vector, in document (byte order of ids) and sequence order. fn must not
 // call the store.
-func (s *PGStore) ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error {
-	if err := checkIDs(confID(conf)); err != nil {
+func (s *PGStore) ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(koe.KnowledgeChunk) error) error {
+	if err := CheckConf(ctx, conf); err != nil {
 		return err
 	}
 	failf := func(err error) error { return fmt.Errorf("read chunks of conf %q: %w", conf, err) }
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `
 		SELECT doc_id, seq, body, vector FROM koe_knowledge_local_chunks

@@ -24,8 +24,8 @@ func isFKViolation(err error) bool {
 }
 
 // Confs lists the conf uids that have histories, in byte order.
-func (s *PGStore) Confs() ([]string, error) {
-	ctx, cancel := s.op()
+func (s *PGStore) Confs(ctx context.Context) ([]string, error) {
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT conf_uid COLLATE "C" FROM koe_histories ORDER BY 1`)
 	if err != nil {
@@ -40,11 +40,11 @@ func (s *PGStore) Confs() ([]string, error) {
 
 // RecallMark returns how far a history has been indexed (ok false: not at
 // all).
-func (s *PGStore) RecallMark(confUID, historyUID string) (mark koe.RecallMark, ok bool, err error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) RecallMark(ctx context.Context, confUID, historyUID string) (mark koe.RecallMark, ok bool, err error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return koe.RecallMark{}, false, err
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var body []byte
 	err = s.pool.QueryRow(ctx, `SELECT body FROM koe_recall_marks WHERE conf_uid = $1 AND uid = $2`, confUID, historyUID).Scan(&body)
@@ -61,12 +61,12 @@ func (s *PGStore) RecallMark(confUID, historyUID string) (mark koe.RecallMark, o
 }
 
 // RecallMarks returns the mark of every indexed history of a conf.
-func (s *PGStore) RecallMarks(confUID string) (map[string]koe.RecallMark, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *PGStore) RecallMarks(ctx context.Context, confUID string) (map[string]koe.RecallMark, error) {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error { return fmt.Errorf("read recall marks of conf %q: %w", confUID, err) }
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT uid, body FROM koe_recall_marks WHERE conf_uid = $1`, confUID)
 	if err != nil {
@@ -98,8 +98,8 @@ func (s *PGStore) RecallMarks(confUID string) (map[string]koe.RecallMark, error)
 // (ErrMarkMoved otherwise, and nothing is written): instances indexing one
 // history at once never store its entries twice nor move its mark back.
 // A history that no longer exists gets nothing (ErrNotFound).
-func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) SaveRecall(ctx context.Context, confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error {
@@ -113,7 +113,7 @@ func (s *PGStore) SaveRecall(confUID, historyUID string, from, mark koe.RecallMa
 	for i, e := range entries {
 		seqs[i] = pgSeq(e.Seq)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var saved []koe.RecallEntry
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -242,8 +242,8 @@ func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string,
 // SetRecallVectors stores the embeddings of entries already saved, made
 // with model; entries gone since are skipped. Vectors of another model are
 // dropped first.
-func (s *PGStore) SetRecallVectors(confUID, model string, entries []koe.RecallEntry) error {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *PGStore) SetRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) error {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return err
 	}
 	var uids []string
@@ -257,7 +257,7 @@ func (s *PGStore) SetRecallVectors(confUID, model string, entries []koe.RecallEn
 		seqs = append(seqs, pgSeq(e.Seq))
 		vecs = append(vecs, encodeVector(e.Vector))
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The conf's model row, locked: writers of vectors of one conf go
@@ -294,11 +294,11 @@ func (s *PGStore) SetRecallVectors(confUID, model string, entries []koe.RecallEn
 
 // RecallVectorModel is the model that made the conf's stored vectors ("":
 // none).
-func (s *PGStore) RecallVectorModel(confUID string) (string, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *PGStore) RecallVectorModel(ctx context.Context, confUID string) (string, error) {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return "", err
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var model string
 	err := s.pool.QueryRow(ctx, `SELECT model FROM koe_recall_models WHERE conf_uid = $1`, confUID).Scan(&model)
@@ -314,12 +314,12 @@ func (s *PGStore) RecallVectorModel(confUID string) (string, error) {
 // ForEachRecall calls fn with every entry of a conf, with its vector, in
 // history (byte order of uids) and sequence order. fn must not call the
 // store.
-func (s *PGStore) ForEachRecall(confUID string, fn func(koe.RecallEntry) error) error {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *PGStore) ForEachRecall(ctx context.Context, confUID string, fn func(koe.RecallEntry) error) error {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return err
 	}
 	failf := func(err error) error { return fmt.Errorf("read recall of conf %q: %w", confUID, err) }
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `
 		SELECT uid, seq, body, vector FROM koe_recall_entries
@@ -352,11 +352,11 @@ func (s *PGStore) ForEachRecall(confUID string, fn func(koe.RecallEntry) error) 
 
 // ForgetRecall removes one entry for good: it stays forgotten through
 // rebuilds. It reports whether the entry existed.
-func (s *PGStore) ForgetRecall(confUID, historyUID string, seq uint64) (bool, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) ForgetRecall(ctx context.Context, confUID, historyUID string, seq uint64) (bool, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return false, err
 	}
-	n, err := s.forget(confUID, historyUID, []uint64{seq})
+	n, err := s.forget(ctx, confUID, historyUID, []uint64{seq})
 	if err != nil {
 		return false, fmt.Errorf("forget recall entry %d of history %q of conf %q: %w", seq, historyUID, confUID, err)
 	}
@@ -365,14 +365,14 @@ func (s *PGStore) ForgetRecall(confUID, historyUID string, seq uint64) (bool, er
 
 // ForgetRecalls forgets many entries of one history for good, in one
 // statement, and reports how many of them existed.
-func (s *PGStore) ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) ForgetRecalls(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return 0, err
 	}
 	if len(seqs) == 0 {
 		return 0, nil
 	}
-	n, err := s.forget(confUID, historyUID, seqs)
+	n, err := s.forget(ctx, confUID, historyUID, seqs)
 	if err != nil {
 		return 0, fmt.Errorf("forget %d recall entries of history %q of conf %q: %w", len(seqs), historyUID, confUID, err)
 	}
@@ -381,12 +381,12 @@ func (s *PGStore) ForgetRecalls(confUID, historyUID string, seqs []uint64) (int,
 
 // forget drops entries and leaves tombstones, only if the history exists
 // (no tombstones for histories that are not there to leak).
-func (s *PGStore) forget(confUID, historyUID string, seqs []uint64) (int, error) {
+func (s *PGStore) forget(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
 	pg := make([]int64, len(seqs))
 	for i, seq := range seqs {
 		pg[i] = pgSeq(seq)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var n int
 	err := s.pool.QueryRow(ctx, `
@@ -411,11 +411,11 @@ func (s *PGStore) forget(confUID, historyUID string, seqs []uint64) (int, error)
 
 // ClearRecall drops a conf's entries, vectors and marks so that its index
 // is built again from the histories. What was forgotten stays forgotten.
-func (s *PGStore) ClearRecall(confUID string) error {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *PGStore) ClearRecall(ctx context.Context, confUID string) error {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return err
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for _, q := range []string{

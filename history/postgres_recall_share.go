@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -13,8 +14,8 @@ import (
 // RecallSince returns up to limit entries of a history with a sequence
 // number after after, in sequence order, with their vectors. A history
 // that does not exist is ErrNotFound.
-func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *PGStore) RecallSince(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error {
@@ -23,7 +24,7 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 	if err := koe.CheckPageLimit(limit); err != nil {
 		return nil, failf(err)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	// One statement: the history's row (none: it does not exist) and its
 	// entries, the same snapshot.
@@ -71,14 +72,14 @@ func (s *PGStore) RecallSince(confUID, historyUID string, after uint64, limit in
 // ForgottenRecalls returns the sequence numbers of the forgotten entries
 // of a history (historyUID "": of every history of the conf), in order,
 // by history uid (none for a history that does not exist).
-func (s *PGStore) ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error) {
-	if err := checkForgottenIDs(confUID, historyUID); err != nil {
+func (s *PGStore) ForgottenRecalls(ctx context.Context, confUID, historyUID string) (map[string][]uint64, error) {
+	if err := CheckConfOrHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read forgotten recall entries of history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `
 		SELECT uid, seq FROM koe_recall_forgotten
@@ -105,8 +106,8 @@ func (s *PGStore) ForgottenRecalls(confUID, historyUID string) (map[string][]uin
 // FillRecallVectors gives each of entries (by HistoryUID and Seq) that
 // has none the vector stored for it, if the conf's vectors are model's,
 // and reports how many it gave.
-func (s *PGStore) FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *PGStore) FillRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) (int, error) {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return 0, err
 	}
 	failf := func(err error) error { return fmt.Errorf("read recall vectors of conf %q: %w", confUID, err) }
@@ -124,7 +125,7 @@ func (s *PGStore) FillRecallVectors(confUID, model string, entries []koe.RecallE
 	if model == "" || len(uids) == 0 {
 		return 0, nil
 	}
-	ctx, cancel := s.op()
+	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `
 		SELECT e.uid, e.seq, e.vector FROM koe_recall_entries e

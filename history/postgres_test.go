@@ -17,6 +17,7 @@ import (
 // once: every record gets its own sequence number, none is lost, and the
 // numbers have no gaps.
 func TestPostgresAppendsFromTwoPools(t *testing.T) {
+	ctx := t.Context()
 	dsn := pgtest.Schema(t)
 	open := func() *PGStore {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -40,7 +41,7 @@ func TestPostgresAppendsFromTwoPools(t *testing.T) {
 		}
 		wg.Go(func() {
 			for j := range each {
-				if err := s.Append("c", uid, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprintf("w%d-%d", i, j)}); err != nil {
+				if err := s.Append(ctx, "c", uid, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprintf("w%d-%d", i, j)}); err != nil {
 					errs <- err
 					return
 				}
@@ -52,7 +53,7 @@ func TestPostgresAppendsFromTwoPools(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("Append: %v", err)
 	}
-	msgs, err := b.Messages("c", uid)
+	msgs, err := b.Messages(ctx, "c", uid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestPostgresAppendsFromTwoPools(t *testing.T) {
 		}
 		next[w]++
 	}
-	if last, err := a.LastSeq("c", uid); err != nil || last != uint64(len(msgs)) {
+	if last, err := a.LastSeq(ctx, "c", uid); err != nil || last != uint64(len(msgs)) {
 		t.Fatalf("LastSeq = %d, %v; want %d", last, err, len(msgs))
 	}
 }
@@ -106,14 +107,14 @@ func TestPostgresTimeout(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM koe_histories WHERE uid = $1 FOR UPDATE`, uid); err != nil {
 		t.Fatal(err)
 	}
-	err = s.Append("c", uid, koe.Record{Role: koe.RoleHuman, Content: "late"})
+	err = s.Append(ctx, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "late"})
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "within 300ms") {
 		t.Fatalf("Append while the history is locked: %v; want a timeout naming 300ms", err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := s.Messages("c", uid)
+	msgs, err := s.Messages(ctx, "c", uid)
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("Messages = %d records, %v; want only the metadata", len(msgs), err)
 	}
@@ -136,7 +137,7 @@ func TestPostgresOpenMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second open: %v", err)
 	}
-	if ok, err := s2.Exists("c", uid); err != nil || !ok {
+	if ok, err := s2.Exists(ctx, "c", uid); err != nil || !ok {
 		t.Fatalf("second store does not see the history: %v, %v", ok, err)
 	}
 	_ = s2.Close()

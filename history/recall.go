@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -46,8 +47,8 @@ func historyPrefix(historyUID string) []byte { return append([]byte(historyUID),
 
 // RecallMark returns how far a history has been indexed (ok false: not
 // at all).
-func (s *Store) RecallMark(confUID, historyUID string) (mark koe.RecallMark, ok bool, err error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) RecallMark(ctx context.Context, confUID, historyUID string) (mark koe.RecallMark, ok bool, err error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return koe.RecallMark{}, false, err
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
@@ -77,8 +78,8 @@ func (s *Store) RecallMark(confUID, historyUID string) (mark koe.RecallMark, ok 
 // history that no longer exists gets nothing (ErrNotFound): an indexer
 // that read it just before it was deleted must not bring its memories
 // back.
-func (s *Store) SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) SaveRecall(ctx context.Context, confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	vals := make([][]byte, len(entries))
@@ -150,8 +151,8 @@ func (s *Store) SaveRecall(confUID, historyUID string, from, mark koe.RecallMark
 // HistoryUID, Seq and Vector count), made with model. Entries gone since
 // are skipped. Vectors of another model are dropped first: they could not
 // be compared with these.
-func (s *Store) SetRecallVectors(confUID, model string, entries []koe.RecallEntry) error {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *Store) SetRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) error {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return err
 	}
 	err := s.write(func(tx *bolt.Tx) error {
@@ -198,8 +199,8 @@ func setVectorModel(conf *bolt.Bucket, model string) error {
 
 // RecallVectorModel is the model that made the conf's stored vectors ("":
 // none).
-func (s *Store) RecallVectorModel(confUID string) (string, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *Store) RecallVectorModel(ctx context.Context, confUID string) (string, error) {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return "", err
 	}
 	var model string
@@ -217,8 +218,8 @@ func (s *Store) RecallVectorModel(confUID string) (string, error) {
 
 // ForEachRecall calls fn with every entry of a conf, with its vector, in
 // history and sequence order. fn must not call the store.
-func (s *Store) ForEachRecall(confUID string, fn func(koe.RecallEntry) error) error {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *Store) ForEachRecall(ctx context.Context, confUID string, fn func(koe.RecallEntry) error) error {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return err
 	}
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -226,7 +227,7 @@ func (s *Store) ForEachRecall(confUID string, fn func(koe.RecallEntry) error) er
 		if ents == nil {
 			return nil
 		}
-		return walkVectored(ents, recallSub(tx, confUID, bucketVectors), "recall entry", func(k []byte, e *koe.RecallEntry, vec []float32) error {
+		return walkVectored(ctx, ents, recallSub(tx, confUID, bucketVectors), "recall entry", func(k []byte, e *koe.RecallEntry, vec []float32) error {
 			uid, seq, ok := parseRecallKey(k)
 			if !ok {
 				return fmt.Errorf("recall key %x is malformed", k)
@@ -242,8 +243,8 @@ func (s *Store) ForEachRecall(confUID string, fn func(koe.RecallEntry) error) er
 }
 
 // RecallMarks returns the mark of every indexed history of a conf.
-func (s *Store) RecallMarks(confUID string) (map[string]koe.RecallMark, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *Store) RecallMarks(ctx context.Context, confUID string) (map[string]koe.RecallMark, error) {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return nil, err
 	}
 	marks := map[string]koe.RecallMark{}
@@ -269,8 +270,8 @@ func (s *Store) RecallMarks(confUID string) (map[string]koe.RecallMark, error) {
 
 // ForgetRecall removes one entry for good: it stays forgotten through
 // rebuilds. It reports whether the entry existed.
-func (s *Store) ForgetRecall(confUID, historyUID string, seq uint64) (bool, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) ForgetRecall(ctx context.Context, confUID, historyUID string, seq uint64) (bool, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return false, err
 	}
 	var existed bool
@@ -300,8 +301,8 @@ func (s *Store) ForgetRecall(confUID, historyUID string, seq uint64) (bool, erro
 
 // ClearRecall drops a conf's entries, vectors and marks so that its index
 // is built again from the histories. What was forgotten stays forgotten.
-func (s *Store) ClearRecall(confUID string) error {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *Store) ClearRecall(ctx context.Context, confUID string) error {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return err
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -356,7 +357,10 @@ func dropRecall(tx *bolt.Tx, confUID, historyUID string) error {
 }
 
 // Confs lists the conf uids that have histories.
-func (s *Store) Confs() ([]string, error) {
+func (s *Store) Confs(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var out []string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketHistories).ForEachBucket(func(k []byte) error {
@@ -372,14 +376,14 @@ func (s *Store) Confs() ([]string, error) {
 
 // Since returns up to limit records of a history stored after sequence
 // after, oldest first, metadata included (Seq tells where to go on).
-func (s *Store) Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) Since(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {
 		return nil, fmt.Errorf("records of history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	return s.records(confUID, historyUID, after, limit)
+	return s.records(ctx, confUID, historyUID, after, limit)
 }
 
 // recallConf returns a conf's recall bucket with its sub-buckets, creating
@@ -436,9 +440,13 @@ func decodeVector(b []byte) []float32 {
 
 // walkVectored calls fn with each entry of entries, decoded from JSON and
 // completed by fill from its key and its vector in vectors (nil: none),
-// in key order: the shape of recall's entries and knowledge's chunks.
-func walkVectored[T any](entries, vectors *bolt.Bucket, what string, fill func(k []byte, t *T, vec []float32) error, fn func(T) error) error {
+// in key order: the shape of recall's entries and knowledge's chunks. A
+// walk may be long: it stops when ctx ends.
+func walkVectored[T any](ctx context.Context, entries, vectors *bolt.Bucket, what string, fill func(k []byte, t *T, vec []float32) error, fn func(T) error) error {
 	return entries.ForEach(func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var t T
 		if err := json.Unmarshal(v, &t); err != nil {
 			return fmt.Errorf("decode %s %x: %w", what, k, err)

@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -17,8 +18,8 @@ import (
 // RecallSince returns up to limit entries of a history with a sequence
 // number after after, in sequence order, with their vectors. A history
 // that does not exist is ErrNotFound.
-func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) RecallSince(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {
@@ -67,8 +68,8 @@ func (s *Store) RecallSince(confUID, historyUID string, after uint64, limit int)
 // ForgottenRecalls returns the sequence numbers of the forgotten entries
 // of a history (historyUID "": of every history of the conf), in order,
 // by history uid (none for a history that does not exist).
-func (s *Store) ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error) {
-	if err := checkForgottenIDs(confUID, historyUID); err != nil {
+func (s *Store) ForgottenRecalls(ctx context.Context, confUID, historyUID string) (map[string][]uint64, error) {
+	if err := CheckConfOrHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	out := map[string][]uint64{}
@@ -97,20 +98,12 @@ func (s *Store) ForgottenRecalls(confUID, historyUID string) (map[string][]uint6
 	return out, nil
 }
 
-// checkForgottenIDs checks ForgottenRecalls' ids: historyUID may be "".
-func checkForgottenIDs(confUID, historyUID string) error {
-	if historyUID == "" {
-		return checkIDs(confID(confUID))
-	}
-	return checkIDs(confID(confUID), historyID(historyUID))
-}
-
 // FillRecallVectors gives each of entries (by HistoryUID and Seq) that
 // has none the vector stored for it, if the conf's vectors are model's,
 // and reports how many it gave: vectors another instance made need not
 // be made again.
-func (s *Store) FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *Store) FillRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) (int, error) {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return 0, err
 	}
 	n := 0

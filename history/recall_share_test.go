@@ -19,37 +19,38 @@ import (
 func TestSaveRecallMarkMoved(t *testing.T) { eachBackend(t, testSaveRecallMarkMoved) }
 
 func testSaveRecallMarkMoved(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	first := koe.RecallMark{Seq: 3, Turn: 1}
-	if _, err := s.SaveRecall("c", "h1", koe.RecallMark{}, first, []koe.RecallEntry{ent("h1", 2, "two")}); err != nil {
+	if _, err := s.SaveRecall(ctx, "c", "h1", koe.RecallMark{}, first, []koe.RecallEntry{ent("h1", 2, "two")}); err != nil {
 		t.Fatal(err)
 	}
 	before := recallKeys(recallOf(t, s, "c"))
 	for _, from := range []koe.RecallMark{{}, {Seq: 3}, {Seq: 2, Turn: 1}, {Seq: 9, Turn: 4}} {
-		saved, err := s.SaveRecall("c", "h1", from, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{ent("h1", 4, "four")})
+		saved, err := s.SaveRecall(ctx, "c", "h1", from, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{ent("h1", 4, "four")})
 		if !errors.Is(err, koe.ErrMarkMoved) || saved != nil {
 			t.Fatalf("SaveRecall from %+v with the mark at %+v = %v, %v; want ErrMarkMoved", from, first, saved, err)
 		}
 	}
-	if m, _, _ := s.RecallMark("c", "h1"); m != first {
+	if m, _, _ := s.RecallMark(ctx, "c", "h1"); m != first {
 		t.Fatalf("refused saves moved the mark to %+v", m)
 	}
 	if got := recallKeys(recallOf(t, s, "c")); !slices.Equal(got, before) {
 		t.Fatalf("refused saves wrote entries: %v, want %v", got, before)
 	}
-	if _, err := s.SaveRecall("c", "h1", first, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{ent("h1", 4, "four")}); err != nil {
+	if _, err := s.SaveRecall(ctx, "c", "h1", first, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{ent("h1", 4, "four")}); err != nil {
 		t.Fatalf("a save from the stored mark: %v", err)
 	}
 	// A clear takes the marks away: a save from before it is refused, a
 	// save from nothing goes.
-	if err := s.ClearRecall("c"); err != nil {
+	if err := s.ClearRecall(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SaveRecall("c", "h1", koe.RecallMark{Seq: 5, Turn: 2}, koe.RecallMark{Seq: 6, Turn: 3}, nil); !errors.Is(err, koe.ErrMarkMoved) {
+	if _, err := s.SaveRecall(ctx, "c", "h1", koe.RecallMark{Seq: 5, Turn: 2}, koe.RecallMark{Seq: 6, Turn: 3}, nil); !errors.Is(err, koe.ErrMarkMoved) {
 		t.Fatalf("a save from before a clear: %v, want ErrMarkMoved", err)
 	}
-	if _, err := s.SaveRecall("c", "h1", koe.RecallMark{}, koe.RecallMark{Seq: 6, Turn: 3}, []koe.RecallEntry{ent("h1", 2, "two")}); err != nil {
+	if _, err := s.SaveRecall(ctx, "c", "h1", koe.RecallMark{}, koe.RecallMark{Seq: 6, Turn: 3}, []koe.RecallEntry{ent("h1", 2, "two")}); err != nil {
 		t.Fatalf("a save after a clear: %v", err)
 	}
 }
@@ -81,6 +82,7 @@ func TestSaveRecallRace(t *testing.T) {
 }
 
 func testSaveRecallRace(t *testing.T, stores []testStore) {
+	ctx := t.Context()
 	mustCreateWith(t, stores[0], "c", "h1")
 	const rounds, perStore = 30, 3
 	winners := make([]string, 0, rounds)
@@ -100,7 +102,7 @@ func testSaveRecallRace(t *testing.T, stores []testStore) {
 				done.Add(1)
 				go func() {
 					defer done.Done()
-					from, _, err := s.RecallMark("c", "h1")
+					from, _, err := s.RecallMark(ctx, "c", "h1")
 					read.Done()
 					if err != nil {
 						out <- outcome{who: who, err: err}
@@ -109,7 +111,7 @@ func testSaveRecallRace(t *testing.T, stores []testStore) {
 					marks <- from
 					read.Wait() // every saver has read the mark: they race
 					to := koe.RecallMark{Seq: from.Seq + 1, Turn: from.Turn + 1}
-					saved, err := s.SaveRecall("c", "h1", from, to, []koe.RecallEntry{ent("h1", to.Seq, who)})
+					saved, err := s.SaveRecall(ctx, "c", "h1", from, to, []koe.RecallEntry{ent("h1", to.Seq, who)})
 					out <- outcome{who, saved, err}
 				}()
 			}
@@ -139,7 +141,7 @@ func testSaveRecallRace(t *testing.T, stores []testStore) {
 			t.Fatalf("round %d: %d saves went (%v), want exactly one", round, len(won), won)
 		}
 		winners = append(winners, won[0])
-		if m, _, _ := stores[1].RecallMark("c", "h1"); m != (koe.RecallMark{Seq: uint64(round), Turn: round}) {
+		if m, _, _ := stores[1].RecallMark(ctx, "c", "h1"); m != (koe.RecallMark{Seq: uint64(round), Turn: round}) {
 			t.Fatalf("after round %d the mark is %+v", round, m)
 		}
 	}
@@ -160,6 +162,7 @@ func testSaveRecallRace(t *testing.T, stores []testStore) {
 func TestRecallSince(t *testing.T) { eachBackend(t, testRecallSince) }
 
 func testRecallSince(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	for _, uid := range []string{"h1", "h10", "empty"} {
 		mustCreateWith(t, s, "c", uid)
@@ -169,12 +172,12 @@ func testRecallSince(t *testing.T, open opener) {
 	e256.Meta = map[string]string{"dia_id": "D1:3"}
 	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 256, Turn: 9}, e256, e2, e3, ent("h1", 7, "forget me"))
 	mustSaveRecall(t, s, "c", "h10", koe.RecallMark{Seq: 2, Turn: 1}, ent("h10", 2, "elsewhere"))
-	if _, err := s.ForgetRecall("c", "h1", 7); err != nil {
+	if _, err := s.ForgetRecall(ctx, "c", "h1", 7); err != nil {
 		t.Fatal(err)
 	}
 	since := func(uid string, after uint64, limit int) []koe.RecallEntry {
 		t.Helper()
-		got, err := s.RecallSince("c", uid, after, limit)
+		got, err := s.RecallSince(ctx, "c", uid, after, limit)
 		if err != nil {
 			t.Fatalf("RecallSince(%s, %d, %d): %v", uid, after, limit, err)
 		}
@@ -198,13 +201,13 @@ func testRecallSince(t *testing.T, open opener) {
 	if got := since("h10", 0, 10); len(got) != 1 || got[0].Text != "elsewhere" {
 		t.Fatalf("RecallSince(h10) = %+v", got)
 	}
-	if _, err := s.RecallSince("c", "gone", 0, 10); !errors.Is(err, koe.ErrNotFound) {
+	if _, err := s.RecallSince(ctx, "c", "gone", 0, 10); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("a missing history: %v, want ErrNotFound", err)
 	}
-	if _, err := s.RecallSince("c", "h1", 0, 0); !errors.Is(err, koe.ErrInvalidPage) {
+	if _, err := s.RecallSince(ctx, "c", "h1", 0, 0); !errors.Is(err, koe.ErrInvalidPage) {
 		t.Fatalf("limit 0: %v, want ErrInvalidPage", err)
 	}
-	if _, err := s.RecallSince("c", "../h1", 0, 1); !errors.Is(err, koe.ErrInvalidID) {
+	if _, err := s.RecallSince(ctx, "c", "../h1", 0, 1); !errors.Is(err, koe.ErrInvalidID) {
 		t.Fatalf("a bad uid: %v, want ErrInvalidID", err)
 	}
 }
@@ -214,32 +217,33 @@ func testRecallSince(t *testing.T, open opener) {
 func TestForgottenRecalls(t *testing.T) { eachBackend(t, testForgottenRecalls) }
 
 func testForgottenRecalls(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	mustCreateWith(t, s, "c", "h10")
 	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 3, Turn: 3}, ent("h1", 2, "two"), ent("h1", 3, "three"))
-	if _, err := s.ForgetRecalls("c", "h1", []uint64{300, 3, 9}); err != nil {
+	if _, err := s.ForgetRecalls(ctx, "c", "h1", []uint64{300, 3, 9}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ForgetRecall("c", "h10", 5); err != nil {
+	if _, err := s.ForgetRecall(ctx, "c", "h10", 5); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ForgetRecall("d", "h1", 4); err != nil {
+	if _, err := s.ForgetRecall(ctx, "d", "h1", 4); err != nil {
 		t.Fatal(err) // another conf: no history h1 there, no tombstone
 	}
 	all := map[string][]uint64{"h1": {3, 9, 300}, "h10": {5}}
 	for uid, want := range map[string]map[string][]uint64{
 		"h1": {"h1": all["h1"]}, "h10": {"h10": all["h10"]}, "gone": {}, "": all,
 	} {
-		got, err := s.ForgottenRecalls("c", uid)
+		got, err := s.ForgottenRecalls(ctx, "c", uid)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("ForgottenRecalls(%q) = %v, %v; want %v", uid, got, err, want)
 		}
 	}
-	if got, err := s.ForgottenRecalls("d", ""); err != nil || len(got) != 0 {
+	if got, err := s.ForgottenRecalls(ctx, "d", ""); err != nil || len(got) != 0 {
 		t.Fatalf("ForgottenRecalls of another conf = %v, %v", got, err)
 	}
-	if _, err := s.ForgottenRecalls("c", "a/b"); !errors.Is(err, koe.ErrInvalidID) {
+	if _, err := s.ForgottenRecalls(ctx, "c", "a/b"); !errors.Is(err, koe.ErrInvalidID) {
 		t.Fatalf("a bad uid: %v, want ErrInvalidID", err)
 	}
 }
@@ -249,9 +253,10 @@ func testForgottenRecalls(t *testing.T, open opener) {
 func TestFillRecallVectors(t *testing.T) { eachBackend(t, testFillRecallVectors) }
 
 func testFillRecallVectors(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
-	if err := s.SetRecallVectors("c", "m1", nil); err != nil {
+	if err := s.SetRecallVectors(ctx, "c", "m1", nil); err != nil {
 		t.Fatal(err)
 	}
 	e2, e3, e4 := ent("h1", 2, "two"), ent("h1", 3, "three"), ent("h1", 4, "four")
@@ -266,7 +271,7 @@ func testFillRecallVectors(t *testing.T, open opener) {
 		}
 	}
 	got := ask()
-	n, err := s.FillRecallVectors("c", "m1", got)
+	n, err := s.FillRecallVectors(ctx, "c", "m1", got)
 	if err != nil || n != 1 {
 		t.Fatalf("FillRecallVectors = %d, %v; want 1", n, err)
 	}
@@ -275,11 +280,11 @@ func testFillRecallVectors(t *testing.T, open opener) {
 	}
 	for _, model := range []string{"m2", ""} {
 		got := ask()
-		if n, err := s.FillRecallVectors("c", model, got); err != nil || n != 0 || got[0].Vector != nil {
+		if n, err := s.FillRecallVectors(ctx, "c", model, got); err != nil || n != 0 || got[0].Vector != nil {
 			t.Fatalf("model %q: %d, %v, %+v; want nothing", model, n, err, got[0])
 		}
 	}
-	if n, err := s.FillRecallVectors("nobody", "m1", ask()); err != nil || n != 0 {
+	if n, err := s.FillRecallVectors(ctx, "nobody", "m1", ask()); err != nil || n != 0 {
 		t.Fatalf("another conf: %d, %v", n, err)
 	}
 }

@@ -17,8 +17,9 @@ import (
 // recallOf reads every recall entry of conf, failing the test on error.
 func recallOf(t *testing.T, s testStore, conf string) []koe.RecallEntry {
 	t.Helper()
+	ctx := t.Context()
 	var out []koe.RecallEntry
-	if err := s.ForEachRecall(conf, func(e koe.RecallEntry) error {
+	if err := s.ForEachRecall(ctx, conf, func(e koe.RecallEntry) error {
 		out = append(out, e)
 		return nil
 	}); err != nil {
@@ -38,7 +39,8 @@ func recallKeys(es []koe.RecallEntry) []string {
 
 func mustCreateWith(t *testing.T, s testStore, conf, uid string, records ...koe.Record) {
 	t.Helper()
-	if err := s.CreateWith(conf, uid, records...); err != nil {
+	ctx := t.Context()
+	if err := s.CreateWith(ctx, conf, uid, records...); err != nil {
 		t.Fatalf("CreateWith(%q, %q): %v", conf, uid, err)
 	}
 }
@@ -46,11 +48,12 @@ func mustCreateWith(t *testing.T, s testStore, conf, uid string, records ...koe.
 // mustSaveRecall saves entries and moves the mark from wherever it is.
 func mustSaveRecall(t *testing.T, s testStore, conf, uid string, mark koe.RecallMark, es ...koe.RecallEntry) []koe.RecallEntry {
 	t.Helper()
-	from, _, err := s.RecallMark(conf, uid)
+	ctx := t.Context()
+	from, _, err := s.RecallMark(ctx, conf, uid)
 	if err != nil {
 		t.Fatalf("RecallMark(%q, %q): %v", conf, uid, err)
 	}
-	saved, err := s.SaveRecall(conf, uid, from, mark, es)
+	saved, err := s.SaveRecall(ctx, conf, uid, from, mark, es)
 	if err != nil {
 		t.Fatalf("SaveRecall(%q, %q): %v", conf, uid, err)
 	}
@@ -98,11 +101,12 @@ func rawRecallKeys(t *testing.T, st testStore, conf string, name []byte, uid str
 func TestRecallRoundTrip(t *testing.T) { eachBackend(t, testRecallRoundTrip) }
 
 func testRecallRoundTrip(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	mustCreateWith(t, s, "c", "h10")
 
-	if _, ok, err := s.RecallMark("c", "h1"); err != nil || ok {
+	if _, ok, err := s.RecallMark(ctx, "c", "h1"); err != nil || ok {
 		t.Fatalf("RecallMark before any save = ok %v, err %v; want not found", ok, err)
 	}
 	if got := recallOf(t, s, "c"); len(got) != 0 {
@@ -130,10 +134,10 @@ func testRecallRoundTrip(t *testing.T, open opener) {
 		t.Fatalf("an entry saved without a vector reads back with %v", got[0].Vector)
 	}
 
-	if m, ok, err := s.RecallMark("c", "h1"); err != nil || !ok || m != (koe.RecallMark{Seq: 256, Turn: 7}) {
+	if m, ok, err := s.RecallMark(ctx, "c", "h1"); err != nil || !ok || m != (koe.RecallMark{Seq: 256, Turn: 7}) {
 		t.Fatalf("RecallMark(h1) = %+v, %v, %v", m, ok, err)
 	}
-	marks, err := s.RecallMarks("c")
+	marks, err := s.RecallMarks(ctx, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +146,7 @@ func testRecallRoundTrip(t *testing.T, open opener) {
 	}
 	// A mark only moves with a save, even one without entries.
 	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 300, Turn: 9})
-	if m, _, _ := s.RecallMark("c", "h1"); m != (koe.RecallMark{Seq: 300, Turn: 9}) {
+	if m, _, _ := s.RecallMark(ctx, "c", "h1"); m != (koe.RecallMark{Seq: 300, Turn: 9}) {
 		t.Fatalf("mark after an empty save = %+v", m)
 	}
 	if got := recallOf(t, s, "c"); len(got) != 3 {
@@ -153,7 +157,7 @@ func testRecallRoundTrip(t *testing.T, open opener) {
 	if got := recallOf(t, s, "other"); len(got) != 0 {
 		t.Fatalf("conf other sees %v", recallKeys(got))
 	}
-	if marks, err := s.RecallMarks("other"); err != nil || len(marks) != 0 {
+	if marks, err := s.RecallMarks(ctx, "other"); err != nil || len(marks) != 0 {
 		t.Fatalf("RecallMarks(other) = %v, %v", marks, err)
 	}
 }
@@ -161,23 +165,24 @@ func testRecallRoundTrip(t *testing.T, open opener) {
 func TestSaveRecallMissingHistory(t *testing.T) { eachBackend(t, testSaveRecallMissingHistory) }
 
 func testSaveRecallMissingHistory(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	mustCreateWith(t, s, "c", "gone")
-	if err := s.Delete("c", "gone"); err != nil {
+	if err := s.Delete(ctx, "c", "gone"); err != nil {
 		t.Fatal(err)
 	}
 	for _, uid := range []string{"gone", "never"} {
-		saved, err := s.SaveRecall("c", uid, koe.RecallMark{}, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{ent(uid, 2, "hello")})
+		saved, err := s.SaveRecall(ctx, "c", uid, koe.RecallMark{}, koe.RecallMark{Seq: 5, Turn: 2}, []koe.RecallEntry{ent(uid, 2, "hello")})
 		if !errors.Is(err, koe.ErrNotFound) || saved != nil {
 			t.Fatalf("SaveRecall(%s) = %v, %v; want ErrNotFound and nothing", uid, saved, err)
 		}
-		if _, ok, _ := s.RecallMark("c", uid); ok {
+		if _, ok, _ := s.RecallMark(ctx, "c", uid); ok {
 			t.Fatalf("SaveRecall(%s) moved a mark", uid)
 		}
 	}
 	// The conf has no history at all: still nothing.
-	if _, err := s.SaveRecall("nobody", "h1", koe.RecallMark{}, koe.RecallMark{Seq: 1}, []koe.RecallEntry{ent("h1", 1, "x")}); !errors.Is(err, koe.ErrNotFound) {
+	if _, err := s.SaveRecall(ctx, "nobody", "h1", koe.RecallMark{}, koe.RecallMark{Seq: 1}, []koe.RecallEntry{ent("h1", 1, "x")}); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("SaveRecall in an unknown conf: %v", err)
 	}
 	if got := recallOf(t, s, "c"); len(got) != 0 {
@@ -186,7 +191,7 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 	if n := rawRecallKeys(t, s, "c", bucketEntries, "gone") + rawRecallKeys(t, s, "c", bucketEntries, "never"); n != 0 {
 		t.Fatalf("%d raw entries for missing histories", n)
 	}
-	if _, err := s.SaveRecall("c", "../h1", koe.RecallMark{}, koe.RecallMark{}, nil); !errors.Is(err, koe.ErrInvalidID) {
+	if _, err := s.SaveRecall(ctx, "c", "../h1", koe.RecallMark{}, koe.RecallMark{}, nil); !errors.Is(err, koe.ErrInvalidID) {
 		t.Fatalf("SaveRecall with a bad uid: %v", err)
 	}
 }
@@ -194,16 +199,17 @@ func testSaveRecallMissingHistory(t *testing.T, open opener) {
 func TestForgetRecallTombstone(t *testing.T) { eachBackend(t, testForgetRecallTombstone) }
 
 func testForgetRecallTombstone(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
 	e2, e3 := ent("h1", 2, "two"), ent("h1", 3, "three")
 	e2.Vector = []float32{1, 0}
-	if err := s.SetRecallVectors("c", "m", nil); err != nil {
+	if err := s.SetRecallVectors(ctx, "c", "m", nil); err != nil {
 		t.Fatal(err)
 	}
 	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 3, Turn: 3}, e2, e3)
 
-	existed, err := s.ForgetRecall("c", "h1", 2)
+	existed, err := s.ForgetRecall(ctx, "c", "h1", 2)
 	if err != nil || !existed {
 		t.Fatalf("ForgetRecall(2) = %v, %v; want true", existed, err)
 	}
@@ -215,7 +221,7 @@ func testForgetRecallTombstone(t *testing.T, open opener) {
 	}
 	// Forgetting what was never indexed (yet) is no error, and it stays
 	// out when the indexer gets to it.
-	if existed, err := s.ForgetRecall("c", "h1", 4); err != nil || existed {
+	if existed, err := s.ForgetRecall(ctx, "c", "h1", 4); err != nil || existed {
 		t.Fatalf("ForgetRecall(4) = %v, %v; want false", existed, err)
 	}
 
@@ -231,16 +237,16 @@ func testForgetRecallTombstone(t *testing.T, open opener) {
 	}
 
 	// A rebuild starts from nothing but what was forgotten.
-	if err := s.ClearRecall("c"); err != nil {
+	if err := s.ClearRecall(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
 	if got := recallOf(t, s, "c"); len(got) != 0 {
 		t.Fatalf("entries after ClearRecall: %v", recallKeys(got))
 	}
-	if marks, _ := s.RecallMarks("c"); len(marks) != 0 {
+	if marks, _ := s.RecallMarks(ctx, "c"); len(marks) != 0 {
 		t.Fatalf("marks after ClearRecall: %v", marks)
 	}
-	if m, _ := s.RecallVectorModel("c"); m != "" {
+	if m, _ := s.RecallVectorModel(ctx, "c"); m != "" {
 		t.Fatalf("vector model after ClearRecall = %q", m)
 	}
 	saved = mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 5, Turn: 5}, e2, e3, ent("h1", 4, "four"), ent("h1", 5, "five"))
@@ -254,8 +260,9 @@ func TestForgetRecallMissingHistoryLeavesNoTombstone(t *testing.T) {
 }
 
 func testForgetRecallMissingHistoryLeavesNoTombstone(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
-	if existed, err := s.ForgetRecall("c", "h1", 2); err != nil || existed {
+	if existed, err := s.ForgetRecall(ctx, "c", "h1", 2); err != nil || existed {
 		t.Fatalf("ForgetRecall on a missing history = %v, %v", existed, err)
 	}
 	if n := rawRecallKeys(t, s, "c", bucketForgotten, "h1"); n != 0 {
@@ -272,9 +279,10 @@ func testForgetRecallMissingHistoryLeavesNoTombstone(t *testing.T, open opener) 
 func TestDeleteDropsRecall(t *testing.T) { eachBackend(t, testDeleteDropsRecall) }
 
 func testDeleteDropsRecall(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	uids := []string{"h1", "h10", "h2"}
-	if err := s.SetRecallVectors("c", "m", nil); err != nil {
+	if err := s.SetRecallVectors(ctx, "c", "m", nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, uid := range uids {
@@ -286,7 +294,7 @@ func testDeleteDropsRecall(t *testing.T, open opener) {
 			es = append(es, e)
 		}
 		mustSaveRecall(t, s, "c", uid, koe.RecallMark{Seq: 4, Turn: 4}, es...)
-		if _, err := s.ForgetRecall("c", uid, 3); err != nil {
+		if _, err := s.ForgetRecall(ctx, "c", uid, 3); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -294,7 +302,7 @@ func testDeleteDropsRecall(t *testing.T, open opener) {
 	mustCreateWith(t, s, "d", "h1")
 	mustSaveRecall(t, s, "d", "h1", koe.RecallMark{Seq: 2, Turn: 2}, ent("h1", 2, "elsewhere"))
 
-	if err := s.Delete("c", "h1"); err != nil {
+	if err := s.Delete(ctx, "c", "h1"); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range [][]byte{bucketEntries, bucketVectors, bucketForgotten, bucketMarks} {
@@ -315,7 +323,7 @@ func testDeleteDropsRecall(t *testing.T, open opener) {
 	if got := recallKeys(recallOf(t, s, "d")); !slices.Equal(got, []string{"h1/2"}) {
 		t.Fatalf("conf d lost its h1: %v", got)
 	}
-	marks, _ := s.RecallMarks("c")
+	marks, _ := s.RecallMarks(ctx, "c")
 	if _, ok := marks["h1"]; ok || len(marks) != 2 {
 		t.Fatalf("marks after deleting h1: %v", marks)
 	}
@@ -325,7 +333,7 @@ func testDeleteDropsRecall(t *testing.T, open opener) {
 	}
 	// Deleting a history that has no recall data is fine too.
 	mustCreateWith(t, s, "c", "h3")
-	if err := s.Delete("c", "h3"); err != nil {
+	if err := s.Delete(ctx, "c", "h3"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -333,12 +341,13 @@ func testDeleteDropsRecall(t *testing.T, open opener) {
 func TestSetRecallVectorsModel(t *testing.T) { eachBackend(t, testSetRecallVectorsModel) }
 
 func testSetRecallVectorsModel(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1")
-	if m, err := s.RecallVectorModel("c"); err != nil || m != "" {
+	if m, err := s.RecallVectorModel(ctx, "c"); err != nil || m != "" {
 		t.Fatalf("RecallVectorModel of a new conf = %q, %v", m, err)
 	}
-	if err := s.SetRecallVectors("c", "small", nil); err != nil {
+	if err := s.SetRecallVectors(ctx, "c", "small", nil); err != nil {
 		t.Fatal(err)
 	}
 	var es []koe.RecallEntry
@@ -348,12 +357,12 @@ func testSetRecallVectorsModel(t *testing.T, open opener) {
 		es = append(es, e)
 	}
 	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 4}, es...)
-	if m, _ := s.RecallVectorModel("c"); m != "small" {
+	if m, _ := s.RecallVectorModel(ctx, "c"); m != "small" {
 		t.Fatalf("model = %q", m)
 	}
 
 	// The same model adds to what is there.
-	if err := s.SetRecallVectors("c", "small", []koe.RecallEntry{{HistoryUID: "h1", Seq: 2, Vector: []float32{9}}}); err != nil {
+	if err := s.SetRecallVectors(ctx, "c", "small", []koe.RecallEntry{{HistoryUID: "h1", Seq: 2, Vector: []float32{9}}}); err != nil {
 		t.Fatal(err)
 	}
 	got := recallOf(t, s, "c")
@@ -362,10 +371,10 @@ func testSetRecallVectorsModel(t *testing.T, open opener) {
 	}
 
 	// Another model: the old vectors cannot be compared with its, so they go.
-	if _, err := s.ForgetRecall("c", "h1", 4); err != nil {
+	if _, err := s.ForgetRecall(ctx, "c", "h1", 4); err != nil {
 		t.Fatal(err)
 	}
-	err := s.SetRecallVectors("c", "large", []koe.RecallEntry{
+	err := s.SetRecallVectors(ctx, "c", "large", []koe.RecallEntry{
 		{HistoryUID: "h1", Seq: 3, Vector: []float32{-1, 2, 3}},
 		{HistoryUID: "h1", Seq: 4, Vector: []float32{7}},  // forgotten: skipped
 		{HistoryUID: "h1", Seq: 99, Vector: []float32{7}}, // never saved: skipped
@@ -374,7 +383,7 @@ func testSetRecallVectorsModel(t *testing.T, open opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := s.RecallVectorModel("c"); m != "large" {
+	if m, _ := s.RecallVectorModel(ctx, "c"); m != "large" {
 		t.Fatalf("model = %q, want large", m)
 	}
 	got = recallOf(t, s, "c")
@@ -389,6 +398,7 @@ func testSetRecallVectorsModel(t *testing.T, open opener) {
 func TestSince(t *testing.T) { eachBackend(t, testSince) }
 
 func testSince(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	mustCreateWith(t, s, "c", "h1",
 		koe.Record{Role: koe.RoleHuman, Content: "one", Meta: map[string]string{"dia_id": "D1:1"}},
@@ -396,7 +406,7 @@ func testSince(t *testing.T, open opener) {
 	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleHuman, Content: "three"})
 	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleAI, Content: "four"})
 
-	all, err := s.Since("c", "h1", 0, 100)
+	all, err := s.Since(ctx, "c", "h1", 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,17 +421,17 @@ func testSince(t *testing.T, open opener) {
 		t.Fatalf("Since lost the metadata: %v", all[1].Meta)
 	}
 
-	page, err := s.Since("c", "h1", 2, 2)
+	page, err := s.Since(ctx, "c", "h1", 2, 2)
 	if err != nil || len(page) != 2 || page[0].Seq != 3 || page[1].Seq != 4 {
 		t.Fatalf("Since(2, limit 2) = %+v, %v", page, err)
 	}
-	if rest, err := s.Since("c", "h1", 5, 10); err != nil || len(rest) != 0 {
+	if rest, err := s.Since(ctx, "c", "h1", 5, 10); err != nil || len(rest) != 0 {
 		t.Fatalf("Since past the end = %+v, %v", rest, err)
 	}
-	if _, err := s.Since("c", "h1", 0, 0); !errors.Is(err, koe.ErrInvalidPage) {
+	if _, err := s.Since(ctx, "c", "h1", 0, 0); !errors.Is(err, koe.ErrInvalidPage) {
 		t.Fatalf("Since with limit 0: %v", err)
 	}
-	if _, err := s.Since("c", "nope", 0, 1); !errors.Is(err, koe.ErrNotFound) {
+	if _, err := s.Since(ctx, "c", "nope", 0, 1); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Since of a missing history: %v", err)
 	}
 }
@@ -429,12 +439,13 @@ func testSince(t *testing.T, open opener) {
 func TestRecordMetaRoundTrip(t *testing.T) { eachBackend(t, testRecordMetaRoundTrip) }
 
 func testRecordMetaRoundTrip(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	meta := map[string]string{"dia_id": "D3:14", "source": "locomo"}
 	mustCreateWith(t, s, "c", "h1", koe.Record{Role: koe.RoleHuman, Content: "created", Meta: meta})
 	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleAI, Content: "appended", Meta: map[string]string{"k": "v"}})
 	mustAppend(t, s, "c", "h1", koe.Record{Role: koe.RoleAI, Content: "plain"})
-	msgs, err := s.Messages("c", "h1")
+	msgs, err := s.Messages(ctx, "c", "h1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,19 +481,20 @@ func rawRecord(t *testing.T, st testStore, conf, uid string, seq uint64) []byte 
 }
 
 func TestRecallReopen(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "koe.db")
 	s, err := Open(path, Options{Now: stepClock(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustCreateWith(t, s, "c", "h1", koe.Record{Role: koe.RoleHuman, Content: "hi", Meta: map[string]string{"a": "b"}})
-	if err := s.SetRecallVectors("c", "m1", nil); err != nil {
+	if err := s.SetRecallVectors(ctx, "c", "m1", nil); err != nil {
 		t.Fatal(err)
 	}
 	e := ent("h1", 2, "hi")
 	e.Meta, e.Vector = map[string]string{"a": "b"}, []float32{0.25, 0.5}
 	mustSaveRecall(t, s, "c", "h1", koe.RecallMark{Seq: 2, Turn: 1}, e, ent("h1", 3, "forget me"))
-	if _, err := s.ForgetRecall("c", "h1", 3); err != nil {
+	if _, err := s.ForgetRecall(ctx, "c", "h1", 3); err != nil {
 		t.Fatal(err)
 	}
 	want := recallOf(t, s, "c")
@@ -498,20 +510,20 @@ func TestRecallReopen(t *testing.T) {
 	if got := recallOf(t, s2, "c"); !reflect.DeepEqual(got, want) || len(got) != 1 || !reflect.DeepEqual(got[0].Vector, e.Vector) {
 		t.Fatalf("after reopen: %+v, want %+v", got, want)
 	}
-	if m, ok, err := s2.RecallMark("c", "h1"); err != nil || !ok || m != (koe.RecallMark{Seq: 2, Turn: 1}) {
+	if m, ok, err := s2.RecallMark(ctx, "c", "h1"); err != nil || !ok || m != (koe.RecallMark{Seq: 2, Turn: 1}) {
 		t.Fatalf("mark after reopen: %+v %v %v", m, ok, err)
 	}
-	if m, _ := s2.RecallVectorModel("c"); m != "m1" {
+	if m, _ := s2.RecallVectorModel(ctx, "c"); m != "m1" {
 		t.Fatalf("model after reopen = %q", m)
 	}
-	if saved, err := s2.SaveRecall("c", "h1", koe.RecallMark{Seq: 2, Turn: 1}, koe.RecallMark{Seq: 3, Turn: 2}, []koe.RecallEntry{ent("h1", 3, "forget me")}); err != nil || len(saved) != 0 {
+	if saved, err := s2.SaveRecall(ctx, "c", "h1", koe.RecallMark{Seq: 2, Turn: 1}, koe.RecallMark{Seq: 3, Turn: 2}, []koe.RecallEntry{ent("h1", 3, "forget me")}); err != nil || len(saved) != 0 {
 		t.Fatalf("the tombstone did not survive the reopen: %v, %v", saved, err)
 	}
-	msgs, err := s2.Messages("c", "h1")
+	msgs, err := s2.Messages(ctx, "c", "h1")
 	if err != nil || !reflect.DeepEqual(msgs[1].Meta, map[string]string{"a": "b"}) {
 		t.Fatalf("record metadata after reopen: %+v, %v", msgs, err)
 	}
-	if confs, err := s2.Confs(); err != nil || !slices.Equal(confs, []string{"c"}) {
+	if confs, err := s2.Confs(ctx); err != nil || !slices.Equal(confs, []string{"c"}) {
 		t.Fatalf("Confs after reopen = %v, %v", confs, err)
 	}
 }
@@ -519,14 +531,15 @@ func TestRecallReopen(t *testing.T) {
 func TestConfs(t *testing.T) { eachBackend(t, testConfs) }
 
 func testConfs(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
-	if confs, err := s.Confs(); err != nil || len(confs) != 0 {
+	if confs, err := s.Confs(ctx); err != nil || len(confs) != 0 {
 		t.Fatalf("Confs of an empty store = %v, %v", confs, err)
 	}
 	mustCreateWith(t, s, "b", "h1")
 	mustCreateWith(t, s, "a", "h1")
 	mustCreateWith(t, s, "a", "h2")
-	if confs, err := s.Confs(); err != nil || !slices.Equal(confs, []string{"a", "b"}) {
+	if confs, err := s.Confs(ctx); err != nil || !slices.Equal(confs, []string{"a", "b"}) {
 		t.Fatalf("Confs = %v, %v", confs, err)
 	}
 }

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -118,10 +119,10 @@ func (s *Store) timestamp() string {
 
 // Create starts a new, empty history (just its metadata record) and
 // returns its uid.
-func (s *Store) Create(confUID string) (string, error) {
+func (s *Store) Create(ctx context.Context, confUID string) (string, error) {
 	now := s.now()
 	uid := koe.NewHistoryUID(now)
-	if err := s.createWith(confUID, uid, now, nil); err != nil {
+	if err := s.createWith(ctx, confUID, uid, now, nil); err != nil {
 		return "", err
 	}
 	return uid, nil
@@ -130,12 +131,12 @@ func (s *Store) Create(confUID string) (string, error) {
 // CreateWith creates history uid (see koe.NewHistoryUID) with its metadata record and
 // then records, all in one transaction: a conversation's first message
 // costs one disk sync, not two. It fails if uid already exists.
-func (s *Store) CreateWith(confUID, uid string, records ...koe.Record) error {
-	return s.createWith(confUID, uid, s.now(), records)
+func (s *Store) CreateWith(ctx context.Context, confUID, uid string, records ...koe.Record) error {
+	return s.createWith(ctx, confUID, uid, s.now(), records)
 }
 
-func (s *Store) createWith(confUID, uid string, now time.Time, records []koe.Record) error {
-	if err := checkIDs(confID(confUID), historyID(uid)); err != nil {
+func (s *Store) createWith(ctx context.Context, confUID, uid string, now time.Time, records []koe.Record) error {
+	if err := CheckHistory(ctx, confUID, uid); err != nil {
 		return err
 	}
 	pending := make([]pendingRecord, 0, len(records)+1)
@@ -180,8 +181,8 @@ func (s *Store) createWith(confUID, uid string, now time.Time, records []koe.Rec
 // Append adds r to the end of an existing history. It never creates the
 // history: a client naming an unknown uid is a bug or a stale reference, and
 // silently creating histories would let clients fill the database.
-func (s *Store) Append(confUID, historyUID string, r koe.Record) error {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) Append(ctx context.Context, confUID, historyUID string, r koe.Record) error {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
 	if r.Timestamp == "" {
@@ -218,16 +219,16 @@ func (s *Store) Append(confUID, historyUID string, r koe.Record) error {
 // Messages returns every record of a history in order, metadata included.
 // Images come with refs, not bytes (see Image), so the cost is that of the
 // text. Page reads a part of a long history.
-func (s *Store) Messages(confUID, historyUID string) ([]koe.Record, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) Messages(ctx context.Context, confUID, historyUID string) ([]koe.Record, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
-	return s.records(confUID, historyUID, 0, 0)
+	return s.records(ctx, confUID, historyUID, 0, 0)
 }
 
 // records reads a history's records after sequence after, oldest first,
 // at most limit of them (0: all).
-func (s *Store) records(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
+func (s *Store) records(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
 	var out []koe.Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		msgs := messagesBucket(tx, confUID, historyUID)
@@ -254,8 +255,8 @@ func (s *Store) records(confUID, historyUID string, after uint64, limit int) ([]
 // List summarises the histories of confUID, most recently active first.
 // Histories holding only their metadata record are left out because there is
 // nothing to show for them. An unknown conf simply has no histories.
-func (s *Store) List(confUID string) ([]koe.ListedHistory, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
+func (s *Store) List(ctx context.Context, confUID string) ([]koe.ListedHistory, error) {
+	if err := CheckConf(ctx, confUID); err != nil {
 		return nil, err
 	}
 	out := []koe.ListedHistory{}
@@ -265,6 +266,9 @@ func (s *Store) List(confUID string) ([]koe.ListedHistory, error) {
 			return nil
 		}
 		return conf.ForEachBucket(func(uid []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			h := conf.Bucket(uid)
 			if h == nil {
 				return nil
@@ -315,8 +319,8 @@ func latestMessage(msgs *bolt.Bucket) (koe.Record, bool, error) {
 }
 
 // Delete removes a history with all its records, images and summaries.
-func (s *Store) Delete(confUID, historyUID string) error {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) Delete(ctx context.Context, confUID, historyUID string) error {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -342,8 +346,8 @@ func (s *Store) Delete(confUID, historyUID string) error {
 }
 
 // Exists reports whether the history exists.
-func (s *Store) Exists(confUID, historyUID string) (bool, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) Exists(ctx context.Context, confUID, historyUID string) (bool, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return false, err
 	}
 	var ok bool
@@ -385,8 +389,8 @@ func messagesBucket(tx *bolt.Tx, confUID, historyUID string) *bolt.Bucket {
 // LastSeq returns the sequence number of the history's newest record: it
 // changes with every record stored, so a reader that remembers it can tell
 // whether someone else has written to the history since.
-func (s *Store) LastSeq(confUID, historyUID string) (uint64, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
+func (s *Store) LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error) {
+	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return 0, err
 	}
 	var seq uint64

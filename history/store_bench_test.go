@@ -47,18 +47,20 @@ func timed(b *testing.B, op func() error) {
 
 // Appending one message to a history (one disk sync on either backend).
 func BenchmarkStoreAppend(b *testing.B) {
+	ctx := b.Context()
 	eachBenchBackend(b, func(b *testing.B, s testStore) {
-		uid, err := s.Create("bench")
+		uid, err := s.Create(ctx, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
 		r := koe.Record{Role: koe.RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Mao"}
-		timed(b, func() error { return s.Append("bench", uid, r) })
+		timed(b, func() error { return s.Append(ctx, "bench", uid, r) })
 	})
 }
 
 // Loading a 1,000-message history, as a session does when it opens one.
 func BenchmarkStoreLoad1k(b *testing.B) {
+	ctx := b.Context()
 	eachBenchBackend(b, func(b *testing.B, s testStore) {
 		records := make([]koe.Record, 1000)
 		for i := range records {
@@ -69,11 +71,11 @@ func BenchmarkStoreLoad1k(b *testing.B) {
 			records[i] = koe.Record{Role: role, Content: fmt.Sprintf("message %d: a sentence of ordinary length, said in a conversation.", i), Name: "Mao"}
 		}
 		uid := koe.NewHistoryUID(time.Now())
-		if err := s.CreateWith("bench", uid, records...); err != nil {
+		if err := s.CreateWith(ctx, "bench", uid, records...); err != nil {
 			b.Fatal(err)
 		}
 		timed(b, func() error {
-			msgs, err := s.Messages("bench", uid)
+			msgs, err := s.Messages(ctx, "bench", uid)
 			if err == nil && len(msgs) != 1001 {
 				err = fmt.Errorf("%d records, want 1001", len(msgs))
 			}

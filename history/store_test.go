@@ -45,7 +45,8 @@ func openTest(t testing.TB, opts Options) (*Store, string) {
 
 func mustCreate(t testing.TB, s testStore, conf string) string {
 	t.Helper()
-	uid, err := s.Create(conf)
+	ctx := t.Context()
+	uid, err := s.Create(ctx, conf)
 	if err != nil {
 		t.Fatalf("Create(%q): %v", conf, err)
 	}
@@ -54,7 +55,8 @@ func mustCreate(t testing.TB, s testStore, conf string) string {
 
 func mustAppend(t testing.TB, s testStore, conf, uid string, r koe.Record) {
 	t.Helper()
-	if err := s.Append(conf, uid, r); err != nil {
+	ctx := t.Context()
+	if err := s.Append(ctx, conf, uid, r); err != nil {
 		t.Fatalf("Append(%q, %q): %v", conf, uid, err)
 	}
 }
@@ -101,13 +103,14 @@ func boltDump(t *testing.T, s *Store) string {
 func TestRoundTrip(t *testing.T) { eachBackend(t, testRoundTrip) }
 
 func testRoundTrip(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	uid := mustCreate(t, s, "conf1")
 	mustAppend(t, s, "conf1", uid, koe.Record{Role: koe.RoleHuman, Content: "hello", Name: "Human"})
 	mustAppend(t, s, "conf1", uid, koe.Record{Role: koe.RoleAI, Content: "hi th", Name: "Mao", Avatar: "mao.png", Interrupted: true})
 	mustAppend(t, s, "conf1", uid, koe.Record{Role: koe.RoleSystem, Content: "note", Timestamp: "2030-01-01T00:00:00"})
 
-	got, err := s.Messages("conf1", uid)
+	got, err := s.Messages(ctx, "conf1", uid)
 	if err != nil {
 		t.Fatalf("Messages: %v", err)
 	}
@@ -120,13 +123,13 @@ func testRoundTrip(t *testing.T, open opener) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Messages:\n got %+v\nwant %+v", got, want)
 	}
-	if ok, err := s.Exists("conf1", uid); err != nil || !ok {
+	if ok, err := s.Exists(ctx, "conf1", uid); err != nil || !ok {
 		t.Fatalf("Exists = %v, %v; want true, nil", ok, err)
 	}
-	if ok, err := s.Exists("conf1", "nope"); err != nil || ok {
+	if ok, err := s.Exists(ctx, "conf1", "nope"); err != nil || ok {
 		t.Fatalf("Exists(missing) = %v, %v; want false, nil", ok, err)
 	}
-	if ok, err := s.Exists("conf2", uid); err != nil || ok {
+	if ok, err := s.Exists(ctx, "conf2", uid); err != nil || ok {
 		t.Fatalf("Exists(other conf) = %v, %v; want false, nil", ok, err)
 	}
 }
@@ -153,6 +156,7 @@ func testStoredJSON(t *testing.T, open opener) {
 func TestListOrdering(t *testing.T) { eachBackend(t, testListOrdering) }
 
 func testListOrdering(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	h1 := mustCreate(t, s, "c")                                                               // :07
 	h2 := mustCreate(t, s, "c")                                                               // :08
@@ -165,7 +169,7 @@ func testListOrdering(t *testing.T, open opener) {
 	mustAppend(t, s, "c", h1, koe.Record{Role: koe.RoleAI, Content: "h1 reply", Name: "Mao"}) // :15
 	mustAppend(t, s, "c", h4, koe.Record{Role: koe.RoleHuman, Content: "h4", Timestamp: "2025-03-04T05:06:13"})
 
-	got, err := s.List("c")
+	got, err := s.List(ctx, "c")
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -187,7 +191,7 @@ func testListOrdering(t *testing.T, open opener) {
 
 	// Newer activity moves a history to the front.
 	mustAppend(t, s, "c", lo, koe.Record{Role: koe.RoleHuman, Content: "bump"})
-	got, err = s.List("c")
+	got, err = s.List(ctx, "c")
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -205,11 +209,12 @@ func testListOrdering(t *testing.T, open opener) {
 func TestListSkipsTrailingMetadata(t *testing.T) { eachBackend(t, testListSkipsTrailingMetadata) }
 
 func testListSkipsTrailingMetadata(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{Now: stepClock(t0)})
 	h := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "real"})
 	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleMetadata})
-	got, err := s.List("c")
+	got, err := s.List(ctx, "c")
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -221,8 +226,9 @@ func testListSkipsTrailingMetadata(t *testing.T, open opener) {
 func TestListUnknownConf(t *testing.T) { eachBackend(t, testListUnknownConf) }
 
 func testListUnknownConf(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
-	got, err := s.List("nobody")
+	got, err := s.List(ctx, "nobody")
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -231,7 +237,7 @@ func testListUnknownConf(t *testing.T, open opener) {
 	}
 	// A conf with only metadata-only histories is also empty.
 	mustCreate(t, s, "quiet")
-	got, err = s.List("quiet")
+	got, err = s.List(ctx, "quiet")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("List(quiet) = %+v, %v; want empty", got, err)
 	}
@@ -240,32 +246,33 @@ func testListUnknownConf(t *testing.T, open opener) {
 func TestDelete(t *testing.T) { eachBackend(t, testDelete) }
 
 func testDelete(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	keep := mustCreate(t, s, "c")
 	gone := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", gone, koe.Record{Role: koe.RoleHuman, Content: "bye"})
 	mustAppend(t, s, "c", keep, koe.Record{Role: koe.RoleHuman, Content: "stay"})
 
-	if err := s.Delete("c", gone); err != nil {
+	if err := s.Delete(ctx, "c", gone); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := s.Messages("c", gone); !errors.Is(err, koe.ErrNotFound) {
+	if _, err := s.Messages(ctx, "c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Messages after Delete: err = %v, want ErrNotFound", err)
 	}
-	if ok, err := s.Exists("c", gone); err != nil || ok {
+	if ok, err := s.Exists(ctx, "c", gone); err != nil || ok {
 		t.Fatalf("Exists after Delete = %v, %v", ok, err)
 	}
-	if err := s.Delete("c", gone); !errors.Is(err, koe.ErrNotFound) {
+	if err := s.Delete(ctx, "c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("second Delete: err = %v, want ErrNotFound", err)
 	}
-	if err := s.Delete("unknown-conf", gone); !errors.Is(err, koe.ErrNotFound) {
+	if err := s.Delete(ctx, "unknown-conf", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Delete in unknown conf: err = %v, want ErrNotFound", err)
 	}
-	msgs, err := s.Messages("c", keep)
+	msgs, err := s.Messages(ctx, "c", keep)
 	if err != nil || len(msgs) != 2 || msgs[1].Content != "stay" {
 		t.Fatalf("other history after Delete = %+v, %v", msgs, err)
 	}
-	list, err := s.List("c")
+	list, err := s.List(ctx, "c")
 	if err != nil || len(list) != 1 || list[0].UID != keep {
 		t.Fatalf("List after Delete = %+v, %v; want only %s", list, err, keep)
 	}
@@ -274,6 +281,7 @@ func testDelete(t *testing.T, open opener) {
 func TestAppendMissing(t *testing.T) { eachBackend(t, testAppendMissing) }
 
 func testAppendMissing(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	before := dump(t, s)
@@ -282,11 +290,11 @@ func testAppendMissing(t *testing.T, open opener) {
 		{"unknown", h},
 	}
 	for _, c := range cases {
-		err := s.Append(c.conf, c.uid, koe.Record{Role: koe.RoleHuman, Content: "x"})
+		err := s.Append(ctx, c.conf, c.uid, koe.Record{Role: koe.RoleHuman, Content: "x"})
 		if !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("Append(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
-		if _, err := s.Messages(c.conf, c.uid); !errors.Is(err, koe.ErrNotFound) {
+		if _, err := s.Messages(ctx, c.conf, c.uid); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("Messages(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
 	}
@@ -301,6 +309,7 @@ func TestAppendMissingConcurrentWithValid(t *testing.T) {
 }
 
 func testAppendMissingConcurrentWithValid(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	const n = 40
@@ -310,11 +319,11 @@ func testAppendMissingConcurrentWithValid(t *testing.T, open opener) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			errs <- s.Append("c", h, koe.Record{Role: koe.RoleHuman, Content: "ok"})
+			errs <- s.Append(ctx, "c", h, koe.Record{Role: koe.RoleHuman, Content: "ok"})
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.Append("c", "missing", koe.Record{Role: koe.RoleHuman}); !errors.Is(err, koe.ErrNotFound) {
+			if err := s.Append(ctx, "c", "missing", koe.Record{Role: koe.RoleHuman}); !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("missing append: %v", err)
 			}
 		}()
@@ -326,7 +335,7 @@ func testAppendMissingConcurrentWithValid(t *testing.T, open opener) {
 			t.Error(err)
 		}
 	}
-	msgs, err := s.Messages("c", h)
+	msgs, err := s.Messages(ctx, "c", h)
 	if err != nil || len(msgs) != n+1 {
 		t.Fatalf("Messages = %d records, %v; want %d", len(msgs), err, n+1)
 	}
@@ -335,6 +344,7 @@ func testAppendMissingConcurrentWithValid(t *testing.T, open opener) {
 func TestInvalidIDs(t *testing.T) { eachBackend(t, testInvalidIDs) }
 
 func testInvalidIDs(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "x"})
@@ -342,14 +352,14 @@ func testInvalidIDs(t *testing.T, open opener) {
 
 	bad := []string{"", "../x", "a/b", strings.Repeat("a", 129), "\x00", ".hidden", "a..b", "..", "a b", "é", `a\b`}
 	ops := map[string]func(conf, uid string) error{
-		"Create": func(conf, _ string) error { _, err := s.Create(conf); return err },
+		"Create": func(conf, _ string) error { _, err := s.Create(ctx, conf); return err },
 		"Append": func(conf, uid string) error {
-			return s.Append(conf, uid, koe.Record{Role: koe.RoleHuman, Content: "evil"})
+			return s.Append(ctx, conf, uid, koe.Record{Role: koe.RoleHuman, Content: "evil"})
 		},
-		"Messages": func(conf, uid string) error { _, err := s.Messages(conf, uid); return err },
-		"List":     func(conf, _ string) error { _, err := s.List(conf); return err },
-		"Delete":   func(conf, uid string) error { return s.Delete(conf, uid) },
-		"Exists":   func(conf, uid string) error { _, err := s.Exists(conf, uid); return err },
+		"Messages": func(conf, uid string) error { _, err := s.Messages(ctx, conf, uid); return err },
+		"List":     func(conf, _ string) error { _, err := s.List(ctx, conf); return err },
+		"Delete":   func(conf, uid string) error { return s.Delete(ctx, conf, uid) },
+		"Exists":   func(conf, uid string) error { _, err := s.Exists(ctx, conf, uid); return err },
 	}
 	takesUID := map[string]bool{"Append": true, "Messages": true, "Delete": true, "Exists": true}
 	for name, op := range ops {
@@ -372,14 +382,15 @@ func testInvalidIDs(t *testing.T, open opener) {
 func TestInvalidIDMessage(t *testing.T) { eachBackend(t, testInvalidIDMessage) }
 
 func testInvalidIDMessage(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	long := strings.Repeat("x", 60) + "/" + strings.Repeat("y", 100)
-	err := s.Delete("c", long)
+	err := s.Delete(ctx, "c", long)
 	want := fmt.Sprintf("history uid %q: invalid id", long[:64]+"…")
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}
-	err = s.Append("a\nb", "ok", koe.Record{})
+	err = s.Append(ctx, "a\nb", "ok", koe.Record{})
 	if want := `conf uid "a\nb": invalid id`; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}
@@ -388,6 +399,7 @@ func testInvalidIDMessage(t *testing.T, open opener) {
 func TestNowOption(t *testing.T) { eachBackend(t, testNowOption) }
 
 func testNowOption(t *testing.T, open opener) {
+	ctx := t.Context()
 	fixed := time.Date(2020, 2, 29, 13, 14, 15, 999, time.Local)
 	s := open(t, Options{Now: func() time.Time { return fixed }})
 	h := mustCreate(t, s, "c")
@@ -395,7 +407,7 @@ func testNowOption(t *testing.T, open opener) {
 		t.Fatalf("uid %q does not use the Now clock", h)
 	}
 	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "x"})
-	msgs, err := s.Messages("c", h)
+	msgs, err := s.Messages(ctx, "c", h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,6 +419,7 @@ func testNowOption(t *testing.T, open opener) {
 }
 
 func TestReopen(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "nested", "dir", "koe.db")
 	s, err := Open(path, Options{Now: stepClock(t0)})
 	if err != nil {
@@ -414,7 +427,7 @@ func TestReopen(t *testing.T) {
 	}
 	h := mustCreate(t, s, "c")
 	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "persist me"})
-	want, err := s.Messages("c", h)
+	want, err := s.Messages(ctx, "c", h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,14 +455,14 @@ func TestReopen(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s2.Close()
-	got, err := s2.Messages("c", h)
+	got, err := s2.Messages(ctx, "c", h)
 	if err != nil {
 		t.Fatalf("Messages after reopen: %v", err)
 	}
 	if !reflect.DeepEqual(got, want) || len(got) != 2 || got[1].Content != "persist me" {
 		t.Fatalf("after reopen got %+v, want %+v", got, want)
 	}
-	list, err := s2.List("c")
+	list, err := s2.List(ctx, "c")
 	if err != nil || len(list) != 1 || list[0].UID != h {
 		t.Fatalf("List after reopen = %+v, %v", list, err)
 	}
@@ -478,6 +491,7 @@ func TestLocked(t *testing.T) {
 func TestConcurrentAppends(t *testing.T) { eachBackend(t, testConcurrentAppends) }
 
 func testConcurrentAppends(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	const goroutines, perG = 50, 20
 	uids := make([]string, goroutines)
@@ -491,7 +505,7 @@ func testConcurrentAppends(t *testing.T, open opener) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perG; i++ {
-				if err := s.Append("c", uids[g], koe.Record{Role: koe.RoleHuman, Content: fmt.Sprintf("g%d-m%d", g, i)}); err != nil {
+				if err := s.Append(ctx, "c", uids[g], koe.Record{Role: koe.RoleHuman, Content: fmt.Sprintf("g%d-m%d", g, i)}); err != nil {
 					errs <- err
 					return
 				}
@@ -504,7 +518,7 @@ func testConcurrentAppends(t *testing.T, open opener) {
 		t.Fatalf("Append: %v", err)
 	}
 	for g, uid := range uids {
-		msgs, err := s.Messages("c", uid)
+		msgs, err := s.Messages(ctx, "c", uid)
 		if err != nil {
 			t.Fatalf("Messages: %v", err)
 		}
@@ -517,7 +531,7 @@ func testConcurrentAppends(t *testing.T, open opener) {
 			}
 		}
 	}
-	list, err := s.List("c")
+	list, err := s.List(ctx, "c")
 	if err != nil || len(list) != goroutines {
 		t.Fatalf("List = %d entries, %v; want %d", len(list), err, goroutines)
 	}
@@ -525,6 +539,7 @@ func testConcurrentAppends(t *testing.T, open opener) {
 
 // Corrupt values must surface as errors, never as panics.
 func TestCorruptRecord(t *testing.T) {
+	ctx := t.Context()
 	s, _ := openTest(t, Options{})
 	h := mustCreate(t, s, "c")
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -533,15 +548,16 @@ func TestCorruptRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Messages("c", h); err == nil {
+	if _, err := s.Messages(ctx, "c", h); err == nil {
 		t.Error("Messages on corrupt record: want error")
 	}
-	if _, err := s.List("c"); err == nil {
+	if _, err := s.List(ctx, "c"); err == nil {
 		t.Error("List on corrupt record: want error")
 	}
 }
 
 func TestClosedStore(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "koe.db")
 	s, err := Open(path, Options{})
 	if err != nil {
@@ -551,29 +567,30 @@ func TestClosedStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append("c", h, koe.Record{Role: koe.RoleHuman}); err == nil {
+	if err := s.Append(ctx, "c", h, koe.Record{Role: koe.RoleHuman}); err == nil {
 		t.Error("Append after Close: want error")
 	}
-	if _, err := s.List("c"); err == nil {
+	if _, err := s.List(ctx, "c"); err == nil {
 		t.Error("List after Close: want error")
 	}
 }
 
 func BenchmarkAppend(b *testing.B) {
+	ctx := b.Context()
 	s, _ := openTest(b, Options{})
 	// Many more sessions than CPUs, as on a busy server.
 	b.SetParallelism(16)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		uid, err := s.Create("bench")
+		uid, err := s.Create(ctx, "bench")
 		if err != nil {
 			b.Error(err)
 			return
 		}
 		r := koe.Record{Role: koe.RoleAI, Content: "A reasonably sized reply sentence from the assistant.", Name: "Mao"}
 		for pb.Next() {
-			if err := s.Append("bench", uid, r); err != nil {
+			if err := s.Append(ctx, "bench", uid, r); err != nil {
 				b.Error(err)
 				return
 			}
@@ -597,24 +614,25 @@ func putRawRecord(msgs *bolt.Bucket, v []byte) error {
 func TestLastSeq(t *testing.T) { eachBackend(t, testLastSeq) }
 
 func testLastSeq(t *testing.T, open opener) {
+	ctx := t.Context()
 	s := open(t, Options{})
 	h := mustCreate(t, s, "c")
-	first, err := s.LastSeq("c", h)
+	first, err := s.LastSeq(ctx, "c", h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append("c", h, koe.Record{Role: koe.RoleHuman, Content: "hi"}); err != nil {
+	if err := s.Append(ctx, "c", h, koe.Record{Role: koe.RoleHuman, Content: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	next, err := s.LastSeq("c", h)
+	next, err := s.LastSeq(ctx, "c", h)
 	if err != nil || next == first {
 		t.Fatalf("LastSeq after an append = %d, %v; before it %d", next, err, first)
 	}
-	msgs, _ := s.Messages("c", h)
+	msgs, _ := s.Messages(ctx, "c", h)
 	if last := msgs[len(msgs)-1].Seq; last != next {
 		t.Errorf("LastSeq = %d, the newest record is %d", next, last)
 	}
-	if _, err := s.LastSeq("c", "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, koe.ErrNotFound) {
+	if _, err := s.LastSeq(ctx, "c", "2025-01-01_00-00-00_00000000000000000000000000000000"); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("LastSeq of a missing history: %v", err)
 	}
 }

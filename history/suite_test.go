@@ -21,47 +21,47 @@ import (
 
 // testStore is what the suite exercises: the methods both stores have.
 type testStore interface {
-	Create(confUID string) (string, error)
-	CreateWith(confUID, uid string, records ...koe.Record) error
-	Append(confUID, historyUID string, r koe.Record) error
-	Messages(confUID, historyUID string) ([]koe.Record, error)
-	Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error)
-	List(confUID string) ([]koe.ListedHistory, error)
-	Delete(confUID, historyUID string) error
-	Exists(confUID, historyUID string) (bool, error)
-	LastSeq(confUID, historyUID string) (uint64, error)
-	Page(confUID, historyUID string, before uint64, limit int) ([]koe.Record, bool, error)
-	Image(confUID, historyUID, ref string) (string, []byte, error)
-	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
-	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
-	SetPrompt(confUID, name, text string) error
-	Prompt(confUID, name string) (string, bool, error)
+	Create(ctx context.Context, confUID string) (string, error)
+	CreateWith(ctx context.Context, confUID, uid string, records ...koe.Record) error
+	Append(ctx context.Context, confUID, historyUID string, r koe.Record) error
+	Messages(ctx context.Context, confUID, historyUID string) ([]koe.Record, error)
+	Since(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error)
+	List(ctx context.Context, confUID string) ([]koe.ListedHistory, error)
+	Delete(ctx context.Context, confUID, historyUID string) error
+	Exists(ctx context.Context, confUID, historyUID string) (bool, error)
+	LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error)
+	Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) ([]koe.Record, bool, error)
+	Image(ctx context.Context, confUID, historyUID, ref string) (string, []byte, error)
+	AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error
+	Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error)
+	SetPrompt(ctx context.Context, confUID, name, text string) error
+	Prompt(ctx context.Context, confUID, name string) (string, bool, error)
 	Close() error
 
 	// recall
-	Confs() ([]string, error)
-	RecallMarks(confUID string) (map[string]koe.RecallMark, error)
-	RecallMark(confUID, historyUID string) (koe.RecallMark, bool, error)
-	SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error)
-	RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error)
-	ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error)
-	FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error)
-	SetRecallVectors(confUID, model string, entries []koe.RecallEntry) error
-	RecallVectorModel(confUID string) (string, error)
-	ForEachRecall(confUID string, fn func(koe.RecallEntry) error) error
-	ForgetRecall(confUID, historyUID string, seq uint64) (bool, error)
-	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
-	ClearRecall(confUID string) error
+	Confs(ctx context.Context) ([]string, error)
+	RecallMarks(ctx context.Context, confUID string) (map[string]koe.RecallMark, error)
+	RecallMark(ctx context.Context, confUID, historyUID string) (koe.RecallMark, bool, error)
+	SaveRecall(ctx context.Context, confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error)
+	RecallSince(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error)
+	ForgottenRecalls(ctx context.Context, confUID, historyUID string) (map[string][]uint64, error)
+	FillRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) (int, error)
+	SetRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) error
+	RecallVectorModel(ctx context.Context, confUID string) (string, error)
+	ForEachRecall(ctx context.Context, confUID string, fn func(koe.RecallEntry) error) error
+	ForgetRecall(ctx context.Context, confUID, historyUID string, seq uint64) (bool, error)
+	ForgetRecalls(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error)
+	ClearRecall(ctx context.Context, confUID string) error
 
 	// knowledge
-	PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) error
-	KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error)
-	KnowledgeText(conf, id string) (string, []int, error)
-	DeleteKnowledgeDoc(conf, id string) (bool, error)
-	KnowledgeConfs() ([]string, error)
-	PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChunk) error
-	DeleteKnowledgeChunks(conf, docID string) error
-	ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error
+	PutKnowledgeDoc(ctx context.Context, conf string, d koe.KnowledgeDoc, text string, pages []int) error
+	KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error)
+	KnowledgeText(ctx context.Context, conf, id string) (string, []int, error)
+	DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool, error)
+	KnowledgeConfs(ctx context.Context) ([]string, error)
+	PutKnowledgeChunks(ctx context.Context, conf, docID string, chunks []koe.KnowledgeChunk) error
+	DeleteKnowledgeChunks(ctx context.Context, conf, docID string) error
+	ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(koe.KnowledgeChunk) error) error
 }
 
 var (
@@ -187,8 +187,9 @@ func rawRecords(t *testing.T, s testStore, conf, uid string) []string {
 // history).
 func checkConsistent(t *testing.T, s testStore) {
 	t.Helper()
+	ctx := t.Context()
 	if b, ok := s.(*Store); ok {
-		if err := b.Check(); err != nil {
+		if err := b.Check(ctx); err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 	}

@@ -290,7 +290,7 @@ func TestLocalDimensions(t *testing.T) {
 		t.Fatal("a NaN vector was accepted")
 	}
 	mustLen(t, x, "c", 0)
-	if confs, _ := s.KnowledgeConfs(); len(confs) != 0 {
+	if confs, _ := s.KnowledgeConfs(ctx); len(confs) != 0 {
 		t.Fatalf("refused chunks reached the store: %v", confs)
 	}
 
@@ -444,7 +444,7 @@ func TestConcurrentUse(t *testing.T) {
 			return
 		}
 		var stored []string
-		if err := local.store.ForEachKnowledgeChunk("c", func(c koe.KnowledgeChunk) error {
+		if err := local.store.ForEachKnowledgeChunk(ctx, "c", func(c koe.KnowledgeChunk) error {
 			if c.DocID == "shared" {
 				stored = append(stored, c.Text)
 			}

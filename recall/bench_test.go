@@ -102,6 +102,7 @@ const (
 // days apart.
 func benchCorpus(b *testing.B, st *history.Store, n int) {
 	b.Helper()
+	ctx := b.Context()
 	c := newChatter(uint64(n))
 	at := time.Date(2021, 1, 4, 18, 0, 0, 0, time.Local)
 	perHistory := benchPerSession * benchSessions
@@ -118,7 +119,7 @@ func benchCorpus(b *testing.B, st *history.Store, n int) {
 			recs = append(recs, r)
 			at = at.Add(time.Minute)
 		}
-		if err := st.CreateWith("bench", fmt.Sprintf("h%04d", h), recs...); err != nil {
+		if err := st.CreateWith(ctx, "bench", fmt.Sprintf("h%04d", h), recs...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -289,7 +290,7 @@ func BenchmarkIndexMessage(b *testing.B) {
 		for i := range b.N {
 			b.StopTimer()
 			r := koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: c.line(), Timestamp: at.Add(time.Duration(i) * time.Minute).Format("2006-01-02T15:04:05")}
-			if err := st.Append("bench", "h0000", r); err != nil {
+			if err := st.Append(ctx, "bench", "h0000", r); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()

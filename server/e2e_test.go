@@ -421,6 +421,7 @@ func TestSessionsKeepSeparateMemory(t *testing.T) {
 }
 
 func TestShutdownPersistsRunningTurn(t *testing.T) {
+	ctx := t.Context()
 	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(strings.Repeat("long ", 500)), Interval: 10 * time.Millisecond}))
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, llm.URL())
@@ -446,7 +447,7 @@ func TestShutdownPersistsRunningTurn(t *testing.T) {
 		t.Fatalf("database not released: %v", err)
 	}
 	defer store.Close()
-	list, err := store.List(cfg.Character.ConfUID)
+	list, err := store.List(ctx, cfg.Character.ConfUID)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("list = %v, %v", list, err)
 	}

@@ -97,7 +97,7 @@ func TestPostgresStoreAcrossInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	records, err := store.Messages("koe_default", uid)
+	records, err := store.Messages(ctx, "koe_default", uid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func rebuild(ctx context.Context, cfg config.Config, only string, stdout, stderr
 	defer svc.Close()
 	confs := []string{only}
 	if only == "" {
-		if confs, err = store.Confs(); err != nil {
+		if confs, err = store.Confs(ctx); err != nil {
 			return err
 		}
 	}

@@ -34,13 +34,14 @@ func TestEvalCommand(t *testing.T) {
 }
 
 func TestRebuildCommand(t *testing.T) {
+	ctx := t.Context()
 	dir := t.TempDir()
 	store, err := history.Open(filepath.Join(dir, DatabaseFile), history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid := koe.NewHistoryUID(time.Now())
-	err = store.CreateWith("koe_default", uid,
+	err = store.CreateWith(ctx, "koe_default", uid,
 		koe.Record{Role: koe.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
 		koe.Record{Role: koe.RoleAI, Name: "Koe", Content: "What a lovely name."})
 	if err != nil {
@@ -72,7 +73,7 @@ func TestRebuildCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	marks, err := store.RecallMarks("koe_default")
+	marks, err := store.RecallMarks(ctx, "koe_default")
 	if err != nil || marks[uid].Seq == 0 || marks[uid].Turn != 1 {
 		t.Errorf("marks %+v, %v", marks, err)
 	}
@@ -90,7 +91,7 @@ func TestRebuildCommandPostgres(t *testing.T) {
 	}
 	defer store.Close()
 	uid := koe.NewHistoryUID(time.Now())
-	err = store.CreateWith("koe_default", uid,
+	err = store.CreateWith(ctx, "koe_default", uid,
 		koe.Record{Role: koe.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
 		koe.Record{Role: koe.RoleAI, Name: "Koe", Content: "What a lovely name."})
 	if err != nil {
@@ -116,7 +117,7 @@ func TestRebuildCommandPostgres(t *testing.T) {
 	if !strings.Contains(out.String(), "koe_default: 2 memories from 1 histories") {
 		t.Errorf("output %q", out.String())
 	}
-	marks, err := store.RecallMarks("koe_default")
+	marks, err := store.RecallMarks(ctx, "koe_default")
 	if err != nil || marks[uid].Seq == 0 || marks[uid].Turn != 1 {
 		t.Errorf("marks %+v, %v", marks, err)
 	}

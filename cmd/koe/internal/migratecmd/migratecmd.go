@@ -179,13 +179,13 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 	// small beside histories), so that a conflict of vector models stops
 	// the migration before it writes anything.
 	var confs []*history.ConfExport
-	if err := src.ExportConfs(func(c *history.ConfExport) error { confs = append(confs, c); return nil }); err != nil {
+	if err := src.ExportConfs(ctx, func(c *history.ConfExport) error { confs = append(confs, c); return nil }); err != nil {
 		return st, err
 	}
-	if err := checkModels(dst, confs); err != nil {
+	if err := checkModels(ctx, dst, confs); err != nil {
 		return st, err
 	}
-	err = src.ExportHistories(func(h *history.HistoryExport) error {
+	err = src.ExportHistories(ctx, func(h *history.HistoryExport) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -259,17 +259,17 @@ func openTarget(ctx context.Context, opts Options) (*history.PGStore, error) {
 
 // modelReader is what checkModels asks of the PostgreSQL store.
 type modelReader interface {
-	RecallVectorModel(conf string) (string, error)
+	RecallVectorModel(ctx context.Context, conf string) (string, error)
 }
 
 // checkModels refuses to put one character's recall vectors beside
 // vectors of another embedding model: recall would compare them.
-func checkModels(dst modelReader, confs []*history.ConfExport) error {
+func checkModels(ctx context.Context, dst modelReader, confs []*history.ConfExport) error {
 	for _, c := range confs {
 		if c.VectorModel == "" {
 			continue
 		}
-		have, err := dst.RecallVectorModel(c.Conf)
+		have, err := dst.RecallVectorModel(ctx, c.Conf)
 		if err != nil {
 			return err
 		}
