@@ -13,7 +13,7 @@ import (
 
 	"koe"
 	"koe/agent"
-	"koe/history"
+	"koe/bolt"
 	"koe/testkit/fakellm"
 )
 
@@ -626,7 +626,7 @@ func TestContextReminderAfterToolResults(t *testing.T) {
 
 // blockingStore holds every summary it stores until released.
 type blockingStore struct {
-	*history.Store
+	*bolt.Store
 	stored  chan struct{}
 	release chan struct{}
 }

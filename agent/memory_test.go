@@ -18,7 +18,7 @@ import (
 
 	"koe"
 	"koe/agent"
-	"koe/history"
+	"koe/bolt"
 	"koe/testkit/fakellm"
 )
 
@@ -799,9 +799,9 @@ func TestWindowPolicyGapAfterFailedSummary(t *testing.T) {
 
 // --- Restart ---
 
-func openStore(t *testing.T) *history.Store {
+func openStore(t *testing.T) *bolt.Store {
 	t.Helper()
-	s, err := history.Open(filepath.Join(t.TempDir(), "koe.db"), history.Options{})
+	s, err := bolt.Open(filepath.Join(t.TempDir(), "koe.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -809,7 +809,7 @@ func openStore(t *testing.T) *history.Store {
 	return s
 }
 
-func newThread(t *testing.T, s *history.Store) agent.Thread {
+func newThread(t *testing.T, s *bolt.Store) agent.Thread {
 	t.Helper()
 	uid := koe.NewHistoryUID(time.Now())
 	if err := s.CreateWith(t.Context(), "conf1", uid); err != nil {
@@ -823,7 +823,7 @@ func newThread(t *testing.T, s *history.Store) agent.Thread {
 // summarise again.
 func TestSummariesSurviveRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "koe.db")
-	store, err := history.Open(path, history.Options{})
+	store, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -848,7 +848,7 @@ func TestSummariesSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	store, err = history.Open(path, history.Options{})
+	store, err = bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1372,7 +1372,7 @@ func TestMemoryNumbers(t *testing.T) {
 
 // hookStore runs afterAdd once a summary is stored.
 type hookStore struct {
-	*history.Store
+	*bolt.Store
 	afterAdd func()
 }
 

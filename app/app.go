@@ -19,6 +19,7 @@ import (
 
 	"koe/agent"
 	"koe/asr"
+	"koe/bolt"
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
@@ -86,7 +87,7 @@ type appStore interface {
 }
 
 var (
-	_ appStore = (*history.Store)(nil)
+	_ appStore = (*bolt.Store)(nil)
 	_ appStore = (*history.PGStore)(nil)
 )
 
@@ -94,7 +95,7 @@ var (
 // to PostgreSQL and migrating its schema.
 func openStore(cfg config.Config, log *slog.Logger) (appStore, error) {
 	if cfg.Store != config.StorePostgres {
-		return history.Open(filepath.Join(cfg.DataDir, DatabaseFile), history.Options{})
+		return bolt.Open(filepath.Join(cfg.DataDir, DatabaseFile), bolt.Options{})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
 	defer cancel()

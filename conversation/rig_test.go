@@ -11,8 +11,8 @@ import (
 
 	"koe"
 	"koe/agent"
+	"koe/bolt"
 	"koe/conversation"
-	"koe/history"
 	"koe/llm"
 	"koe/protocol"
 	"koe/testkit/fakellm"
@@ -30,7 +30,7 @@ const hangGuard = 30 * time.Second
 type rig struct {
 	t     testing.TB
 	llm   *fakellm.Server
-	real  *history.Store
+	real  *bolt.Store
 	store *mock.Store
 	chars *mock.Characters
 	hub   *conversation.Hub
@@ -73,7 +73,7 @@ func character(confUID, llmURL string) conversation.Character {
 func newRig(t testing.TB, respond func(fakellm.Request) fakellm.Reply, opts ...rigOption) *rig {
 	t.Helper()
 	fake := koetest.StartLLM(t, respond)
-	real, err := history.Open(filepath.Join(t.TempDir(), "koe.db"), history.Options{})
+	real, err := bolt.Open(filepath.Join(t.TempDir(), "koe.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

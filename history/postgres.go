@@ -30,17 +30,16 @@ type PGStore struct {
 	timeout time.Duration
 }
 
+var _ Store = (*PGStore)(nil)
+
 // PGOptions configures OpenPostgres.
 type PGOptions struct {
 	// Timeout bounds each operation, its waits for a connection or a lock
-	// included; 0 means DefaultPGTimeout.
+	// included; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// Now is the clock for ids and timestamps; nil means time.Now.
 	Now func() time.Time
 }
-
-// DefaultPGTimeout is PGOptions.Timeout's default.
-const DefaultPGTimeout = 10 * time.Second
 
 // pgMigrationsTable records the versions of the store's schema applied to
 // the database (the knowledge store keeps its own).
@@ -204,7 +203,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts PGOptions) (*PGStore, er
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
-		timeout = DefaultPGTimeout
+		timeout = DefaultTimeout
 	}
 	// The server ends a statement that outlasts the timeout (a lock it
 	// waits for included), so that a timed-out write is known not to have
@@ -318,13 +317,13 @@ func (s *PGStore) createWith(ctx context.Context, confUID, uid string, now time.
 		if r.Timestamp == "" {
 			r.Timestamp = now.Format(koe.TimestampLayout)
 		}
-		p, err := encodeRecord(r)
+		p, err := EncodeRecord(r)
 		if err != nil {
 			return failf(err)
 		}
 		kinds = append(kinds, recordKind(r.Role))
-		bodies = append(bodies, p.json)
-		for j, raw := range p.images {
+		bodies = append(bodies, p.JSON)
+		for j, raw := range p.Images {
 			imgSeqs = append(imgSeqs, int64(i+1))
 			imgIdxs = append(imgIdxs, int32(j))
 			imgData = append(imgData, raw)
@@ -369,11 +368,11 @@ func (s *PGStore) Append(ctx context.Context, confUID, historyUID string, r koe.
 	failf := func(err error) error {
 		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	p, err := encodeRecord(r)
+	p, err := EncodeRecord(r)
 	if err != nil {
 		return failf(err)
 	}
-	idxs := make([]int32, len(p.images))
+	idxs := make([]int32, len(p.Images))
 	for i := range idxs {
 		idxs[i] = int32(i)
 	}
@@ -395,7 +394,7 @@ func (s *PGStore) Append(ctx context.Context, confUID, historyUID string, r koe.
 			FROM r, unnest($5::integer[], $6::bytea[]) AS t(idx, data)
 		)
 		SELECT seq FROM r`,
-		confUID, historyUID, recordKind(r.Role), p.json, idxs, p.images).Scan(&seq)
+		confUID, historyUID, recordKind(r.Role), p.JSON, idxs, p.Images).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return failf(koe.ErrNotFound)
 	}
@@ -471,8 +470,7 @@ func scanRecords(rows pgx.Rows) (out []koe.Record, found bool, err error) {
 		if seq == nil {
 			continue
 		}
-		k := seqKey(uint64(*seq))
-		r, err := decodeRecord(k[:], body)
+		r, err := DecodeRecord(uint64(*seq), body)
 		if err != nil {
 			return nil, false, err
 		}
@@ -511,8 +509,7 @@ func (s *PGStore) List(ctx context.Context, confUID string) ([]koe.ListedHistory
 		if err := rows.Scan(&uid, &seq, &body); err != nil {
 			return nil, failf(err)
 		}
-		k := seqKey(uint64(seq))
-		r, err := decodeRecord(k[:], body)
+		r, err := DecodeRecord(uint64(seq), body)
 		if err != nil {
 			return nil, failf(fmt.Errorf("history %q: %w", uid, err))
 		}
@@ -634,9 +631,9 @@ func (s *PGStore) Image(ctx context.Context, confUID, historyUID, ref string) (m
 	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
 		return "", nil, err
 	}
-	seq, index, ok := parseRef(ref)
-	if !ok {
-		return "", nil, fmt.Errorf("image ref %q: %w", QuoteID(ref), koe.ErrInvalidID)
+	seq, index, err := ParseImageRef(ref)
+	if err != nil {
+		return "", nil, err
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("read image %s of history %q of conf %q: %w", ref, historyUID, confUID, err)
@@ -655,24 +652,11 @@ func (s *PGStore) Image(ctx context.Context, confUID, historyUID, ref string) (m
 	if err != nil {
 		return "", nil, failf(s.pgErr(err))
 	}
-	var sr storedRecord
-	if err := json.Unmarshal(measureInlineImages(body), &sr); err != nil {
-		return "", nil, failf(fmt.Errorf("decode record %d: %w", seq, err))
+	mime, data, err = ReadImage(seq, body, index, raw)
+	if err != nil {
+		return "", nil, failf(err)
 	}
-	if uint64(index) >= uint64(len(sr.Images)) {
-		return "", nil, failf(koe.ErrNotFound)
-	}
-	if sr.Images[index].Data != nil {
-		mime, data, err = legacyImage(body, index)
-		if err != nil {
-			return "", nil, failf(err)
-		}
-		return mime, data, nil
-	}
-	if raw == nil {
-		return "", nil, failf(fmt.Errorf("bytes of image %d of record %d are missing", index, seq))
-	}
-	return sr.Images[index].MimeType, raw, nil
+	return mime, data, nil
 }
 
 // AddSummary stores r as a summary of history historyUID, replacing one
@@ -684,7 +668,7 @@ func (s *PGStore) AddSummary(ctx context.Context, confUID, historyUID string, r 
 	failf := func(err error) error {
 		return fmt.Errorf("add summary to history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	if err := validateSummary(historyUID, r); err != nil {
+	if err := CheckSummary(historyUID, r); err != nil {
 		return failf(err)
 	}
 	if r.Turns[0] > math.MaxInt32 {

@@ -2,7 +2,6 @@ package history
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -67,13 +66,11 @@ func (s *PGStore) ImportHistory(ctx context.Context, h *HistoryExport) (ok bool,
 func copyHistoryRows(ctx context.Context, tx pgx.Tx, h *HistoryExport) error {
 	rows := make([][]any, 0, len(h.Records))
 	for _, r := range h.Records {
-		var role struct {
-			Role string `json:"role"`
-		}
-		if err := json.Unmarshal(measureInlineImages(r.Body), &role); err != nil {
+		role, err := RecordRole(r.Body)
+		if err != nil {
 			return fmt.Errorf("record %d: %w", r.Seq, err)
 		}
-		rows = append(rows, []any{h.Conf, h.UID, pgSeq(r.Seq), recordKind(role.Role), r.Body})
+		rows = append(rows, []any{h.Conf, h.UID, pgSeq(r.Seq), recordKind(role), r.Body})
 	}
 	if err := copyRows(ctx, tx, "koe_records", []string{"conf_uid", "uid", "seq", "kind", "body"}, rows); err != nil {
 		return err

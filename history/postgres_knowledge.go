@@ -33,7 +33,7 @@ func (s *PGStore) PutKnowledgeDoc(ctx context.Context, conf string, d koe.Knowle
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO koe_knowledge_docs (conf_uid, doc_id, meta, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (conf_uid, doc_id) DO UPDATE SET meta = excluded.meta, body = excluded.body`,
-		conf, d.ID, meta, encodeText(text, pages))
+		conf, d.ID, meta, EncodeText(text, pages))
 	if err != nil {
 		return fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, s.pgErr(err))
 	}
@@ -89,7 +89,7 @@ func (s *PGStore) KnowledgeText(ctx context.Context, conf, id string) (text stri
 		err = koe.ErrNotFound
 	}
 	if err == nil {
-		text, pages, err = decodeText(body)
+		text, pages, err = DecodeText(body)
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("read text of document %q of conf %q: %w", id, conf, s.pgErr(err))
@@ -146,7 +146,7 @@ func (s *PGStore) PutKnowledgeChunks(ctx context.Context, conf, docID string, ch
 	if err := CheckDoc(ctx, conf, docID); err != nil {
 		return err
 	}
-	bodies, err := encodeChunks(conf, docID, chunks)
+	bodies, err := EncodeChunks(conf, docID, chunks)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (s *PGStore) PutKnowledgeChunks(ctx context.Context, conf, docID string, ch
 	for i, c := range chunks {
 		seqs[i] = int64(c.Seq)
 		if len(c.Vector) > 0 {
-			vectors[i] = encodeVector(c.Vector)
+			vectors[i] = EncodeVector(c.Vector)
 		}
 	}
 	ctx, cancel := s.op(ctx)
@@ -211,7 +211,7 @@ func (s *PGStore) ForEachKnowledgeChunk(ctx context.Context, conf string, fn fun
 		if err := json.Unmarshal(body, &c); err != nil {
 			return failf(fmt.Errorf("decode chunk %s/%d: %w", id, seq, err))
 		}
-		c.DocID, c.Seq, c.Vector = id, int(seq), decodeVector(vec)
+		c.DocID, c.Seq, c.Vector = id, int(seq), DecodeVector(vec)
 		if err := fn(c); err != nil {
 			return failf(err)
 		}

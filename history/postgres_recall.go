@@ -163,7 +163,7 @@ func (s *PGStore) SaveRecall(ctx context.Context, confUID, historyUID string, fr
 			}
 			var vec []byte
 			if e.Vector != nil {
-				vec = encodeVector(e.Vector)
+				vec = EncodeVector(e.Vector)
 			}
 			if i, ok := at[seq]; ok {
 				ins.bodies[i] = v
@@ -255,7 +255,7 @@ func (s *PGStore) SetRecallVectors(ctx context.Context, confUID, model string, e
 		}
 		uids = append(uids, e.HistoryUID)
 		seqs = append(seqs, pgSeq(e.Seq))
-		vecs = append(vecs, encodeVector(e.Vector))
+		vecs = append(vecs, EncodeVector(e.Vector))
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -339,7 +339,7 @@ func (s *PGStore) ForEachRecall(ctx context.Context, confUID string, fn func(koe
 		if err := json.Unmarshal(body, &e); err != nil {
 			return failf(fmt.Errorf("decode recall entry %s/%d: %w", uid, seq, err))
 		}
-		e.HistoryUID, e.Seq, e.Vector = uid, uint64(seq), decodeVector(vec)
+		e.HistoryUID, e.Seq, e.Vector = uid, uint64(seq), DecodeVector(vec)
 		if err := fn(e); err != nil {
 			return failf(err)
 		}

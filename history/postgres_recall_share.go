@@ -57,7 +57,7 @@ func (s *PGStore) RecallSince(ctx context.Context, confUID, historyUID string, a
 		if err := json.Unmarshal(body, &e); err != nil {
 			return nil, failf(fmt.Errorf("decode recall entry %d: %w", *seq, err))
 		}
-		e.HistoryUID, e.Seq, e.Vector = historyUID, uint64(*seq), decodeVector(vec)
+		e.HistoryUID, e.Seq, e.Vector = historyUID, uint64(*seq), DecodeVector(vec)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -145,7 +145,7 @@ func (s *PGStore) FillRecallVectors(ctx context.Context, confUID, model string, 
 			return 0, failf(err)
 		}
 		i, ok := at[entryRef{uid, seq}]
-		if v := decodeVector(vec); ok && v != nil && entries[i].Vector == nil {
+		if v := DecodeVector(vec); ok && v != nil && entries[i].Vector == nil {
 			entries[i].Vector = v
 			n++
 		}

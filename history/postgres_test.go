@@ -1,4 +1,4 @@
-package history
+package history_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"koe"
+	"koe/history"
+	"koe/history/historytest"
 	"koe/testkit/pgtest"
 )
 
@@ -19,10 +21,10 @@ import (
 func TestPostgresAppendsFromTwoPools(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.Schema(t)
-	open := func() *PGStore {
+	open := func() *history.PGStore {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		s, err := OpenPostgres(ctx, dsn, PGOptions{})
+		s, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +32,7 @@ func TestPostgresAppendsFromTwoPools(t *testing.T) {
 		return s
 	}
 	a, b := open(), open()
-	uid := mustCreate(t, a, "c")
+	uid := historytest.MustCreate(t, a, "c")
 	const writers, each = 8, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*writers)
@@ -93,13 +95,13 @@ func TestPostgresTimeout(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := OpenPostgres(ctx, dsn, PGOptions{Timeout: 300 * time.Millisecond})
+	s, err := history.OpenPostgres(ctx, dsn, history.PGOptions{Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	uid := mustCreate(t, s, "c")
-	tx, err := s.pool.Begin(ctx)
+	uid := historytest.MustCreate(t, s, "c")
+	tx, err := s.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func TestPostgresTimeout(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("Messages = %d records, %v; want only the metadata", len(msgs), err)
 	}
-	mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "now"})
+	historytest.MustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "now"})
 }
 
 // Opening migrates once; a second store on the same database finds the
@@ -127,13 +129,13 @@ func TestPostgresOpenMigrations(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := OpenPostgres(ctx, dsn, PGOptions{})
+	s, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	uid := mustCreate(t, s, "c")
-	s2, err := OpenPostgres(ctx, dsn, PGOptions{})
+	uid := historytest.MustCreate(t, s, "c")
+	s2, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
 	if err != nil {
 		t.Fatalf("second open: %v", err)
 	}
@@ -142,13 +144,13 @@ func TestPostgresOpenMigrations(t *testing.T) {
 	}
 	_ = s2.Close()
 	var versions int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM koe_store_migrations`).Scan(&versions); err != nil || versions != len(pgStoreMigrations) {
-		t.Fatalf("%d versions recorded (%v), want %d", versions, err, len(pgStoreMigrations))
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM koe_store_migrations`).Scan(&versions); err != nil || versions != len(history.PGStoreMigrations) {
+		t.Fatalf("%d versions recorded (%v), want %d", versions, err, len(history.PGStoreMigrations))
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO koe_store_migrations (version, name) VALUES ($1, 'from the future')`, len(pgStoreMigrations)+1); err != nil {
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO koe_store_migrations (version, name) VALUES ($1, 'from the future')`, len(history.PGStoreMigrations)+1); err != nil {
 		t.Fatal(err)
 	}
-	if s3, err := OpenPostgres(ctx, dsn, PGOptions{}); err == nil || !strings.Contains(err.Error(), "newer than this koe knows") {
+	if s3, err := history.OpenPostgres(ctx, dsn, history.PGOptions{}); err == nil || !strings.Contains(err.Error(), "newer than this koe knows") {
 		if s3 != nil {
 			_ = s3.Close()
 		}
@@ -161,12 +163,12 @@ func TestPostgresOpenMigrations(t *testing.T) {
 func TestPostgresOpenErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := OpenPostgres(ctx, "postgres://koe:s3cret@127.0.0.1:notaport/koe", PGOptions{}); err == nil ||
+	if _, err := history.OpenPostgres(ctx, "postgres://koe:s3cret@127.0.0.1:notaport/koe", history.PGOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "parse the DSN") || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("bad DSN: %v", err)
 	}
 	// Port 1 on loopback: nothing listens there.
-	_, err := OpenPostgres(ctx, "postgres://koe:s3cret@127.0.0.1:1/koe?connect_timeout=5", PGOptions{})
+	_, err := history.OpenPostgres(ctx, "postgres://koe:s3cret@127.0.0.1:1/koe?connect_timeout=5", history.PGOptions{})
 	if err == nil || !strings.Contains(err.Error(), "postgres store: connect") || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("no server: %v", err)
 	}

@@ -12,12 +12,12 @@ import (
 	"testing"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 )
 
-func openStore(t testing.TB, path string) *history.Store {
+func openStore(t testing.TB, path string) *bolt.Store {
 	t.Helper()
-	s, err := history.Open(path, history.Options{})
+	s, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -26,7 +26,7 @@ func openStore(t testing.TB, path string) *history.Store {
 
 // openLocal opens a local index over a fresh bbolt file; the store closes
 // at the test's end.
-func openLocal(t testing.TB) (*LocalIndex, *history.Store, string) {
+func openLocal(t testing.TB) (*LocalIndex, *bolt.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "koe.db")
 	s := openStore(t, path)

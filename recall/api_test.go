@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 	"koe/recall"
 )
 
@@ -20,7 +20,7 @@ const conf = "koe_default"
 // rig is a recall service over a real history database.
 type rig struct {
 	t     *testing.T
-	store *history.Store
+	store *bolt.Store
 	path  string
 	svc   *recall.Service
 }
@@ -37,7 +37,7 @@ func newRig(t *testing.T) *rig {
 		return now
 	}
 	path := filepath.Join(t.TempDir(), "koe.db")
-	store, err := history.Open(path, history.Options{Now: clock})
+	store, err := bolt.Open(path, bolt.Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestForgetEverything(t *testing.T) {
 // pausingStore holds the indexer right after it stored entries, until
 // the test lets it go on: the moment a forget can slip in between.
 type pausingStore struct {
-	*history.Store
+	*bolt.Store
 	once      sync.Once
 	saved     chan struct{} // closed once the first entries are stored
 	release   chan struct{} // the indexer goes on once closed

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 	"koe/textindex"
 )
 
@@ -47,7 +47,7 @@ func talk(start time.Time, lines ...say) []koe.Record {
 // records for indexing, and hooks run before each Since and after each
 // SaveRecall.
 type countingStore struct {
-	*history.Store
+	*bolt.Store
 	since atomic.Int64
 
 	mu        sync.Mutex
@@ -94,7 +94,7 @@ func (s *countingStore) setAfterSave(fn func(conf, uid string, saved []koe.Recal
 type fixture struct {
 	t     testing.TB
 	path  string
-	store *history.Store
+	store *bolt.Store
 	cs    *countingStore
 	svc   *Service
 	opts  Options
@@ -112,7 +112,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 
 func (f *fixture) open() {
 	f.t.Helper()
-	st, err := history.Open(f.path, history.Options{})
+	st, err := bolt.Open(f.path, bolt.Options{})
 	if err != nil {
 		f.t.Fatalf("open store: %v", err)
 	}

@@ -18,10 +18,10 @@ import (
 	"github.com/gorilla/websocket"
 
 	"koe/agent"
+	"koe/bolt"
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
-	"koe/history"
 	"koe/llm"
 	"koe/server"
 	"koe/testkit/fakellm"
@@ -63,7 +63,7 @@ func startBenchServerRelay(b *testing.B, llmURL string, engine conversation.Synt
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	store, err := history.Open(filepath.Join(benchDir(b), "koe.db"), history.Options{})
+	store, err := bolt.Open(filepath.Join(benchDir(b), "koe.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"koe/app"
-	"koe/history"
+	"koe/bolt"
 	"koe/protocol"
 	"koe/testkit/fakellm"
 )
@@ -648,7 +648,7 @@ func TestShutdownEndsChatStreams(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	store, err := history.Open(filepath.Join(dir, app.DatabaseFile), history.Options{})
+	store, err := bolt.Open(filepath.Join(dir, app.DatabaseFile), bolt.Options{})
 	if err != nil {
 		t.Fatalf("database not released: %v", err)
 	}

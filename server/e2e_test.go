@@ -18,7 +18,7 @@ import (
 
 	"koe"
 	"koe/app"
-	"koe/history"
+	"koe/bolt"
 	"koe/testkit/fakellm"
 )
 
@@ -442,7 +442,7 @@ func TestShutdownPersistsRunningTurn(t *testing.T) {
 		}
 		break
 	}
-	store, err := history.Open(filepath.Join(dir, app.DatabaseFile), history.Options{})
+	store, err := bolt.Open(filepath.Join(dir, app.DatabaseFile), bolt.Options{})
 	if err != nil {
 		t.Fatalf("database not released: %v", err)
 	}
@@ -464,7 +464,7 @@ func TestSecondKoeOnSameDataDirFails(t *testing.T) {
 	second := &app.Main{Config: cfg, Logger: testLogger(t)}
 	start := time.Now()
 	err := second.Open()
-	if !errors.Is(err, history.ErrLocked) {
+	if !errors.Is(err, bolt.ErrLocked) {
 		_ = second.Close()
 		t.Fatalf("second koe: %v, want ErrLocked", err)
 	}

@@ -16,9 +16,9 @@ import (
 
 	"koe/agent"
 	"koe/app"
+	"koe/bolt"
 	"koe/config"
 	"koe/conversation"
-	"koe/history"
 	"koe/llm"
 	"koe/protocol"
 	"koe/server"
@@ -356,7 +356,7 @@ func TestMemoriesNeedTokenAndOrigin(t *testing.T) {
 // TestMemoriesWithoutRecall: a koe built without long-term memory says so.
 func TestMemoriesWithoutRecall(t *testing.T) {
 	cfg := config.Default()
-	store, err := history.Open(filepath.Join(t.TempDir(), "koe.db"), history.Options{})
+	store, err := bolt.Open(filepath.Join(t.TempDir(), "koe.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 	"koe/testkit/fakellm"
 )
 
@@ -210,7 +210,7 @@ func TestNoTurnLostToSIGKILL(t *testing.T) {
 	}
 	<-koe.exited
 
-	store, err := history.Open(filepath.Join(data, "koe.db"), history.Options{})
+	store, err := bolt.Open(filepath.Join(data, "koe.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 	"koe/recall"
 )
 
@@ -75,7 +75,7 @@ func Run(ctx context.Context, samples []Sample, opts Options) (*Report, error) {
 		defer clock.Unlock()
 		return clock.t
 	}
-	store, err := history.Open(filepath.Join(opts.Dir, "locomo.db"), history.Options{Now: now})
+	store, err := bolt.Open(filepath.Join(opts.Dir, "locomo.db"), bolt.Options{Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ var notInID = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 // replay stores one session as a history of the sample's character:
 // speaker A is the human, speaker B the character, each message a second
 // after the one before, its dia_id kept as metadata.
-func replay(ctx context.Context, store *history.Store, conf string, s Sample, sess Session) (int, error) {
+func replay(ctx context.Context, store *bolt.Store, conf string, s Sample, sess Session) (int, error) {
 	uid := koe.NewHistoryUID(sess.Date)
 	var recs []koe.Record
 	for i, t := range sess.Turns {
@@ -175,7 +175,7 @@ func replay(ctx context.Context, store *history.Store, conf string, s Sample, se
 	return len(recs), nil
 }
 
-func histories(ctx context.Context, store *history.Store, conf string) []string {
+func histories(ctx context.Context, store *bolt.Store, conf string) []string {
 	list, err := store.List(ctx, conf)
 	if err != nil {
 		return nil

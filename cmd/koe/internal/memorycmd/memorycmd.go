@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"koe/agent"
+	"koe/bolt"
 	"koe/config"
 	"koe/history"
 	"koe/llm"
@@ -81,9 +82,9 @@ func openStore(ctx context.Context, cfg config.Config) (rebuildStore, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no database at %s: %w", path, err)
 	}
-	store, err := history.Open(path, history.Options{})
+	store, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
-		if errors.Is(err, history.ErrLocked) {
+		if errors.Is(err, bolt.ErrLocked) {
 			return nil, fmt.Errorf("%w: stop koe first, then rebuild", err)
 		}
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"koe"
+	"koe/bolt"
 	"koe/history"
 	"koe/testkit/pgtest"
 )
@@ -36,7 +37,7 @@ func TestEvalCommand(t *testing.T) {
 func TestRebuildCommand(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	store, err := history.Open(filepath.Join(dir, DatabaseFile), history.Options{})
+	store, err := bolt.Open(filepath.Join(dir, DatabaseFile), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestRebuildCommand(t *testing.T) {
 	if !strings.Contains(out.String(), "koe_default: 2 memories from 1 histories") {
 		t.Errorf("output %q", out.String())
 	}
-	store, err = history.Open(filepath.Join(dir, DatabaseFile), history.Options{})
+	store, err = bolt.Open(filepath.Join(dir, DatabaseFile), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

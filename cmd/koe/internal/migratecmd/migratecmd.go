@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"koe/bolt"
 	"koe/config"
 	"koe/history"
 )
@@ -97,7 +98,7 @@ type Options struct {
 	Resume   bool   // copy into a store that is not empty (see the package doc)
 	LockWait time.Duration
 	// Timeout bounds connecting (store_timeout); 0 means
-	// history.DefaultPGTimeout.
+	// history.DefaultTimeout.
 	Timeout time.Duration
 	// CopyTimeout bounds the copy of one history (its pictures
 	// included), or of one character's prompts and documents; 0 means
@@ -153,7 +154,7 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 		return st, fmt.Errorf("no PostgreSQL store to copy into: give -dsn, store_dsn or %s", config.EnvDatabaseURL)
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = history.DefaultPGTimeout
+		opts.Timeout = history.DefaultTimeout
 	}
 	if opts.CopyTimeout <= 0 {
 		opts.CopyTimeout = DefaultCopyTimeout
@@ -161,8 +162,8 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 100
 	}
-	src, err := history.OpenReadOnly(opts.Path, opts.LockWait)
-	if errors.Is(err, history.ErrLocked) {
+	src, err := bolt.OpenReadOnly(opts.Path, opts.LockWait)
+	if errors.Is(err, bolt.ErrLocked) {
 		return st, fmt.Errorf("%w: stop koe first (it keeps %s open), then migrate", err, opts.Path)
 	}
 	if err != nil {

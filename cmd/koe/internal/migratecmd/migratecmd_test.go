@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"koe"
+	"koe/bolt"
 	"koe/history"
 	"koe/testkit/pgtest"
 )
@@ -54,7 +55,7 @@ func buildBolt(t *testing.T, path string) fixture {
 	t.Helper()
 	ctx := t.Context()
 	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	s, err := history.Open(path, history.Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
+	s, err := bolt.Open(path, bolt.Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func openPG(t *testing.T, dsn string) *history.PGStore {
 func rawBolt(t *testing.T, path string) map[string][]byte {
 	t.Helper()
 	ctx := t.Context()
-	s, err := history.OpenReadOnly(path, time.Second)
+	s, err := bolt.OpenReadOnly(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestMigrateCopiesEverything(t *testing.T) {
 		t.Errorf("no progress line for the 8th history in %q", progress.String())
 	}
 
-	src, err := history.OpenReadOnly(path, time.Second)
+	src, err := bolt.OpenReadOnly(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestMigrateInterruptedThenResumed(t *testing.T) {
 	if st.Histories != 5 || st.Skipped != 3 {
 		t.Errorf("resume: %d copied, %d skipped, want 5 and 3", st.Histories, st.Skipped)
 	}
-	src, err := history.OpenReadOnly(path, time.Second)
+	src, err := bolt.OpenReadOnly(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,13 +428,13 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 func TestMigrateLockedDatabase(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, DatabaseFile)
-	running, err := history.Open(path, history.Options{})
+	running, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer running.Close()
 	const dsn = "postgres://koe@127.0.0.1:1/koe"
-	if _, err := Run(context.Background(), Options{Path: path, DSN: dsn, LockWait: 50 * time.Millisecond}); !errors.Is(err, history.ErrLocked) {
+	if _, err := Run(context.Background(), Options{Path: path, DSN: dsn, LockWait: 50 * time.Millisecond}); !errors.Is(err, bolt.ErrLocked) {
 		t.Fatalf("Run beside a running koe: %v, want ErrLocked", err)
 	}
 	var stdout, stderr bytes.Buffer
@@ -462,7 +463,7 @@ func TestMigrateErrors(t *testing.T) {
 		t.Errorf("extra argument: exit %d, %q", code, msg)
 	}
 	path := filepath.Join(dir, DatabaseFile)
-	s, err := history.Open(path, history.Options{})
+	s, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +478,7 @@ func TestMigrateThroughput(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.Schema(t)
 	path := filepath.Join(t.TempDir(), DatabaseFile)
-	s, err := history.Open(path, history.Options{})
+	s, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

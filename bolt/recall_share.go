@@ -1,4 +1,4 @@
-package history
+package bolt
 
 import (
 	"bytes"
@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"koe"
+	"koe/history"
 )
 
 // What an instance of koe reads of recall data another instance wrote to
@@ -19,7 +20,7 @@ import (
 // number after after, in sequence order, with their vectors. A history
 // that does not exist is ErrNotFound.
 func (s *Store) RecallSince(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {
@@ -27,7 +28,7 @@ func (s *Store) RecallSince(ctx context.Context, confUID, historyUID string, aft
 	}
 	var out []koe.RecallEntry
 	missing := false
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		if historyBucket(tx, confUID, historyUID) == nil {
 			missing = true
 			return nil
@@ -50,7 +51,7 @@ func (s *Store) RecallSince(ctx context.Context, confUID, historyUID string, aft
 			}
 			e.HistoryUID, e.Seq = historyUID, seq
 			if vecs != nil {
-				e.Vector = decodeVector(vecs.Get(k))
+				e.Vector = history.DecodeVector(vecs.Get(k))
 			}
 			out = append(out, e)
 		}
@@ -69,11 +70,11 @@ func (s *Store) RecallSince(ctx context.Context, confUID, historyUID string, aft
 // of a history (historyUID "": of every history of the conf), in order,
 // by history uid (none for a history that does not exist).
 func (s *Store) ForgottenRecalls(ctx context.Context, confUID, historyUID string) (map[string][]uint64, error) {
-	if err := CheckConfOrHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckConfOrHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	out := map[string][]uint64{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := recallSub(tx, confUID, bucketForgotten)
 		if b == nil {
 			return nil
@@ -103,11 +104,11 @@ func (s *Store) ForgottenRecalls(ctx context.Context, confUID, historyUID string
 // and reports how many it gave: vectors another instance made need not
 // be made again.
 func (s *Store) FillRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) (int, error) {
-	if err := CheckConf(ctx, confUID); err != nil {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return 0, err
 	}
 	n := 0
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		meta, vecs := recallSub(tx, confUID, bucketRecallMeta), recallSub(tx, confUID, bucketVectors)
 		if model == "" || meta == nil || vecs == nil || string(meta.Get(keyVectorModel)) != model {
 			return nil
@@ -117,7 +118,7 @@ func (s *Store) FillRecallVectors(ctx context.Context, confUID, model string, en
 			if e.Vector != nil {
 				continue
 			}
-			if v := decodeVector(vecs.Get(recallKey(e.HistoryUID, e.Seq))); v != nil {
+			if v := history.DecodeVector(vecs.Get(recallKey(e.HistoryUID, e.Seq))); v != nil {
 				e.Vector = v
 				n++
 			}

@@ -1,10 +1,12 @@
-package history
+package bolt
 
 import (
 	"context"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
+
+	"koe/history"
 )
 
 // ForgetRecalls forgets many entries of one history for good, in one
@@ -12,14 +14,14 @@ import (
 // conversation one transaction per message would wait for the disk
 // thousands of times. It reports how many of the entries existed.
 func (s *Store) ForgetRecalls(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return 0, err
 	}
 	if len(seqs) == 0 {
 		return 0, nil
 	}
 	var existed int
-	err := s.write(func(tx *bolt.Tx) error {
+	err := s.write(func(tx *bbolt.Tx) error {
 		existed = 0 // a batched transaction may run again
 		if historyBucket(tx, confUID, historyUID) == nil {
 			return nil // nothing to forget, and no tombstones to leak

@@ -1,4 +1,4 @@
-package history
+package bolt
 
 import (
 	"bytes"
@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
 	"koe"
+	"koe/history"
 )
 
 // Recall buckets, under the root "recall", one bucket per conf uid:
@@ -48,10 +48,10 @@ func historyPrefix(historyUID string) []byte { return append([]byte(historyUID),
 // RecallMark returns how far a history has been indexed (ok false: not
 // at all).
 func (s *Store) RecallMark(ctx context.Context, confUID, historyUID string) (mark koe.RecallMark, ok bool, err error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return koe.RecallMark{}, false, err
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		b := recallSub(tx, confUID, bucketMarks)
 		if b == nil {
 			return nil
@@ -79,7 +79,7 @@ func (s *Store) RecallMark(ctx context.Context, confUID, historyUID string) (mar
 // that read it just before it was deleted must not bring its memories
 // back.
 func (s *Store) SaveRecall(ctx context.Context, confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	vals := make([][]byte, len(entries))
@@ -96,7 +96,7 @@ func (s *Store) SaveRecall(ctx context.Context, confUID, historyUID string, from
 	}
 	var missing, moved bool
 	var saved []koe.RecallEntry
-	err = s.write(func(tx *bolt.Tx) error {
+	err = s.write(func(tx *bbolt.Tx) error {
 		missing, moved = false, false // a batched transaction may run again
 		saved = saved[:0]
 		if historyBucket(tx, confUID, historyUID) == nil {
@@ -128,7 +128,7 @@ func (s *Store) SaveRecall(ctx context.Context, confUID, historyUID string, from
 				return fmt.Errorf("put recall entry: %w", err)
 			}
 			if e.Vector != nil {
-				if err := conf.Bucket(bucketVectors).Put(k, encodeVector(e.Vector)); err != nil {
+				if err := conf.Bucket(bucketVectors).Put(k, history.EncodeVector(e.Vector)); err != nil {
 					return fmt.Errorf("put recall vector: %w", err)
 				}
 			}
@@ -152,10 +152,10 @@ func (s *Store) SaveRecall(ctx context.Context, confUID, historyUID string, from
 // are skipped. Vectors of another model are dropped first: they could not
 // be compared with these.
 func (s *Store) SetRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) error {
-	if err := CheckConf(ctx, confUID); err != nil {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return err
 	}
-	err := s.write(func(tx *bolt.Tx) error {
+	err := s.write(func(tx *bbolt.Tx) error {
 		conf, err := recallConf(tx, confUID)
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func (s *Store) SetRecallVectors(ctx context.Context, confUID, model string, ent
 			if ents.Get(k) == nil || e.Vector == nil {
 				continue
 			}
-			if err := vecs.Put(k, encodeVector(e.Vector)); err != nil {
+			if err := vecs.Put(k, history.EncodeVector(e.Vector)); err != nil {
 				return fmt.Errorf("put recall vector: %w", err)
 			}
 		}
@@ -183,7 +183,7 @@ func (s *Store) SetRecallVectors(ctx context.Context, confUID, model string, ent
 
 // setVectorModel records the model of a conf's vectors, dropping every
 // vector made by another.
-func setVectorModel(conf *bolt.Bucket, model string) error {
+func setVectorModel(conf *bbolt.Bucket, model string) error {
 	meta := conf.Bucket(bucketRecallMeta)
 	if string(meta.Get(keyVectorModel)) == model {
 		return nil
@@ -200,11 +200,11 @@ func setVectorModel(conf *bolt.Bucket, model string) error {
 // RecallVectorModel is the model that made the conf's stored vectors ("":
 // none).
 func (s *Store) RecallVectorModel(ctx context.Context, confUID string) (string, error) {
-	if err := CheckConf(ctx, confUID); err != nil {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return "", err
 	}
 	var model string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		if meta := recallSub(tx, confUID, bucketRecallMeta); meta != nil {
 			model = string(meta.Get(keyVectorModel))
 		}
@@ -219,10 +219,10 @@ func (s *Store) RecallVectorModel(ctx context.Context, confUID string) (string, 
 // ForEachRecall calls fn with every entry of a conf, with its vector, in
 // history and sequence order. fn must not call the store.
 func (s *Store) ForEachRecall(ctx context.Context, confUID string, fn func(koe.RecallEntry) error) error {
-	if err := CheckConf(ctx, confUID); err != nil {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return err
 	}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		ents := recallSub(tx, confUID, bucketEntries)
 		if ents == nil {
 			return nil
@@ -244,11 +244,11 @@ func (s *Store) ForEachRecall(ctx context.Context, confUID string, fn func(koe.R
 
 // RecallMarks returns the mark of every indexed history of a conf.
 func (s *Store) RecallMarks(ctx context.Context, confUID string) (map[string]koe.RecallMark, error) {
-	if err := CheckConf(ctx, confUID); err != nil {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return nil, err
 	}
 	marks := map[string]koe.RecallMark{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := recallSub(tx, confUID, bucketMarks)
 		if b == nil {
 			return nil
@@ -271,11 +271,11 @@ func (s *Store) RecallMarks(ctx context.Context, confUID string) (map[string]koe
 // ForgetRecall removes one entry for good: it stays forgotten through
 // rebuilds. It reports whether the entry existed.
 func (s *Store) ForgetRecall(ctx context.Context, confUID, historyUID string, seq uint64) (bool, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return false, err
 	}
 	var existed bool
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		if historyBucket(tx, confUID, historyUID) == nil {
 			return nil // nothing to forget, and no tombstone to leak
 		}
@@ -302,10 +302,10 @@ func (s *Store) ForgetRecall(ctx context.Context, confUID, historyUID string, se
 // ClearRecall drops a conf's entries, vectors and marks so that its index
 // is built again from the histories. What was forgotten stays forgotten.
 func (s *Store) ClearRecall(ctx context.Context, confUID string) error {
-	if err := CheckConf(ctx, confUID); err != nil {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return err
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		conf, err := recallConf(tx, confUID)
 		if err != nil {
 			return err
@@ -328,7 +328,7 @@ func (s *Store) ClearRecall(ctx context.Context, confUID string) error {
 
 // dropRecall removes everything recall holds of one history (called by
 // Delete, in its transaction).
-func dropRecall(tx *bolt.Tx, confUID, historyUID string) error {
+func dropRecall(tx *bbolt.Tx, confUID, historyUID string) error {
 	root := tx.Bucket(bucketRecall)
 	if root == nil {
 		return nil
@@ -362,7 +362,7 @@ func (s *Store) Confs(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketHistories).ForEachBucket(func(k []byte) error {
 			out = append(out, string(k))
 			return nil
@@ -377,7 +377,7 @@ func (s *Store) Confs(ctx context.Context) ([]string, error) {
 // Since returns up to limit records of a history stored after sequence
 // after, oldest first, metadata included (Seq tells where to go on).
 func (s *Store) Since(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {
@@ -388,7 +388,7 @@ func (s *Store) Since(ctx context.Context, confUID, historyUID string, after uin
 
 // recallConf returns a conf's recall bucket with its sub-buckets, creating
 // what is missing.
-func recallConf(tx *bolt.Tx, confUID string) (*bolt.Bucket, error) {
+func recallConf(tx *bbolt.Tx, confUID string) (*bbolt.Bucket, error) {
 	root, err := tx.CreateBucketIfNotExists(bucketRecall)
 	if err != nil {
 		return nil, fmt.Errorf("recall bucket: %w", err)
@@ -406,7 +406,7 @@ func recallConf(tx *bolt.Tx, confUID string) (*bolt.Bucket, error) {
 }
 
 // recallSub returns a sub-bucket of a conf's recall bucket, or nil.
-func recallSub(tx *bolt.Tx, confUID string, name []byte) *bolt.Bucket {
+func recallSub(tx *bbolt.Tx, confUID string, name []byte) *bbolt.Bucket {
 	root := tx.Bucket(bucketRecall)
 	if root == nil {
 		return nil
@@ -418,31 +418,11 @@ func recallSub(tx *bolt.Tx, confUID string, name []byte) *bolt.Bucket {
 	return conf.Bucket(name)
 }
 
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-// decodeVector copies: bbolt's bytes are only valid in the transaction.
-func decodeVector(b []byte) []float32 {
-	if len(b) == 0 || len(b)%4 != 0 {
-		return nil
-	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
 // walkVectored calls fn with each entry of entries, decoded from JSON and
 // completed by fill from its key and its vector in vectors (nil: none),
 // in key order: the shape of recall's entries and knowledge's chunks. A
 // walk may be long: it stops when ctx ends.
-func walkVectored[T any](ctx context.Context, entries, vectors *bolt.Bucket, what string, fill func(k []byte, t *T, vec []float32) error, fn func(T) error) error {
+func walkVectored[T any](ctx context.Context, entries, vectors *bbolt.Bucket, what string, fill func(k []byte, t *T, vec []float32) error, fn func(T) error) error {
 	return entries.ForEach(func(k, v []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -453,7 +433,7 @@ func walkVectored[T any](ctx context.Context, entries, vectors *bolt.Bucket, wha
 		}
 		var vec []float32
 		if vectors != nil {
-			vec = decodeVector(vectors.Get(k))
+			vec = history.DecodeVector(vectors.Get(k))
 		}
 		if err := fill(k, &t, vec); err != nil {
 			return err

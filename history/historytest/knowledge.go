@@ -1,9 +1,8 @@
-package history
+package historytest
 
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,51 +11,16 @@ import (
 	"koe"
 )
 
-func knowledgeDoc(id string, added time.Time) koe.KnowledgeDoc {
-	return koe.KnowledgeDoc{ID: id, Name: id + ".pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual " + id,
-		Bytes: 1234, Tokens: 300, Pages: 2, Chunks: 2, Added: added}
-}
-
-func knowledgeChunks(docID string, n int, dim int) []koe.KnowledgeChunk {
-	out := make([]koe.KnowledgeChunk, n)
-	for i := range out {
-		out[i] = koe.KnowledgeChunk{DocID: docID, Seq: i, Name: docID + ".pdf", Title: "Manual", Heading: fmt.Sprintf("Section %d", i),
-			Page: i + 1, Tokens: 10 + i, Text: fmt.Sprintf("chunk %d of %s", i, docID)}
-		if dim > 0 {
-			out[i].Vector = make([]float32, dim)
-			for j := range out[i].Vector {
-				out[i].Vector[j] = float32(i) + float32(j)/10
-			}
-		}
-	}
-	return out
-}
-
-func chunksOf(t *testing.T, s testStore, conf string) []koe.KnowledgeChunk {
-	t.Helper()
+func testKnowledgeDocRoundTrip(t *testing.T, be Backend) {
 	ctx := t.Context()
-	var out []koe.KnowledgeChunk
-	if err := s.ForEachKnowledgeChunk(ctx, conf, func(c koe.KnowledgeChunk) error {
-		out = append(out, c)
-		return nil
-	}); err != nil {
-		t.Fatalf("ForEachKnowledgeChunk(%q): %v", conf, err)
-	}
-	return out
-}
-
-func TestKnowledgeDocRoundTrip(t *testing.T) { eachBackend(t, testKnowledgeDocRoundTrip) }
-
-func testKnowledgeDocRoundTrip(t *testing.T, open opener) {
-	ctx := t.Context()
-	s := open(t, Options{})
+	s := be.Open(t, nil)
 	docs, err := s.KnowledgeDocs(ctx, "c")
 	if err != nil || docs == nil || len(docs) != 0 {
 		t.Fatalf("KnowledgeDocs of a conf without any = %#v, %v; want empty, no error", docs, err)
 	}
 	// Added out of id order, to see that the listing sorts by time.
-	b := knowledgeDoc("b", t0)
-	a := knowledgeDoc("a", t0.Add(time.Hour))
+	b := KnowledgeDoc("b", T0)
+	a := KnowledgeDoc("a", T0.Add(time.Hour))
 	text := "page one\fpage two"
 	if err := s.PutKnowledgeDoc(ctx, "c", a, "alpha", nil); err != nil {
 		t.Fatal(err)
@@ -104,13 +68,11 @@ func testKnowledgeDocRoundTrip(t *testing.T, open opener) {
 	}
 }
 
-func TestKnowledgeDocPagesChecked(t *testing.T) { eachBackend(t, testKnowledgeDocPagesChecked) }
-
-func testKnowledgeDocPagesChecked(t *testing.T, open opener) {
+func testKnowledgeDocPagesChecked(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
+	s := be.Open(t, nil)
 	for _, pages := range [][]int{{0, 50}, {0, 5, 3}, {-1}} {
-		err := s.PutKnowledgeDoc(ctx, "c", knowledgeDoc("d", t0), "0123456789", pages)
+		err := s.PutKnowledgeDoc(ctx, "c", KnowledgeDoc("d", T0), "0123456789", pages)
 		if !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("pages %v: err = %v, want ErrInvalidRecord", pages, err)
 		}
@@ -120,23 +82,19 @@ func testKnowledgeDocPagesChecked(t *testing.T, open opener) {
 	}
 }
 
-func TestKnowledgeChunksRoundTripAndOrder(t *testing.T) {
-	eachBackend(t, testKnowledgeChunksRoundTripAndOrder)
-}
-
-func testKnowledgeChunksRoundTripAndOrder(t *testing.T, open opener) {
+func testKnowledgeChunksRoundTripAndOrder(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
+	s := be.Open(t, nil)
 	// "a-b" sorts after "a" as a string, and must as keys too.
 	for _, id := range []string{"a-b", "a", "B"} {
-		cs := knowledgeChunks(id, 3, 4)
+		cs := KnowledgeChunks(id, 3, 4)
 		// Put out of order: the store orders by seq.
 		cs[0], cs[2] = cs[2], cs[0]
 		if err := s.PutKnowledgeChunks(ctx, "c", id, cs); err != nil {
 			t.Fatalf("PutKnowledgeChunks(%q): %v", id, err)
 		}
 	}
-	got := chunksOf(t, s, "c")
+	got := ChunksOf(t, s, "c")
 	var order []string
 	for _, c := range got {
 		order = append(order, fmt.Sprintf("%s/%d", c.DocID, c.Seq))
@@ -145,28 +103,26 @@ func testKnowledgeChunksRoundTripAndOrder(t *testing.T, open opener) {
 	if strings.Join(order, " ") != want {
 		t.Fatalf("chunk order = %v, want %s", order, want)
 	}
-	wantChunk := knowledgeChunks("a", 3, 4)[1]
+	wantChunk := KnowledgeChunks("a", 3, 4)[1]
 	if !reflect.DeepEqual(got[4], wantChunk) {
 		t.Fatalf("chunk a/1 came back as %+v, want %+v", got[4], wantChunk)
 	}
 }
 
-func TestKnowledgeChunksReplace(t *testing.T) { eachBackend(t, testKnowledgeChunksReplace) }
-
-func testKnowledgeChunksReplace(t *testing.T, open opener) {
+func testKnowledgeChunksReplace(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	if err := s.PutKnowledgeChunks(ctx, "c", "d", knowledgeChunks("d", 5, 8)); err != nil {
+	s := be.Open(t, nil)
+	if err := s.PutKnowledgeChunks(ctx, "c", "d", KnowledgeChunks("d", 5, 8)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutKnowledgeChunks(ctx, "c", "e", knowledgeChunks("e", 2, 8)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "c", "e", KnowledgeChunks("e", 2, 8)); err != nil {
 		t.Fatal(err)
 	}
 	// Fewer chunks, no vectors: nothing of the old five may remain.
-	if err := s.PutKnowledgeChunks(ctx, "c", "d", knowledgeChunks("d", 2, 0)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "c", "d", KnowledgeChunks("d", 2, 0)); err != nil {
 		t.Fatal(err)
 	}
-	got := chunksOf(t, s, "c")
+	got := ChunksOf(t, s, "c")
 	if len(got) != 4 {
 		t.Fatalf("after replace, %d chunks, want 4: %+v", len(got), got)
 	}
@@ -178,53 +134,49 @@ func testKnowledgeChunksReplace(t *testing.T, open opener) {
 	if got[2].DocID != "e" || len(got[2].Vector) != 8 {
 		t.Fatalf("the other document's chunk changed: %+v", got[2])
 	}
-	if strings.Contains(dump(t, s), "chunk 4 of d") {
+	if strings.Contains(be.Dump(t, s), "chunk 4 of d") {
 		t.Fatal("replace left an old chunk behind")
 	}
 	// An empty list removes them.
 	if err := s.DeleteKnowledgeChunks(ctx, "c", "d"); err != nil {
 		t.Fatal(err)
 	}
-	if got := chunksOf(t, s, "c"); len(got) != 2 || got[0].DocID != "e" {
+	if got := ChunksOf(t, s, "c"); len(got) != 2 || got[0].DocID != "e" {
 		t.Fatalf("after DeleteKnowledgeChunks, chunks = %+v", got)
 	}
 }
 
-func TestKnowledgeChunksRefused(t *testing.T) { eachBackend(t, testKnowledgeChunksRefused) }
-
-func testKnowledgeChunksRefused(t *testing.T, open opener) {
+func testKnowledgeChunksRefused(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	if err := s.PutKnowledgeChunks(ctx, "c", "d", knowledgeChunks("d", 2, 0)); err != nil {
+	s := be.Open(t, nil)
+	if err := s.PutKnowledgeChunks(ctx, "c", "d", KnowledgeChunks("d", 2, 0)); err != nil {
 		t.Fatal(err)
 	}
-	before := dump(t, s)
-	repeated := knowledgeChunks("d", 3, 0)
+	before := be.Dump(t, s)
+	repeated := KnowledgeChunks("d", 3, 0)
 	repeated[2].Seq = 0
-	foreign := knowledgeChunks("d", 3, 0)
+	foreign := KnowledgeChunks("d", 3, 0)
 	foreign[1].DocID = "e"
-	negative := knowledgeChunks("d", 1, 0)
+	negative := KnowledgeChunks("d", 1, 0)
 	negative[0].Seq = -1
 	for name, cs := range map[string][]koe.KnowledgeChunk{"repeated seq": repeated, "foreign doc": foreign, "negative seq": negative} {
 		if err := s.PutKnowledgeChunks(ctx, "c", "d", cs); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecord", name, err)
 		}
 	}
-	if dump(t, s) != before {
+	if be.Dump(t, s) != before {
 		t.Fatal("a refused put changed the database")
 	}
 }
 
-func TestKnowledgeDeleteDoc(t *testing.T) { eachBackend(t, testKnowledgeDeleteDoc) }
-
-func testKnowledgeDeleteDoc(t *testing.T, open opener) {
+func testKnowledgeDeleteDoc(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
+	s := be.Open(t, nil)
 	for _, id := range []string{"d", "e"} {
-		if err := s.PutKnowledgeDoc(ctx, "c", knowledgeDoc(id, t0), "text of "+id, nil); err != nil {
+		if err := s.PutKnowledgeDoc(ctx, "c", KnowledgeDoc(id, T0), "text of "+id, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PutKnowledgeChunks(ctx, "c", id, knowledgeChunks(id, 3, 4)); err != nil {
+		if err := s.PutKnowledgeChunks(ctx, "c", id, KnowledgeChunks(id, 3, 4)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,12 +187,12 @@ func testKnowledgeDeleteDoc(t *testing.T, open opener) {
 	if _, _, err := s.KnowledgeText(ctx, "c", "d"); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("text of a deleted doc: err = %v, want ErrNotFound", err)
 	}
-	for _, c := range chunksOf(t, s, "c") {
+	for _, c := range ChunksOf(t, s, "c") {
 		if c.DocID == "d" {
 			t.Fatalf("chunk %+v of the deleted doc remains", c)
 		}
 	}
-	if strings.Contains(dump(t, s), "text of d") {
+	if strings.Contains(be.Dump(t, s), "text of d") {
 		t.Fatal("the deleted document's text remains")
 	}
 	if docs, _ := s.KnowledgeDocs(ctx, "c"); len(docs) != 1 || docs[0].ID != "e" {
@@ -253,7 +205,7 @@ func testKnowledgeDeleteDoc(t *testing.T, open opener) {
 		t.Fatalf("deleting from a conf without knowledge = %v, %v; want false, no error", existed, err)
 	}
 	// Chunks alone (an index written before its document) count too.
-	if err := s.PutKnowledgeChunks(ctx, "c", "f", knowledgeChunks("f", 1, 0)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "c", "f", KnowledgeChunks("f", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if existed, err := s.DeleteKnowledgeDoc(ctx, "c", "f"); err != nil || !existed {
@@ -261,21 +213,19 @@ func testKnowledgeDeleteDoc(t *testing.T, open opener) {
 	}
 }
 
-func TestKnowledgeConfs(t *testing.T) { eachBackend(t, testKnowledgeConfs) }
-
-func testKnowledgeConfs(t *testing.T, open opener) {
+func testKnowledgeConfs(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
+	s := be.Open(t, nil)
 	if confs, err := s.KnowledgeConfs(ctx); err != nil || len(confs) != 0 {
 		t.Fatalf("KnowledgeConfs of a new database = %v, %v", confs, err)
 	}
-	if err := s.PutKnowledgeDoc(ctx, "docs-only", knowledgeDoc("d", t0), "x", nil); err != nil {
+	if err := s.PutKnowledgeDoc(ctx, "docs-only", KnowledgeDoc("d", T0), "x", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutKnowledgeChunks(ctx, "chunks-only", "d", knowledgeChunks("d", 1, 0)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "chunks-only", "d", KnowledgeChunks("d", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutKnowledgeChunks(ctx, "emptied", "d", knowledgeChunks("d", 1, 0)); err != nil {
+	if err := s.PutKnowledgeChunks(ctx, "emptied", "d", KnowledgeChunks("d", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteKnowledgeChunks(ctx, "emptied", "d"); err != nil {
@@ -291,23 +241,21 @@ func testKnowledgeConfs(t *testing.T, open opener) {
 	if confs, _ := s.KnowledgeConfs(ctx); strings.Join(confs, ",") != "chunks-only" {
 		t.Fatalf("after deleting the last doc, KnowledgeConfs = %v", confs)
 	}
-	if strings.Contains(dump(t, s), "docs-only") || strings.Contains(dump(t, s), "emptied") {
+	if strings.Contains(be.Dump(t, s), "docs-only") || strings.Contains(be.Dump(t, s), "emptied") {
 		t.Fatal("an emptied knowledge base left its bucket")
 	}
 }
 
-func TestKnowledgeInvalidIDs(t *testing.T) { eachBackend(t, testKnowledgeInvalidIDs) }
-
-func testKnowledgeInvalidIDs(t *testing.T, open opener) {
+func testKnowledgeInvalidIDs(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	before := dump(t, s)
+	s := be.Open(t, nil)
+	before := be.Dump(t, s)
 	bad := []string{"", "../x", ".hidden", "a/b", "a\x00b", strings.Repeat("x", 200)}
 	for _, id := range bad {
 		checks := map[string]error{
-			"PutKnowledgeDoc conf":  s.PutKnowledgeDoc(ctx, id, knowledgeDoc("d", t0), "x", nil),
-			"PutKnowledgeDoc id":    s.PutKnowledgeDoc(ctx, "c", knowledgeDoc(id, t0), "x", nil),
-			"PutKnowledgeChunks":    s.PutKnowledgeChunks(ctx, "c", id, knowledgeChunks("", 1, 0)),
+			"PutKnowledgeDoc conf":  s.PutKnowledgeDoc(ctx, id, KnowledgeDoc("d", T0), "x", nil),
+			"PutKnowledgeDoc id":    s.PutKnowledgeDoc(ctx, "c", KnowledgeDoc(id, T0), "x", nil),
+			"PutKnowledgeChunks":    s.PutKnowledgeChunks(ctx, "c", id, KnowledgeChunks("", 1, 0)),
 			"DeleteKnowledgeChunks": s.DeleteKnowledgeChunks(ctx, id, "d"),
 			"ForEachKnowledgeChunk": s.ForEachKnowledgeChunk(ctx, id, func(koe.KnowledgeChunk) error {
 				return nil
@@ -325,50 +273,7 @@ func testKnowledgeInvalidIDs(t *testing.T, open opener) {
 			}
 		}
 	}
-	if dump(t, s) != before {
+	if be.Dump(t, s) != before {
 		t.Fatal("calls with invalid ids changed the database")
-	}
-}
-
-func TestKnowledgeSurvivesHistoryDeleteAndReopen(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "koe.db")
-	s, err := Open(path, Options{Now: stepClock(t0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mustCreate(t, s, "c")
-	doc := knowledgeDoc("d", t0)
-	if err := s.PutKnowledgeDoc(ctx, "c", doc, "the handbook", []int{0}); err != nil {
-		t.Fatal(err)
-	}
-	chunks := knowledgeChunks("d", 3, 16)
-	if err := s.PutKnowledgeChunks(ctx, "c", "d", chunks); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Delete(ctx, "c", h); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err = Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	docs, err := s.KnowledgeDocs(ctx, "c")
-	if err != nil || len(docs) != 1 || docs[0].ID != "d" || !docs[0].Added.Equal(doc.Added) {
-		t.Fatalf("after history delete and reopen, docs = %+v, %v", docs, err)
-	}
-	if text, pages, err := s.KnowledgeText(ctx, "c", "d"); err != nil || text != "the handbook" || !reflect.DeepEqual(pages, []int{0}) {
-		t.Fatalf("after reopen, text = %q, %v, %v", text, pages, err)
-	}
-	if got := chunksOf(t, s, "c"); !reflect.DeepEqual(got, chunks) {
-		t.Fatalf("after reopen, chunks = %+v, want %+v", got, chunks)
-	}
-	if confs, _ := s.KnowledgeConfs(ctx); len(confs) != 1 || confs[0] != "c" {
-		t.Fatalf("after reopen, KnowledgeConfs = %v", confs)
 	}
 }

@@ -1,4 +1,4 @@
-package history
+package bolt
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"koe"
+	"koe/history"
 )
 
 // AddSummary stores r as a summary of history historyUID. Summaries are
@@ -16,10 +17,10 @@ import (
 // turn as a stored one replaces it. The history must exist; AddSummary
 // never creates one.
 func (s *Store) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
-	if err := validateSummary(historyUID, r); err != nil {
+	if err := history.CheckSummary(historyUID, r); err != nil {
 		return fmt.Errorf("add summary to history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	if r.CreatedAt == "" {
@@ -36,7 +37,7 @@ func (s *Store) AddSummary(ctx context.Context, confUID, historyUID string, r ko
 	// rest of the batch; the flag is reset because the function may run
 	// more than once.
 	var missing bool
-	err = s.write(func(tx *bolt.Tx) error {
+	err = s.write(func(tx *bbolt.Tx) error {
 		missing = false
 		h := historyBucket(tx, confUID, historyUID)
 		if h == nil {
@@ -66,11 +67,11 @@ func (s *Store) AddSummary(ctx context.Context, confUID, historyUID string, r ko
 // Summaries returns the summaries of a history in turn order (by first
 // turn), or an empty slice if it has none.
 func (s *Store) Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	out := []koe.SummaryRecord{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		h := historyBucket(tx, confUID, historyUID)
 		if h == nil {
 			return koe.ErrNotFound
@@ -102,7 +103,7 @@ func (s *Store) Summaries(ctx context.Context, confUID, historyUID string) ([]ko
 // formed.
 func validateSummary(historyUID string, r koe.SummaryRecord) error {
 	if r.ThreadID != historyUID {
-		return fmt.Errorf("summary: thread id %q does not match the history: %w", QuoteID(r.ThreadID), koe.ErrInvalidRecord)
+		return fmt.Errorf("summary: thread id %q does not match the history: %w", history.QuoteID(r.ThreadID), koe.ErrInvalidRecord)
 	}
 	return r.Validate()
 }
@@ -118,7 +119,7 @@ func turnKey(turn int) [8]byte {
 // SetPrompt stores the prompt name of character confUID. An empty text
 // deletes the prompt, so that the caller falls back to its default.
 func (s *Store) SetPrompt(ctx context.Context, confUID, name, text string) error {
-	if err := CheckPromptName(ctx, confUID, name); err != nil {
+	if err := history.CheckPromptName(ctx, confUID, name); err != nil {
 		return err
 	}
 	if err := koe.CheckPrompt(text); err != nil {
@@ -126,7 +127,7 @@ func (s *Store) SetPrompt(ctx context.Context, confUID, name, text string) error
 	}
 	// Prompts change only when a user edits them, so a plain transaction
 	// is enough; there is nothing to batch.
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		root := tx.Bucket(bucketPrompts)
 		if text == "" {
 			conf := root.Bucket([]byte(confUID))
@@ -158,10 +159,10 @@ func (s *Store) SetPrompt(ctx context.Context, confUID, name, text string) error
 // Prompt returns the prompt name of character confUID; ok is false if it
 // has not been set (or was reset), in which case the caller uses its default.
 func (s *Store) Prompt(ctx context.Context, confUID, name string) (text string, ok bool, err error) {
-	if err := CheckPromptName(ctx, confUID, name); err != nil {
+	if err := history.CheckPromptName(ctx, confUID, name); err != nil {
 		return "", false, err
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		conf := tx.Bucket(bucketPrompts).Bucket([]byte(confUID))
 		if conf == nil {
 			return nil

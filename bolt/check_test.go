@@ -1,4 +1,4 @@
-package history
+package bolt
 
 import (
 	"bytes"
@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"koe"
+	"koe/history/historytest"
 )
 
 func TestCheckHealthy(t *testing.T) {
 	ctx := t.Context()
 	s, _ := openTest(t, Options{})
 	for i := 0; i < 5; i++ {
-		uid := mustCreate(t, s, "c")
+		uid := historytest.MustCreate(t, s, "c")
 		// Pictures this large take overflow pages, which the check follows.
 		img := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{byte(i)}, 40000))
-		mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "hi", Images: []koe.Image{{MimeType: "image/png", Data: img}}})
+		historytest.MustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: "hi", Images: []koe.Image{{MimeType: "image/png", Data: img}}})
 		if i%2 == 0 {
 			if err := s.Delete(ctx, "c", uid); err != nil {
 				t.Fatal(err)

@@ -1,12 +1,13 @@
-package history
+package bolt
 
 import (
 	"context"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"koe"
+	"koe/history"
 )
 
 // Page returns up to limit records of a history that are older than the
@@ -19,14 +20,14 @@ import (
 // start of a long history as at its end. To walk back through a history,
 // pass the Seq of the first record of a page as before for the next.
 func (s *Store) Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, false, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {
 		return nil, false, fmt.Errorf("page of history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	records = []koe.Record{}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		msgs := messagesBucket(tx, confUID, historyUID)
 		if msgs == nil {
 			return koe.ErrNotFound

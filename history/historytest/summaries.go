@@ -1,200 +1,49 @@
-package history
+package historytest
 
 import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
-
 	"koe"
 )
 
-// summary returns a valid record of n turns of history uid starting at first.
-func summary(uid string, first, n int, text string) koe.SummaryRecord {
-	turns := make([]int, n)
-	for i := range turns {
-		turns[i] = first + i
-	}
-	return koe.SummaryRecord{
-		ThreadID:        uid,
-		Turns:           turns,
-		TurnLength:      n,
-		OriginalChars:   1000,
-		SummaryChars:    300,
-		CompressionRate: 0.3,
-		Summary:         text,
-	}
-}
-
-func mustAddSummary(t testing.TB, s testStore, conf, uid string, r koe.SummaryRecord) {
-	t.Helper()
-	ctx := t.Context()
-	if err := s.AddSummary(ctx, conf, uid, r); err != nil {
-		t.Fatalf("AddSummary(%q, %q, turns %v): %v", conf, uid, r.Turns, err)
-	}
-}
-
-func mustSummaries(t testing.TB, s testStore, conf, uid string) []koe.SummaryRecord {
-	t.Helper()
-	ctx := t.Context()
-	got, err := s.Summaries(ctx, conf, uid)
-	if err != nil {
-		t.Fatalf("Summaries(%q, %q): %v", conf, uid, err)
-	}
-	return got
-}
-
-// rawSummaries returns the summaries bucket of a history as "key value"
-// lines, or nil if the bucket does not exist.
-func rawSummaries(t *testing.T, s *Store, conf, uid string) []string {
-	t.Helper()
-	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		h := historyBucket(tx, conf, uid)
-		if h == nil {
-			return fmt.Errorf("history %s/%s missing", conf, uid)
-		}
-		b := h.Bucket(bucketSummaries)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, v []byte) error {
-			out = append(out, fmt.Sprintf("%x %s", k, v))
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func TestSummariesRoundTrip(t *testing.T) {
-	s, _ := openTest(t, Options{Now: stepClock(t0)})
-	h := mustCreate(t, s, "c") // :07
-
-	if got := mustSummaries(t, s, "c", h); got == nil || len(got) != 0 {
-		t.Fatalf("Summaries before any = %#v, want empty non-nil slice", got)
-	}
-
-	// Out of order on purpose: the listing must follow the turns, not the
-	// order of writes.
-	late := summary(h, 7, 3, "seven to nine")
-	late.CreatedAt = "2030-01-01T00:00:00"
-	mustAddSummary(t, s, "c", h, late)                                // keeps its CreatedAt
-	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "one to three"))    // :08
-	mustAddSummary(t, s, "c", h, summary(h, 4, 3, "four to six"))     // :09
-	mustAddSummary(t, s, "c", h, summary(h, 10, 1, "single turn"))    // :10
-	mustAddSummary(t, s, "c", h, summary(h, 300, 3, "needs 2 bytes")) // :11, key beyond one byte
-
-	got := mustSummaries(t, s, "c", h)
-	want := []koe.SummaryRecord{
-		summary(h, 1, 3, "one to three"),
-		summary(h, 4, 3, "four to six"),
-		late,
-		summary(h, 10, 1, "single turn"),
-		summary(h, 300, 3, "needs 2 bytes"),
-	}
-	want[0].CreatedAt = "2025-03-04T05:06:08"
-	want[1].CreatedAt = "2025-03-04T05:06:09"
-	want[3].CreatedAt = "2025-03-04T05:06:10"
-	want[4].CreatedAt = "2025-03-04T05:06:11"
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("Summaries:\n got %+v\nwant %+v", got, want)
-	}
-
-	// Keys are the big-endian first turn; values the documented JSON.
-	raw := rawSummaries(t, s, "c", h)
-	if len(raw) != 5 {
-		t.Fatalf("stored %d summaries, want 5: %q", len(raw), raw)
-	}
-	wantFirst := `0000000000000001 {"thread_id":"` + h + `","turns":[1,2,3],"turn_length":3,"original_chars":1000,"summary_chars":300,"compression_rate":0.3,"summary":"one to three","created_at":"2025-03-04T05:06:08"}`
-	if raw[0] != wantFirst {
-		t.Errorf("stored summary:\n got %s\nwant %s", raw[0], wantFirst)
-	}
-	var keys []string
-	for _, r := range raw {
-		keys = append(keys, r[:16])
-	}
-	if wantKeys := []string{"0000000000000001", "0000000000000004", "0000000000000007", "000000000000000a", "000000000000012c"}; !reflect.DeepEqual(keys, wantKeys) {
-		t.Errorf("keys = %v, want %v", keys, wantKeys)
-	}
-}
-
 // Re-summarising a range that starts at the same turn replaces the old
 // summary, whatever its length; other summaries are untouched.
-func TestSummaryOverwrite(t *testing.T) { eachBackend(t, testSummaryOverwrite) }
-
-func testSummaryOverwrite(t *testing.T, open opener) {
-	s := open(t, Options{})
-	h := mustCreate(t, s, "c")
-	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "first try"))
-	mustAddSummary(t, s, "c", h, summary(h, 4, 3, "other"))
-	second := summary(h, 1, 3, "second try")
+func testSummaryOverwrite(t *testing.T, be Backend) {
+	s := be.Open(t, nil)
+	h := MustCreate(t, s, "c")
+	MustAddSummary(t, s, "c", h, Summary(h, 1, 3, "first try"))
+	MustAddSummary(t, s, "c", h, Summary(h, 4, 3, "other"))
+	second := Summary(h, 1, 3, "second try")
 	second.CompressionRate, second.SummaryChars = 0.1, 100
-	mustAddSummary(t, s, "c", h, second)
+	MustAddSummary(t, s, "c", h, second)
 
-	got := mustSummaries(t, s, "c", h)
+	got := MustSummaries(t, s, "c", h)
 	if len(got) != 2 || got[0].Summary != "second try" || got[0].CompressionRate != 0.1 || got[0].SummaryChars != 100 || got[1].Summary != "other" {
 		t.Fatalf("after overwrite: %+v", got)
 	}
 
-	mustAddSummary(t, s, "c", h, summary(h, 1, 2, "shorter"))
-	got = mustSummaries(t, s, "c", h)
+	MustAddSummary(t, s, "c", h, Summary(h, 1, 2, "shorter"))
+	got = MustSummaries(t, s, "c", h)
 	if len(got) != 2 || got[0].Summary != "shorter" || !reflect.DeepEqual(got[0].Turns, []int{1, 2}) || got[0].TurnLength != 2 {
 		t.Fatalf("after overwrite with a shorter range: %+v", got)
 	}
 }
 
-func TestSummariesReopen(t *testing.T) {
+func testInvalidSummary(t *testing.T, be Backend) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "koe.db")
-	s, err := Open(path, Options{Now: stepClock(t0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mustCreate(t, s, "c")
-	mustAddSummary(t, s, "c", h, summary(h, 4, 3, "b"))
-	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "a"))
-	if err := s.SetPrompt(ctx, "c", koe.PromptSystem, "be brief"); err != nil {
-		t.Fatal(err)
-	}
-	want := mustSummaries(t, s, "c", h)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s2, err := Open(path, Options{})
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	defer s2.Close()
-	got := mustSummaries(t, s2, "c", h)
-	if !reflect.DeepEqual(got, want) || len(got) != 2 || got[0].Summary != "a" || got[1].Summary != "b" {
-		t.Fatalf("after reopen got %+v, want %+v", got, want)
-	}
-	if text, ok, err := s2.Prompt(ctx, "c", koe.PromptSystem); err != nil || !ok || text != "be brief" {
-		t.Fatalf("Prompt after reopen = %q, %v, %v", text, ok, err)
-	}
-}
-
-func TestInvalidSummary(t *testing.T) { eachBackend(t, testInvalidSummary) }
-
-func testInvalidSummary(t *testing.T, open opener) {
-	ctx := t.Context()
-	s := open(t, Options{})
-	h := mustCreate(t, s, "c")
-	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "keep me"))
-	before := dump(t, s)
+	s := be.Open(t, nil)
+	h := MustCreate(t, s, "c")
+	MustAddSummary(t, s, "c", h, Summary(h, 1, 3, "keep me"))
+	before := be.Dump(t, s)
 
 	with := func(f func(r *koe.SummaryRecord)) koe.SummaryRecord {
-		r := summary(h, 4, 3, "bad")
+		r := Summary(h, 4, 3, "bad")
 		f(&r)
 		return r
 	}
@@ -226,13 +75,13 @@ func testInvalidSummary(t *testing.T, open opener) {
 			t.Errorf("%s: err = %v, want ErrInvalidRecord", name, err)
 		}
 	}
-	if after := dump(t, s); after != before {
+	if after := be.Dump(t, s); after != before {
 		t.Fatalf("invalid summaries changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 
 	// The bounds themselves are valid.
 	for _, rate := range []float64{0, 1} {
-		r := summary(h, 4, 3, "edge")
+		r := Summary(h, 4, 3, "edge")
 		r.CompressionRate, r.OriginalChars, r.SummaryChars = rate, 0, 0
 		if err := s.AddSummary(ctx, "c", h, r); err != nil {
 			t.Errorf("AddSummary with rate %v and zero counts: %v", rate, err)
@@ -240,13 +89,11 @@ func testInvalidSummary(t *testing.T, open opener) {
 	}
 }
 
-func TestInvalidSummaryMessage(t *testing.T) { eachBackend(t, testInvalidSummaryMessage) }
-
-func testInvalidSummaryMessage(t *testing.T, open opener) {
+func testInvalidSummaryMessage(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	h := mustCreate(t, s, "c")
-	r := summary(h, 1, 3, "x")
+	s := be.Open(t, nil)
+	h := MustCreate(t, s, "c")
+	r := Summary(h, 1, 3, "x")
 	r.Turns = []int{1, 2, 4}
 	err := s.AddSummary(ctx, "c", h, r)
 	want := fmt.Sprintf(`add summary to history %q of conf "c": summary: turns 2 and 4 are not consecutive: invalid record`, h)
@@ -255,17 +102,15 @@ func testInvalidSummaryMessage(t *testing.T, open opener) {
 	}
 }
 
-func TestMemoryInvalidIDs(t *testing.T) { eachBackend(t, testMemoryInvalidIDs) }
-
-func testMemoryInvalidIDs(t *testing.T, open opener) {
+func testMemoryInvalidIDs(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	h := mustCreate(t, s, "c")
-	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "x"))
+	s := be.Open(t, nil)
+	h := MustCreate(t, s, "c")
+	MustAddSummary(t, s, "c", h, Summary(h, 1, 3, "x"))
 	if err := s.SetPrompt(ctx, "c", koe.PromptSystem, "sys"); err != nil {
 		t.Fatal(err)
 	}
-	before := dump(t, s)
+	before := be.Dump(t, s)
 
 	bad := []string{"", "../x", "a/b", strings.Repeat("a", 129), "\x00", ".hidden", "a..b", "..", "a b", "é", `a\b`}
 	for _, id := range bad {
@@ -275,8 +120,8 @@ func testMemoryInvalidIDs(t *testing.T, open opener) {
 				t.Errorf("%s with %q: err = %v, want ErrInvalidID", op, id, err)
 			}
 		}
-		check("AddSummary conf", s.AddSummary(ctx, id, h, summary(h, 4, 3, "evil")))
-		check("AddSummary uid", s.AddSummary(ctx, "c", id, summary(id, 4, 3, "evil")))
+		check("AddSummary conf", s.AddSummary(ctx, id, h, Summary(h, 4, 3, "evil")))
+		check("AddSummary uid", s.AddSummary(ctx, "c", id, Summary(id, 4, 3, "evil")))
 		_, err := s.Summaries(ctx, id, h)
 		check("Summaries conf", err)
 		_, err = s.Summaries(ctx, "c", id)
@@ -289,7 +134,7 @@ func testMemoryInvalidIDs(t *testing.T, open opener) {
 		_, _, err = s.Prompt(ctx, "c", id)
 		check("Prompt name", err)
 	}
-	if after := dump(t, s); after != before {
+	if after := be.Dump(t, s); after != before {
 		t.Fatalf("invalid ids changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	if err := s.SetPrompt(ctx, "c", "a/b", "x"); err == nil || !strings.Contains(err.Error(), "prompt name") {
@@ -297,41 +142,37 @@ func testMemoryInvalidIDs(t *testing.T, open opener) {
 	}
 }
 
-func TestSummaryMissingHistory(t *testing.T) { eachBackend(t, testSummaryMissingHistory) }
-
-func testSummaryMissingHistory(t *testing.T, open opener) {
+func testSummaryMissingHistory(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	h := mustCreate(t, s, "c")
-	before := dump(t, s)
+	s := be.Open(t, nil)
+	h := MustCreate(t, s, "c")
+	before := be.Dump(t, s)
 	missing := "2025-01-01_00-00-00_00000000000000000000000000000000"
 	cases := []struct{ conf, uid string }{
 		{"c", missing},
 		{"unknown", h},
 	}
 	for _, c := range cases {
-		if err := s.AddSummary(ctx, c.conf, c.uid, summary(c.uid, 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
+		if err := s.AddSummary(ctx, c.conf, c.uid, Summary(c.uid, 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
 			t.Errorf("AddSummary(%q, %q): err = %v, want ErrNotFound", c.conf, c.uid, err)
 		}
 		if got, err := s.Summaries(ctx, c.conf, c.uid); !errors.Is(err, koe.ErrNotFound) || got != nil {
 			t.Errorf("Summaries(%q, %q) = %v, %v; want nil, ErrNotFound", c.conf, c.uid, got, err)
 		}
 	}
-	if after := dump(t, s); after != before {
+	if after := be.Dump(t, s); after != before {
 		t.Fatalf("AddSummary to a missing history changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
 
-func TestDeleteRemovesSummaries(t *testing.T) { eachBackend(t, testDeleteRemovesSummaries) }
-
-func testDeleteRemovesSummaries(t *testing.T, open opener) {
+func testDeleteRemovesSummaries(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	gone := mustCreate(t, s, "c")
-	keep := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", gone, koe.Record{Role: koe.RoleHuman, Content: "bye"})
-	mustAddSummary(t, s, "c", gone, summary(gone, 1, 3, "forget me"))
-	mustAddSummary(t, s, "c", keep, summary(keep, 1, 3, "remember me"))
+	s := be.Open(t, nil)
+	gone := MustCreate(t, s, "c")
+	keep := MustCreate(t, s, "c")
+	MustAppend(t, s, "c", gone, koe.Record{Role: koe.RoleHuman, Content: "bye"})
+	MustAddSummary(t, s, "c", gone, Summary(gone, 1, 3, "forget me"))
+	MustAddSummary(t, s, "c", keep, Summary(keep, 1, 3, "remember me"))
 
 	if err := s.Delete(ctx, "c", gone); err != nil {
 		t.Fatalf("Delete: %v", err)
@@ -339,33 +180,31 @@ func testDeleteRemovesSummaries(t *testing.T, open opener) {
 	if _, err := s.Summaries(ctx, "c", gone); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("Summaries after Delete: err = %v, want ErrNotFound", err)
 	}
-	if err := s.AddSummary(ctx, "c", gone, summary(gone, 4, 3, "late")); !errors.Is(err, koe.ErrNotFound) {
+	if err := s.AddSummary(ctx, "c", gone, Summary(gone, 4, 3, "late")); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("AddSummary after Delete: err = %v, want ErrNotFound", err)
 	}
-	if d := dump(t, s); strings.Contains(d, gone) || strings.Contains(d, "forget me") {
+	if d := be.Dump(t, s); strings.Contains(d, gone) || strings.Contains(d, "forget me") {
 		t.Fatalf("deleted history left data behind:\n%s", d)
 	}
 	// A history created again under the same uid starts without summaries.
 	if err := s.CreateWith(ctx, "c", gone); err != nil {
 		t.Fatalf("CreateWith: %v", err)
 	}
-	if got := mustSummaries(t, s, "c", gone); len(got) != 0 {
+	if got := MustSummaries(t, s, "c", gone); len(got) != 0 {
 		t.Fatalf("recreated history has summaries %+v", got)
 	}
-	if got := mustSummaries(t, s, "c", keep); len(got) != 1 || got[0].Summary != "remember me" {
+	if got := MustSummaries(t, s, "c", keep); len(got) != 1 || got[0].Summary != "remember me" {
 		t.Fatalf("other history's summaries after Delete = %+v", got)
 	}
 }
 
 // Summaries are side data: messages, the listing and Exists must not see them.
-func TestMessagesIgnoreSummaries(t *testing.T) { eachBackend(t, testMessagesIgnoreSummaries) }
-
-func testMessagesIgnoreSummaries(t *testing.T, open opener) {
+func testMessagesIgnoreSummaries(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{Now: stepClock(t0)})
-	h := mustCreate(t, s, "c")
-	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "hello"})
-	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleAI, Content: "hi"})
+	s := be.Open(t, StepClock(T0))
+	h := MustCreate(t, s, "c")
+	MustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "hello"})
+	MustAppend(t, s, "c", h, koe.Record{Role: koe.RoleAI, Content: "hi"})
 	wantMsgs, err := s.Messages(ctx, "c", h)
 	if err != nil {
 		t.Fatal(err)
@@ -375,8 +214,8 @@ func testMessagesIgnoreSummaries(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 
-	mustAddSummary(t, s, "c", h, summary(h, 1, 3, "sum"))
-	mustAddSummary(t, s, "c", h, summary(h, 4, 3, "sum2"))
+	MustAddSummary(t, s, "c", h, Summary(h, 1, 3, "sum"))
+	MustAddSummary(t, s, "c", h, Summary(h, 4, 3, "sum2"))
 
 	if got, err := s.Messages(ctx, "c", h); err != nil || !reflect.DeepEqual(got, wantMsgs) {
 		t.Fatalf("Messages after AddSummary = %+v, %v; want %+v", got, err, wantMsgs)
@@ -388,18 +227,16 @@ func testMessagesIgnoreSummaries(t *testing.T, open opener) {
 		t.Fatalf("Exists after AddSummary = %v, %v", ok, err)
 	}
 	// Appending after summaries still continues the message sequence.
-	mustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "more"})
+	MustAppend(t, s, "c", h, koe.Record{Role: koe.RoleHuman, Content: "more"})
 	got, err := s.Messages(ctx, "c", h)
 	if err != nil || len(got) != len(wantMsgs)+1 || got[len(got)-1].Content != "more" {
 		t.Fatalf("Messages after append = %+v, %v", got, err)
 	}
 }
 
-func TestPrompts(t *testing.T) { eachBackend(t, testPrompts) }
-
-func testPrompts(t *testing.T, open opener) {
+func testPrompts(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
+	s := be.Open(t, nil)
 	get := func(conf, name string) (string, bool) {
 		t.Helper()
 		text, ok, err := s.Prompt(ctx, conf, name)
@@ -415,12 +252,12 @@ func testPrompts(t *testing.T, open opener) {
 		}
 	}
 
-	before := dump(t, s)
+	before := be.Dump(t, s)
 	if text, ok := get("a", koe.PromptSystem); ok || text != "" {
 		t.Fatalf("unset prompt = %q, %v; want \"\", false", text, ok)
 	}
 	set("a", koe.PromptSystem, "") // resetting an unset prompt is a no-op
-	if after := dump(t, s); after != before {
+	if after := be.Dump(t, s); after != before {
 		t.Fatalf("reading and resetting unset prompts changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 
@@ -463,7 +300,7 @@ func testPrompts(t *testing.T, open opener) {
 	// Resetting every prompt leaves nothing behind.
 	set("a", koe.PromptReminder, "")
 	set("b", koe.PromptSystem, "")
-	if after := dump(t, s); after != before {
+	if after := be.Dump(t, s); after != before {
 		t.Fatalf("resetting every prompt left data behind:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 
@@ -474,16 +311,14 @@ func testPrompts(t *testing.T, open opener) {
 	}
 }
 
-func TestPromptTooLong(t *testing.T) { eachBackend(t, testPromptTooLong) }
-
-func testPromptTooLong(t *testing.T, open opener) {
+func testPromptTooLong(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
+	s := be.Open(t, nil)
 	limit := strings.Repeat("x", 64<<10)
 	if err := s.SetPrompt(ctx, "c", koe.PromptSystem, limit); err != nil {
 		t.Fatalf("SetPrompt of exactly 64 KiB: %v", err)
 	}
-	before := dump(t, s)
+	before := be.Dump(t, s)
 	for _, n := range []int{64<<10 + 1, 1 << 20} {
 		if err := s.SetPrompt(ctx, "c", koe.PromptSystem, strings.Repeat("y", n)); !errors.Is(err, koe.ErrInvalidRecord) {
 			t.Errorf("SetPrompt of %d bytes: err = %v, want ErrInvalidRecord", n, err)
@@ -492,7 +327,7 @@ func testPromptTooLong(t *testing.T, open opener) {
 			t.Errorf("SetPrompt of %d bytes (new name): err = %v, want ErrInvalidRecord", n, err)
 		}
 	}
-	if after := dump(t, s); after != before {
+	if after := be.Dump(t, s); after != before {
 		t.Fatal("rejected prompts changed the database")
 	}
 	if text, ok, err := s.Prompt(ctx, "c", koe.PromptSystem); err != nil || !ok || text != limit {
@@ -500,89 +335,12 @@ func testPromptTooLong(t *testing.T, open opener) {
 	}
 }
 
-// A database written before "prompts" existed (only "histories", with an
-// unsummarised history in it) is upgraded by Open and keeps working.
-func TestOpenUpgradesOldLayout(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "old.db")
-	raw, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const uid = "2024-01-02_03-04-05_0123456789abcdef0123456789abcdef"
-	err = raw.Update(func(tx *bolt.Tx) error {
-		root, err := tx.CreateBucket(bucketHistories)
-		if err != nil {
-			return err
-		}
-		conf, err := root.CreateBucket([]byte("c"))
-		if err != nil {
-			return err
-		}
-		h, err := conf.CreateBucket([]byte(uid))
-		if err != nil {
-			return err
-		}
-		msgs, err := h.CreateBucket(bucketMessages)
-		if err != nil {
-			return err
-		}
-		if err := putRawRecord(msgs, []byte(`{"role":"metadata","timestamp":"2024-01-02T03:04:05","content":""}`)); err != nil {
-			return err
-		}
-		return putRawRecord(msgs, []byte(`{"role":"human","timestamp":"2024-01-02T03:04:06","content":"old"}`))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err := Open(path, Options{})
-	if err != nil {
-		t.Fatalf("Open old database: %v", err)
-	}
-	defer s.Close()
-	var hasPrompts bool
-	if err := s.db.View(func(tx *bolt.Tx) error {
-		hasPrompts = tx.Bucket(bucketPrompts) != nil
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if !hasPrompts {
-		t.Fatal(`Open did not add the "prompts" bucket`)
-	}
-	if _, ok, err := s.Prompt(ctx, "c", koe.PromptSystem); err != nil || ok {
-		t.Fatalf("Prompt on upgraded database = %v, %v; want unset", ok, err)
-	}
-	if err := s.SetPrompt(ctx, "c", koe.PromptSystem, "new"); err != nil {
-		t.Fatalf("SetPrompt on upgraded database: %v", err)
-	}
-	if got := mustSummaries(t, s, "c", uid); len(got) != 0 {
-		t.Fatalf("old history has summaries %+v", got)
-	}
-	mustAddSummary(t, s, "c", uid, summary(uid, 1, 1, "old turn"))
-	if got := mustSummaries(t, s, "c", uid); len(got) != 1 || got[0].Summary != "old turn" {
-		t.Fatalf("Summaries after AddSummary on old history = %+v", got)
-	}
-	msgs, err := s.Messages(ctx, "c", uid)
-	if err != nil || len(msgs) != 2 || msgs[1].Content != "old" {
-		t.Fatalf("Messages of old history = %+v, %v", msgs, err)
-	}
-}
-
 // Summaries are written in the background while the session appends; both
 // go through db.Batch, together with calls that fail for a missing history.
-func TestConcurrentSummariesAndAppends(t *testing.T) {
-	eachBackend(t, testConcurrentSummariesAndAppends)
-}
-
-func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
+func testConcurrentSummariesAndAppends(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	h := mustCreate(t, s, "c")
+	s := be.Open(t, nil)
+	h := MustCreate(t, s, "c")
 	const n = 40
 	var wg sync.WaitGroup
 	errs := make(chan error, 3*n)
@@ -596,13 +354,13 @@ func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.AddSummary(ctx, "c", h, summary(h, 3*i+1, 3, fmt.Sprint("s", i))); err != nil {
+			if err := s.AddSummary(ctx, "c", h, Summary(h, 3*i+1, 3, fmt.Sprint("s", i))); err != nil {
 				errs <- fmt.Errorf("AddSummary %d: %w", i, err)
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			if err := s.AddSummary(ctx, "c", "missing", summary("missing", 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
+			if err := s.AddSummary(ctx, "c", "missing", Summary("missing", 1, 3, "x")); !errors.Is(err, koe.ErrNotFound) {
 				errs <- fmt.Errorf("AddSummary to missing history: err = %v, want ErrNotFound", err)
 			}
 		}()
@@ -624,7 +382,7 @@ func testConcurrentSummariesAndAppends(t *testing.T, open opener) {
 	if len(seen) != n {
 		t.Fatalf("got %d distinct messages, want %d", len(seen), n)
 	}
-	sums := mustSummaries(t, s, "c", h)
+	sums := MustSummaries(t, s, "c", h)
 	if len(sums) != n {
 		t.Fatalf("Summaries = %d, want %d", len(sums), n)
 	}

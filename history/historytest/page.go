@@ -1,4 +1,4 @@
-package history
+package historytest
 
 import (
 	"errors"
@@ -18,16 +18,14 @@ func contents(rs []koe.Record) []string {
 	return out
 }
 
-func TestPage(t *testing.T) { eachBackend(t, testPage) }
-
-func testPage(t *testing.T, open opener) {
+func testPage(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	uid := mustCreate(t, s, "c") // seq 1, metadata
+	s := be.Open(t, nil)
+	uid := MustCreate(t, s, "c") // seq 1, metadata
 	for i := 1; i <= 10; i++ {   // seq 2..11, plus a stray metadata record at 7
-		mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint(i)})
+		MustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint(i)})
 		if i == 5 {
-			mustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleMetadata})
+			MustAppend(t, s, "c", uid, koe.Record{Role: koe.RoleMetadata})
 		}
 	}
 	all, err := s.Messages(ctx, "c", uid)
@@ -96,24 +94,20 @@ func testPage(t *testing.T, open opener) {
 	}
 }
 
-func TestPageEmptyHistory(t *testing.T) { eachBackend(t, testPageEmptyHistory) }
-
-func testPageEmptyHistory(t *testing.T, open opener) {
+func testPageEmptyHistory(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	uid := mustCreate(t, s, "c")
+	s := be.Open(t, nil)
+	uid := MustCreate(t, s, "c")
 	got, more, err := s.Page(ctx, "c", uid, 0, 5)
 	if err != nil || more || got == nil || len(got) != 0 {
 		t.Fatalf("Page of empty history = %#v, %v, %v; want empty, false, nil", got, more, err)
 	}
 }
 
-func TestPageErrors(t *testing.T) { eachBackend(t, testPageErrors) }
-
-func testPageErrors(t *testing.T, open opener) {
+func testPageErrors(t *testing.T, be Backend) {
 	ctx := t.Context()
-	s := open(t, Options{})
-	uid := mustCreate(t, s, "c")
+	s := be.Open(t, nil)
+	uid := MustCreate(t, s, "c")
 	for _, limit := range []int{0, -1} {
 		if _, _, err := s.Page(ctx, "c", uid, 0, limit); !errors.Is(err, koe.ErrInvalidPage) {
 			t.Errorf("Page(limit %d): err = %v, want ErrInvalidPage", limit, err)

@@ -1,4 +1,4 @@
-package history
+package bolt
 
 import (
 	"encoding/base64"
@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"koe"
+	"koe/history"
+	"koe/history/historytest"
 )
 
 // The shape of the history that was measured at 246 MB per history-data
@@ -43,12 +45,12 @@ var (
 func imageHistory(b *testing.B, turns, perTurn, size int) (*Store, string) {
 	b.Helper()
 	s, _ := openTest(b, Options{})
-	uid := mustCreate(b, s, "c")
+	uid := historytest.MustCreate(b, s, "c")
 	q := benchQuestion
 	q.Images = benchPictures(perTurn, size)
 	for t := 0; t < turns; t++ {
-		mustAppend(b, s, "c", uid, q)
-		mustAppend(b, s, "c", uid, benchReply)
+		historytest.MustAppend(b, s, "c", uid, q)
+		historytest.MustAppend(b, s, "c", uid, benchReply)
 	}
 	return s, uid
 }
@@ -58,16 +60,20 @@ func imageHistory(b *testing.B, turns, perTurn, size int) (*Store, string) {
 func legacyImageHistory(b *testing.B, turns, perTurn, size int) (*Store, string) {
 	b.Helper()
 	s, _ := openTest(b, Options{})
-	uid := mustCreate(b, s, "c")
+	uid := historytest.MustCreate(b, s, "c")
 	type legacyImage struct {
 		Source   string `json:"source"`
 		MimeType string `json:"mime_type"`
 		Data     string `json:"data"`
 	}
-	q := struct {
-		storedRecord
-		Images []legacyImage `json:"images"`
-	}{storedRecord: storedRecord{Role: benchQuestion.Role, Timestamp: "2024-01-01T00:00:00", Content: benchQuestion.Content, Name: benchQuestion.Name}}
+	type legacyRecord struct {
+		Role      string        `json:"role"`
+		Timestamp string        `json:"timestamp"`
+		Content   string        `json:"content"`
+		Name      string        `json:"name,omitempty"`
+		Images    []legacyImage `json:"images,omitempty"`
+	}
+	q := legacyRecord{Role: benchQuestion.Role, Timestamp: "2024-01-01T00:00:00", Content: benchQuestion.Content, Name: benchQuestion.Name}
 	for _, img := range benchPictures(perTurn, size) {
 		q.Images = append(q.Images, legacyImage{img.Source, img.MimeType, img.Data})
 	}
@@ -75,12 +81,12 @@ func legacyImageHistory(b *testing.B, turns, perTurn, size int) (*Store, string)
 	if err != nil {
 		b.Fatal(err)
 	}
-	reply, err := json.Marshal(storedRecord{Role: benchReply.Role, Timestamp: "2024-01-01T00:00:01", Content: benchReply.Content, Name: benchReply.Name})
+	reply, err := json.Marshal(legacyRecord{Role: benchReply.Role, Timestamp: "2024-01-01T00:00:01", Content: benchReply.Content, Name: benchReply.Name})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for t := 0; t < turns; t++ {
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.db.Update(func(tx *bbolt.Tx) error {
 			msgs := messagesBucket(tx, "c", uid)
 			if err := putRawRecord(msgs, question); err != nil {
 				return err
@@ -146,11 +152,11 @@ func BenchmarkPageLongHistory(b *testing.B) {
 	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			s, _ := openTest(b, Options{})
-			uid := mustCreate(b, s, "c")
-			err := s.db.Update(func(tx *bolt.Tx) error {
+			uid := historytest.MustCreate(b, s, "c")
+			err := s.db.Update(func(tx *bbolt.Tx) error {
 				h := historyBucket(tx, "c", uid)
 				for i := 0; i < n; i++ {
-					p, err := encodeRecord(koe.Record{Role: koe.RoleAI, Timestamp: "2024-01-01T00:00:00", Content: benchReply.Content})
+					p, err := history.EncodeRecord(koe.Record{Role: koe.RoleAI, Timestamp: "2024-01-01T00:00:00", Content: benchReply.Content})
 					if err != nil {
 						return err
 					}

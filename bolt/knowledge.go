@@ -1,4 +1,4 @@
-package history
+package bolt
 
 import (
 	"bytes"
@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
 	"koe"
+	"koe/history"
 )
 
 // Knowledge buckets, under the root "knowledge", one bucket per conf uid:
@@ -24,8 +24,6 @@ var (
 	bucketChunks    = []byte("chunks")  // chunkKey -> JSON KnowledgeChunk
 	bucketChunkVecs = []byte("vectors") // chunkKey -> little-endian float32s
 )
-
-func documentID(id string) idArg { return idArg{kind: "document id", id: id} }
 
 // chunkKey orders a conf's chunks by document, then sequence, so that a
 // document's chunks are one key range. Valid ids hold no 0x00, so the
@@ -50,7 +48,7 @@ func docPrefix(docID string) []byte { return append([]byte(docID), 0) }
 // PutKnowledgeDoc creates or replaces (by d.ID) a document and its text;
 // pages are the byte offsets in text where each page starts (nil: none).
 func (s *Store) PutKnowledgeDoc(ctx context.Context, conf string, d koe.KnowledgeDoc, text string, pages []int) error {
-	if err := CheckDoc(ctx, conf, d.ID); err != nil {
+	if err := history.CheckDoc(ctx, conf, d.ID); err != nil {
 		return err
 	}
 	if err := koe.CheckPages(text, pages); err != nil {
@@ -60,8 +58,8 @@ func (s *Store) PutKnowledgeDoc(ctx context.Context, conf string, d koe.Knowledg
 	if err != nil {
 		return fmt.Errorf("encode document %q: %w", d.ID, err)
 	}
-	body := encodeText(text, pages)
-	err = s.write(func(tx *bolt.Tx) error {
+	body := history.EncodeText(text, pages)
+	err = s.write(func(tx *bbolt.Tx) error {
 		kb, err := knowledgeConf(tx, conf)
 		if err != nil {
 			return err
@@ -79,11 +77,11 @@ func (s *Store) PutKnowledgeDoc(ctx context.Context, conf string, d koe.Knowledg
 
 // KnowledgeDocs lists a conf's documents, oldest first.
 func (s *Store) KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error) {
-	if err := CheckConf(ctx, conf); err != nil {
+	if err := history.CheckConf(ctx, conf); err != nil {
 		return nil, err
 	}
 	out := []koe.KnowledgeDoc{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := knowledgeSub(tx, conf, bucketDocs)
 		if b == nil {
 			return nil
@@ -109,10 +107,10 @@ func (s *Store) KnowledgeDocs(ctx context.Context, conf string) ([]koe.Knowledge
 // KnowledgeText returns a document's text and page offsets; ErrNotFound
 // when it has none.
 func (s *Store) KnowledgeText(ctx context.Context, conf, id string) (text string, pages []int, err error) {
-	if err := CheckDoc(ctx, conf, id); err != nil {
+	if err := history.CheckDoc(ctx, conf, id); err != nil {
 		return "", nil, err
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		b := knowledgeSub(tx, conf, bucketTexts)
 		if b == nil {
 			return koe.ErrNotFound
@@ -122,7 +120,7 @@ func (s *Store) KnowledgeText(ctx context.Context, conf, id string) (text string
 			return koe.ErrNotFound
 		}
 		var derr error
-		text, pages, derr = decodeText(v)
+		text, pages, derr = history.DecodeText(v)
 		return derr
 	})
 	if err != nil {
@@ -136,11 +134,11 @@ func (s *Store) KnowledgeText(ctx context.Context, conf, id string) (text string
 // left with nothing loses its bucket, so that KnowledgeConfs stops
 // listing it.
 func (s *Store) DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool, error) {
-	if err := CheckDoc(ctx, conf, id); err != nil {
+	if err := history.CheckDoc(ctx, conf, id); err != nil {
 		return false, err
 	}
 	var existed bool
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		existed = false
 		kb := knowledgeBucket(tx, conf)
 		if kb == nil {
@@ -176,7 +174,7 @@ func (s *Store) KnowledgeConfs(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		root := tx.Bucket(bucketKnowledge)
 		if root == nil {
 			return nil
@@ -194,38 +192,14 @@ func (s *Store) KnowledgeConfs(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// encodeChunks checks the chunks of document docID (each of it, seqs
-// distinct and within 32 bits) and encodes each as stored, for both stores.
-func encodeChunks(conf, docID string, chunks []koe.KnowledgeChunk) ([][]byte, error) {
-	vals := make([][]byte, len(chunks))
-	seen := make(map[int]bool, len(chunks))
-	for i, c := range chunks {
-		if c.DocID != "" && c.DocID != docID {
-			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk %d belongs to document %q: %w",
-				docID, conf, c.Seq, QuoteID(c.DocID), koe.ErrInvalidRecord)
-		}
-		if c.Seq < 0 || int64(c.Seq) > math.MaxUint32 || seen[c.Seq] {
-			return nil, fmt.Errorf("put chunks of document %q of conf %q: chunk seq %d is negative, too large or repeated: %w",
-				docID, conf, c.Seq, koe.ErrInvalidRecord)
-		}
-		seen[c.Seq] = true
-		v, err := json.Marshal(c)
-		if err != nil {
-			return nil, fmt.Errorf("encode chunk %d: %w", c.Seq, err)
-		}
-		vals[i] = v
-	}
-	return vals, nil
-}
-
 // PutKnowledgeChunks replaces every chunk of a document with chunks, in one
 // transaction. A chunk's DocID must be docID or empty; seqs must be
 // distinct and fit in 32 bits.
 func (s *Store) PutKnowledgeChunks(ctx context.Context, conf, docID string, chunks []koe.KnowledgeChunk) error {
-	if err := CheckDoc(ctx, conf, docID); err != nil {
+	if err := history.CheckDoc(ctx, conf, docID); err != nil {
 		return err
 	}
-	vals, err := encodeChunks(conf, docID, chunks)
+	vals, err := history.EncodeChunks(conf, docID, chunks)
 	if err != nil {
 		return err
 	}
@@ -233,7 +207,7 @@ func (s *Store) PutKnowledgeChunks(ctx context.Context, conf, docID string, chun
 	for i, c := range chunks {
 		keys[i] = chunkKey(docID, c.Seq)
 	}
-	err = s.write(func(tx *bolt.Tx) error {
+	err = s.write(func(tx *bbolt.Tx) error {
 		kb, err := knowledgeConf(tx, conf)
 		if err != nil {
 			return err
@@ -247,7 +221,7 @@ func (s *Store) PutKnowledgeChunks(ctx context.Context, conf, docID string, chun
 				return fmt.Errorf("put chunk: %w", err)
 			}
 			if len(c.Vector) > 0 {
-				if err := vb.Put(keys[i], encodeVector(c.Vector)); err != nil {
+				if err := vb.Put(keys[i], history.EncodeVector(c.Vector)); err != nil {
 					return fmt.Errorf("put chunk vector: %w", err)
 				}
 			}
@@ -271,10 +245,10 @@ func (s *Store) DeleteKnowledgeChunks(ctx context.Context, conf, docID string) e
 // ForEachKnowledgeChunk calls fn with every chunk of a conf, with its
 // vector, in document and sequence order. fn must not call the store.
 func (s *Store) ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(koe.KnowledgeChunk) error) error {
-	if err := CheckConf(ctx, conf); err != nil {
+	if err := history.CheckConf(ctx, conf); err != nil {
 		return err
 	}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx *bbolt.Tx) error {
 		cb := knowledgeSub(tx, conf, bucketChunks)
 		if cb == nil {
 			return nil
@@ -296,7 +270,7 @@ func (s *Store) ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(
 
 // dropChunks removes a document's chunks and vectors and returns how many
 // chunks there were.
-func dropChunks(kb *bolt.Bucket, docID string) (int, error) {
+func dropChunks(kb *bbolt.Bucket, docID string) (int, error) {
 	prefix := docPrefix(docID)
 	n := 0
 	for _, name := range [][]byte{bucketChunks, bucketChunkVecs} {
@@ -318,7 +292,7 @@ func dropChunks(kb *bolt.Bucket, docID string) (int, error) {
 }
 
 // dropIfEmpty removes a conf's knowledge bucket once it holds nothing.
-func dropIfEmpty(tx *bolt.Tx, conf string) error {
+func dropIfEmpty(tx *bbolt.Tx, conf string) error {
 	root := tx.Bucket(bucketKnowledge)
 	if root == nil {
 		return nil
@@ -333,7 +307,7 @@ func dropIfEmpty(tx *bolt.Tx, conf string) error {
 	return nil
 }
 
-func knowledgeEmpty(kb *bolt.Bucket) bool {
+func knowledgeEmpty(kb *bbolt.Bucket) bool {
 	if kb == nil {
 		return true
 	}
@@ -349,7 +323,7 @@ func knowledgeEmpty(kb *bolt.Bucket) bool {
 
 // knowledgeConf returns a conf's knowledge bucket with its sub-buckets,
 // creating what is missing.
-func knowledgeConf(tx *bolt.Tx, conf string) (*bolt.Bucket, error) {
+func knowledgeConf(tx *bbolt.Tx, conf string) (*bbolt.Bucket, error) {
 	root, err := tx.CreateBucketIfNotExists(bucketKnowledge)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge bucket: %w", err)
@@ -366,7 +340,7 @@ func knowledgeConf(tx *bolt.Tx, conf string) (*bolt.Bucket, error) {
 	return kb, nil
 }
 
-func knowledgeBucket(tx *bolt.Tx, conf string) *bolt.Bucket {
+func knowledgeBucket(tx *bbolt.Tx, conf string) *bbolt.Bucket {
 	root := tx.Bucket(bucketKnowledge)
 	if root == nil {
 		return nil
@@ -375,42 +349,10 @@ func knowledgeBucket(tx *bolt.Tx, conf string) *bolt.Bucket {
 }
 
 // knowledgeSub returns a sub-bucket of a conf's knowledge bucket, or nil.
-func knowledgeSub(tx *bolt.Tx, conf string, name []byte) *bolt.Bucket {
+func knowledgeSub(tx *bbolt.Tx, conf string, name []byte) *bbolt.Bucket {
 	kb := knowledgeBucket(tx, conf)
 	if kb == nil {
 		return nil
 	}
 	return kb.Bucket(name)
-}
-
-// encodeText is a uvarint page count, the pages' uvarint offsets, then the
-// text as is: a 10 MiB document is not worth escaping into JSON.
-func encodeText(text string, pages []int) []byte {
-	b := make([]byte, 0, binary.MaxVarintLen64*(len(pages)+1)+len(text))
-	b = binary.AppendUvarint(b, uint64(len(pages)))
-	for _, p := range pages {
-		b = binary.AppendUvarint(b, uint64(p))
-	}
-	return append(b, text...)
-}
-
-// decodeText copies: bbolt's bytes are only valid in the transaction.
-func decodeText(b []byte) (string, []int, error) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)) {
-		return "", nil, errors.New("stored text is malformed")
-	}
-	b = b[w:]
-	var pages []int
-	if n > 0 {
-		pages = make([]int, n)
-	}
-	for i := range pages {
-		p, w := binary.Uvarint(b)
-		if w <= 0 || p > math.MaxInt32 {
-			return "", nil, errors.New("stored page offsets are malformed")
-		}
-		pages[i], b = int(p), b[w:]
-	}
-	return string(b), pages, nil
 }
