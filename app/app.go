@@ -23,11 +23,11 @@ import (
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
-	"koe/history"
 	"koe/knowledge"
 	"koe/llm"
 	"koe/mcp"
 	"koe/metrics"
+	"koe/postgres"
 	"koe/recall"
 	"koe/server"
 	"koe/static"
@@ -88,7 +88,7 @@ type appStore interface {
 
 var (
 	_ appStore = (*bolt.Store)(nil)
-	_ appStore = (*history.PGStore)(nil)
+	_ appStore = (*postgres.Store)(nil)
 )
 
 // openStore opens the configured store: store_timeout bounds connecting
@@ -99,7 +99,7 @@ func openStore(cfg config.Config, log *slog.Logger) (appStore, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
 	defer cancel()
-	pg, err := history.OpenPostgres(ctx, cfg.StoreDSN, history.PGOptions{Timeout: cfg.StoreTimeout})
+	pg, err := postgres.Open(ctx, cfg.StoreDSN, postgres.Options{Timeout: cfg.StoreTimeout})
 	if err != nil {
 		return nil, err
 	}

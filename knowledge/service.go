@@ -18,7 +18,7 @@ import (
 )
 
 // DocStore keeps the documents themselves, whatever the store of their
-// chunks: history.Store, in koe's database.
+// chunks: koe's store (a history.Store).
 type DocStore interface {
 	PutKnowledgeDoc(ctx context.Context, conf string, d koe.KnowledgeDoc, text string, pages []int) error
 	KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error)

@@ -30,7 +30,8 @@ import (
 	"koe"
 )
 
-// Store is the persistence recall needs; history.Store and history.PGStore implement it.
+// Store is the persistence recall needs; every history.Store (the bolt
+// and postgres stores) implements it.
 type Store interface {
 	Confs(ctx context.Context) ([]string, error)
 	List(ctx context.Context, confUID string) ([]koe.ListedHistory, error)

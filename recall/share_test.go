@@ -11,8 +11,8 @@ import (
 
 	"koe"
 	"koe/coord"
-	"koe/history"
 	"koe/llm"
+	"koe/postgres"
 	"koe/recall"
 	"koe/testkit/fakellm"
 	"koe/testkit/logwatch"
@@ -34,7 +34,7 @@ const (
 
 // timedStore notes when each history's entries were last saved.
 type timedStore struct {
-	*history.PGStore
+	*postgres.Store
 	mu    sync.Mutex
 	saved map[string]time.Time
 
@@ -43,7 +43,7 @@ type timedStore struct {
 }
 
 func (s *timedStore) SaveRecall(ctx context.Context, conf, uid string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
-	out, err := s.PGStore.SaveRecall(ctx, conf, uid, from, mark, entries)
+	out, err := s.Store.SaveRecall(ctx, conf, uid, from, mark, entries)
 	if err == nil && len(out) > 0 {
 		s.mu.Lock()
 		s.saved[uid] = time.Now()
@@ -62,7 +62,7 @@ func (s *timedStore) Since(ctx context.Context, conf, uid string, after uint64, 
 	if s.onSince != nil {
 		s.onSince(uid)
 	}
-	return s.PGStore.Since(ctx, conf, uid, after, limit)
+	return s.Store.Since(ctx, conf, uid, after, limit)
 }
 
 type instance struct {
@@ -82,7 +82,7 @@ func startInstance(t *testing.T, name, dsn string, redis *redistest.Server, onSi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pg, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	pg, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func startInstance(t *testing.T, name, dsn string, redis *redistest.Server, onSi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = embed.Close() })
-	in := &instance{t: t, name: name, store: &timedStore{PGStore: pg, saved: map[string]time.Time{}, onSince: onSince},
+	in := &instance{t: t, name: name, store: &timedStore{Store: pg, saved: map[string]time.Time{}, onSince: onSince},
 		log: logwatch.New(t, name), embed: embed}
 	in.svc = recall.New(recall.Options{
 		Store:    in.store,

@@ -20,8 +20,8 @@ import (
 	"koe/agent"
 	"koe/bolt"
 	"koe/config"
-	"koe/history"
 	"koe/llm"
+	"koe/postgres"
 	"koe/recall"
 	"koe/recall/locomo"
 )
@@ -76,7 +76,7 @@ func openStore(ctx context.Context, cfg config.Config) (rebuildStore, error) {
 	if cfg.Store == config.StorePostgres {
 		ctx, cancel := context.WithTimeout(ctx, cfg.StoreTimeout)
 		defer cancel()
-		return history.OpenPostgres(ctx, cfg.StoreDSN, history.PGOptions{Timeout: cfg.StoreTimeout})
+		return postgres.Open(ctx, cfg.StoreDSN, postgres.Options{Timeout: cfg.StoreTimeout})
 	}
 	path := filepath.Join(cfg.DataDir, DatabaseFile)
 	if _, err := os.Stat(path); err != nil {

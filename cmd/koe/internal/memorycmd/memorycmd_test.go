@@ -11,7 +11,7 @@ import (
 
 	"koe"
 	"koe/bolt"
-	"koe/history"
+	"koe/postgres"
 	"koe/testkit/pgtest"
 )
 
@@ -86,7 +86,7 @@ func TestRebuildCommandPostgres(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	store, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"koe/bolt"
 	"koe/config"
 	"koe/history"
+	"koe/postgres"
 )
 
 // DatabaseFile is koe.db's name in the data directory (app's).
@@ -238,10 +239,10 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 
 // openTarget connects to the PostgreSQL store and checks that it is
 // empty, or that opts.Resume allows it not to be.
-func openTarget(ctx context.Context, opts Options) (*history.PGStore, error) {
+func openTarget(ctx context.Context, opts Options) (*postgres.Store, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	dst, err := history.OpenPostgres(ctx, opts.DSN, history.PGOptions{Timeout: opts.Timeout})
+	dst, err := postgres.Open(ctx, opts.DSN, postgres.Options{Timeout: opts.Timeout})
 	if err != nil {
 		return nil, err
 	}

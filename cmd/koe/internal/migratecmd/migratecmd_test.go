@@ -18,6 +18,7 @@ import (
 	"koe"
 	"koe/bolt"
 	"koe/history"
+	"koe/postgres"
 	"koe/testkit/pgtest"
 )
 
@@ -211,11 +212,11 @@ func snapshot(t *testing.T, r reader, f fixture) map[string]any {
 	return out
 }
 
-func openPG(t *testing.T, dsn string) *history.PGStore {
+func openPG(t *testing.T, dsn string) *postgres.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	s, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

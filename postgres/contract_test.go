@@ -1,4 +1,4 @@
-package history_test
+package postgres
 
 import (
 	"context"
@@ -23,13 +23,13 @@ func BenchmarkStoreAppend(b *testing.B) { historytest.BenchAppend(b, backend) }
 func BenchmarkStoreLoad1k(b *testing.B) { historytest.BenchLoad1k(b, backend) }
 
 // openTest opens a store in a fresh schema, closed when t ends.
-func openTest(t testing.TB, dsn string, now func() time.Time) *history.PGStore {
+func openTest(t testing.TB, dsn string, now func() time.Time) *Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := history.OpenPostgres(ctx, dsn, history.PGOptions{Now: now})
+	s, err := Open(ctx, dsn, Options{Now: now})
 	if err != nil {
-		t.Fatalf("OpenPostgres: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -42,15 +42,15 @@ var backend = historytest.Backend{
 		return openTest(t, pgtest.Schema(t), now)
 	},
 	Second: func(t testing.TB, s history.Store, now func() time.Time) history.Store {
-		return openTest(t, s.(*history.PGStore).Pool().Config().ConnString(), now)
+		return openTest(t, s.(*Store).pool.Config().ConnString(), now)
 	},
-	Dump:       func(t testing.TB, s history.Store) string { return dump(t, s.(*history.PGStore)) },
+	Dump:       func(t testing.TB, s history.Store) string { return dump(t, s.(*Store)) },
 	Records:    records,
 	RecallRows: recallRows,
 }
 
 // dump renders every row of the store's tables.
-func dump(t testing.TB, s *history.PGStore) string {
+func dump(t testing.TB, s *Store) string {
 	t.Helper()
 	ctx := t.Context()
 	var b strings.Builder
@@ -67,7 +67,7 @@ func dump(t testing.TB, s *history.PGStore) string {
 		`SELECT conf_uid, doc_id, encode(meta, 'escape'), encode(body, 'escape') FROM koe_knowledge_docs ORDER BY 1, 2`,
 		`SELECT conf_uid, doc_id, seq, encode(body, 'escape'), encode(vector, 'hex') FROM koe_knowledge_local_chunks ORDER BY 1, 2, 3`,
 	} {
-		rows, err := s.Pool().Query(ctx, q)
+		rows, err := s.pool.Query(ctx, q)
 		if err != nil {
 			t.Fatalf("dump: %v", err)
 		}
@@ -89,8 +89,8 @@ func dump(t testing.TB, s *history.PGStore) string {
 // records reads a history's rows of koe_records.
 func records(t testing.TB, st history.Store, conf, uid string) []historytest.Stored {
 	t.Helper()
-	s := st.(*history.PGStore)
-	rows, err := s.Pool().Query(t.Context(), `SELECT seq, body FROM koe_records WHERE conf_uid = $1 AND uid = $2 ORDER BY seq`, conf, uid)
+	s := st.(*Store)
+	rows, err := s.pool.Query(t.Context(), `SELECT seq, body FROM koe_records WHERE conf_uid = $1 AND uid = $2 ORDER BY seq`, conf, uid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func recallRows(t testing.TB, st history.Store, conf, what, uid string) int {
 		t.Fatalf("no table stands for %q", what)
 	}
 	var n int
-	if err := st.(*history.PGStore).Pool().QueryRow(t.Context(), q, conf, uid).Scan(&n); err != nil {
+	if err := st.(*Store).pool.QueryRow(t.Context(), q, conf, uid).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -1,4 +1,4 @@
-package history_test
+package postgres
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
 	"koe/history/historytest"
 	"koe/testkit/pgtest"
 )
@@ -21,10 +20,10 @@ import (
 func TestPostgresAppendsFromTwoPools(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.Schema(t)
-	open := func() *history.PGStore {
+	open := func() *Store {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		s, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+		s, err := Open(ctx, dsn, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,13 +94,13 @@ func TestPostgresTimeout(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := history.OpenPostgres(ctx, dsn, history.PGOptions{Timeout: 300 * time.Millisecond})
+	s, err := Open(ctx, dsn, Options{Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	uid := historytest.MustCreate(t, s, "c")
-	tx, err := s.Pool().Begin(ctx)
+	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,13 +128,13 @@ func TestPostgresOpenMigrations(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	s, err := Open(ctx, dsn, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	uid := historytest.MustCreate(t, s, "c")
-	s2, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	s2, err := Open(ctx, dsn, Options{})
 	if err != nil {
 		t.Fatalf("second open: %v", err)
 	}
@@ -144,13 +143,13 @@ func TestPostgresOpenMigrations(t *testing.T) {
 	}
 	_ = s2.Close()
 	var versions int
-	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM koe_store_migrations`).Scan(&versions); err != nil || versions != len(history.PGStoreMigrations) {
-		t.Fatalf("%d versions recorded (%v), want %d", versions, err, len(history.PGStoreMigrations))
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM koe_store_migrations`).Scan(&versions); err != nil || versions != len(storeMigrations) {
+		t.Fatalf("%d versions recorded (%v), want %d", versions, err, len(storeMigrations))
 	}
-	if _, err := s.Pool().Exec(ctx, `INSERT INTO koe_store_migrations (version, name) VALUES ($1, 'from the future')`, len(history.PGStoreMigrations)+1); err != nil {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO koe_store_migrations (version, name) VALUES ($1, 'from the future')`, len(storeMigrations)+1); err != nil {
 		t.Fatal(err)
 	}
-	if s3, err := history.OpenPostgres(ctx, dsn, history.PGOptions{}); err == nil || !strings.Contains(err.Error(), "newer than this koe knows") {
+	if s3, err := Open(ctx, dsn, Options{}); err == nil || !strings.Contains(err.Error(), "newer than this koe knows") {
 		if s3 != nil {
 			_ = s3.Close()
 		}
@@ -163,12 +162,12 @@ func TestPostgresOpenMigrations(t *testing.T) {
 func TestPostgresOpenErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := history.OpenPostgres(ctx, "postgres://koe:s3cret@127.0.0.1:notaport/koe", history.PGOptions{}); err == nil ||
+	if _, err := Open(ctx, "postgres://koe:s3cret@127.0.0.1:notaport/koe", Options{}); err == nil ||
 		!strings.Contains(err.Error(), "parse the DSN") || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("bad DSN: %v", err)
 	}
 	// Port 1 on loopback: nothing listens there.
-	_, err := history.OpenPostgres(ctx, "postgres://koe:s3cret@127.0.0.1:1/koe?connect_timeout=5", history.PGOptions{})
+	_, err := Open(ctx, "postgres://koe:s3cret@127.0.0.1:1/koe?connect_timeout=5", Options{})
 	if err == nil || !strings.Contains(err.Error(), "postgres store: connect") || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("no server: %v", err)
 	}

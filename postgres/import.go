@@ -1,4 +1,4 @@
-package history
+package postgres
 
 import (
 	"context"
@@ -6,23 +6,26 @@ import (
 	"math"
 
 	"github.com/jackc/pgx/v5"
+
+	"koe/history"
 )
 
-// The import writes what the bbolt store's export read (export.go) into
-// PostgreSQL, for `koe migrate`. It never replaces anything: a history,
-// document, prompt or vector model already there is left as it is.
+// The import writes what the bbolt store's export read (bolt/export.go)
+// into PostgreSQL, for `koe migrate`. It never replaces anything: a
+// history, document, prompt or vector model already there is left as it
+// is.
 
-// PGContents counts what a PostgreSQL store holds.
-type PGContents struct {
+// Contents counts what a PostgreSQL store holds.
+type Contents struct {
 	Histories, Docs, Prompts int64
 }
 
 // Empty reports whether the store holds nothing a migration would write.
-func (c PGContents) Empty() bool { return c.Histories == 0 && c.Docs == 0 && c.Prompts == 0 }
+func (c Contents) Empty() bool { return c.Histories == 0 && c.Docs == 0 && c.Prompts == 0 }
 
 // Contents counts the histories, knowledge documents and prompts stored.
-func (s *PGStore) Contents(ctx context.Context) (PGContents, error) {
-	var c PGContents
+func (s *Store) Contents(ctx context.Context) (Contents, error) {
+	var c Contents
 	err := s.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM koe_histories),
 		(SELECT count(*) FROM koe_knowledge_docs),
@@ -36,8 +39,8 @@ func (s *PGStore) Contents(ctx context.Context) (PGContents, error) {
 // ImportHistory writes h, everything of it, in one transaction; a
 // history already stored (same conf and uid) is left alone and ok is
 // false. Records keep their sequence numbers and JSON.
-func (s *PGStore) ImportHistory(ctx context.Context, h *HistoryExport) (ok bool, err error) {
-	if err := CheckHistory(ctx, h.Conf, h.UID); err != nil {
+func (s *Store) ImportHistory(ctx context.Context, h *history.HistoryExport) (ok bool, err error) {
+	if err := history.CheckHistory(ctx, h.Conf, h.UID); err != nil {
 		return false, err
 	}
 	if h.LastSeq > math.MaxInt64 {
@@ -63,10 +66,10 @@ func (s *PGStore) ImportHistory(ctx context.Context, h *HistoryExport) (ok bool,
 
 // copyHistoryRows copies h's records, images, summaries and recall data
 // into their tables.
-func copyHistoryRows(ctx context.Context, tx pgx.Tx, h *HistoryExport) error {
+func copyHistoryRows(ctx context.Context, tx pgx.Tx, h *history.HistoryExport) error {
 	rows := make([][]any, 0, len(h.Records))
 	for _, r := range h.Records {
-		role, err := RecordRole(r.Body)
+		role, err := history.RecordRole(r.Body)
 		if err != nil {
 			return fmt.Errorf("record %d: %w", r.Seq, err)
 		}
@@ -135,9 +138,9 @@ type ConfImport struct {
 // knowledge documents with their chunks, each document in one
 // transaction. What is already stored (a prompt or document of the same
 // name, a vector model) is left alone and not counted.
-func (s *PGStore) ImportConf(ctx context.Context, c *ConfExport) (ConfImport, error) {
+func (s *Store) ImportConf(ctx context.Context, c *history.ConfExport) (ConfImport, error) {
 	var n ConfImport
-	if err := CheckConf(ctx, c.Conf); err != nil {
+	if err := history.CheckConf(ctx, c.Conf); err != nil {
 		return n, err
 	}
 	failf := func(err error) error { return fmt.Errorf("import conf %q: %w", c.Conf, s.pgErr(err)) }

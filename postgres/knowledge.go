@@ -1,4 +1,4 @@
-package history
+package postgres
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"koe"
+	"koe/history"
 )
 
-// Knowledge documents and the local knowledge store's chunks in the
-// PostgreSQL store: the Store's knowledge methods, with the same results.
+// Knowledge documents and the local knowledge index's chunks.
 
 // PutKnowledgeDoc creates or replaces (by d.ID) a document and its text;
 // pages are the byte offsets in text where each page starts (nil: none).
-func (s *PGStore) PutKnowledgeDoc(ctx context.Context, conf string, d koe.KnowledgeDoc, text string, pages []int) error {
-	if err := CheckDoc(ctx, conf, d.ID); err != nil {
+func (s *Store) PutKnowledgeDoc(ctx context.Context, conf string, d koe.KnowledgeDoc, text string, pages []int) error {
+	if err := history.CheckDoc(ctx, conf, d.ID); err != nil {
 		return err
 	}
 	if err := koe.CheckPages(text, pages); err != nil {
@@ -33,7 +33,7 @@ func (s *PGStore) PutKnowledgeDoc(ctx context.Context, conf string, d koe.Knowle
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO koe_knowledge_docs (conf_uid, doc_id, meta, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (conf_uid, doc_id) DO UPDATE SET meta = excluded.meta, body = excluded.body`,
-		conf, d.ID, meta, EncodeText(text, pages))
+		conf, d.ID, meta, history.EncodeText(text, pages))
 	if err != nil {
 		return fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, s.pgErr(err))
 	}
@@ -41,8 +41,8 @@ func (s *PGStore) PutKnowledgeDoc(ctx context.Context, conf string, d koe.Knowle
 }
 
 // KnowledgeDocs lists a conf's documents, oldest first.
-func (s *PGStore) KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error) {
-	if err := CheckConf(ctx, conf); err != nil {
+func (s *Store) KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error) {
+	if err := history.CheckConf(ctx, conf); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error { return fmt.Errorf("list documents of conf %q: %w", conf, err) }
@@ -77,8 +77,8 @@ func (s *PGStore) KnowledgeDocs(ctx context.Context, conf string) ([]koe.Knowled
 
 // KnowledgeText returns a document's text and page offsets; ErrNotFound
 // when it has none.
-func (s *PGStore) KnowledgeText(ctx context.Context, conf, id string) (text string, pages []int, err error) {
-	if err := CheckDoc(ctx, conf, id); err != nil {
+func (s *Store) KnowledgeText(ctx context.Context, conf, id string) (text string, pages []int, err error) {
+	if err := history.CheckDoc(ctx, conf, id); err != nil {
 		return "", nil, err
 	}
 	ctx, cancel := s.op(ctx)
@@ -89,7 +89,7 @@ func (s *PGStore) KnowledgeText(ctx context.Context, conf, id string) (text stri
 		err = koe.ErrNotFound
 	}
 	if err == nil {
-		text, pages, err = DecodeText(body)
+		text, pages, err = history.DecodeText(body)
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("read text of document %q of conf %q: %w", id, conf, s.pgErr(err))
@@ -99,8 +99,8 @@ func (s *PGStore) KnowledgeText(ctx context.Context, conf, id string) (text stri
 
 // DeleteKnowledgeDoc removes a document, its text and its chunks, in one
 // statement, and reports whether there was anything to remove.
-func (s *PGStore) DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool, error) {
-	if err := CheckDoc(ctx, conf, id); err != nil {
+func (s *Store) DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool, error) {
+	if err := history.CheckDoc(ctx, conf, id); err != nil {
 		return false, err
 	}
 	ctx, cancel := s.op(ctx)
@@ -121,7 +121,7 @@ func (s *PGStore) DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool
 
 // KnowledgeConfs lists the confs that have a knowledge base: documents,
 // or chunks of documents.
-func (s *PGStore) KnowledgeConfs(ctx context.Context) ([]string, error) {
+func (s *Store) KnowledgeConfs(ctx context.Context) ([]string, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `
@@ -142,11 +142,11 @@ func (s *PGStore) KnowledgeConfs(ctx context.Context) ([]string, error) {
 // PutKnowledgeChunks replaces every chunk of a document with chunks, in one
 // transaction. A chunk's DocID must be docID or empty; seqs must be
 // distinct and fit in 32 bits.
-func (s *PGStore) PutKnowledgeChunks(ctx context.Context, conf, docID string, chunks []koe.KnowledgeChunk) error {
-	if err := CheckDoc(ctx, conf, docID); err != nil {
+func (s *Store) PutKnowledgeChunks(ctx context.Context, conf, docID string, chunks []koe.KnowledgeChunk) error {
+	if err := history.CheckDoc(ctx, conf, docID); err != nil {
 		return err
 	}
-	bodies, err := EncodeChunks(conf, docID, chunks)
+	bodies, err := history.EncodeChunks(conf, docID, chunks)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (s *PGStore) PutKnowledgeChunks(ctx context.Context, conf, docID string, ch
 	for i, c := range chunks {
 		seqs[i] = int64(c.Seq)
 		if len(c.Vector) > 0 {
-			vectors[i] = EncodeVector(c.Vector)
+			vectors[i] = history.EncodeVector(c.Vector)
 		}
 	}
 	ctx, cancel := s.op(ctx)
@@ -179,15 +179,15 @@ func (s *PGStore) PutKnowledgeChunks(ctx context.Context, conf, docID string, ch
 }
 
 // DeleteKnowledgeChunks removes every chunk of a document (none: no error).
-func (s *PGStore) DeleteKnowledgeChunks(ctx context.Context, conf, docID string) error {
+func (s *Store) DeleteKnowledgeChunks(ctx context.Context, conf, docID string) error {
 	return s.PutKnowledgeChunks(ctx, conf, docID, nil)
 }
 
 // ForEachKnowledgeChunk calls fn with every chunk of a conf, with its
 // vector, in document (byte order of ids) and sequence order. fn must not
 // call the store.
-func (s *PGStore) ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(koe.KnowledgeChunk) error) error {
-	if err := CheckConf(ctx, conf); err != nil {
+func (s *Store) ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(koe.KnowledgeChunk) error) error {
+	if err := history.CheckConf(ctx, conf); err != nil {
 		return err
 	}
 	failf := func(err error) error { return fmt.Errorf("read chunks of conf %q: %w", conf, err) }
@@ -211,7 +211,7 @@ func (s *PGStore) ForEachKnowledgeChunk(ctx context.Context, conf string, fn fun
 		if err := json.Unmarshal(body, &c); err != nil {
 			return failf(fmt.Errorf("decode chunk %s/%d: %w", id, seq, err))
 		}
-		c.DocID, c.Seq, c.Vector = id, int(seq), DecodeVector(vec)
+		c.DocID, c.Seq, c.Vector = id, int(seq), history.DecodeVector(vec)
 		if err := fn(c); err != nil {
 			return failf(err)
 		}

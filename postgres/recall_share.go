@@ -1,4 +1,4 @@
-package history
+package postgres
 
 import (
 	"context"
@@ -6,16 +6,16 @@ import (
 	"fmt"
 
 	"koe"
+	"koe/history"
 )
 
-// The PostgreSQL store's reads of recall data another instance wrote, as
-// the bbolt store's (recall_share.go).
+// The reads of recall data another instance wrote.
 
 // RecallSince returns up to limit entries of a history with a sequence
 // number after after, in sequence order, with their vectors. A history
 // that does not exist is ErrNotFound.
-func (s *PGStore) RecallSince(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) RecallSince(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error {
@@ -57,7 +57,7 @@ func (s *PGStore) RecallSince(ctx context.Context, confUID, historyUID string, a
 		if err := json.Unmarshal(body, &e); err != nil {
 			return nil, failf(fmt.Errorf("decode recall entry %d: %w", *seq, err))
 		}
-		e.HistoryUID, e.Seq, e.Vector = historyUID, uint64(*seq), DecodeVector(vec)
+		e.HistoryUID, e.Seq, e.Vector = historyUID, uint64(*seq), history.DecodeVector(vec)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -72,8 +72,8 @@ func (s *PGStore) RecallSince(ctx context.Context, confUID, historyUID string, a
 // ForgottenRecalls returns the sequence numbers of the forgotten entries
 // of a history (historyUID "": of every history of the conf), in order,
 // by history uid (none for a history that does not exist).
-func (s *PGStore) ForgottenRecalls(ctx context.Context, confUID, historyUID string) (map[string][]uint64, error) {
-	if err := CheckConfOrHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) ForgottenRecalls(ctx context.Context, confUID, historyUID string) (map[string][]uint64, error) {
+	if err := history.CheckConfOrHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error {
@@ -106,8 +106,8 @@ func (s *PGStore) ForgottenRecalls(ctx context.Context, confUID, historyUID stri
 // FillRecallVectors gives each of entries (by HistoryUID and Seq) that
 // has none the vector stored for it, if the conf's vectors are model's,
 // and reports how many it gave.
-func (s *PGStore) FillRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) (int, error) {
-	if err := CheckConf(ctx, confUID); err != nil {
+func (s *Store) FillRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) (int, error) {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return 0, err
 	}
 	failf := func(err error) error { return fmt.Errorf("read recall vectors of conf %q: %w", confUID, err) }
@@ -145,7 +145,7 @@ func (s *PGStore) FillRecallVectors(ctx context.Context, confUID, model string, 
 			return 0, failf(err)
 		}
 		i, ok := at[entryRef{uid, seq}]
-		if v := DecodeVector(vec); ok && v != nil && entries[i].Vector == nil {
+		if v := history.DecodeVector(vec); ok && v != nil && entries[i].Vector == nil {
 			entries[i].Vector = v
 			n++
 		}

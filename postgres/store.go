@@ -1,4 +1,4 @@
-package history
+package postgres
 
 import (
 	"context"
@@ -15,39 +15,41 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"koe"
+	"koe/history"
 	"koe/internal/pgmigrate"
 )
 
-// PGStore keeps histories, their records and images, summaries and
-// prompts in PostgreSQL, for several koe instances sharing one database.
-// It has the Store's methods for them, with the same results and errors:
-// records are kept as the same JSON, byte for byte, and read back through
-// the same decoding. It is safe for concurrent use, by many goroutines and
-// many processes.
-type PGStore struct {
+// Store is koe's store (history.Store) in PostgreSQL, for several koe
+// instances sharing one database: histories with their records and
+// images, summaries, prompts, recall, and knowledge documents with the
+// local index's chunks. It gives the bbolt store's results and errors
+// (historytest checks both): records are kept as the same JSON, byte for
+// byte, and read back through the same decoding. It is safe for
+// concurrent use, by many goroutines and many processes.
+type Store struct {
 	pool    *pgxpool.Pool
 	now     func() time.Time
 	timeout time.Duration
 }
 
-var _ Store = (*PGStore)(nil)
+var _ history.Store = (*Store)(nil)
 
-// PGOptions configures OpenPostgres.
-type PGOptions struct {
+// Options configures Open.
+type Options struct {
 	// Timeout bounds each operation, its waits for a connection or a lock
-	// included; 0 means DefaultTimeout.
+	// included; 0 means history.DefaultTimeout.
 	Timeout time.Duration
 	// Now is the clock for ids and timestamps; nil means time.Now.
 	Now func() time.Time
 }
 
-// pgMigrationsTable records the versions of the store's schema applied to
-// the database (the knowledge store keeps its own).
-const pgMigrationsTable = "koe_store_migrations"
+// storeMigrationsTable records the versions of the store's schema applied
+// to the database (the knowledge index keeps its own).
+const storeMigrationsTable = "koe_store_migrations"
 
-// pgMigrateLockKey serializes koe instances migrating the store's schema
-// (a fixed number of koe's own: "koe_stor").
-const pgMigrateLockKey int64 = 0x6b6f655f73746f72
+// storeMigrateLockKey serializes koe instances migrating the store's
+// schema (a fixed number of koe's own: "koe_stor").
+const storeMigrateLockKey int64 = 0x6b6f655f73746f72
 
 // Record kinds kept beside each record so that listings and pages filter
 // in SQL without decoding: the role itself stays in the JSON only.
@@ -67,9 +69,9 @@ func recordKind(role string) int16 {
 	return kindMessage
 }
 
-// pgStoreMigrations is the store's schema, oldest first. Append-only: a
+// storeMigrations is the store's schema, oldest first. Append-only: a
 // released migration is never edited.
-var pgStoreMigrations = []pgmigrate.Migration{
+var storeMigrations = []pgmigrate.Migration{
 	{
 		Version: 1,
 		Name:    "histories, records, images, summaries and prompts",
@@ -193,17 +195,17 @@ var pgStoreMigrations = []pgmigrate.Migration{
 	},
 }
 
-// OpenPostgres connects to the database dsn (a PostgreSQL URL or key=value
+// Open connects to the database dsn (a PostgreSQL URL or key=value
 // string) and creates or migrates the store's schema. ctx bounds the
 // connection and the migration.
-func OpenPostgres(ctx context.Context, dsn string, opts PGOptions) (*PGStore, error) {
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: parse the DSN: %w", err)
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = history.DefaultTimeout
 	}
 	// The server ends a statement that outlasts the timeout (a lock it
 	// waits for included), so that a timed-out write is known not to have
@@ -220,11 +222,11 @@ func OpenPostgres(ctx context.Context, dsn string, opts PGOptions) (*PGStore, er
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: connect: %w", err)
 	}
-	s := &PGStore{pool: pool, now: opts.Now, timeout: timeout}
+	s := &Store{pool: pool, now: opts.Now, timeout: timeout}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if _, _, err := pgmigrate.Migrate(ctx, pool, pgMigrationsTable, pgMigrateLockKey, pgStoreMigrations, nil); err != nil {
+	if _, _, err := pgmigrate.Migrate(ctx, pool, storeMigrationsTable, storeMigrateLockKey, storeMigrations, nil); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
@@ -232,13 +234,13 @@ func OpenPostgres(ctx context.Context, dsn string, opts PGOptions) (*PGStore, er
 }
 
 // Close closes every connection of the store.
-func (s *PGStore) Close() error {
+func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
 }
 
 // Ping checks that the database answers.
-func (s *PGStore) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("postgres store: ping: %w", err)
 	}
@@ -255,13 +257,13 @@ const clientGrace = time.Second
 
 // op is the context of one operation: the caller's, bounded by the
 // store's timeout.
-func (s *PGStore) op(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.timeout+clientGrace)
 }
 
 // pgErr adds what a PostgreSQL error does not say by itself. A statement
 // the server ended at statement_timeout is a deadline exceeded too.
-func (s *PGStore) pgErr(err error) error {
+func (s *Store) pgErr(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == pgQueryCanceled {
 		return fmt.Errorf("%w: %w (PostgreSQL ended it: no result within %s)", context.DeadlineExceeded, err, s.timeout)
@@ -272,7 +274,7 @@ func (s *PGStore) pgErr(err error) error {
 	return err
 }
 
-func (s *PGStore) timestamp() string { return s.now().Format(koe.TimestampLayout) }
+func (s *Store) timestamp() string { return s.now().Format(koe.TimestampLayout) }
 
 // pgSeq converts a sequence number to PostgreSQL's bigint; larger ones
 // (never stored) become the largest bigint.
@@ -285,7 +287,7 @@ func pgSeq(seq uint64) int64 {
 
 // Create starts a new, empty history (just its metadata record) and
 // returns its uid.
-func (s *PGStore) Create(ctx context.Context, confUID string) (string, error) {
+func (s *Store) Create(ctx context.Context, confUID string) (string, error) {
 	now := s.now()
 	uid := koe.NewHistoryUID(now)
 	if err := s.createWith(ctx, confUID, uid, now, nil); err != nil {
@@ -296,12 +298,12 @@ func (s *PGStore) Create(ctx context.Context, confUID string) (string, error) {
 
 // CreateWith creates history uid with its metadata record and then
 // records, in one statement. It fails if uid already exists.
-func (s *PGStore) CreateWith(ctx context.Context, confUID, uid string, records ...koe.Record) error {
+func (s *Store) CreateWith(ctx context.Context, confUID, uid string, records ...koe.Record) error {
 	return s.createWith(ctx, confUID, uid, s.now(), records)
 }
 
-func (s *PGStore) createWith(ctx context.Context, confUID, uid string, now time.Time, records []koe.Record) error {
-	if err := CheckHistory(ctx, confUID, uid); err != nil {
+func (s *Store) createWith(ctx context.Context, confUID, uid string, now time.Time, records []koe.Record) error {
+	if err := history.CheckHistory(ctx, confUID, uid); err != nil {
 		return err
 	}
 	var (
@@ -317,7 +319,7 @@ func (s *PGStore) createWith(ctx context.Context, confUID, uid string, now time.
 		if r.Timestamp == "" {
 			r.Timestamp = now.Format(koe.TimestampLayout)
 		}
-		p, err := EncodeRecord(r)
+		p, err := history.EncodeRecord(r)
 		if err != nil {
 			return failf(err)
 		}
@@ -358,8 +360,8 @@ func (s *PGStore) createWith(ctx context.Context, confUID, uid string, now time.
 // Append adds r to the end of an existing history, in one statement that
 // takes the next sequence number from the history's row. It never creates
 // the history.
-func (s *PGStore) Append(ctx context.Context, confUID, historyUID string, r koe.Record) error {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) Append(ctx context.Context, confUID, historyUID string, r koe.Record) error {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
 	if r.Timestamp == "" {
@@ -368,7 +370,7 @@ func (s *PGStore) Append(ctx context.Context, confUID, historyUID string, r koe.
 	failf := func(err error) error {
 		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	p, err := EncodeRecord(r)
+	p, err := history.EncodeRecord(r)
 	if err != nil {
 		return failf(err)
 	}
@@ -406,8 +408,8 @@ func (s *PGStore) Append(ctx context.Context, confUID, historyUID string, r koe.
 
 // Messages returns every record of a history in order, metadata included,
 // images as refs.
-func (s *PGStore) Messages(ctx context.Context, confUID, historyUID string) ([]koe.Record, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) Messages(ctx context.Context, confUID, historyUID string) ([]koe.Record, error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	return s.records(ctx, confUID, historyUID, 0, 0)
@@ -415,8 +417,8 @@ func (s *PGStore) Messages(ctx context.Context, confUID, historyUID string) ([]k
 
 // Since returns up to limit records (0: all) of a history after sequence
 // after, oldest first.
-func (s *PGStore) Since(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) Since(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {
@@ -425,7 +427,7 @@ func (s *PGStore) Since(ctx context.Context, confUID, historyUID string, after u
 	return s.records(ctx, confUID, historyUID, after, limit)
 }
 
-func (s *PGStore) records(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
+func (s *Store) records(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
 	failf := func(err error) error {
 		return fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
 	}
@@ -470,7 +472,7 @@ func scanRecords(rows pgx.Rows) (out []koe.Record, found bool, err error) {
 		if seq == nil {
 			continue
 		}
-		r, err := DecodeRecord(uint64(*seq), body)
+		r, err := history.DecodeRecord(uint64(*seq), body)
 		if err != nil {
 			return nil, false, err
 		}
@@ -481,8 +483,8 @@ func scanRecords(rows pgx.Rows) (out []koe.Record, found bool, err error) {
 
 // List summarises the histories of confUID, most recently active first,
 // leaving out those with nothing to show.
-func (s *PGStore) List(ctx context.Context, confUID string) ([]koe.ListedHistory, error) {
-	if err := CheckConf(ctx, confUID); err != nil {
+func (s *Store) List(ctx context.Context, confUID string) ([]koe.ListedHistory, error) {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error { return fmt.Errorf("list histories of conf %q: %w", confUID, err) }
@@ -509,7 +511,7 @@ func (s *PGStore) List(ctx context.Context, confUID string) ([]koe.ListedHistory
 		if err := rows.Scan(&uid, &seq, &body); err != nil {
 			return nil, failf(err)
 		}
-		r, err := DecodeRecord(uint64(seq), body)
+		r, err := history.DecodeRecord(uint64(seq), body)
 		if err != nil {
 			return nil, failf(fmt.Errorf("history %q: %w", uid, err))
 		}
@@ -528,8 +530,8 @@ func (s *PGStore) List(ctx context.Context, confUID string) ([]koe.ListedHistory
 }
 
 // Delete removes a history with all its records, images and summaries.
-func (s *PGStore) Delete(ctx context.Context, confUID, historyUID string) error {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) Delete(ctx context.Context, confUID, historyUID string) error {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
 	ctx, cancel := s.op(ctx)
@@ -545,8 +547,8 @@ func (s *PGStore) Delete(ctx context.Context, confUID, historyUID string) error 
 }
 
 // Exists reports whether the history exists.
-func (s *PGStore) Exists(ctx context.Context, confUID, historyUID string) (bool, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) Exists(ctx context.Context, confUID, historyUID string) (bool, error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return false, err
 	}
 	ctx, cancel := s.op(ctx)
@@ -561,8 +563,8 @@ func (s *PGStore) Exists(ctx context.Context, confUID, historyUID string) (bool,
 }
 
 // LastSeq returns the sequence number of the history's newest record.
-func (s *PGStore) LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return 0, err
 	}
 	ctx, cancel := s.op(ctx)
@@ -581,8 +583,8 @@ func (s *PGStore) LastSeq(ctx context.Context, confUID, historyUID string) (uint
 
 // Page returns up to limit non-metadata records older than sequence before
 // (0: the newest), oldest first, and whether older ones remain.
-func (s *PGStore) Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, false, err
 	}
 	if err := koe.CheckPageLimit(limit); err != nil {
@@ -627,11 +629,11 @@ func (s *PGStore) Page(ctx context.Context, confUID, historyUID string, before u
 
 // Image returns the type and bytes of the image ref of a history. An
 // unknown ref is ErrNotFound; a malformed one ErrInvalidID.
-func (s *PGStore) Image(ctx context.Context, confUID, historyUID, ref string) (mime string, data []byte, err error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) Image(ctx context.Context, confUID, historyUID, ref string) (mime string, data []byte, err error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return "", nil, err
 	}
-	seq, index, err := ParseImageRef(ref)
+	seq, index, err := history.ParseImageRef(ref)
 	if err != nil {
 		return "", nil, err
 	}
@@ -652,7 +654,7 @@ func (s *PGStore) Image(ctx context.Context, confUID, historyUID, ref string) (m
 	if err != nil {
 		return "", nil, failf(s.pgErr(err))
 	}
-	mime, data, err = ReadImage(seq, body, index, raw)
+	mime, data, err = history.ReadImage(seq, body, index, raw)
 	if err != nil {
 		return "", nil, failf(err)
 	}
@@ -661,14 +663,14 @@ func (s *PGStore) Image(ctx context.Context, confUID, historyUID, ref string) (m
 
 // AddSummary stores r as a summary of history historyUID, replacing one
 // that starts at the same turn. The history must exist.
-func (s *PGStore) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return err
 	}
 	failf := func(err error) error {
 		return fmt.Errorf("add summary to history %q of conf %q: %w", historyUID, confUID, err)
 	}
-	if err := CheckSummary(historyUID, r); err != nil {
+	if err := history.CheckSummary(historyUID, r); err != nil {
 		return failf(err)
 	}
 	if r.Turns[0] > math.MaxInt32 {
@@ -700,8 +702,8 @@ func (s *PGStore) AddSummary(ctx context.Context, confUID, historyUID string, r 
 
 // Summaries returns the summaries of a history in turn order, or an empty
 // slice if it has none.
-func (s *PGStore) Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error {
@@ -746,8 +748,8 @@ func (s *PGStore) Summaries(ctx context.Context, confUID, historyUID string) ([]
 
 // SetPrompt stores the prompt name of character confUID; an empty text
 // deletes it.
-func (s *PGStore) SetPrompt(ctx context.Context, confUID, name, text string) error {
-	if err := CheckPromptName(ctx, confUID, name); err != nil {
+func (s *Store) SetPrompt(ctx context.Context, confUID, name, text string) error {
+	if err := history.CheckPromptName(ctx, confUID, name); err != nil {
 		return err
 	}
 	failf := func(err error) error { return fmt.Errorf("set prompt %q of conf %q: %w", name, confUID, err) }
@@ -772,8 +774,8 @@ func (s *PGStore) SetPrompt(ctx context.Context, confUID, name, text string) err
 
 // Prompt returns the prompt name of character confUID; ok is false if it
 // has not been set.
-func (s *PGStore) Prompt(ctx context.Context, confUID, name string) (text string, ok bool, err error) {
-	if err := CheckPromptName(ctx, confUID, name); err != nil {
+func (s *Store) Prompt(ctx context.Context, confUID, name string) (text string, ok bool, err error) {
+	if err := history.CheckPromptName(ctx, confUID, name); err != nil {
 		return "", false, err
 	}
 	ctx, cancel := s.op(ctx)

@@ -1,4 +1,4 @@
-package history
+package postgres
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"koe"
+	"koe/history"
 )
 
-// The recall index of the PostgreSQL store: the Store's recall methods,
-// with the same results. Rows of a history reference it, so deleting the
+// The recall index. Rows of a history reference it, so deleting the
 // history drops them in the same statement.
 
 // isFKViolation reports a foreign key violation: a history deleted while
@@ -24,7 +24,7 @@ func isFKViolation(err error) bool {
 }
 
 // Confs lists the conf uids that have histories, in byte order.
-func (s *PGStore) Confs(ctx context.Context) ([]string, error) {
+func (s *Store) Confs(ctx context.Context) ([]string, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT conf_uid COLLATE "C" FROM koe_histories ORDER BY 1`)
@@ -40,8 +40,8 @@ func (s *PGStore) Confs(ctx context.Context) ([]string, error) {
 
 // RecallMark returns how far a history has been indexed (ok false: not at
 // all).
-func (s *PGStore) RecallMark(ctx context.Context, confUID, historyUID string) (mark koe.RecallMark, ok bool, err error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) RecallMark(ctx context.Context, confUID, historyUID string) (mark koe.RecallMark, ok bool, err error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return koe.RecallMark{}, false, err
 	}
 	ctx, cancel := s.op(ctx)
@@ -61,8 +61,8 @@ func (s *PGStore) RecallMark(ctx context.Context, confUID, historyUID string) (m
 }
 
 // RecallMarks returns the mark of every indexed history of a conf.
-func (s *PGStore) RecallMarks(ctx context.Context, confUID string) (map[string]koe.RecallMark, error) {
-	if err := CheckConf(ctx, confUID); err != nil {
+func (s *Store) RecallMarks(ctx context.Context, confUID string) (map[string]koe.RecallMark, error) {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error { return fmt.Errorf("read recall marks of conf %q: %w", confUID, err) }
@@ -98,8 +98,8 @@ func (s *PGStore) RecallMarks(ctx context.Context, confUID string) (map[string]k
 // (ErrMarkMoved otherwise, and nothing is written): instances indexing one
 // history at once never store its entries twice nor move its mark back.
 // A history that no longer exists gets nothing (ErrNotFound).
-func (s *PGStore) SaveRecall(ctx context.Context, confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) SaveRecall(ctx context.Context, confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return nil, err
 	}
 	failf := func(err error) error {
@@ -163,7 +163,7 @@ func (s *PGStore) SaveRecall(ctx context.Context, confUID, historyUID string, fr
 			}
 			var vec []byte
 			if e.Vector != nil {
-				vec = EncodeVector(e.Vector)
+				vec = history.EncodeVector(e.Vector)
 			}
 			if i, ok := at[seq]; ok {
 				ins.bodies[i] = v
@@ -242,8 +242,8 @@ func claimRecallMark(ctx context.Context, tx pgx.Tx, confUID, historyUID string,
 // SetRecallVectors stores the embeddings of entries already saved, made
 // with model; entries gone since are skipped. Vectors of another model are
 // dropped first.
-func (s *PGStore) SetRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) error {
-	if err := CheckConf(ctx, confUID); err != nil {
+func (s *Store) SetRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) error {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return err
 	}
 	var uids []string
@@ -255,7 +255,7 @@ func (s *PGStore) SetRecallVectors(ctx context.Context, confUID, model string, e
 		}
 		uids = append(uids, e.HistoryUID)
 		seqs = append(seqs, pgSeq(e.Seq))
-		vecs = append(vecs, EncodeVector(e.Vector))
+		vecs = append(vecs, history.EncodeVector(e.Vector))
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -294,8 +294,8 @@ func (s *PGStore) SetRecallVectors(ctx context.Context, confUID, model string, e
 
 // RecallVectorModel is the model that made the conf's stored vectors ("":
 // none).
-func (s *PGStore) RecallVectorModel(ctx context.Context, confUID string) (string, error) {
-	if err := CheckConf(ctx, confUID); err != nil {
+func (s *Store) RecallVectorModel(ctx context.Context, confUID string) (string, error) {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return "", err
 	}
 	ctx, cancel := s.op(ctx)
@@ -314,8 +314,8 @@ func (s *PGStore) RecallVectorModel(ctx context.Context, confUID string) (string
 // ForEachRecall calls fn with every entry of a conf, with its vector, in
 // history (byte order of uids) and sequence order. fn must not call the
 // store.
-func (s *PGStore) ForEachRecall(ctx context.Context, confUID string, fn func(koe.RecallEntry) error) error {
-	if err := CheckConf(ctx, confUID); err != nil {
+func (s *Store) ForEachRecall(ctx context.Context, confUID string, fn func(koe.RecallEntry) error) error {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return err
 	}
 	failf := func(err error) error { return fmt.Errorf("read recall of conf %q: %w", confUID, err) }
@@ -339,7 +339,7 @@ func (s *PGStore) ForEachRecall(ctx context.Context, confUID string, fn func(koe
 		if err := json.Unmarshal(body, &e); err != nil {
 			return failf(fmt.Errorf("decode recall entry %s/%d: %w", uid, seq, err))
 		}
-		e.HistoryUID, e.Seq, e.Vector = uid, uint64(seq), DecodeVector(vec)
+		e.HistoryUID, e.Seq, e.Vector = uid, uint64(seq), history.DecodeVector(vec)
 		if err := fn(e); err != nil {
 			return failf(err)
 		}
@@ -352,8 +352,8 @@ func (s *PGStore) ForEachRecall(ctx context.Context, confUID string, fn func(koe
 
 // ForgetRecall removes one entry for good: it stays forgotten through
 // rebuilds. It reports whether the entry existed.
-func (s *PGStore) ForgetRecall(ctx context.Context, confUID, historyUID string, seq uint64) (bool, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) ForgetRecall(ctx context.Context, confUID, historyUID string, seq uint64) (bool, error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return false, err
 	}
 	n, err := s.forget(ctx, confUID, historyUID, []uint64{seq})
@@ -365,8 +365,8 @@ func (s *PGStore) ForgetRecall(ctx context.Context, confUID, historyUID string, 
 
 // ForgetRecalls forgets many entries of one history for good, in one
 // statement, and reports how many of them existed.
-func (s *PGStore) ForgetRecalls(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
-	if err := CheckHistory(ctx, confUID, historyUID); err != nil {
+func (s *Store) ForgetRecalls(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
+	if err := history.CheckHistory(ctx, confUID, historyUID); err != nil {
 		return 0, err
 	}
 	if len(seqs) == 0 {
@@ -381,7 +381,7 @@ func (s *PGStore) ForgetRecalls(ctx context.Context, confUID, historyUID string,
 
 // forget drops entries and leaves tombstones, only if the history exists
 // (no tombstones for histories that are not there to leak).
-func (s *PGStore) forget(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
+func (s *Store) forget(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
 	pg := make([]int64, len(seqs))
 	for i, seq := range seqs {
 		pg[i] = pgSeq(seq)
@@ -411,8 +411,8 @@ func (s *PGStore) forget(ctx context.Context, confUID, historyUID string, seqs [
 
 // ClearRecall drops a conf's entries, vectors and marks so that its index
 // is built again from the histories. What was forgotten stays forgotten.
-func (s *PGStore) ClearRecall(ctx context.Context, confUID string) error {
-	if err := CheckConf(ctx, confUID); err != nil {
+func (s *Store) ClearRecall(ctx context.Context, confUID string) error {
+	if err := history.CheckConf(ctx, confUID); err != nil {
 		return err
 	}
 	ctx, cancel := s.op(ctx)
