@@ -310,7 +310,7 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 		idx = local
 	case knowledge.StorePostgres:
 		ctx, cancel := context.WithTimeout(context.Background(), postgresOpenTimeout)
-		pg, err := knowledge.OpenPostgres(ctx, kc.DSN, m.Logger)
+		pg, err := postgres.OpenKnowledgeIndex(ctx, kc.DSN, m.Logger)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("knowledge: open the postgres store: %w", err)

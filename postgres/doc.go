@@ -19,4 +19,9 @@
 //
 // Everything kept of a history references its row, so deleting the
 // history deletes the rest in the same statement.
+//
+// The package also holds knowledge's cluster index (KnowledgeIndex,
+// knowledge.store: postgres), with a pool and a schema of its own
+// (koe_knowledge_chunks, koe_knowledge_dims, versioned in
+// koe_schema_migrations) on the database knowledge.dsn names.
 package postgres

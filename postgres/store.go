@@ -16,7 +16,6 @@ import (
 
 	"koe"
 	"koe/history"
-	"koe/internal/pgmigrate"
 )
 
 // Store is koe's store (history.Store) in PostgreSQL, for several koe
@@ -71,7 +70,7 @@ func recordKind(role string) int16 {
 
 // storeMigrations is the store's schema, oldest first. Append-only: a
 // released migration is never edited.
-var storeMigrations = []pgmigrate.Migration{
+var storeMigrations = []migration{
 	{
 		Version: 1,
 		Name:    "histories, records, images, summaries and prompts",
@@ -226,7 +225,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if _, _, err := pgmigrate.Migrate(ctx, pool, storeMigrationsTable, storeMigrateLockKey, storeMigrations, nil); err != nil {
+	if _, _, err := migrate(ctx, pool, storeMigrationsTable, storeMigrateLockKey, storeMigrations, nil); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}

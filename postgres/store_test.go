@@ -17,7 +17,7 @@ import (
 // Two koe instances (two stores, two pools) appending to one history at
 // once: every record gets its own sequence number, none is lost, and the
 // numbers have no gaps.
-func TestPostgresAppendsFromTwoPools(t *testing.T) {
+func TestStoreAppendsFromTwoPools(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.Schema(t)
 	open := func() *Store {
@@ -90,7 +90,7 @@ func TestPostgresAppendsFromTwoPools(t *testing.T) {
 
 // An operation that cannot finish in time fails with the timeout named,
 // and leaves nothing behind: here another session holds the history's row.
-func TestPostgresTimeout(t *testing.T) {
+func TestStoreTimeout(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -124,7 +124,7 @@ func TestPostgresTimeout(t *testing.T) {
 
 // Opening migrates once; a second store on the same database finds the
 // schema current, and a schema newer than koe knows is refused.
-func TestPostgresOpenMigrations(t *testing.T) {
+func TestStoreOpenMigrations(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -159,7 +159,7 @@ func TestPostgresOpenMigrations(t *testing.T) {
 
 // A DSN that does not parse or a server that is not there is a clear
 // error, and the DSN's password is not repeated in it.
-func TestPostgresOpenErrors(t *testing.T) {
+func TestStoreOpenErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := Open(ctx, "postgres://koe:s3cret@127.0.0.1:notaport/koe", Options{}); err == nil ||

@@ -1,4 +1,17 @@
-package knowledge
+// Package pglitetest gives tests PostgreSQL with pgvector, for the
+// knowledge index's store (postgres.KnowledgeIndex).
+//
+// Debian has no pgvector, so scripts/test.sh starts PGlite (PostgreSQL
+// compiled to WebAssembly, with its pgvector build) behind a wire-protocol
+// server, scripts/pglite/server.mjs, and exports its DSN in
+// KOE_TEST_POSTGRES_DSN; any real PostgreSQL with pgvector can be given
+// there instead. Without it, DSN starts server.mjs itself when node and
+// the npm packages (installed by scripts/test.sh under KOE_TEST_NPM_DIR)
+// are found; else the test is skipped, or fails on CI.
+//
+// PGlite is one PostgreSQL backend behind every connection, so the DSN
+// asks pgx for the simple protocol: see server.mjs.
+package pglitetest
 
 import (
 	"bufio"
@@ -8,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,17 +30,8 @@ import (
 	"koe/testkit/proctest"
 )
 
-// The postgres store's tests need PostgreSQL with pgvector. Debian has no
-// pgvector, so scripts/test.sh starts PGlite (PostgreSQL compiled to
-// WebAssembly, with its pgvector build) behind a wire-protocol server,
-// scripts/pglite/server.mjs, and exports its DSN in KOE_TEST_POSTGRES_DSN;
-// any real PostgreSQL with pgvector can be given there instead. Without it,
-// the tests start server.mjs themselves when node and the npm packages
-// (installed by scripts/test.sh under KOE_TEST_NPM_DIR) are found; else they
-// are skipped, or fail on CI.
-//
-// PGlite is one PostgreSQL backend behind every connection, so the DSN the
-// tests make asks pgx for the simple protocol: see server.mjs.
+// EnvDSN names the DSN of a server the tests are given.
+const EnvDSN = "KOE_TEST_POSTGRES_DSN"
 
 const pgliteSocketPackage = "@electric-sql/pglite-socket"
 
@@ -42,25 +47,20 @@ var testPG struct {
 	wait  chan error
 }
 
-// TestMain stops the PGlite server the tests may have started.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	stopTestPostgres()
-	os.Exit(code)
-}
-
-// testPostgresDSN returns the DSN of the tests' database.
-func testPostgresDSN(tb testing.TB) string {
+// DSN returns the DSN of the tests' database, starting PGlite the first
+// time when no server is given. A test binary that calls it stops the
+// server with Stop from its TestMain.
+func DSN(tb testing.TB) string {
 	tb.Helper()
-	testPG.once.Do(startTestPostgres)
+	testPG.once.Do(start)
 	if testPG.err != nil {
 		proctest.Missing(tb, testPG.what, testPG.err)
 	}
 	return testPG.dsn
 }
 
-func startTestPostgres() {
-	if dsn := os.Getenv("KOE_TEST_POSTGRES_DSN"); dsn != "" {
+func start() {
+	if dsn := os.Getenv(EnvDSN); dsn != "" {
 		testPG.dsn = dsn
 		return
 	}
@@ -83,11 +83,13 @@ func startTestPostgres() {
 		fail("no KOE_TEST_POSTGRES_DSN, and "+pgliteSocketPackage+" is not installed (scripts/test.sh installs it with npm into KOE_TEST_NPM_DIR)", err)
 		return
 	}
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "pglite", "server.mjs"))
-	if err != nil {
-		fail("no path to scripts/pglite/server.mjs", err)
+	// The script is found from this file, wherever the test runs.
+	_, here, _, ok := runtime.Caller(0)
+	if !ok {
+		fail("no path to scripts/pglite/server.mjs", errors.New("no caller information"))
 		return
 	}
+	script := filepath.Join(filepath.Dir(here), "..", "..", "scripts", "pglite", "server.mjs")
 	cmd := exec.Command(node, script, "0", "--exit-with-stdin")
 	cmd.Env = append(os.Environ(), "KOE_TEST_NPM_DIR="+dir)
 	cmd.Stderr = os.Stderr
@@ -131,7 +133,7 @@ func startTestPostgres() {
 		}
 		testPG.dsn = pgliteDSN(a)
 	case <-time.After(2 * time.Minute):
-		stopTestPostgres()
+		Stop()
 		fail("PGlite did not listen", errors.New("no \"listening\" line in 2 minutes"))
 	}
 }
@@ -142,7 +144,8 @@ func pgliteDSN(addr string) string {
 	return fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable&default_query_exec_mode=simple_protocol&pool_max_conns=4", addr)
 }
 
-func stopTestPostgres() {
+// Stop stops the PGlite server DSN started, if it did.
+func Stop() {
 	if testPG.cmd == nil {
 		return
 	}

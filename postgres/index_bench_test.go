@@ -1,4 +1,4 @@
-package knowledge
+package postgres
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"koe/knowledge"
 )
 
 // The benchmarks' corpus: chunks of words drawn from a vocabulary with a
@@ -41,8 +43,8 @@ func benchVector(r *rand.Rand) []float32 {
 	return v
 }
 
-func benchChunks(r *rand.Rand, n int) []Chunk {
-	chunks := make([]Chunk, n)
+func benchChunks(r *rand.Rand, n int) []knowledge.Chunk {
+	chunks := make([]knowledge.Chunk, n)
 	var words strings.Builder
 	for i := range chunks {
 		words.Reset()
@@ -50,15 +52,15 @@ func benchChunks(r *rand.Rand, n int) []Chunk {
 			words.WriteString(benchWord(r))
 			words.WriteByte(' ')
 		}
-		chunks[i] = Chunk{Seq: i, Name: "bench.txt", Title: "Bench", Heading: benchWord(r),
+		chunks[i] = knowledge.Chunk{Seq: i, Name: "bench.txt", Title: "Bench", Heading: benchWord(r),
 			Text: words.String(), Tokens: benchChunkWords, Vector: benchVector(r)}
 	}
 	return chunks
 }
 
-// BenchmarkPostgresPut replaces a document of 100 embedded chunks.
-func BenchmarkPostgresPut(b *testing.B) {
-	p := openTestPostgres(b)
+// BenchmarkIndexPut replaces a document of 100 embedded chunks.
+func BenchmarkIndexPut(b *testing.B) {
+	p := openTestIndex(b)
 	conf := testConf(b, p)
 	chunks := benchChunks(rand.New(rand.NewPCG(1, 2)), benchDocChunks)
 	ctx := context.Background()
@@ -71,15 +73,15 @@ func BenchmarkPostgresPut(b *testing.B) {
 	b.ReportMetric(float64(b.N*benchDocChunks)/b.Elapsed().Seconds(), "chunks/s")
 }
 
-// BenchmarkPostgresSearch searches a character of 10k chunks (100k too
+// BenchmarkIndexSearch searches a character of 10k chunks (100k too
 // with KOE_BENCH_POSTGRES_100K=1: loading them takes long on PGlite), by
 // keywords only and hybrid, and reports latency percentiles.
-func BenchmarkPostgresSearch(b *testing.B) {
+func BenchmarkIndexSearch(b *testing.B) {
 	sizes := []int{10_000}
 	if os.Getenv("KOE_BENCH_POSTGRES_100K") == "1" {
 		sizes = append(sizes, 100_000)
 	}
-	p := openTestPostgres(b)
+	p := openTestIndex(b)
 	for _, size := range sizes {
 		conf := testConf(b, p)
 		r := rand.New(rand.NewPCG(3, uint64(size)))
@@ -95,7 +97,7 @@ func BenchmarkPostgresSearch(b *testing.B) {
 				r := rand.New(rand.NewPCG(5, 6))
 				var took []time.Duration
 				for b.Loop() {
-					q := SearchQuery{Text: "what about " + benchWord(r) + " and " + benchWord(r) + " " + benchWord(r) + "?", Limit: 8}
+					q := knowledge.SearchQuery{Text: "what about " + benchWord(r) + " and " + benchWord(r) + " " + benchWord(r) + "?", Limit: 8}
 					if mode == "hybrid" {
 						q.Vector = benchVector(r)
 					}

@@ -1,4 +1,4 @@
-package knowledge
+package postgres
 
 import (
 	"context"
@@ -8,25 +8,21 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"koe/internal/pgmigrate"
 )
 
-// koe owns its PostgreSQL schema: it creates and migrates it at start, so
-// an operator only provides a database (and pgvector; see migration 1).
-// Migrations are append-only: a released one is never edited, a change is a
-// new version.
+// The knowledge index's schema: the operator provides pgvector too (see
+// migration 1).
 
-// schemaMigrationsTable records the versions applied to the database.
-const schemaMigrationsTable = "koe_schema_migrations"
+// indexMigrationsTable records the versions applied to the database.
+const indexMigrationsTable = "koe_schema_migrations"
 
-// migrateLockKey is the pg_advisory_xact_lock key that serializes koe
+// indexMigrateLockKey is the pg_advisory_xact_lock key that serializes koe
 // instances migrating one database at once (any fixed number: it only has
 // to be koe's own).
-const migrateLockKey int64 = 0x6b6f655f6d696772 // "koe_migr"
+const indexMigrateLockKey int64 = 0x6b6f655f6d696772 // "koe_migr"
 
-// pgMigrations is the knowledge store's schema, oldest first.
-var pgMigrations = []pgmigrate.Migration{
+// indexMigrations is the knowledge index's schema, oldest first.
+var indexMigrations = []migration{
 	{
 		Version: 1,
 		Name:    "knowledge chunks with full-text and vector search",
@@ -132,7 +128,7 @@ func dimsIndexName(dims int) string {
 }
 
 // dimsLockKey serializes the instances creating one dimension's index.
-func dimsLockKey(dims int) int64 { return migrateLockKey ^ int64(dims)<<1 ^ 1 }
+func dimsLockKey(dims int) int64 { return indexMigrateLockKey ^ int64(dims)<<1 ^ 1 }
 
 // createDimsIndex creates the index of a new dimension and records it, in
 // one transaction. It runs before the Put that needs it, not inside: the

@@ -1,4 +1,4 @@
-package knowledge
+package postgres
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,7 +16,18 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
+
+	"koe/knowledge"
+	"koe/testkit/pglitetest"
 )
+
+// TestMain stops the PGlite server the knowledge index's tests may have
+// started (see testkit/pglitetest).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pglitetest.Stop()
+	os.Exit(code)
+}
 
 // pgHangGuard bounds a test's database calls; only a hang reaches it.
 const pgHangGuard = 2 * time.Minute
@@ -30,7 +42,7 @@ var confCounter atomic.Int64
 
 // testConf is a conf_uid of the test's own, so that tests sharing one
 // database do not see each other's chunks; they are removed at cleanup.
-func testConf(tb testing.TB, p *PostgresIndex) string {
+func testConf(tb testing.TB, p *KnowledgeIndex) string {
 	conf := fmt.Sprintf("%s-%d-%d", tb.Name(), time.Now().UnixNano(), confCounter.Add(1))
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), pgHangGuard)
@@ -42,10 +54,10 @@ func testConf(tb testing.TB, p *PostgresIndex) string {
 	return conf
 }
 
-func openTestPostgres(tb testing.TB) *PostgresIndex {
+func openTestIndex(tb testing.TB) *KnowledgeIndex {
 	tb.Helper()
-	dsn := testPostgresDSN(tb)
-	p, err := OpenPostgres(pgContext(tb), dsn, slog.New(slog.DiscardHandler))
+	dsn := pglitetest.DSN(tb)
+	p, err := OpenKnowledgeIndex(pgContext(tb), dsn, slog.New(slog.DiscardHandler))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -66,11 +78,11 @@ func axis(dims, i, j int, w float32) []float32 {
 	return v
 }
 
-func chunk(seq int, heading, text string) Chunk {
-	return Chunk{Seq: seq, Name: "doc.md", Title: "Doc", Heading: heading, Text: text, Tokens: len(strings.Fields(text))}
+func chunk(seq int, heading, text string) knowledge.Chunk {
+	return knowledge.Chunk{Seq: seq, Name: "doc.md", Title: "Doc", Heading: heading, Text: text, Tokens: len(strings.Fields(text))}
 }
 
-func hitKeys(hits []Hit) []string {
+func hitKeys(hits []knowledge.Hit) []string {
 	keys := make([]string, len(hits))
 	for i, h := range hits {
 		keys[i] = fmt.Sprintf("%s/%d", h.DocID, h.Seq)
@@ -78,14 +90,14 @@ func hitKeys(hits []Hit) []string {
 	return keys
 }
 
-func pgPut(tb testing.TB, p *PostgresIndex, conf, doc string, chunks ...Chunk) {
+func pgPut(tb testing.TB, p *KnowledgeIndex, conf, doc string, chunks ...knowledge.Chunk) {
 	tb.Helper()
 	if err := p.Put(pgContext(tb), conf, doc, chunks); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-func pgSearch(tb testing.TB, p *PostgresIndex, conf string, q SearchQuery) []Hit {
+func pgSearch(tb testing.TB, p *KnowledgeIndex, conf string, q knowledge.SearchQuery) []knowledge.Hit {
 	tb.Helper()
 	hits, err := p.Search(pgContext(tb), conf, q)
 	if err != nil {
@@ -94,7 +106,7 @@ func pgSearch(tb testing.TB, p *PostgresIndex, conf string, q SearchQuery) []Hit
 	return hits
 }
 
-func pgLen(tb testing.TB, p *PostgresIndex, conf string) int {
+func pgLen(tb testing.TB, p *KnowledgeIndex, conf string) int {
 	tb.Helper()
 	n, err := p.Len(pgContext(tb), conf)
 	if err != nil {
@@ -103,8 +115,8 @@ func pgLen(tb testing.TB, p *PostgresIndex, conf string) int {
 	return n
 }
 
-func TestPostgresOpenMigratesOnce(t *testing.T) {
-	dsn := testPostgresDSN(t)
+func TestIndexOpenMigratesOnce(t *testing.T) {
+	dsn := pglitetest.DSN(t)
 	ctx := pgContext(t)
 	// Instances starting together: each waits for the other's lock, and
 	// every version is applied once.
@@ -112,7 +124,7 @@ func TestPostgresOpenMigratesOnce(t *testing.T) {
 	errs := make([]error, 3)
 	for i := range errs {
 		wg.Go(func() {
-			p, err := OpenPostgres(ctx, dsn, slog.New(slog.DiscardHandler))
+			p, err := OpenKnowledgeIndex(ctx, dsn, slog.New(slog.DiscardHandler))
 			if err == nil {
 				_ = p.Close()
 			}
@@ -125,7 +137,7 @@ func TestPostgresOpenMigratesOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := openTestPostgres(t) // and once more, on a current schema
+	p := openTestIndex(t) // and once more, on a current schema
 	rows, err := p.pool.Query(ctx, `SELECT version FROM koe_schema_migrations ORDER BY version`)
 	if err != nil {
 		t.Fatal(err)
@@ -134,18 +146,18 @@ func TestPostgresOpenMigratesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(versions) != len(pgMigrations) {
-		t.Fatalf("versions recorded: %v, want 1..%d", versions, len(pgMigrations))
+	if len(versions) != len(indexMigrations) {
+		t.Fatalf("versions recorded: %v, want 1..%d", versions, len(indexMigrations))
 	}
 	for i, v := range versions {
 		if int(v) != i+1 {
-			t.Fatalf("versions recorded: %v, want 1..%d", versions, len(pgMigrations))
+			t.Fatalf("versions recorded: %v, want 1..%d", versions, len(indexMigrations))
 		}
 	}
 }
 
-func TestPostgresPutSearchReplaceDelete(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexPutSearchReplaceDelete(t *testing.T) {
+	p := openTestIndex(t)
 	conf := testConf(t, p)
 	pgPut(t, p, conf, "rules",
 		chunk(0, "Channel rules", "Be kind to everyone in chat. No spam, no links without asking."),
@@ -157,7 +169,7 @@ func TestPostgresPutSearchReplaceDelete(t *testing.T) {
 	if n := pgLen(t, p, conf); n != 3 {
 		t.Fatalf("Len = %d, want 3", n)
 	}
-	hits := pgSearch(t, p, conf, SearchQuery{Text: "when do the streams start?", Limit: 5})
+	hits := pgSearch(t, p, conf, knowledge.SearchQuery{Text: "when do the streams start?", Limit: 5})
 	if got := hitKeys(hits); len(got) != 1 || got[0] != "rules/1" {
 		t.Fatalf("hits %v, want rules/1", got)
 	}
@@ -171,10 +183,10 @@ func TestPostgresPutSearchReplaceDelete(t *testing.T) {
 	if n := pgLen(t, p, conf); n != 2 {
 		t.Fatalf("Len after replace = %d, want 2", n)
 	}
-	if hits := pgSearch(t, p, conf, SearchQuery{Text: "streams start evening", Limit: 5}); len(hits) != 0 {
+	if hits := pgSearch(t, p, conf, knowledge.SearchQuery{Text: "streams start evening", Limit: 5}); len(hits) != 0 {
 		t.Fatalf("a replaced chunk is found: %v", hitKeys(hits))
 	}
-	if got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "english", Limit: 5})); len(got) != 1 || got[0] != "rules/0" {
+	if got := hitKeys(pgSearch(t, p, conf, knowledge.SearchQuery{Text: "english", Limit: 5})); len(got) != 1 || got[0] != "rules/0" {
 		t.Fatalf("hits %v, want the new rules/0", got)
 	}
 
@@ -189,17 +201,17 @@ func TestPostgresPutSearchReplaceDelete(t *testing.T) {
 	if n := pgLen(t, p, conf); n != 0 {
 		t.Fatalf("Len after delete = %d, want 0", n)
 	}
-	if hits := pgSearch(t, p, conf, SearchQuery{Text: "dragon", Limit: 5}); len(hits) != 0 {
+	if hits := pgSearch(t, p, conf, knowledge.SearchQuery{Text: "dragon", Limit: 5}); len(hits) != 0 {
 		t.Fatalf("a deleted chunk is found: %v", hitKeys(hits))
 	}
 }
 
-func TestPostgresConfIsolation(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexConfIsolation(t *testing.T) {
+	p := openTestIndex(t)
 	alice, bob := testConf(t, p), testConf(t, p)
-	pgPut(t, p, alice, "same-id", Chunk{Seq: 0, Name: "a.md", Title: "A", Text: "Alice's secret garden", Vector: axis(64, 0, 1, 0)})
-	pgPut(t, p, bob, "same-id", Chunk{Seq: 0, Name: "b.md", Title: "B", Text: "Bob's secret workshop", Vector: axis(64, 0, 1, 0)})
-	for _, q := range []SearchQuery{
+	pgPut(t, p, alice, "same-id", knowledge.Chunk{Seq: 0, Name: "a.md", Title: "A", Text: "Alice's secret garden", Vector: axis(64, 0, 1, 0)})
+	pgPut(t, p, bob, "same-id", knowledge.Chunk{Seq: 0, Name: "b.md", Title: "B", Text: "Bob's secret workshop", Vector: axis(64, 0, 1, 0)})
+	for _, q := range []knowledge.SearchQuery{
 		{Text: "secret", Limit: 10},
 		{Text: "secret", Vector: axis(64, 0, 1, 0), Limit: 10},
 	} {
@@ -218,47 +230,47 @@ func TestPostgresConfIsolation(t *testing.T) {
 
 // A question in natural language finds chunks that hold only some of its
 // words.
-func TestPostgresKeywordQuestion(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexKeywordQuestion(t *testing.T) {
+	p := openTestIndex(t)
 	conf := testConf(t, p)
 	pgPut(t, p, conf, "handbook",
 		chunk(0, "Rules", "Moderators remove spam. Repeated rule breaking means a ban."),
 		chunk(1, "Equipment", "The microphone is a dynamic cardioid."),
 		chunk(2, "Channel rules", "Rules for the channel: be kind, no spoilers."),
 	)
-	hits := pgSearch(t, p, conf, SearchQuery{Text: "what are the channel rules?", Limit: 5})
+	hits := pgSearch(t, p, conf, knowledge.SearchQuery{Text: "what are the channel rules?", Limit: 5})
 	got := hitKeys(hits)
 	// Both rule chunks; the one that also says "channel" first.
 	if len(got) != 2 || got[0] != "handbook/2" || got[1] != "handbook/0" {
 		t.Fatalf("hits %v, want handbook/2 then handbook/0", got)
 	}
 	// Only stop words: nothing to rank by, and no error.
-	if hits := pgSearch(t, p, conf, SearchQuery{Text: "what is it?", Limit: 5}); len(hits) != 0 {
+	if hits := pgSearch(t, p, conf, knowledge.SearchQuery{Text: "what is it?", Limit: 5}); len(hits) != 0 {
 		t.Fatalf("stop words found %v", hitKeys(hits))
 	}
 	// Characters tsquery would read as operators are words here.
-	if _, err := p.Search(pgContext(t), conf, SearchQuery{Text: "rules & | ! ( ) <-> : * ' \"", Limit: 5}); err != nil {
+	if _, err := p.Search(pgContext(t), conf, knowledge.SearchQuery{Text: "rules & | ! ( ) <-> : * ' \"", Limit: 5}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // A heading's words weigh more than the text's.
-func TestPostgresKeywordWeights(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexKeywordWeights(t *testing.T) {
+	p := openTestIndex(t)
 	conf := testConf(t, p)
 	pgPut(t, p, conf, "doc",
 		chunk(0, "Introduction", "We talk about pottery now and then."),
 		chunk(1, "Pottery", "We talk about it now and then."),
 	)
-	if got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "pottery", Limit: 5})); len(got) != 2 || got[0] != "doc/1" {
+	if got := hitKeys(pgSearch(t, p, conf, knowledge.SearchQuery{Text: "pottery", Limit: 5})); len(got) != 2 || got[0] != "doc/1" {
 		t.Fatalf("hits %v, want doc/1 (pottery in its heading) first", got)
 	}
 }
 
 // A chunk only the vectors find is lifted into the hits, above a chunk
 // only the keywords find, and below one both find.
-func TestPostgresHybridLiftsVectorOnly(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexHybridLiftsVectorOnly(t *testing.T) {
+	p := openTestIndex(t)
 	conf := testConf(t, p)
 	const dims = 64
 	query := "what do subscribers get? emotes?"
@@ -269,7 +281,7 @@ func TestPostgresHybridLiftsVectorOnly(t *testing.T) {
 	b.Vector = axis(dims, 60, 61, 0)
 	c := chunk(2, "", "Supporters of the stream receive little pictures to use in messages.")
 	c.Vector = qvec
-	chunks := []Chunk{a, b, c}
+	chunks := []knowledge.Chunk{a, b, c}
 	// Chunks nearer the query than b by vector, so many that b is not
 	// among the vector ranker's candidates.
 	for i := range maxCandidates / 4 {
@@ -279,11 +291,11 @@ func TestPostgresHybridLiftsVectorOnly(t *testing.T) {
 	}
 	pgPut(t, p, conf, "faq", chunks...)
 
-	keyword := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: query, Limit: 3}))
+	keyword := hitKeys(pgSearch(t, p, conf, knowledge.SearchQuery{Text: query, Limit: 3}))
 	if strings.Join(keyword, " ") != "faq/0 faq/1" {
 		t.Fatalf("keyword hits %v, want faq/0 faq/1", keyword)
 	}
-	hybrid := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: query, Vector: qvec, Limit: 3}))
+	hybrid := hitKeys(pgSearch(t, p, conf, knowledge.SearchQuery{Text: query, Vector: qvec, Limit: 3}))
 	// a: 1st by keywords, 2nd by vector; c: 1st by vector only; b: 2nd by
 	// keywords only.
 	if strings.Join(hybrid, " ") != "faq/0 faq/2 faq/1" {
@@ -293,8 +305,8 @@ func TestPostgresHybridLiftsVectorOnly(t *testing.T) {
 
 // Chunks embedded by two models (two dimensions) live side by side, each
 // searched through its own index.
-func TestPostgresTwoDimensions(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexTwoDimensions(t *testing.T) {
+	p := openTestIndex(t)
 	conf := testConf(t, p)
 	old := chunk(0, "", "Tea ceremony steps")
 	old.Vector = axis(48, 3, 4, 0)
@@ -307,7 +319,7 @@ func TestPostgresTwoDimensions(t *testing.T) {
 		vec  []float32
 		want string
 	}{{axis(48, 3, 4, 0), "old-model/0"}, {axis(96, 7, 8, 0), "new-model/0"}} {
-		got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "zzz", Vector: tc.vec, Limit: 5}))
+		got := hitKeys(pgSearch(t, p, conf, knowledge.SearchQuery{Text: "zzz", Vector: tc.vec, Limit: 5}))
 		if len(got) != 1 || got[0] != tc.want {
 			t.Fatalf("%d-dim search: %v, want %s", len(tc.vec), got, tc.want)
 		}
@@ -323,7 +335,7 @@ func TestPostgresTwoDimensions(t *testing.T) {
 
 // explainVectorSearch is the plan of a vector search with the other ways
 // of answering it made dear (a few rows would make a scan cheapest).
-func explainVectorSearch(t *testing.T, p *PostgresIndex, conf string, dims int) string {
+func explainVectorSearch(t *testing.T, p *KnowledgeIndex, conf string, dims int) string {
 	t.Helper()
 	ctx := pgContext(t)
 	var plan strings.Builder
@@ -348,8 +360,8 @@ func explainVectorSearch(t *testing.T, p *PostgresIndex, conf string, dims int) 
 }
 
 // A query embedded by a model no chunk was embedded with ranks by keywords.
-func TestPostgresDimensionMismatch(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexDimensionMismatch(t *testing.T) {
+	p := openTestIndex(t)
 	conf, other := testConf(t, p), testConf(t, p)
 	c := chunk(0, "", "The lighthouse keeper logs every ship.")
 	c.Vector = axis(64, 0, 1, 0)
@@ -357,26 +369,26 @@ func TestPostgresDimensionMismatch(t *testing.T) {
 	o := chunk(0, "", "Another character's chunk")
 	o.Vector = axis(40, 0, 1, 0)
 	pgPut(t, p, other, "x", o)
-	keyword := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "ship keeper", Limit: 5}))
+	keyword := hitKeys(pgSearch(t, p, conf, knowledge.SearchQuery{Text: "ship keeper", Limit: 5}))
 	if len(keyword) != 2 {
 		t.Fatalf("keyword hits %v", keyword)
 	}
 	// 32: no chunk anywhere; 40: only another character's chunks.
 	for _, dims := range []int{32, 40} {
-		got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "ship keeper", Vector: axis(dims, 0, 1, 0), Limit: 5}))
+		got := hitKeys(pgSearch(t, p, conf, knowledge.SearchQuery{Text: "ship keeper", Vector: axis(dims, 0, 1, 0), Limit: 5}))
 		if strings.Join(got, " ") != strings.Join(keyword, " ") {
 			t.Fatalf("%d-dim query: %v, want the keyword hits %v", dims, got, keyword)
 		}
 	}
 }
 
-func TestPostgresPutRefusesBadChunks(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexPutRefusesBadChunks(t *testing.T) {
+	p := openTestIndex(t)
 	conf := testConf(t, p)
 	pgPut(t, p, conf, "doc", chunk(0, "", "kept"))
 	nan := chunk(0, "", "x")
 	nan.Vector = []float32{1, float32(math.NaN())}
-	for name, chunks := range map[string][]Chunk{
+	for name, chunks := range map[string][]knowledge.Chunk{
 		"duplicate seq": {chunk(0, "", "a"), chunk(0, "", "b")},
 		"NaN":           {nan},
 		"not UTF-8":     {chunk(0, "", "bad \xff byte")},
@@ -386,22 +398,22 @@ func TestPostgresPutRefusesBadChunks(t *testing.T) {
 			t.Errorf("%s: Put succeeded", name)
 		}
 	}
-	if got := hitKeys(pgSearch(t, p, conf, SearchQuery{Text: "kept", Limit: 5})); len(got) != 1 {
+	if got := hitKeys(pgSearch(t, p, conf, knowledge.SearchQuery{Text: "kept", Limit: 5})); len(got) != 1 {
 		t.Fatalf("a refused Put changed the document: %v", got)
 	}
 	// NUL cannot be stored in PostgreSQL text: it is dropped.
 	pgPut(t, p, conf, "nul", chunk(0, "", "nul\x00byte"))
-	if got := pgSearch(t, p, conf, SearchQuery{Text: "nulbyte", Limit: 5}); len(got) != 1 || got[0].Text != "nulbyte" {
+	if got := pgSearch(t, p, conf, knowledge.SearchQuery{Text: "nulbyte", Limit: 5}); len(got) != 1 || got[0].Text != "nulbyte" {
 		t.Fatalf("NUL text: %+v", got)
 	}
 }
 
 // Many chunks go in several INSERTs of one transaction.
-func TestPostgresPutManyChunks(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexPutManyChunks(t *testing.T) {
+	p := openTestIndex(t)
 	conf := testConf(t, p)
 	n := putBatchRows*2 + 7
-	chunks := make([]Chunk, n)
+	chunks := make([]knowledge.Chunk, n)
 	for i := range chunks {
 		chunks[i] = chunk(i, "", fmt.Sprintf("chunk number %d of the long document", i))
 		chunks[i].Vector = axis(64, i%64, (i+1)%64, 0.3)
@@ -411,7 +423,7 @@ func TestPostgresPutManyChunks(t *testing.T) {
 	if got := pgLen(t, p, conf); got != n {
 		t.Fatalf("Len = %d, want %d", got, n)
 	}
-	hits := pgSearch(t, p, conf, SearchQuery{Text: "zebras", Limit: 1})
+	hits := pgSearch(t, p, conf, knowledge.SearchQuery{Text: "zebras", Limit: 1})
 	if len(hits) != 1 || hits[0].Seq != n-1 {
 		t.Fatalf("hits %+v", hits)
 	}
@@ -419,8 +431,8 @@ func TestPostgresPutManyChunks(t *testing.T) {
 
 // Puts of one document at once each replace it whole: the chunks left are
 // all of one Put.
-func TestPostgresConcurrent(t *testing.T) {
-	p := openTestPostgres(t)
+func TestIndexConcurrent(t *testing.T) {
+	p := openTestIndex(t)
 	conf := testConf(t, p)
 	ctx := pgContext(t)
 	const writers, rounds = 4, 5
@@ -429,7 +441,7 @@ func TestPostgresConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for r := range rounds {
 				version := fmt.Sprintf("w%dr%d", w, r)
-				chunks := make([]Chunk, 3+w)
+				chunks := make([]knowledge.Chunk, 3+w)
 				for i := range chunks {
 					chunks[i] = chunk(i, "", "shared document version "+version)
 					chunks[i].Vector = axis(64, w, i, 0.2)
@@ -442,7 +454,7 @@ func TestPostgresConcurrent(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if _, err := p.Search(ctx, conf, SearchQuery{Text: "shared document", Vector: axis(64, w, 0, 0), Limit: 5}); err != nil {
+				if _, err := p.Search(ctx, conf, knowledge.SearchQuery{Text: "shared document", Vector: axis(64, w, 0, 0), Limit: 5}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -454,7 +466,7 @@ func TestPostgresConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	hits := pgSearch(t, p, conf, SearchQuery{Text: "shared document version", Limit: 100})
+	hits := pgSearch(t, p, conf, knowledge.SearchQuery{Text: "shared document version", Limit: 100})
 	if len(hits) == 0 {
 		t.Fatal("the shared document is gone")
 	}
@@ -477,7 +489,7 @@ func TestPostgresConcurrent(t *testing.T) {
 }
 
 // The DSN may hold a password: it is in no error and no log line.
-func TestPostgresDSNNotDisclosed(t *testing.T) {
+func TestIndexDSNNotDisclosed(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -492,7 +504,7 @@ func TestPostgresDSNNotDisclosed(t *testing.T) {
 		"host=127.0.0.1 port=" + strings.Split(closed, ":")[1] + " user=koe password=" + secret + " sslmode=disable",
 		"postgres://koe:" + secret + "@" + closed + "/koe?sslmode=disable&pool_max_conns=many",
 	} {
-		_, err := OpenPostgres(pgContext(t), dsn, log)
+		_, err := OpenKnowledgeIndex(pgContext(t), dsn, log)
 		if err == nil {
 			t.Fatalf("opened a closed port")
 		}

@@ -1,11 +1,4 @@
-// Package pgmigrate applies koe's versioned PostgreSQL schema migrations.
-//
-// koe owns its schemas: it creates and migrates them at start, so an
-// operator only provides a database. Migrations are append-only: a
-// released one is never edited, a change is a new version. Each store
-// keeps its applied versions in its own table, so stores sharing a
-// database migrate independently.
-package pgmigrate
+package postgres
 
 import (
 	"context"
@@ -14,20 +7,25 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Migration is one step of a schema, its statements run in order in one
+// koe's versioned schema migrations. Migrations are append-only: a
+// released one is never edited, a change is a new version. The store and
+// the knowledge index each keep their applied versions in a table of
+// their own, so that they migrate independently, in one database or two.
+
+// migration is one step of a schema, its statements run in order in one
 // transaction.
-type Migration struct {
+type migration struct {
 	Version    int
 	Name       string
 	Statements []string
 }
 
-// Beginner starts transactions: a *pgx.Conn or a *pgxpool.Pool.
-type Beginner interface {
+// beginner starts transactions: a *pgx.Conn or a *pgxpool.Pool.
+type beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// Migrate brings the database to the last of migrations (versions 1, 2, ...
+// migrate brings the database to the last of migrations (versions 1, 2, ...
 // in order), each version in its own transaction, recording them in table,
 // and returns the schema version and how many versions it applied. Every
 // transaction first takes the advisory lock lockKey, so that instances
@@ -35,13 +33,13 @@ type Beginner interface {
 // it applied. A database migrated by a newer koe (a version this one does
 // not know) is refused rather than used with a schema koe does not
 // understand. hint, if not nil, adds advice to a failed statement's error.
-func Migrate(ctx context.Context, db Beginner, table string, lockKey int64, migrations []Migration, hint func(error) string) (version, applied int, err error) {
+func migrate(ctx context.Context, db beginner, table string, lockKey int64, migrations []migration, hint func(error) string) (version, applied int, err error) {
 	ident := pgx.Identifier{table}.Sanitize()
 	for i, m := range migrations {
 		if m.Version != i+1 {
 			return 0, 0, fmt.Errorf("migration %q has version %d, want %d", m.Name, m.Version, i+1)
 		}
-		did, err := apply(ctx, db, ident, lockKey, m, len(migrations), hint)
+		did, err := applyMigration(ctx, db, ident, lockKey, m, len(migrations), hint)
 		if err != nil {
 			return 0, 0, fmt.Errorf("schema migration %d (%s): %w", m.Version, m.Name, err)
 		}
@@ -53,9 +51,9 @@ func Migrate(ctx context.Context, db Beginner, table string, lockKey int64, migr
 	return version, applied, nil
 }
 
-// apply applies m unless it is recorded in table, and reports whether it
+// applyMigration applies m unless it is recorded in table, and reports whether it
 // did.
-func apply(ctx context.Context, db Beginner, table string, lockKey int64, m Migration, known int, hint func(error) string) (bool, error) {
+func applyMigration(ctx context.Context, db beginner, table string, lockKey int64, m migration, known int, hint func(error) string) (bool, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("begin: %w", err)

@@ -1,4 +1,4 @@
-package pgmigrate
+package postgres
 
 import (
 	"context"
@@ -38,9 +38,9 @@ func TestMigrate(t *testing.T) {
 		}
 	})
 	const lockKey = 4242
-	v1 := Migration{Version: 1, Name: "thing", Statements: []string{`CREATE TABLE ` + thing + ` (id integer PRIMARY KEY)`}}
-	v2 := Migration{Version: 2, Name: "thing has a name", Statements: []string{`ALTER TABLE ` + thing + ` ADD COLUMN name text`}}
-	v3 := Migration{Version: 3, Name: "broken", Statements: []string{
+	v1 := migration{Version: 1, Name: "thing", Statements: []string{`CREATE TABLE ` + thing + ` (id integer PRIMARY KEY)`}}
+	v2 := migration{Version: 2, Name: "thing has a name", Statements: []string{`ALTER TABLE ` + thing + ` ADD COLUMN name text`}}
+	v3 := migration{Version: 3, Name: "broken", Statements: []string{
 		`CREATE TABLE ` + other + ` (id integer)`,
 		`ALTER TABLE ` + thing + ` ADD COLUMN nonsense no_such_type`,
 	}}
@@ -51,7 +51,7 @@ func TestMigrate(t *testing.T) {
 	for range 3 {
 		c := connect()
 		wg.Go(func() {
-			version, n, err := Migrate(ctx, c, table, lockKey, []Migration{v1}, nil)
+			version, n, err := migrate(ctx, c, table, lockKey, []migration{v1}, nil)
 			if err != nil || version != 1 {
 				t.Errorf("migrate: version %d, %v", version, err)
 			}
@@ -63,14 +63,14 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("v1 applied %d times", applied.Load())
 	}
 	// A new version applies alone.
-	if version, n, err := Migrate(ctx, conn, table, lockKey, []Migration{v1, v2}, nil); err != nil || version != 2 || n != 1 {
+	if version, n, err := migrate(ctx, conn, table, lockKey, []migration{v1, v2}, nil); err != nil || version != 2 || n != 1 {
 		t.Fatalf("migrate to v2: version %d, applied %d, %v", version, n, err)
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO `+thing+` (id, name) VALUES (1, 'one')`); err != nil {
 		t.Fatal(err)
 	}
 	// A failing version leaves nothing of itself, and is not recorded.
-	if _, _, err := Migrate(ctx, conn, table, lockKey, []Migration{v1, v2, v3}, nil); err == nil || !strings.Contains(err.Error(), "schema migration 3 (broken): statement 2") {
+	if _, _, err := migrate(ctx, conn, table, lockKey, []migration{v1, v2, v3}, nil); err == nil || !strings.Contains(err.Error(), "schema migration 3 (broken): statement 2") {
 		t.Fatalf("migrate a broken v3: %v", err)
 	}
 	var exists bool
@@ -82,11 +82,11 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("recorded version %d (%v), want 2", newest, err)
 	}
 	// An older koe refuses a schema newer than it knows.
-	if _, _, err := Migrate(ctx, conn, table, lockKey, []Migration{v1}, nil); err == nil || !strings.Contains(err.Error(), "newer than this koe knows") {
+	if _, _, err := migrate(ctx, conn, table, lockKey, []migration{v1}, nil); err == nil || !strings.Contains(err.Error(), "newer than this koe knows") {
 		t.Fatalf("an older koe on a newer schema: %v", err)
 	}
 	// Migrations out of order are a programming error, caught before any.
-	if _, _, err := Migrate(ctx, conn, table, lockKey, []Migration{v2}, nil); err == nil {
+	if _, _, err := migrate(ctx, conn, table, lockKey, []migration{v2}, nil); err == nil {
 		t.Fatal("migrations out of order were run")
 	}
 }

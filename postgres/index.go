@@ -1,4 +1,4 @@
-package knowledge
+package postgres
 
 import (
 	"context"
@@ -18,15 +18,17 @@ import (
 	"github.com/pgvector/pgvector-go"
 	"golang.org/x/sync/errgroup"
 
-	"koe/internal/pgmigrate"
+	"koe/knowledge"
 	"koe/textindex"
 )
 
-// PostgresIndex is the cluster store: chunks in PostgreSQL, searched by
-// full text (a weighted tsvector under a GIN index) and by cosine
-// similarity (pgvector HNSW indexes), the two fused by reciprocal rank.
-// Several koe instances may share one database.
-type PostgresIndex struct {
+// KnowledgeIndex is knowledge's cluster store (knowledge.store:
+// postgres), a knowledge.Index: chunks in PostgreSQL, searched by full
+// text (a weighted tsvector under a GIN index) and by cosine similarity
+// (pgvector HNSW indexes), the two fused by reciprocal rank. Several koe
+// instances may share one database. It has a pool of its own, on the
+// database knowledge.dsn names, which may or may not be the store's.
+type KnowledgeIndex struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	// iterativeScan: pgvector (0.8+) keeps walking its HNSW graph until
@@ -38,19 +40,19 @@ type PostgresIndex struct {
 	dims map[int]bool
 }
 
-var _ Index = (*PostgresIndex)(nil)
+var _ knowledge.Index = (*KnowledgeIndex)(nil)
 
 // putBatchRows bounds the rows of one INSERT: a 10 MiB document makes some
 // 10k chunks, and one statement with all of them would hold them all twice
 // in memory, as Go values and as the encoded query.
 const putBatchRows = 500
 
-// OpenPostgres connects to the database at dsn (a PostgreSQL URL or
+// OpenKnowledgeIndex connects to the database at dsn (a PostgreSQL URL or
 // keyword/value string, as libpq and pgx read it; pool settings such as
-// pool_max_conns go in it too), creates or migrates koe's schema, and
-// returns the store. The database needs the pgvector extension. The DSN is
-// never logged nor put in an error: it may hold a password.
-func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*PostgresIndex, error) {
+// pool_max_conns go in it too), creates or migrates the index's schema,
+// and returns the index. The database needs the pgvector extension. The
+// DSN is never logged nor put in an error: it may hold a password.
+func OpenKnowledgeIndex(ctx context.Context, dsn string, log *slog.Logger) (*KnowledgeIndex, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -69,7 +71,7 @@ func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*PostgresI
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: postgres: connect: %w", err)
 	}
-	version, applied, err := pgmigrate.Migrate(ctx, conn, schemaMigrationsTable, migrateLockKey, pgMigrations, extensionHint)
+	version, applied, err := migrate(ctx, conn, indexMigrationsTable, indexMigrateLockKey, indexMigrations, extensionHint)
 	if err == nil && applied == 0 {
 		// Nothing to do is the usual start.
 		log.Debug("knowledge: postgres schema is current", where, "version", version)
@@ -93,7 +95,7 @@ func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*PostgresI
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: postgres: pool: %w", err)
 	}
-	p := &PostgresIndex{
+	p := &KnowledgeIndex{
 		pool:          pool,
 		log:           log,
 		iterativeScan: versionAtLeast(vectorVersion, 0, 8),
@@ -140,16 +142,16 @@ func versionAtLeast(v string, major, minor int) bool {
 }
 
 // Vectors is true: the store ranks by embeddings when a query has one.
-func (p *PostgresIndex) Vectors() bool { return true }
+func (p *KnowledgeIndex) Vectors() bool { return true }
 
 // Close closes the pool, waiting for connections in use to be released.
-func (p *PostgresIndex) Close() error {
+func (p *KnowledgeIndex) Close() error {
 	p.pool.Close()
 	return nil
 }
 
 // Len is how many chunks conf has.
-func (p *PostgresIndex) Len(ctx context.Context, conf string) (int, error) {
+func (p *KnowledgeIndex) Len(ctx context.Context, conf string) (int, error) {
 	var n int
 	if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM koe_knowledge_chunks WHERE conf_uid = $1`, conf).Scan(&n); err != nil {
 		return 0, fmt.Errorf("knowledge: postgres: count %s's chunks: %w", conf, err)
@@ -158,7 +160,7 @@ func (p *PostgresIndex) Len(ctx context.Context, conf string) (int, error) {
 }
 
 // Delete removes every chunk of document docID.
-func (p *PostgresIndex) Delete(ctx context.Context, conf, docID string) error {
+func (p *KnowledgeIndex) Delete(ctx context.Context, conf, docID string) error {
 	if _, err := p.pool.Exec(ctx, `DELETE FROM koe_knowledge_chunks WHERE conf_uid = $1 AND doc_id = $2`, conf, docID); err != nil {
 		return fmt.Errorf("knowledge: postgres: delete document %s of %s: %w", docID, conf, err)
 	}
@@ -166,7 +168,7 @@ func (p *PostgresIndex) Delete(ctx context.Context, conf, docID string) error {
 }
 
 // Put replaces the chunks of document docID, in one transaction.
-func (p *PostgresIndex) Put(ctx context.Context, conf, docID string, chunks []Chunk) error {
+func (p *KnowledgeIndex) Put(ctx context.Context, conf, docID string, chunks []knowledge.Chunk) error {
 	if conf == "" || docID == "" {
 		return errors.New("knowledge: postgres: put: empty conf_uid or document id")
 	}
@@ -223,7 +225,7 @@ func (r chunkRows) slice(i, j int) chunkRows {
 
 // putRows checks chunks and turns them into columns; it also returns the
 // embedding dimensions not yet known to have an index.
-func (p *PostgresIndex) putRows(conf, docID string, chunks []Chunk) (chunkRows, []int, error) {
+func (p *KnowledgeIndex) putRows(conf, docID string, chunks []knowledge.Chunk) (chunkRows, []int, error) {
 	n := len(chunks)
 	r := chunkRows{
 		seq: make([]int32, n), page: make([]int32, n), tokens: make([]int32, n), dims: make([]int32, n),
@@ -292,7 +294,7 @@ func insertChunks(ctx context.Context, tx pgx.Tx, conf, docID string, r chunkRow
 
 // ensureDims makes sure the HNSW index of a dimension exists (see
 // vectorCast), creating it when the dimension is new to the database.
-func (p *PostgresIndex) ensureDims(ctx context.Context, dims int) error {
+func (p *KnowledgeIndex) ensureDims(ctx context.Context, dims int) error {
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error { return createDimsIndex(ctx, tx, dims) })
 	if err != nil {
 		return fmt.Errorf("knowledge: postgres: index %d-dimension embeddings: %w", dims, err)
@@ -310,7 +312,7 @@ func (p *PostgresIndex) ensureDims(ctx context.Context, dims int) error {
 // knownDims reports whether chunks of a dimension may exist: it asks the
 // database when this instance has not seen the dimension (another instance
 // may have stored it).
-func (p *PostgresIndex) knownDims(ctx context.Context, dims int) (bool, error) {
+func (p *KnowledgeIndex) knownDims(ctx context.Context, dims int) (bool, error) {
 	p.mu.Lock()
 	known := p.dims[dims]
 	p.mu.Unlock()
@@ -349,7 +351,7 @@ const (
 // cosine similarity, and fuses the two rankings by reciprocal rank. A
 // query vector of a dimension no chunk has is ignored (the chunks were
 // embedded by another model): the keywords still rank.
-func (p *PostgresIndex) Search(ctx context.Context, conf string, q SearchQuery) ([]Hit, error) {
+func (p *KnowledgeIndex) Search(ctx context.Context, conf string, q knowledge.SearchQuery) ([]knowledge.Hit, error) {
 	if q.Limit <= 0 {
 		return nil, nil
 	}
@@ -374,7 +376,7 @@ func (p *PostgresIndex) Search(ctx context.Context, conf string, q SearchQuery) 
 	}
 
 	candidates := min(max(q.Limit*4, minCandidates), maxCandidates)
-	var keyword, vector []Hit
+	var keyword, vector []knowledge.Hit
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		keyword, err = p.keywordHits(gctx, conf, q.Text, candidates)
@@ -396,7 +398,7 @@ const hitColumns = `doc_id, seq, name, title, heading, page, tokens, text`
 // the channel rules?" must find a chunk on rules that never says
 // "channel", so the query's terms are OR-ed (plainto_tsquery ANDs them)
 // and ts_rank rewards the chunks that match more of them.
-func (p *PostgresIndex) keywordHits(ctx context.Context, conf, text string, limit int) ([]Hit, error) {
+func (p *KnowledgeIndex) keywordHits(ctx context.Context, conf, text string, limit int) ([]knowledge.Hit, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
 	}
@@ -429,9 +431,9 @@ func vectorSearchSQL(dims int) string {
 		LIMIT $3`, cast, dims)
 }
 
-func (p *PostgresIndex) vectorHits(ctx context.Context, conf string, vec []float32, limit int) ([]Hit, error) {
+func (p *KnowledgeIndex) vectorHits(ctx context.Context, conf string, vec []float32, limit int) ([]knowledge.Hit, error) {
 	query := vectorSearchSQL(len(vec))
-	var hits []Hit
+	var hits []knowledge.Hit
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		// An HNSW scan yields ef_search rows before the conf_uid filter:
 		// at least as many as wanted, and, with pgvector 0.8+, more
@@ -457,8 +459,8 @@ func (p *PostgresIndex) vectorHits(ctx context.Context, conf string, vec []float
 	return hits, nil
 }
 
-func scanHit(row pgx.CollectableRow) (Hit, error) {
-	var h Hit
+func scanHit(row pgx.CollectableRow) (knowledge.Hit, error) {
+	var h knowledge.Hit
 	var seq, page, tokens int32
 	err := row.Scan(&h.DocID, &seq, &h.Name, &h.Title, &h.Heading, &page, &tokens, &h.Text, &h.Score)
 	h.Seq, h.Page, h.Tokens = int(seq), int(page), int(tokens)
@@ -467,13 +469,13 @@ func scanHit(row pgx.CollectableRow) (Hit, error) {
 
 // fuseHits fuses ranked lists of hits with textindex.Fuse, koe's one
 // reciprocal-rank fusion, and returns the best limit, scored by fusion.
-func fuseHits(limit int, lists ...[]Hit) []Hit {
+func fuseHits(limit int, lists ...[]knowledge.Hit) []knowledge.Hit {
 	type key struct {
 		doc string
 		seq int
 	}
 	ids := map[key]textindex.DocID{}
-	var byID []Hit
+	var byID []knowledge.Hit
 	ranked := make([][]textindex.Hit, len(lists))
 	for i, list := range lists {
 		ranked[i] = make([]textindex.Hit, len(list))
@@ -492,7 +494,7 @@ func fuseHits(limit int, lists ...[]Hit) []Hit {
 	if len(fused) > limit {
 		fused = fused[:limit]
 	}
-	out := make([]Hit, len(fused))
+	out := make([]knowledge.Hit, len(fused))
 	for i, f := range fused {
 		out[i] = byID[f.ID]
 		out[i].Score = f.Score
