@@ -55,7 +55,7 @@ var backend = historytest.Backend{
 					}
 					return nil
 				}
-				if got, _, ok := parseRecallKey(k); ok && got == uid {
+				if got, _, ok := recallEntries(nil).parse(k); ok && got == uid {
 					n++
 				}
 				return nil

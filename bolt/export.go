@@ -94,15 +94,6 @@ func (s *Store) ExportHistories(ctx context.Context, fn func(*history.HistoryExp
 	return nil
 }
 
-// recallConfBucket is the recall bucket of a conf, or nil.
-func recallConfBucket(tx *bbolt.Tx, conf string) *bbolt.Bucket {
-	root := tx.Bucket(bucketRecall)
-	if root == nil {
-		return nil
-	}
-	return root.Bucket([]byte(conf))
-}
-
 func exportHistory(h, rc *bbolt.Bucket, conf, uid string) (*history.HistoryExport, error) {
 	e := &history.HistoryExport{Conf: conf, UID: uid}
 	msgs := h.Bucket(bucketMessages)
@@ -149,24 +140,16 @@ func exportHistory(h, rc *bbolt.Bucket, conf, uid string) (*history.HistoryExpor
 	if marks := rc.Bucket(bucketMarks); marks != nil {
 		e.Mark = bytes.Clone(marks.Get([]byte(uid)))
 	}
-	vecs := rc.Bucket(bucketVectors)
-	err = forPrefix(rc.Bucket(bucketEntries), historyPrefix(uid), func(k, v []byte) error {
-		_, seq, ok := parseRecallKey(k)
-		if !ok || v == nil {
-			return fmt.Errorf("recall key %x is malformed", k)
-		}
-		r := history.ExportRecall{Seq: seq, Body: bytes.Clone(v)}
-		if vecs != nil {
-			r.Vector = bytes.Clone(vecs.Get(k))
-		}
-		e.Recall = append(e.Recall, r)
+	ents := recallEntries(rc)
+	err = ents.eachStored(uid, func(seq uint64, body, vector []byte) error {
+		e.Recall = append(e.Recall, history.ExportRecall{Seq: seq, Body: body, Vector: vector})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = forPrefix(rc.Bucket(bucketForgotten), historyPrefix(uid), func(k, _ []byte) error {
-		_, seq, ok := parseRecallKey(k)
+	err = scan(rc.Bucket(bucketForgotten), ownerPrefix(uid), nil, func(k, _ []byte) error {
+		_, seq, ok := ents.parse(k)
 		if !ok {
 			return fmt.Errorf("forgotten recall key %x is malformed", k)
 		}
@@ -174,20 +157,6 @@ func exportHistory(h, rc *bbolt.Bucket, conf, uid string) (*history.HistoryExpor
 		return nil
 	})
 	return e, err
-}
-
-// forPrefix calls fn with the keys of b (nil: none) that start with prefix.
-func forPrefix(b *bbolt.Bucket, prefix []byte, fn func(k, v []byte) error) error {
-	if b == nil {
-		return nil
-	}
-	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && len(k) >= len(prefix) && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
-		if err := fn(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ExportConfs calls fn with the prompts, recall vector model and knowledge
@@ -268,7 +237,7 @@ func exportDocs(kb *bbolt.Bucket) ([]history.ExportDoc, error) {
 	if meta == nil {
 		return nil, nil
 	}
-	chunks, vecs := kb.Bucket(bucketChunks), kb.Bucket(bucketChunkVecs)
+	chunks := knowledgeChunks(kb)
 	var out []history.ExportDoc
 	err := meta.ForEach(func(id, m []byte) error {
 		d := history.ExportDoc{ID: string(id), Meta: bytes.Clone(m)}
@@ -278,16 +247,8 @@ func exportDocs(kb *bbolt.Bucket) ([]history.ExportDoc, error) {
 		if d.Text == nil {
 			return fmt.Errorf("document %q has no text", id)
 		}
-		err := forPrefix(chunks, docPrefix(string(id)), func(k, v []byte) error {
-			_, seq, ok := parseChunkKey(k)
-			if !ok || v == nil {
-				return fmt.Errorf("chunk key %x is malformed", k)
-			}
-			c := history.ExportChunk{Seq: uint32(seq), Body: bytes.Clone(v)}
-			if vecs != nil {
-				c.Vector = bytes.Clone(vecs.Get(k))
-			}
-			d.Chunks = append(d.Chunks, c)
+		err := chunks.eachStored(string(id), func(seq uint64, body, vector []byte) error {
+			d.Chunks = append(d.Chunks, history.ExportChunk{Seq: uint32(seq), Body: body, Vector: vector})
 			return nil
 		})
 		if err != nil {

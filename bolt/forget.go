@@ -30,17 +30,15 @@ func (s *Store) ForgetRecalls(ctx context.Context, confUID, historyUID string, s
 		if err != nil {
 			return err
 		}
-		entries, vectors, forgotten := conf.Bucket(bucketEntries), conf.Bucket(bucketVectors), conf.Bucket(bucketForgotten)
+		ents, forgotten := recallEntries(conf), conf.Bucket(bucketForgotten)
 		for _, seq := range seqs {
-			k := recallKey(historyUID, seq)
-			if entries.Get(k) != nil {
-				existed++
-				if err := entries.Delete(k); err != nil {
-					return err
-				}
-			}
-			if err := vectors.Delete(k); err != nil {
+			k := ents.key(historyUID, seq)
+			had, err := ents.remove(k)
+			if err != nil {
 				return err
+			}
+			if had {
+				existed++
 			}
 			if err := forgotten.Put(k, nil); err != nil {
 				return err

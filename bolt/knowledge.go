@@ -1,13 +1,9 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -21,29 +17,9 @@ var (
 	bucketKnowledge = []byte("knowledge")
 	bucketDocs      = []byte("docs")    // doc id -> JSON KnowledgeDoc
 	bucketTexts     = []byte("texts")   // doc id -> page offsets and text (encodeText)
-	bucketChunks    = []byte("chunks")  // chunkKey -> JSON KnowledgeChunk
-	bucketChunkVecs = []byte("vectors") // chunkKey -> little-endian float32s
+	bucketChunks    = []byte("chunks")  // doc id 0x00 seq -> JSON KnowledgeChunk (see vectored)
+	bucketChunkVecs = []byte("vectors") // same key -> little-endian float32s
 )
-
-// chunkKey orders a conf's chunks by document, then sequence, so that a
-// document's chunks are one key range. Valid ids hold no 0x00, so the
-// separator also keeps ids that prefix one another apart.
-func chunkKey(docID string, seq int) []byte {
-	k := make([]byte, 0, len(docID)+5)
-	k = append(k, docID...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint32(k, uint32(seq))
-}
-
-func parseChunkKey(k []byte) (string, int, bool) {
-	i := bytes.IndexByte(k, 0)
-	if i < 0 || len(k) != i+5 {
-		return "", 0, false
-	}
-	return string(k[:i]), int(binary.BigEndian.Uint32(k[i+1:])), true
-}
-
-func docPrefix(docID string) []byte { return append([]byte(docID), 0) }
 
 // PutKnowledgeDoc creates or replaces (by d.ID) a document and its text;
 // pages are the byte offsets in text where each page starts (nil: none).
@@ -51,14 +27,10 @@ func (s *Store) PutKnowledgeDoc(ctx context.Context, conf string, d koe.Knowledg
 	if err := history.CheckDoc(ctx, conf, d.ID); err != nil {
 		return err
 	}
-	if err := koe.CheckPages(text, pages); err != nil {
-		return fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, err)
-	}
-	meta, err := json.Marshal(d)
+	meta, body, err := history.EncodeDoc(conf, d, text, pages)
 	if err != nil {
-		return fmt.Errorf("encode document %q: %w", d.ID, err)
+		return err
 	}
-	body := history.EncodeText(text, pages)
 	err = s.write(func(tx *bbolt.Tx) error {
 		kb, err := knowledgeConf(tx, conf)
 		if err != nil {
@@ -87,11 +59,10 @@ func (s *Store) KnowledgeDocs(ctx context.Context, conf string) ([]koe.Knowledge
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
-			var d koe.KnowledgeDoc
-			if err := json.Unmarshal(v, &d); err != nil {
-				return fmt.Errorf("decode document %q: %w", k, err)
+			d, err := history.DecodeDoc(string(k), v)
+			if err != nil {
+				return err
 			}
-			d.ID = string(k)
 			out = append(out, d)
 			return nil
 		})
@@ -99,8 +70,7 @@ func (s *Store) KnowledgeDocs(ctx context.Context, conf string) ([]koe.Knowledge
 	if err != nil {
 		return nil, fmt.Errorf("list documents of conf %q: %w", conf, err)
 	}
-	// Stable: documents added in the same instant keep their id order.
-	slices.SortStableFunc(out, func(a, b koe.KnowledgeDoc) int { return a.Added.Compare(b.Added) })
+	history.SortDocs(out)
 	return out, nil
 }
 
@@ -154,9 +124,9 @@ func (s *Store) DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool, 
 				return err
 			}
 		}
-		n, err := dropChunks(kb, id)
+		n, err := knowledgeChunks(kb).drop(id)
 		if err != nil {
-			return err
+			return fmt.Errorf("drop chunks of document %q: %w", id, err)
 		}
 		existed = existed || n > 0
 		return dropIfEmpty(tx, conf)
@@ -203,27 +173,22 @@ func (s *Store) PutKnowledgeChunks(ctx context.Context, conf, docID string, chun
 	if err != nil {
 		return err
 	}
-	keys := make([][]byte, len(chunks))
-	for i, c := range chunks {
-		keys[i] = chunkKey(docID, c.Seq)
-	}
 	err = s.write(func(tx *bbolt.Tx) error {
 		kb, err := knowledgeConf(tx, conf)
 		if err != nil {
 			return err
 		}
-		if _, err := dropChunks(kb, docID); err != nil {
-			return err
+		stored := knowledgeChunks(kb)
+		if _, err := stored.drop(docID); err != nil {
+			return fmt.Errorf("drop chunks of document %q: %w", docID, err)
 		}
-		cb, vb := kb.Bucket(bucketChunks), kb.Bucket(bucketChunkVecs)
 		for i, c := range chunks {
-			if err := cb.Put(keys[i], vals[i]); err != nil {
-				return fmt.Errorf("put chunk: %w", err)
-			}
+			var vec []float32
 			if len(c.Vector) > 0 {
-				if err := vb.Put(keys[i], history.EncodeVector(c.Vector)); err != nil {
-					return fmt.Errorf("put chunk vector: %w", err)
-				}
+				vec = c.Vector
+			}
+			if err := stored.put(stored.key(docID, uint64(c.Seq)), vals[i], vec); err != nil {
+				return err
 			}
 		}
 		if len(chunks) == 0 {
@@ -249,46 +214,15 @@ func (s *Store) ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(
 		return err
 	}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		cb := knowledgeSub(tx, conf, bucketChunks)
-		if cb == nil {
-			return nil
-		}
-		return walkVectored(ctx, cb, knowledgeSub(tx, conf, bucketChunkVecs), "chunk", func(k []byte, c *koe.KnowledgeChunk, vec []float32) error {
-			id, seq, ok := parseChunkKey(k)
-			if !ok {
-				return fmt.Errorf("chunk key %x is malformed", k)
-			}
-			c.DocID, c.Seq, c.Vector = id, seq, vec
-			return nil
-		}, fn)
+		return eachVectored(ctx, knowledgeChunks(knowledgeBucket(tx, conf)), nil, nil, 0, func(id string, seq uint64, c koe.KnowledgeChunk, vec []float32) error {
+			c.DocID, c.Seq, c.Vector = id, int(seq), vec
+			return fn(c)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("read chunks of conf %q: %w", conf, err)
 	}
 	return nil
-}
-
-// dropChunks removes a document's chunks and vectors and returns how many
-// chunks there were.
-func dropChunks(kb *bbolt.Bucket, docID string) (int, error) {
-	prefix := docPrefix(docID)
-	n := 0
-	for _, name := range [][]byte{bucketChunks, bucketChunkVecs} {
-		b := kb.Bucket(name)
-		if b == nil {
-			continue
-		}
-		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-			if err := c.Delete(); err != nil {
-				return 0, fmt.Errorf("drop chunks of document %q: %w", docID, err)
-			}
-			if bytes.Equal(name, bucketChunks) {
-				n++
-			}
-		}
-	}
-	return n, nil
 }
 
 // dropIfEmpty removes a conf's knowledge bucket once it holds nothing.
@@ -324,35 +258,14 @@ func knowledgeEmpty(kb *bbolt.Bucket) bool {
 // knowledgeConf returns a conf's knowledge bucket with its sub-buckets,
 // creating what is missing.
 func knowledgeConf(tx *bbolt.Tx, conf string) (*bbolt.Bucket, error) {
-	root, err := tx.CreateBucketIfNotExists(bucketKnowledge)
-	if err != nil {
-		return nil, fmt.Errorf("knowledge bucket: %w", err)
-	}
-	kb, err := root.CreateBucketIfNotExists([]byte(conf))
-	if err != nil {
-		return nil, fmt.Errorf("knowledge conf bucket: %w", err)
-	}
-	for _, name := range [][]byte{bucketDocs, bucketTexts, bucketChunks, bucketChunkVecs} {
-		if _, err := kb.CreateBucketIfNotExists(name); err != nil {
-			return nil, fmt.Errorf("knowledge bucket %q: %w", name, err)
-		}
-	}
-	return kb, nil
+	return confBucket(tx, bucketKnowledge, conf, bucketDocs, bucketTexts, bucketChunks, bucketChunkVecs)
 }
 
 func knowledgeBucket(tx *bbolt.Tx, conf string) *bbolt.Bucket {
-	root := tx.Bucket(bucketKnowledge)
-	if root == nil {
-		return nil
-	}
-	return root.Bucket([]byte(conf))
+	return subBucket(tx, bucketKnowledge, conf, nil)
 }
 
 // knowledgeSub returns a sub-bucket of a conf's knowledge bucket, or nil.
 func knowledgeSub(tx *bbolt.Tx, conf string, name []byte) *bbolt.Bucket {
-	kb := knowledgeBucket(tx, conf)
-	if kb == nil {
-		return nil
-	}
-	return kb.Bucket(name)
+	return subBucket(tx, bucketKnowledge, conf, name)
 }

@@ -1,9 +1,7 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,32 +16,13 @@ import (
 // Recall buckets, under the root "recall", one bucket per conf uid:
 var (
 	bucketRecall     = []byte("recall")
-	bucketEntries    = []byte("entries")   // recallKey -> JSON RecallEntry
-	bucketVectors    = []byte("vectors")   // recallKey -> little-endian float32s
+	bucketEntries    = []byte("entries")   // history uid 0x00 seq -> JSON RecallEntry (see vectored)
+	bucketVectors    = []byte("vectors")   // same key -> little-endian float32s
 	bucketMarks      = []byte("marks")     // history uid -> JSON RecallMark
-	bucketForgotten  = []byte("forgotten") // recallKey -> empty: never index again
+	bucketForgotten  = []byte("forgotten") // same key as entries -> empty: never index again
 	bucketRecallMeta = []byte("meta")
 	keyVectorModel   = []byte("vector_model")
 )
-
-// recallKey orders a conf's entries by history, then sequence, so that a
-// history's entries are one key range.
-func recallKey(historyUID string, seq uint64) []byte {
-	k := make([]byte, 0, len(historyUID)+9)
-	k = append(k, historyUID...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, seq)
-}
-
-func parseRecallKey(k []byte) (string, uint64, bool) {
-	i := bytes.IndexByte(k, 0)
-	if i < 0 || len(k) != i+9 {
-		return "", 0, false
-	}
-	return string(k[:i]), binary.BigEndian.Uint64(k[i+1:]), true
-}
-
-func historyPrefix(historyUID string) []byte { return append([]byte(historyUID), 0) }
 
 // RecallMark returns how far a history has been indexed (ok false: not
 // at all).
@@ -117,20 +96,15 @@ func (s *Store) SaveRecall(ctx context.Context, confUID, historyUID string, from
 			moved = true
 			return nil
 		}
-		forgotten := conf.Bucket(bucketForgotten)
+		ents, forgotten := recallEntries(conf), conf.Bucket(bucketForgotten)
 		for i, e := range entries {
-			k := recallKey(historyUID, e.Seq)
-			if forgotten != nil && forgotten.Get(k) != nil {
+			k := ents.key(historyUID, e.Seq)
+			if forgotten.Get(k) != nil {
 				continue
 			}
 			saved = append(saved, e)
-			if err := conf.Bucket(bucketEntries).Put(k, vals[i]); err != nil {
-				return fmt.Errorf("put recall entry: %w", err)
-			}
-			if e.Vector != nil {
-				if err := conf.Bucket(bucketVectors).Put(k, history.EncodeVector(e.Vector)); err != nil {
-					return fmt.Errorf("put recall vector: %w", err)
-				}
+			if err := ents.put(k, vals[i], e.Vector); err != nil {
+				return err
 			}
 		}
 		return conf.Bucket(bucketMarks).Put([]byte(historyUID), markVal)
@@ -163,14 +137,14 @@ func (s *Store) SetRecallVectors(ctx context.Context, confUID, model string, ent
 		if err := setVectorModel(conf, model); err != nil {
 			return err
 		}
-		ents, vecs := conf.Bucket(bucketEntries), conf.Bucket(bucketVectors)
+		ents := recallEntries(conf)
 		for _, e := range entries {
-			k := recallKey(e.HistoryUID, e.Seq)
-			if ents.Get(k) == nil || e.Vector == nil {
+			k := ents.key(e.HistoryUID, e.Seq)
+			if !ents.has(k) || e.Vector == nil {
 				continue
 			}
-			if err := vecs.Put(k, history.EncodeVector(e.Vector)); err != nil {
-				return fmt.Errorf("put recall vector: %w", err)
+			if err := ents.putVector(k, e.Vector); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -223,18 +197,11 @@ func (s *Store) ForEachRecall(ctx context.Context, confUID string, fn func(koe.R
 		return err
 	}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		ents := recallSub(tx, confUID, bucketEntries)
-		if ents == nil {
-			return nil
-		}
-		return walkVectored(ctx, ents, recallSub(tx, confUID, bucketVectors), "recall entry", func(k []byte, e *koe.RecallEntry, vec []float32) error {
-			uid, seq, ok := parseRecallKey(k)
-			if !ok {
-				return fmt.Errorf("recall key %x is malformed", k)
-			}
+		ents := recallEntries(recallConfBucket(tx, confUID))
+		return eachVectored(ctx, ents, nil, nil, 0, func(uid string, seq uint64, e koe.RecallEntry, vec []float32) error {
 			e.HistoryUID, e.Seq, e.Vector = uid, seq, vec
-			return nil
-		}, fn)
+			return fn(e)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("read recall of conf %q: %w", confUID, err)
@@ -283,12 +250,9 @@ func (s *Store) ForgetRecall(ctx context.Context, confUID, historyUID string, se
 		if err != nil {
 			return err
 		}
-		k := recallKey(historyUID, seq)
-		existed = conf.Bucket(bucketEntries).Get(k) != nil
-		if err := conf.Bucket(bucketEntries).Delete(k); err != nil {
-			return err
-		}
-		if err := conf.Bucket(bucketVectors).Delete(k); err != nil {
+		ents := recallEntries(conf)
+		k := ents.key(historyUID, seq)
+		if existed, err = ents.remove(k); err != nil {
 			return err
 		}
 		return conf.Bucket(bucketForgotten).Put(k, nil)
@@ -329,26 +293,12 @@ func (s *Store) ClearRecall(ctx context.Context, confUID string) error {
 // dropRecall removes everything recall holds of one history (called by
 // Delete, in its transaction).
 func dropRecall(tx *bbolt.Tx, confUID, historyUID string) error {
-	root := tx.Bucket(bucketRecall)
-	if root == nil {
-		return nil
-	}
-	conf := root.Bucket([]byte(confUID))
+	conf := recallConfBucket(tx, confUID)
 	if conf == nil {
 		return nil
 	}
-	prefix := historyPrefix(historyUID)
-	for _, name := range [][]byte{bucketEntries, bucketVectors, bucketForgotten} {
-		b := conf.Bucket(name)
-		if b == nil {
-			continue
-		}
-		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-			if err := c.Delete(); err != nil {
-				return fmt.Errorf("drop recall of history %q: %w", historyUID, err)
-			}
-		}
+	if _, err := recallEntries(conf).drop(historyUID, conf.Bucket(bucketForgotten)); err != nil {
+		return fmt.Errorf("drop recall of history %q: %w", historyUID, err)
 	}
 	if marks := conf.Bucket(bucketMarks); marks != nil {
 		return marks.Delete([]byte(historyUID))
@@ -389,55 +339,15 @@ func (s *Store) Since(ctx context.Context, confUID, historyUID string, after uin
 // recallConf returns a conf's recall bucket with its sub-buckets, creating
 // what is missing.
 func recallConf(tx *bbolt.Tx, confUID string) (*bbolt.Bucket, error) {
-	root, err := tx.CreateBucketIfNotExists(bucketRecall)
-	if err != nil {
-		return nil, fmt.Errorf("recall bucket: %w", err)
-	}
-	conf, err := root.CreateBucketIfNotExists([]byte(confUID))
-	if err != nil {
-		return nil, fmt.Errorf("recall conf bucket: %w", err)
-	}
-	for _, name := range [][]byte{bucketEntries, bucketVectors, bucketMarks, bucketForgotten, bucketRecallMeta} {
-		if _, err := conf.CreateBucketIfNotExists(name); err != nil {
-			return nil, fmt.Errorf("recall bucket %q: %w", name, err)
-		}
-	}
-	return conf, nil
+	return confBucket(tx, bucketRecall, confUID, bucketEntries, bucketVectors, bucketMarks, bucketForgotten, bucketRecallMeta)
+}
+
+// recallConfBucket is the recall bucket of a conf, or nil.
+func recallConfBucket(tx *bbolt.Tx, conf string) *bbolt.Bucket {
+	return subBucket(tx, bucketRecall, conf, nil)
 }
 
 // recallSub returns a sub-bucket of a conf's recall bucket, or nil.
 func recallSub(tx *bbolt.Tx, confUID string, name []byte) *bbolt.Bucket {
-	root := tx.Bucket(bucketRecall)
-	if root == nil {
-		return nil
-	}
-	conf := root.Bucket([]byte(confUID))
-	if conf == nil {
-		return nil
-	}
-	return conf.Bucket(name)
-}
-
-// walkVectored calls fn with each entry of entries, decoded from JSON and
-// completed by fill from its key and its vector in vectors (nil: none),
-// in key order: the shape of recall's entries and knowledge's chunks. A
-// walk may be long: it stops when ctx ends.
-func walkVectored[T any](ctx context.Context, entries, vectors *bbolt.Bucket, what string, fill func(k []byte, t *T, vec []float32) error, fn func(T) error) error {
-	return entries.ForEach(func(k, v []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var t T
-		if err := json.Unmarshal(v, &t); err != nil {
-			return fmt.Errorf("decode %s %x: %w", what, k, err)
-		}
-		var vec []float32
-		if vectors != nil {
-			vec = history.DecodeVector(vectors.Get(k))
-		}
-		if err := fill(k, &t, vec); err != nil {
-			return err
-		}
-		return fn(t)
-	})
+	return subBucket(tx, bucketRecall, confUID, name)
 }

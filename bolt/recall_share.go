@@ -1,9 +1,7 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -33,29 +31,15 @@ func (s *Store) RecallSince(ctx context.Context, confUID, historyUID string, aft
 			missing = true
 			return nil
 		}
-		ents := recallSub(tx, confUID, bucketEntries)
-		if ents == nil || after == ^uint64(0) {
+		if after == ^uint64(0) {
 			return nil
 		}
-		vecs := recallSub(tx, confUID, bucketVectors)
-		prefix := historyPrefix(historyUID)
-		c := ents.Cursor()
-		for k, v := c.Seek(recallKey(historyUID, after+1)); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
-			_, seq, ok := parseRecallKey(k)
-			if !ok {
-				return fmt.Errorf("recall key %x is malformed", k)
-			}
-			var e koe.RecallEntry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("decode recall entry %x: %w", k, err)
-			}
-			e.HistoryUID, e.Seq = historyUID, seq
-			if vecs != nil {
-				e.Vector = history.DecodeVector(vecs.Get(k))
-			}
+		ents := recallEntries(recallConfBucket(tx, confUID))
+		return eachVectored(ctx, ents, ownerPrefix(historyUID), ents.key(historyUID, after+1), limit, func(_ string, seq uint64, e koe.RecallEntry, vec []float32) error {
+			e.HistoryUID, e.Seq, e.Vector = historyUID, seq, vec
 			out = append(out, e)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read recall entries of history %q of conf %q: %w", historyUID, confUID, err)
@@ -75,23 +59,19 @@ func (s *Store) ForgottenRecalls(ctx context.Context, confUID, historyUID string
 	}
 	out := map[string][]uint64{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		b := recallSub(tx, confUID, bucketForgotten)
-		if b == nil {
-			return nil
-		}
 		var prefix []byte
 		if historyUID != "" {
-			prefix = historyPrefix(historyUID)
+			prefix = ownerPrefix(historyUID)
 		}
-		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			uid, seq, ok := parseRecallKey(k)
+		ents := recallEntries(nil) // the tombstones are keyed as entries
+		return scan(recallSub(tx, confUID, bucketForgotten), prefix, nil, func(k, _ []byte) error {
+			uid, seq, ok := ents.parse(k)
 			if !ok {
 				return fmt.Errorf("recall key %x is malformed", k)
 			}
 			out[uid] = append(out[uid], seq)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read forgotten recall entries of history %q of conf %q: %w", historyUID, confUID, err)
@@ -109,8 +89,12 @@ func (s *Store) FillRecallVectors(ctx context.Context, confUID, model string, en
 	}
 	n := 0
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		meta, vecs := recallSub(tx, confUID, bucketRecallMeta), recallSub(tx, confUID, bucketVectors)
-		if model == "" || meta == nil || vecs == nil || string(meta.Get(keyVectorModel)) != model {
+		conf := recallConfBucket(tx, confUID)
+		if model == "" || conf == nil {
+			return nil
+		}
+		meta, ents := conf.Bucket(bucketRecallMeta), recallEntries(conf)
+		if meta == nil || ents.vectors == nil || string(meta.Get(keyVectorModel)) != model {
 			return nil
 		}
 		for i := range entries {
@@ -118,7 +102,7 @@ func (s *Store) FillRecallVectors(ctx context.Context, confUID, model string, en
 			if e.Vector != nil {
 				continue
 			}
-			if v := history.DecodeVector(vecs.Get(recallKey(e.HistoryUID, e.Seq))); v != nil {
+			if v := ents.vectorOf(ents.key(e.HistoryUID, e.Seq)); v != nil {
 				e.Vector = v
 				n++
 			}

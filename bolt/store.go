@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync/atomic"
 	"time"
 
@@ -142,21 +141,14 @@ func (s *Store) createWith(ctx context.Context, confUID, uid string, now time.Ti
 	if err := history.CheckHistory(ctx, confUID, uid); err != nil {
 		return err
 	}
-	pending := make([]history.EncodedRecord, 0, len(records)+1)
-	for _, r := range append([]koe.Record{{Role: koe.RoleMetadata, Timestamp: now.Format(koe.TimestampLayout)}}, records...) {
-		if r.Timestamp == "" {
-			r.Timestamp = now.Format(koe.TimestampLayout)
-		}
-		p, err := history.EncodeRecord(r)
-		if err != nil {
-			return fmt.Errorf("create history %q for conf %q: %w", uid, confUID, err)
-		}
-		pending = append(pending, p)
+	pending, err := history.EncodeHistory(now, records)
+	if err != nil {
+		return fmt.Errorf("create history %q for conf %q: %w", uid, confUID, err)
 	}
 	// Through write: sessions tend to start in bursts (e.g. after a
 	// restart, every client reconnects) and then share a batch; the
 	// function only touches tx, so bbolt may safely rerun it.
-	err := s.write(func(tx *bbolt.Tx) error {
+	err = s.write(func(tx *bbolt.Tx) error {
 		conf, err := tx.Bucket(bucketHistories).CreateBucketIfNotExists([]byte(confUID))
 		if err != nil {
 			return fmt.Errorf("conf bucket: %w", err)
@@ -295,12 +287,7 @@ func (s *Store) List(ctx context.Context, confUID string) ([]koe.ListedHistory, 
 	if err != nil {
 		return nil, fmt.Errorf("list histories of conf %q: %w", confUID, err)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Timestamp != out[j].Timestamp {
-			return out[i].Timestamp > out[j].Timestamp
-		}
-		return out[i].UID > out[j].UID
-	})
+	history.SortHistories(out)
 	return out, nil
 }
 
@@ -411,4 +398,40 @@ func (s *Store) LastSeq(ctx context.Context, confUID, historyUID string) (uint64
 		return 0, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
 	}
 	return seq, nil
+}
+
+// Recall and knowledge keep a bucket per conf under a root bucket of
+// their own, with sub-buckets; both reach them alike.
+
+// confBucket returns conf's bucket under root, with the sub-buckets
+// names, creating what is missing.
+func confBucket(tx *bbolt.Tx, root []byte, conf string, names ...[]byte) (*bbolt.Bucket, error) {
+	r, err := tx.CreateBucketIfNotExists(root)
+	if err != nil {
+		return nil, fmt.Errorf("%s bucket: %w", root, err)
+	}
+	b, err := r.CreateBucketIfNotExists([]byte(conf))
+	if err != nil {
+		return nil, fmt.Errorf("%s conf bucket: %w", root, err)
+	}
+	for _, name := range names {
+		if _, err := b.CreateBucketIfNotExists(name); err != nil {
+			return nil, fmt.Errorf("%s bucket %q: %w", root, name, err)
+		}
+	}
+	return b, nil
+}
+
+// subBucket returns sub-bucket name of conf's bucket under root (name
+// nil: conf's bucket itself), or nil when there is none.
+func subBucket(tx *bbolt.Tx, root []byte, conf string, name []byte) *bbolt.Bucket {
+	r := tx.Bucket(root)
+	if r == nil {
+		return nil
+	}
+	b := r.Bucket([]byte(conf))
+	if b == nil || name == nil {
+		return b
+	}
+	return b.Bucket(name)
 }

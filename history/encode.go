@@ -47,6 +47,29 @@ func DecodeText(b []byte) (string, []int, error) {
 	return string(b), pages, nil
 }
 
+// EncodeDoc checks a knowledge document of conf and encodes it as stored:
+// its listing entry's JSON (meta) and its text with its pages (body).
+func EncodeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) (meta, body []byte, err error) {
+	if err := koe.CheckPages(text, pages); err != nil {
+		return nil, nil, fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, err)
+	}
+	meta, err = json.Marshal(d)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode document %q: %w", d.ID, err)
+	}
+	return meta, EncodeText(text, pages), nil
+}
+
+// DecodeDoc reads the listing entry meta of document id.
+func DecodeDoc(id string, meta []byte) (koe.KnowledgeDoc, error) {
+	var d koe.KnowledgeDoc
+	if err := json.Unmarshal(meta, &d); err != nil {
+		return koe.KnowledgeDoc{}, fmt.Errorf("decode document %q: %w", id, err)
+	}
+	d.ID = id
+	return d, nil
+}
+
 // EncodeVector is how an embedding is stored: little-endian float32s.
 func EncodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"koe"
 )
@@ -105,11 +106,31 @@ func base64Size(b []byte) int {
 }
 
 // EncodedRecord is a record ready to be written: its JSON and the decoded
-// bytes of its images, in order. Encoding happens before a write begins,
-// so a bad image stores nothing (and bbolt can rerun a batch cheaply).
+// bytes of its images, in order, and its role. Encoding happens before a
+// write begins, so a bad image stores nothing (and bbolt can rerun a
+// batch cheaply).
 type EncodedRecord struct {
 	JSON   []byte
 	Images [][]byte
+	Role   string
+}
+
+// EncodeHistory encodes what CreateWith stores: a new history's metadata
+// record, then records, each stamped now when it has no timestamp.
+func EncodeHistory(now time.Time, records []koe.Record) ([]EncodedRecord, error) {
+	stamp := now.Format(koe.TimestampLayout)
+	out := make([]EncodedRecord, 0, len(records)+1)
+	for _, r := range append([]koe.Record{{Role: koe.RoleMetadata, Timestamp: stamp}}, records...) {
+		if r.Timestamp == "" {
+			r.Timestamp = stamp
+		}
+		p, err := EncodeRecord(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // EncodeRecord turns r into what every backend stores. Images must carry
@@ -122,7 +143,7 @@ func EncodeRecord(r koe.Record) (EncodedRecord, error) {
 		Name: r.Name, Avatar: r.Avatar, Interrupted: r.Interrupted,
 		ToolCalls: r.ToolCalls, ToolCallID: r.ToolCallID, Meta: r.Meta,
 	}
-	var p EncodedRecord
+	p := EncodedRecord{Role: r.Role}
 	for i, img := range r.Images {
 		raw, err := img.DecodeData()
 		if err != nil {

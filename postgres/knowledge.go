@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,19 +19,16 @@ func (s *Store) PutKnowledgeDoc(ctx context.Context, conf string, d koe.Knowledg
 	if err := history.CheckDoc(ctx, conf, d.ID); err != nil {
 		return err
 	}
-	if err := koe.CheckPages(text, pages); err != nil {
-		return fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, err)
-	}
-	meta, err := json.Marshal(d)
+	meta, body, err := history.EncodeDoc(conf, d, text, pages)
 	if err != nil {
-		return fmt.Errorf("encode document %q: %w", d.ID, err)
+		return err
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO koe_knowledge_docs (conf_uid, doc_id, meta, body) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (conf_uid, doc_id) DO UPDATE SET meta = excluded.meta, body = excluded.body`,
-		conf, d.ID, meta, history.EncodeText(text, pages))
+		conf, d.ID, meta, body)
 	if err != nil {
 		return fmt.Errorf("put document %q of conf %q: %w", d.ID, conf, s.pgErr(err))
 	}
@@ -60,18 +55,16 @@ func (s *Store) KnowledgeDocs(ctx context.Context, conf string) ([]koe.Knowledge
 		if err := rows.Scan(&id, &meta); err != nil {
 			return nil, failf(err)
 		}
-		var d koe.KnowledgeDoc
-		if err := json.Unmarshal(meta, &d); err != nil {
-			return nil, failf(fmt.Errorf("decode document %q: %w", id, err))
+		d, err := history.DecodeDoc(id, meta)
+		if err != nil {
+			return nil, failf(err)
 		}
-		d.ID = id
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, failf(s.pgErr(err))
 	}
-	// Stable: documents added in the same instant keep their id order.
-	slices.SortStableFunc(out, func(a, b koe.KnowledgeDoc) int { return a.Added.Compare(b.Added) })
+	history.SortDocs(out)
 	return out, nil
 }
 
@@ -150,13 +143,13 @@ func (s *Store) PutKnowledgeChunks(ctx context.Context, conf, docID string, chun
 	if err != nil {
 		return err
 	}
-	seqs := make([]int64, len(chunks))
-	vectors := make([][]byte, len(chunks))
+	var rows vectoredRows
 	for i, c := range chunks {
-		seqs[i] = int64(c.Seq)
+		var vec []float32
 		if len(c.Vector) > 0 {
-			vectors[i] = history.EncodeVector(c.Vector)
+			vec = c.Vector
 		}
+		rows.add(int64(c.Seq), bodies[i], vec)
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -164,10 +157,7 @@ func (s *Store) PutKnowledgeChunks(ctx context.Context, conf, docID string, chun
 		if _, err := tx.Exec(ctx, `DELETE FROM koe_knowledge_local_chunks WHERE conf_uid = $1 AND doc_id = $2`, conf, docID); err != nil {
 			return fmt.Errorf("drop chunks: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO koe_knowledge_local_chunks (conf_uid, doc_id, seq, body, vector)
-			SELECT $1, $2, c.seq, c.body, c.vector FROM unnest($3::bigint[], $4::bytea[], $5::bytea[]) AS c(seq, body, vector)`,
-			conf, docID, seqs, bodies, vectors); err != nil {
+		if err := localChunks.upsert(ctx, tx, conf, docID, rows); err != nil {
 			return fmt.Errorf("put chunks: %w", err)
 		}
 		return nil
@@ -190,34 +180,14 @@ func (s *Store) ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(
 	if err := history.CheckConf(ctx, conf); err != nil {
 		return err
 	}
-	failf := func(err error) error { return fmt.Errorf("read chunks of conf %q: %w", conf, err) }
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `
-		SELECT doc_id, seq, body, vector FROM koe_knowledge_local_chunks
-		WHERE conf_uid = $1 ORDER BY doc_id COLLATE "C", seq`, conf)
+	err := eachVectored(ctx, s, localChunks, conf, func(id string, seq int64, c koe.KnowledgeChunk, vec []float32) error {
+		c.DocID, c.Seq, c.Vector = id, int(seq), vec
+		return fn(c)
+	})
 	if err != nil {
-		return failf(s.pgErr(err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var seq int64
-		var body, vec []byte
-		if err := rows.Scan(&id, &seq, &body, &vec); err != nil {
-			return failf(err)
-		}
-		var c koe.KnowledgeChunk
-		if err := json.Unmarshal(body, &c); err != nil {
-			return failf(fmt.Errorf("decode chunk %s/%d: %w", id, seq, err))
-		}
-		c.DocID, c.Seq, c.Vector = id, int(seq), history.DecodeVector(vec)
-		if err := fn(c); err != nil {
-			return failf(err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return failf(s.pgErr(err))
+		return fmt.Errorf("read chunks of conf %q: %w", conf, err)
 	}
 	return nil
 }

@@ -143,14 +143,7 @@ func (s *Store) SaveRecall(ctx context.Context, confUID, historyUID string, from
 		for _, seq := range forgotten {
 			skip[seq] = true
 		}
-		// The last of entries with one seq wins, as in the bbolt store;
-		// an entry without a vector keeps the one stored.
-		at := map[int64]int{}
-		var ins struct {
-			seqs    []int64
-			bodies  [][]byte
-			vectors [][]byte
-		}
+		var ins vectoredRows
 		for _, e := range entries {
 			seq := pgSeq(e.Seq)
 			if skip[seq] {
@@ -161,28 +154,9 @@ func (s *Store) SaveRecall(ctx context.Context, confUID, historyUID string, from
 			if err != nil {
 				return fmt.Errorf("encode recall entry: %w", err)
 			}
-			var vec []byte
-			if e.Vector != nil {
-				vec = history.EncodeVector(e.Vector)
-			}
-			if i, ok := at[seq]; ok {
-				ins.bodies[i] = v
-				if vec != nil {
-					ins.vectors[i] = vec
-				}
-				continue
-			}
-			at[seq] = len(ins.seqs)
-			ins.seqs = append(ins.seqs, seq)
-			ins.bodies = append(ins.bodies, v)
-			ins.vectors = append(ins.vectors, vec)
+			ins.add(seq, v, e.Vector)
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO koe_recall_entries (conf_uid, uid, seq, body, vector)
-			SELECT $1, $2, e.seq, e.body, e.vector FROM unnest($3::bigint[], $4::bytea[], $5::bytea[]) AS e(seq, body, vector)
-			ON CONFLICT (conf_uid, uid, seq) DO UPDATE
-			SET body = excluded.body, vector = coalesce(excluded.vector, koe_recall_entries.vector)`,
-			confUID, historyUID, ins.seqs, ins.bodies, ins.vectors); err != nil {
+		if err := recallEntries.upsert(ctx, tx, confUID, historyUID, ins); err != nil {
 			return fmt.Errorf("put recall entries: %w", err)
 		}
 		if claimed {
@@ -318,34 +292,14 @@ func (s *Store) ForEachRecall(ctx context.Context, confUID string, fn func(koe.R
 	if err := history.CheckConf(ctx, confUID); err != nil {
 		return err
 	}
-	failf := func(err error) error { return fmt.Errorf("read recall of conf %q: %w", confUID, err) }
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `
-		SELECT uid, seq, body, vector FROM koe_recall_entries
-		WHERE conf_uid = $1 ORDER BY uid COLLATE "C", seq`, confUID)
+	err := eachVectored(ctx, s, recallEntries, confUID, func(uid string, seq int64, e koe.RecallEntry, vec []float32) error {
+		e.HistoryUID, e.Seq, e.Vector = uid, uint64(seq), vec
+		return fn(e)
+	})
 	if err != nil {
-		return failf(s.pgErr(err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var uid string
-		var seq int64
-		var body, vec []byte
-		if err := rows.Scan(&uid, &seq, &body, &vec); err != nil {
-			return failf(err)
-		}
-		var e koe.RecallEntry
-		if err := json.Unmarshal(body, &e); err != nil {
-			return failf(fmt.Errorf("decode recall entry %s/%d: %w", uid, seq, err))
-		}
-		e.HistoryUID, e.Seq, e.Vector = uid, uint64(seq), history.DecodeVector(vec)
-		if err := fn(e); err != nil {
-			return failf(err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return failf(s.pgErr(err))
+		return fmt.Errorf("read recall of conf %q: %w", confUID, err)
 	}
 	return nil
 }

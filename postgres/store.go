@@ -311,18 +311,14 @@ func (s *Store) createWith(ctx context.Context, confUID, uid string, now time.Ti
 		imgSeqs []int64
 		imgIdxs []int32
 		imgData [][]byte
-		all     = append([]koe.Record{{Role: koe.RoleMetadata, Timestamp: now.Format(koe.TimestampLayout)}}, records...)
 		failf   = func(err error) error { return fmt.Errorf("create history %q for conf %q: %w", uid, confUID, err) }
 	)
-	for i, r := range all {
-		if r.Timestamp == "" {
-			r.Timestamp = now.Format(koe.TimestampLayout)
-		}
-		p, err := history.EncodeRecord(r)
-		if err != nil {
-			return failf(err)
-		}
-		kinds = append(kinds, recordKind(r.Role))
+	all, err := history.EncodeHistory(now, records)
+	if err != nil {
+		return failf(err)
+	}
+	for i, p := range all {
+		kinds = append(kinds, recordKind(p.Role))
 		bodies = append(bodies, p.JSON)
 		for j, raw := range p.Images {
 			imgSeqs = append(imgSeqs, int64(i+1))
@@ -334,7 +330,7 @@ func (s *Store) createWith(ctx context.Context, confUID, uid string, now time.Ti
 	defer cancel()
 	// One statement, so one round trip and one commit; the foreign keys
 	// are checked at its end, when every row is in.
-	_, err := s.pool.Exec(ctx, `
+	_, err = s.pool.Exec(ctx, `
 		WITH h AS (
 			INSERT INTO koe_histories (conf_uid, uid, last_seq) VALUES ($1, $2, $3)
 		), r AS (
@@ -519,12 +515,7 @@ func (s *Store) List(ctx context.Context, confUID string) ([]koe.ListedHistory, 
 	if err := rows.Err(); err != nil {
 		return nil, failf(s.pgErr(err))
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Timestamp != out[j].Timestamp {
-			return out[i].Timestamp > out[j].Timestamp
-		}
-		return out[i].UID > out[j].UID
-	})
+	history.SortHistories(out)
 	return out, nil
 }
 
