@@ -98,16 +98,6 @@ func (s *Store) Summaries(ctx context.Context, confUID, historyUID string) ([]ko
 	return out, nil
 }
 
-// validateSummary checks r before any write, so that a bad summary
-// stores nothing: that it is about this history, then that it is well
-// formed.
-func validateSummary(historyUID string, r koe.SummaryRecord) error {
-	if r.ThreadID != historyUID {
-		return fmt.Errorf("summary: thread id %q does not match the history: %w", history.QuoteID(r.ThreadID), koe.ErrInvalidRecord)
-	}
-	return r.Validate()
-}
-
 // turnKey is the summaries key: the first turn covered, big-endian so that
 // keys sort in turn order.
 func turnKey(turn int) [8]byte {

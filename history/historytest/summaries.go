@@ -349,7 +349,7 @@ func testConcurrentSummariesAndAppends(t *testing.T, be Backend) {
 		go func() {
 			defer wg.Done()
 			if err := s.Append(ctx, "c", h, koe.Record{Role: koe.RoleHuman, Content: fmt.Sprint("m", i)}); err != nil {
-				errs <- fmt.Errorf("Append %d: %w", i, err)
+				errs <- fmt.Errorf("append %d: %w", i, err)
 			}
 		}()
 		go func() {
