@@ -13,8 +13,9 @@ import (
 
 // The package layering of the design notes, checked on the product code
 // (test files may reach further): a lower layer never imports an upper
-// one, the server speaks protocol and HTTP only, and go-openai's chat
-// types stay at the LLM edge.
+// one, the server speaks protocol and HTTP only, app is wiring that only
+// the main program and the test kit build, and go-openai's chat types
+// stay at the LLM edge.
 func TestPackageLayers(t *testing.T) {
 	imports := productImports(t)
 	forbidden := map[string][]string{
@@ -29,10 +30,20 @@ func TestPackageLayers(t *testing.T) {
 		"agent":        {"koe/llm", "koe/conversation", "koe/server", "koe/protocol", "koe/tts", "koe/asr", "github.com/sashabaranov/go-openai", "koe/history", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
 		"llm":          {"koe/conversation", "koe/server", "koe/history", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
 		"recall":       {"koe/conversation", "koe/server", "koe/agent", "koe/llm", "koe/history", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
-		"conversation": {"koe/server", "koe/llm", "koe/config", "koe/app", "github.com/sashabaranov/go-openai", "github.com/gofiber", "github.com/prometheus", "koe/history", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
-		"server":       {"koe/agent", "koe/tts", "koe/asr", "koe/llm", "koe/history", "koe/config", "github.com/sashabaranov/go-openai", "github.com/prometheus", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
-		"tts":          {"koe/conversation", "koe/server", "koe/agent"},
-		"asr":          {"koe/conversation", "koe/server", "koe/agent"},
+		"conversation": {"koe/server", "koe/llm", "koe/config", "koe/app", "koe/live", "koe/metrics", "github.com/sashabaranov/go-openai", "github.com/gofiber", "github.com/prometheus", "koe/history", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
+		// The server declares the little it calls of each service (sessions,
+		// chats, histories, documents, memories, watchers, the live chat)
+		// and is handed their implementations: it imports none of the
+		// packages that implement them but for their shapes.
+		"server": {"koe/agent", "koe/tts", "koe/asr", "koe/llm", "koe/history", "koe/config", "koe/conversation", "koe/histories", "koe/live", "koe/coord", "koe/metrics", "koe/app", "github.com/sashabaranov/go-openai", "github.com/prometheus", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
+		// What clients read of the stored histories and prompts stands
+		// below the conversations that share it, on the stored types.
+		"histories": {"koe/conversation", "koe/server", "koe/app", "koe/live", "koe/history", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
+		// The live chat's koe side sits on conversation, recall and the
+		// election in coord; it is served, it does not serve.
+		"live": {"koe/server", "koe/app"},
+		"tts":  {"koe/conversation", "koe/server", "koe/agent"},
+		"asr":  {"koe/conversation", "koe/server", "koe/agent"},
 		// Instrumentation is told what happened through small interfaces
 		// declared by conversation and server; it knows neither.
 		"metrics": {"koe/conversation", "koe/server", "koe/app", "koe/history", "koe/llm"},
@@ -52,7 +63,7 @@ func TestPackageLayers(t *testing.T) {
 	// The chat API's Go client is imported by other programs: of koe it
 	// takes the wire types only.
 	// livechat knows chat platforms and the rules of a live chat, not
-	// how a character speaks: app hands it a Character.
+	// how a character speaks: package live hands it a Character.
 	for _, imp := range imports["livechat"] {
 		if strings.HasPrefix(imp, "koe/") {
 			t.Errorf("livechat imports %s; it may import no koe package", imp)
@@ -75,6 +86,10 @@ func TestPackageLayers(t *testing.T) {
 			case strings.HasPrefix(imp, "koe/testkit") && !strings.HasPrefix(pkg, "testkit") &&
 				pkg != "cmd/koe-load" && pkg != "cmd/koe-hostile":
 				t.Errorf("%s imports %s; only tests and the tools koe-load and koe-hostile may use the test kit", pkg, imp)
+			// app is wiring: only the main program and the test kit's
+			// harness build a koe from it.
+			case imp == "koe/app" && pkg != "cmd/koe" && !strings.HasPrefix(pkg, "testkit/"):
+				t.Errorf("%s imports koe/app; only cmd/koe and the test kit may", pkg)
 			// internal/ holds small utilities: they import only each other.
 			case strings.HasPrefix(pkg, "internal/") && strings.HasPrefix(imp, "koe/") && !strings.HasPrefix(imp, "koe/internal/"):
 				t.Errorf("%s imports %s; internal/ is for small utilities, which import no other koe package", pkg, imp)
@@ -99,10 +114,20 @@ func TestPackageLayers(t *testing.T) {
 	// Above storage nothing even links a store: what these packages import
 	// of koe, and what that imports, reaches no backend and no driver, nor
 	// even the store contract (they declare the few methods they use).
-	for _, pkg := range []string{"agent", "llm", "recall", "knowledge", "conversation", "server", "history"} {
+	for _, pkg := range []string{"agent", "llm", "recall", "knowledge", "histories", "conversation", "live", "server", "history"} {
 		for _, imp := range linked(imports, pkg) {
 			if imp == "koe/bolt" || imp == "koe/postgres" || isDriver(imp) || imp == "koe/history" && pkg != "history" {
 				t.Errorf("%s links %s", pkg, imp)
+			}
+		}
+	}
+	// Nor does the server link the conversation, the agent or speech
+	// through what it imports: a server with fakes behind its interfaces
+	// is the server.
+	for _, imp := range linked(imports, "server") {
+		for _, b := range []string{"koe/conversation", "koe/agent", "koe/tts", "koe/asr", "koe/llm", "koe/history"} {
+			if imp == b {
+				t.Errorf("server links %s", imp)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"koe"
 	"koe/agent"
 	"koe/bolt"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 )
 
@@ -758,5 +759,5 @@ func TestIdleAgentHoldsNoGoroutine(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("OnSummary was not called")
 	}
-	waitFor(t, "the agent's goroutines to end once the notice was delivered", func() bool { return agentGoroutines() == before })
+	testkit.Eventually(t, "the agent's goroutines to end once the notice was delivered", func() bool { return agentGoroutines() == before })
 }

@@ -53,15 +53,3 @@ func llmError(t *testing.T, err error) *agent.LLMError {
 	}
 	return le
 }
-
-// waitFor polls cond until it holds; the guard only stops a hung test.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

@@ -19,6 +19,7 @@ import (
 	"koe"
 	"koe/agent"
 	"koe/bolt"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 )
 
@@ -205,7 +206,7 @@ func memoryOptions(llm agent.LLM, mem agent.MemoryConfig) agent.Options {
 // waitIdle waits until no summary is being computed.
 func waitIdle(t *testing.T, a *agent.Agent) {
 	t.Helper()
-	waitFor(t, "background summaries to finish", func() bool { return a.State().Pending == 0 })
+	testkit.Eventually(t, "background summaries to finish", func() bool { return a.State().Pending == 0 })
 }
 
 // turn runs one plain turn: user message, reply, assistant message.
@@ -768,7 +769,7 @@ func TestWindowPolicyGapAfterFailedSummary(t *testing.T) {
 		t.Fatalf("second summary of %v, want 4-6", got)
 	}
 	second.reply(t, fakellm.Reply{Tokens: []string{resume(second.Request)}})
-	waitFor(t, "the second summary", func() bool { return a.State().Totals.Summaries == 1 })
+	testkit.Eventually(t, "the second summary", func() bool { return a.State().Totals.Summaries == 1 })
 	first.reply(t, fakellm.Reply{Status: 500, ErrorMessage: "summariser down"})
 	waitIdle(t, a)
 
@@ -941,7 +942,7 @@ func TestSlowSummaryDoesNotDelayTurns(t *testing.T) {
 	// The next summary hangs for good; Close must not wait for it.
 	m.setSummarize(func(fakellm.Request) fakellm.Reply { return fakellm.Reply{Hang: true} })
 	turn(t, a, m.Server, 6)
-	waitFor(t, "the hanging summarisation request", func() bool { return len(summaryRequests(m.Server)) == 2 })
+	testkit.Eventually(t, "the hanging summarisation request", func() bool { return len(summaryRequests(m.Server)) == 2 })
 	req = turn(t, a, m.Server, 7)
 	if rep := a.LastContext(); rep.Summaries != 1 || rep.RawTurns != 3 {
 		t.Errorf("turn 7: %d summaries + %d raw turns, want 1 + 3 (4-6 raw while their summary hangs)", rep.Summaries, rep.RawTurns)

@@ -23,7 +23,9 @@ import (
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
+	"koe/histories"
 	"koe/knowledge"
+	"koe/live"
 	"koe/llm"
 	"koe/mcp"
 	"koe/metrics"
@@ -51,10 +53,11 @@ type Main struct {
 	index     knowledge.Index
 	mcp       *mcp.Manager
 	hub       *conversation.Hub
+	histories *histories.Service
 	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
 	relay     *coord.WatchRelay       // with coord: watchers across instances
 	bus       *coord.Bus              // with coord: news of changes between instances
-	liveChat  *liveService            // nil unless live_chat.enabled
+	liveChat  *live.Service           // nil unless live_chat.enabled
 	metrics   *metrics.Metrics        // nil unless server.metrics
 	server    *server.Server
 	ln        net.Listener
@@ -62,13 +65,7 @@ type Main struct {
 	llm       *http.Client
 
 	// The start-up probe of the LLM runs in the background; Close stops it.
-	stopProbe context.CancelFunc
-	probed    chan struct{}
-	// So does loading the characters' recall indexes.
-	stopPreload context.CancelFunc
-	preloaded   chan struct{}
-	// And catching the knowledge index up with the documents.
-	knowledgeOpened chan struct{}
+	stopProbe func()
 
 	// Close shuts down once; callers after the first (a signal and a
 	// deferred Close, say) get its result.
@@ -80,9 +77,12 @@ type Main struct {
 // knowledge documents: the bbolt file in data_dir, or PostgreSQL.
 type appStore interface {
 	conversation.HistoryStore
+	histories.Store
 	recall.Store
 	knowledge.DocStore
 	knowledge.ChunkStore
+	// Ping checks that the database answers (/readyz).
+	Ping(ctx context.Context) error
 	Close() error
 }
 
@@ -176,7 +176,7 @@ func (m *Main) Open() error {
 		// forget from now on reaches this instance's memories.
 		m.recall.Share(m.bus)
 	}
-	m.preload()
+	m.recall.StartPreload()
 	if err := m.openKnowledge(cfg, tok); err != nil {
 		m.mcp.Close()
 		m.stopRecall()
@@ -201,21 +201,24 @@ func (m *Main) Open() error {
 		}
 	}
 	characters := config.NewCharacters(cfg, m.Getenv)
-	warnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
-	// Conversations' store is timed when metrics are on; nothing is
-	// measured (or paid for) when they are off.
-	var convStore conversation.HistoryStore = store
+	conversation.WarnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
+	// The store as conversations and the histories call it is timed when
+	// metrics are on; nothing is measured (or paid for) when they are off.
+	var timed metrics.HistoryStore = store
 	var observer conversation.Observer
 	var serverMetrics server.Metrics
 	var metricsHandler http.Handler
 	if cfg.Server.Metrics {
 		m.metrics = metrics.New()
-		convStore = timedStore{next: store, m: m.metrics}
+		timed = m.metrics.TimeStore(store)
 		observer, serverMetrics, metricsHandler = m.metrics, m.metrics, m.metrics.Handler()
 	}
+	m.histories = histories.New(histories.Options{Store: timed, Characters: characters, PageLimit: cfg.Conversation.HistoryMessages,
+		Saved: func(conf string) { m.hub.PromptsChanged(conf) }, News: m.news(), Logger: m.Logger})
 	m.hub = conversation.NewHub(conversation.Deps{
 		Config:     cfg.Conversation,
-		Store:      convStore,
+		Store:      timed,
+		Histories:  m.histories,
 		Observer:   observer,
 		Characters: characters,
 		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, m.llm) },
@@ -231,26 +234,41 @@ func (m *Main) Open() error {
 		KnowledgeRouter: cfg.Knowledge.Router,
 		Coordinator:     coordinator,
 		WatchRelay:      m.watchRelay(),
-		News:            m.news(),
 		Logger:          m.Logger,
 	})
 	m.startRelay()
 	var liveChatAPI server.LiveChat
 	if cfg.LiveChat.Enabled {
-		if m.liveChat, err = m.openLiveChat(cfg); err != nil {
+		if m.liveChat, err = live.Open(m.liveOptions(cfg)); err != nil {
 			m.abandon(store)
 			return err
 		}
 		liveChatAPI = m.liveChat
 	}
 	// What /readyz checks: the store, and the shared coordinator if any.
-	ready := []server.ReadyCheck{storeReady(store)}
+	ready := []server.ReadyCheck{{Name: "store", Check: store.Ping}}
 	if m.coord != nil {
 		ready = append(ready, server.ReadyCheck{Name: "coord", Check: m.coord.Ping})
 	}
-	m.server = server.New(server.Options{
-		Config:         cfg.Server,
-		Hub:            m.hub,
+	m.server = server.New(HubOptions(m.hub, server.Options{
+		Config:    cfg.Server,
+		Histories: m.histories,
+		Prompts:   m.histories,
+		Overlays:  conversation.Overlays{Characters: characters},
+		Documents: knowledge.NewDocuments(m.knowledge, knowledge.DocumentsOptions{
+			Count: func(conf string) (func(string) int, bool) {
+				ch, ok := characters.Find(conf)
+				return agent.NewTokenizer(ch.LLM.Model).Count, ok
+			},
+			Notify: m.hub.IngestNotice,
+		}),
+		Memories: recall.NewMemories(m.recall, recall.MemoriesOptions{
+			Budget: func(conf string) (int, bool) {
+				ch, ok := characters.Find(conf)
+				return ch.Memory.RecallBudget, ok
+			},
+			MinBudget: agent.MinRecallBudget, MaxBudget: agent.MaxRecallBudget, DefaultBudget: agent.DefaultRecallBudget,
+		}),
 		Pages:          static.Pages(),
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
 		LiveChat:       liveChatAPI,
@@ -258,7 +276,7 @@ func (m *Main) Open() error {
 		Metrics:        serverMetrics,
 		MetricsHandler: metricsHandler,
 		Ready:          ready,
-	})
+	}))
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)
@@ -270,12 +288,26 @@ func (m *Main) Open() error {
 	m.served = make(chan error, 1)
 	srv := m.server
 	go func() { m.served <- srv.Serve(ln) }()
-	m.probeLLM(cfg.Character.LLM)
+	m.stopProbe = llm.StartProbe(cfg.Character.LLM, m.llm, probeTimeout, m.Logger)
 	m.Logger.Info("koe is listening",
 		"ws", "ws://"+ln.Addr().String()+"/client-ws",
 		"llm", cfg.Character.LLM.BaseURL, "model", cfg.Character.LLM.Model,
 		"data", cfg.DataDir)
 	return nil
+}
+
+// liveOptions are the live chat's parts: with coord: redis, the instances
+// elect the one that runs it.
+func (m *Main) liveOptions(cfg config.Config) live.Options {
+	opts := live.Options{Config: cfg.LiveChat, DefaultCharacter: cfg.Character.ConfUID, Stages: m.hub, Recall: m.recall,
+		Lease: cfg.Coord.Lease, Logger: m.Logger}
+	if m.coord != nil {
+		opts.Elect = func(name string) live.Leadership { return m.coord.NewLeader(name) }
+	}
+	if m.metrics != nil {
+		opts.Running = m.metrics.LiveChatLeader
+	}
+	return opts
 }
 
 // recallOptions builds the recall service's options: keywords always,
@@ -331,20 +363,14 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 		m.Logger.Info("knowledge: documents are found by keywords only: set embeddings.base_url to add vectors", "store", kc.Store, "router", kc.Router)
 	}
 	m.knowledge = knowledge.New(opts)
-	m.knowledgeOpened = make(chan struct{})
-	go func() {
-		defer close(m.knowledgeOpened)
-		if err := m.knowledge.Open(context.Background()); err != nil && !errors.Is(err, context.Canceled) {
-			m.Logger.Error("knowledge: could not catch the index up with the documents; searches may miss some until the next start", "err", err)
-		}
-	}()
+	m.knowledge.Start()
 	return nil
 }
 
 // abandon closes, in reverse order, what a start that fails after the
 // knowledge store opened had opened (each part closes only if it was).
 func (m *Main) abandon(store appStore) {
-	m.liveChat.stop()
+	m.liveChat.Close()
 	m.closeCoord()
 	m.mcp.Close()
 	m.stopRecall()
@@ -374,36 +400,14 @@ const postgresOpenTimeout = 30 * time.Second
 // stopKnowledge stops catching up and closes the store of chunks.
 func (m *Main) stopKnowledge() {
 	m.knowledge.Close()
-	<-m.knowledgeOpened
 	if err := m.index.Close(); err != nil {
 		m.Logger.Warn("knowledge: closing the store failed", "err", err)
 	}
 }
 
-// preload loads every character's recall index in the background, so the
-// first turn after a restart finds it ready (a turn that comes sooner
-// waits for its own character's).
-func (m *Main) preload() {
-	ctx, cancel := context.WithCancel(context.Background())
-	m.stopPreload, m.preloaded = cancel, make(chan struct{})
-	go func() {
-		defer close(m.preloaded)
-		start := time.Now()
-		if err := m.recall.Preload(ctx); err != nil {
-			if ctx.Err() == nil {
-				m.Logger.Error("recall: could not load the characters' memories; they are loaded at their next turn", "err", err)
-			}
-			return
-		}
-		m.Logger.Debug("recall: memories loaded", "took", time.Since(start).Round(time.Millisecond))
-	}()
-}
-
 // stopRecall stops loading and indexing; what is left to index is caught
 // up at the next start.
 func (m *Main) stopRecall() {
-	m.stopPreload()
-	<-m.preloaded
 	m.recall.Close()
 }
 
@@ -411,49 +415,6 @@ func (m *Main) stopRecall() {
 // character's recall index (or ctx ends). Live turns never wait for
 // indexing; tests and tools that need what was just said use this.
 func (m *Main) SettleMemories(ctx context.Context) error { return m.recall.Settle(ctx) }
-
-// warnMissingAvatars logs the overlay avatar pictures that characters
-// name and avatars_dir does not hold: the overlay would show a broken
-// picture. Files added later are served as they come.
-func warnMissingAvatars(chars *config.Characters, avatarsDir string, log *slog.Logger) {
-	list, err := chars.List()
-	if err != nil {
-		log.Warn("cannot list the characters to check their avatar pictures", "err", err)
-		return
-	}
-	for i, f := range list {
-		ch := chars.Default()
-		if i > 0 {
-			if ch, err = chars.Load(f.Filename); err != nil {
-				continue // logged where the file is read
-			}
-		}
-		if missing := ch.MissingOverlayImages(avatarsDir); len(missing) > 0 {
-			log.Warn("overlay avatar pictures not found in avatars_dir; the overlay shows them broken until they are there",
-				"character", ch.ConfName, "avatars_dir", avatarsDir, "missing", missing)
-		}
-	}
-}
-
-// probeLLM checks the default character's LLM server in the background:
-// a wrong URL, key or model is logged at start instead of being found by
-// the first user. It never blocks start-up.
-func (m *Main) probeLLM(c agent.Config) {
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	m.stopProbe, m.probed = cancel, make(chan struct{})
-	client := llm.New(c, m.llm)
-	go func() {
-		defer close(m.probed)
-		defer cancel()
-		if err := client.Probe(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			m.Logger.Warn("the LLM server does not answer as expected; replies will fail until it does", "err", err)
-			return
-		}
-		if ctx.Err() == nil {
-			m.Logger.Info("the LLM server answers", "url", c.BaseURL, "model", c.Model)
-		}
-	}()
-}
 
 // Knowledge is the characters' knowledge bases, for tests and tools that
 // fill one without going through the REST routes.
@@ -482,10 +443,9 @@ func (m *Main) shutdown() error {
 	defer cancel()
 	start := time.Now()
 	m.stopProbe()
-	<-m.probed
 	// The live chat first: its running turn ends (kept as far as it was
 	// heard) while its watchers are still connected.
-	m.liveChat.stop()
+	m.liveChat.Close()
 	err := m.server.Shutdown(ctx)
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.

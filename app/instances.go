@@ -5,6 +5,7 @@ import (
 
 	"koe/conversation"
 	"koe/coord"
+	"koe/histories"
 )
 
 // Instances that share a store and a Redis (coord: redis) keep each other
@@ -68,8 +69,8 @@ func (m *Main) watchRelay() conversation.WatchRelay {
 	return m.relay
 }
 
-// news is the bus for the hub, or nil.
-func (m *Main) news() conversation.News {
+// news is the bus for the histories' saved prompts, or nil.
+func (m *Main) news() histories.News {
 	if m.bus == nil {
 		return nil
 	}
@@ -82,12 +83,12 @@ func (m *Main) startRelay() {
 	if m.relay == nil {
 		return
 	}
-	m.bus.Handle(conversation.NewsPrompts, func(conf string) {
+	m.bus.Handle(histories.NewsPrompts, func(conf string) {
 		m.hub.PromptsChanged(conf)
 		m.Logger.Debug("prompts saved through another instance applied", "conf_uid", conf)
 	})
 	m.bus.OnResync(func() { m.hub.PromptsChanged("") })
-	m.relay.Start(m.hub)
+	m.relay.Start(m.hub.Watchers())
 	m.Logger.Info("watchers follow sessions of every instance through redis", "relay_instance", m.relay.Instance())
 }
 

@@ -98,15 +98,16 @@ func TestAttachFileRefusedDuringAnotherInstancesTurn(t *testing.T) {
 	defer cancel()
 	_, err = b.AttachFile(ctx, "c1", uid, file("during.txt"))
 	wantKind(t, "REST attach on B during A's turn", err, koe.Conflict, "a reply is being made in this history")
-	if _, err := bSess.SetHistory(uid); err != nil {
+	if err := bSess.Dispatch(protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: uid}); err != nil {
 		t.Fatal(err)
 	}
-	err = bSess.AttachFile("during.txt", "text/plain", base64.StdEncoding.EncodeToString([]byte("Notes.\n")))
+	err = bSess.Dispatch(protocol.Inbound{Type: protocol.TypeAttachFile, Name: "during.txt", Mime: "text/plain",
+		Data: base64.StdEncoding.EncodeToString([]byte("Notes.\n"))})
 	wantKind(t, "WebSocket attach on B during A's turn", err, koe.Conflict, "a reply is being made in this history")
 
 	g.open()
 	r.until(protocol.TypeBackendSynthComplete, "")
-	r.sess.PlaybackComplete()
+	played(r.sess)
 	r.until(protocol.TypeControl, protocol.ControlChainEnd)
 	// A's own attach waits for its finishing turn, which has then let the
 	// history go.

@@ -10,19 +10,6 @@ import (
 	"koe/protocol"
 )
 
-// ChatRequest is one turn asked for over the chat API.
-type ChatRequest struct {
-	Text   string
-	Images []protocol.Image
-	// ConfUID names the character ("": the default one).
-	ConfUID string
-	// HistoryUID continues a history ("": a new one).
-	HistoryUID string
-	// CompressionRate, if set, is the rate of the summaries the turn
-	// starts.
-	CompressionRate *float64
-}
-
 // Chat is one chat API turn, ready to run on a session of its own.
 type Chat struct {
 	s     *Session
@@ -30,12 +17,13 @@ type Chat struct {
 	close sync.Once
 }
 
-// OpenChat checks req and readies its turn: the character, the history and
-// its memory, on a text-only session (no speech, koe's events) that sends
-// to out. ctx bounds the turn: the client's request. The turn runs
+// OpenChat checks req and readies its turn: the character, the history
+// and its memory, on a text-only session (no speech, koe's events) that
+// sends to out; which events reach the client (stream_tokens) is out's
+// business. ctx bounds the turn: the client's request. The turn runs
 // through the same code as a WebSocket client's, and a history can be
 // continued from either. Errors are for the client (see Explain).
-func (h *Hub) OpenChat(ctx context.Context, req ChatRequest, out Sender) (*Chat, error) {
+func (h *Hub) OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender) (*Chat, error) {
 	char := h.deps.Characters.Default()
 	if req.ConfUID != "" {
 		var ok bool
@@ -47,7 +35,7 @@ func (h *Hub) OpenChat(ctx context.Context, req ChatRequest, out Sender) (*Chat,
 	if err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(req.Text) == "" && len(imgs) == 0 {
+	if strings.TrimSpace(req.Message) == "" && len(imgs) == 0 {
 		return nil, invalid(`"message" is empty: send some text or an image`)
 	}
 	if h.isClosed() {
@@ -55,7 +43,7 @@ func (h *Hub) OpenChat(ctx context.Context, req ChatRequest, out Sender) (*Chat,
 	}
 	s := newSession(ctx, h, out, SessionOptions{ClientUID: newRunID(), KoeEvents: true, TextOnly: true}, char)
 	h.applyPrompts(s.cast)
-	c := &Chat{s: s, in: turnInput{text: req.Text, images: imgs}}
+	c := &Chat{s: s, in: turnInput{text: req.Message, images: imgs}}
 	if req.CompressionRate != nil {
 		if _, err := s.SetCompressionRate(*req.CompressionRate); err != nil {
 			c.Close()

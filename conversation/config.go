@@ -70,8 +70,8 @@ func (v VADConfig) segmenter(maxUtterance time.Duration) asr.SegmenterConfig {
 	}
 }
 
-// DefaultProactivePrompt asks for a short, natural re-engagement.
-const DefaultProactivePrompt = "(The user has been quiet for {idle_time} seconds. Say one short, friendly thing to them on your own, like a friend would; do not mention that they were quiet.)"
+// defaultProactivePrompt asks for a short, natural re-engagement.
+const defaultProactivePrompt = "(The user has been quiet for {idle_time} seconds. Say one short, friendly thing to them on your own, like a friend would; do not mention that they were quiet.)"
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
@@ -84,7 +84,7 @@ func DefaultConfig() Config {
 		MaxImages:           4,
 		MaxImageBytes:       5 << 20,
 		MaxUtterance:        60 * time.Second,
-		ProactivePrompt:     DefaultProactivePrompt,
+		ProactivePrompt:     defaultProactivePrompt,
 		VAD:                 VADConfig{StartMillis: 100, HangMillis: 600, PreRollMillis: 200},
 	}
 }

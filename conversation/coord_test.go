@@ -118,15 +118,15 @@ func TestTakeOverAcrossInstances(t *testing.T) {
 	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "first"})
 	r.until(protocol.TypeToken, "")
 	uid := r.sess.Info().HistoryUID
-	if _, err := b.sess.SetHistory(uid); err != nil {
+	if err := b.sess.Dispatch(protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: uid}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.sess.StartText("second", nil); err != nil {
+	if err := b.sess.Dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "second"}); err != nil {
 		t.Fatal(err)
 	}
 	r.until(protocol.TypeControl, protocol.ControlInterrupt)
 	b.until(t, protocol.TypeBackendSynthComplete, "")
-	b.sess.PlaybackComplete()
+	played(b.sess)
 	b.until(t, protocol.TypeControl, protocol.ControlChainEnd)
 
 	var got []string

@@ -15,40 +15,41 @@ import (
 func (s *Session) Dispatch(in protocol.Inbound) error {
 	switch in.Type {
 	case protocol.TypeTextInput:
-		return s.StartText(in.Text, in.Images)
+		return s.startText(in.Text, in.Images)
 	case protocol.TypeInterruptSignal:
-		s.Interrupt(in.Text)
+		s.interrupt(in.Text)
 	case protocol.TypeFrontendPlaybackComplete:
-		s.PlaybackComplete()
+		s.playbackComplete()
 	case protocol.TypeHeartbeat:
 		s.reply(protocol.Simple{Type: protocol.TypeHeartbeatAck})
 	case protocol.TypeFetchHistoryList:
-		list, err := s.HistoryList()
+		// The session's character, even one whose file has gone since.
+		list, err := s.deps.Histories.List(s.ctx, s.Character().ConfUID)
 		if err != nil {
 			return err
 		}
 		s.reply(list)
 	case protocol.TypeFetchAndSetHistory:
-		data, err := s.SetHistory(in.HistoryUID)
+		data, err := s.setHistory(in.HistoryUID)
 		if err != nil {
 			return err
 		}
 		s.reply(data)
 		s.Notify(s.MemoryState())
 	case protocol.TypeFetchHistoryPage:
-		page, err := s.HistoryPage(in.HistoryUID, in.Before, in.Limit)
+		page, err := s.deps.Histories.HistoryPage(s.ctx, s.Character().ConfUID, in.HistoryUID, in.Before, in.Limit)
 		if err != nil {
 			return err
 		}
 		s.reply(page)
 	case protocol.TypeCreateNewHistory:
-		uid, err := s.NewHistory()
+		uid, err := s.newHistory()
 		if err != nil {
 			return err
 		}
 		s.reply(protocol.NewHistoryCreated{Type: protocol.TypeNewHistoryCreated, HistoryUID: uid})
 	case protocol.TypeDeleteHistory:
-		ok, err := s.DeleteHistory(in.HistoryUID)
+		ok, err := s.deleteHistory(in.HistoryUID)
 		if err != nil {
 			return err
 		}
@@ -60,14 +61,14 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		}
 		s.reply(protocol.ConfigFiles{Type: protocol.TypeConfigFiles, Configs: list})
 	case protocol.TypeSwitchConfig:
-		ch, err := s.SwitchCharacter(in.File)
+		ch, err := s.switchCharacter(in.File)
 		if err != nil {
 			return err
 		}
 		s.reply(s.modelAndConf())
 		s.reply(protocol.ConfigSwitched{Type: protocol.TypeConfigSwitched, Message: "Switched to config: " + ch.ConfName})
 	case protocol.TypeFetchBackgrounds:
-		s.reply(protocol.BackgroundFiles{Type: protocol.TypeBackgroundFiles, Files: s.backgrounds()})
+		s.reply(protocol.BackgroundFiles{Type: protocol.TypeBackgroundFiles, Files: s.deps.Backgrounds()})
 	case protocol.TypeRequestInitConfig:
 		s.reply(s.modelAndConf())
 	case protocol.TypeRequestGroupInfo:
@@ -86,7 +87,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		}
 		s.reply(st)
 	case protocol.TypeFetchSystemPrompt, protocol.TypeFetchReminder:
-		p, err := s.hub.Prompt(s.Character().ConfUID, promptName(in.Type))
+		p, err := s.deps.Histories.Prompt(s.ctx, s.Character().ConfUID, promptName(in.Type))
 		if err != nil {
 			return err
 		}
@@ -99,7 +100,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		if text == nil {
 			return invalid(`the new text is missing ("prompt" or "reminder"; "" restores the default)`)
 		}
-		p, err := s.hub.SetPrompt(s.Character().ConfUID, promptName(in.Type), *text)
+		p, err := s.deps.Histories.SetPrompt(s.ctx, s.Character().ConfUID, promptName(in.Type), *text)
 		if err != nil {
 			return err
 		}
@@ -111,20 +112,20 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		}
 		s.reply(ctx)
 	case protocol.TypeMicAudioData:
-		return s.AppendMic(in.Audio)
+		return s.voice.appendMic(in.Audio)
 	case protocol.TypeMicAudioEnd:
-		return s.EndMic(in.Images)
+		return s.voice.endMic(in.Images)
 	case protocol.TypeRawAudioData:
 		if in.SampleRate != 0 && in.SampleRate != s.voice.rate {
 			return invalid("raw-audio-data says sample_rate %d but the stream is %d Hz: declare the rate with raw-audio-config", in.SampleRate, s.voice.rate)
 		}
-		return s.FeedRawFloats(in.Audio)
+		return s.voice.feedFloats(in.Audio)
 	case protocol.TypeRawAudioConfig:
-		return s.ConfigureRaw(in.SampleRate)
+		return s.voice.configureRaw(in.SampleRate)
 	case protocol.TypeAISpeakSignal:
-		return s.Speak(in.IdleTime, in.Images)
+		return s.speak(in.IdleTime, in.Images)
 	case protocol.TypeAttachFile:
-		return s.AttachFile(in.Name, in.Mime, in.Data)
+		return s.attachFile(in.Name, in.Mime, in.Data)
 	case protocol.TypeAudioPlayStart:
 		// Playback notices matter only in group chats.
 	default:

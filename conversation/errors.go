@@ -68,7 +68,7 @@ func Explain(err error) Problem {
 		return Problem{Kind: koe.Unavailable, Message: tools.Error()}
 	case errors.Is(err, agent.ErrContextTooLarge):
 		return Problem{Kind: koe.Invalid, Message: "the message does not fit the model's context window (llm.context_window): send something shorter"}
-	case errors.Is(err, asr.ErrBadAudio), errors.Is(err, ErrBadImage):
+	case errors.Is(err, asr.ErrBadAudio), errors.Is(err, errBadImage):
 		return Problem{Kind: koe.Invalid, Message: err.Error()}
 	case knowledge.IsFileError(err):
 		// Worded for people: the file's name and what is wrong with it.
@@ -77,6 +77,6 @@ func Explain(err error) Problem {
 	return Problem{Kind: koe.Internal, Message: "koe failed to do that; the reason is in its log"}
 }
 
-// IsInternal reports whether err is koe's own failure, which the caller
+// isInternal reports whether err is koe's own failure, which the caller
 // should log with its details (Explain does not show them).
-func IsInternal(err error) bool { return Explain(err).Kind == koe.Internal }
+func isInternal(err error) bool { return Explain(err).Kind == koe.Internal }

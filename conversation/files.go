@@ -89,10 +89,10 @@ func (h *Hub) turnDone(ctx context.Context, uid string) error {
 // errNoKnowledge: koe was built without a knowledge service.
 var errNoKnowledge = koe.Errorf(koe.Unavailable, "koe runs without files and documents")
 
-// AttachFile attaches a file (base64 in data) to the session's history at
+// attachFile attaches a file (base64 in data) to the session's history at
 // this point; the model reads it from the next message on. A refused file
 // is told as file-refused and nothing of it is kept.
-func (s *Session) AttachFile(name, mime, data string) error {
+func (s *Session) attachFile(name, mime, data string) error {
 	if s.deps.Knowledge == nil {
 		return errNoKnowledge
 	}
@@ -179,7 +179,7 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 			number++
 		}
 	}
-	a := h.sizingAgent(char)
+	a := h.deps.sizingAgent(char)
 	defer a.Close()
 	f, err := h.deps.Knowledge.ReadFile(ctx, u, a.CountTokens, a.FileRoom())
 	if err != nil {
@@ -193,106 +193,28 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 
 // sizingAgent is an agent of the character that never talks: it sizes
 // files and counts tokens as the character's own would.
-func (h *Hub) sizingAgent(char Character) *agent.Agent {
+func (d *Deps) sizingAgent(char Character) *agent.Agent {
 	return agent.New(agent.Options{
 		Model: char.LLM.Model, ContextWindow: char.LLM.ContextWindow, Memory: char.Memory,
 		Persona: char.Persona, CharacterName: char.Name, HumanName: char.HumanName,
-		Tools: h.toolbox(char, nil), Logger: h.log,
+		Tools: d.toolbox(char, nil), Logger: d.Logger,
 	})
 }
 
-// knowledgeOfChar checks a knowledge-base request: koe has a knowledge
-// service and the character exists.
-func (h *Hub) knowledgeOfChar(conf string) (Character, error) {
-	if !koe.ValidID(conf) {
-		return Character{}, fmt.Errorf("documents of %q: %w", quote.Shorten(conf, 80), koe.ErrInvalidID)
+// IngestNotice tells the sessions of character conf that asked for koe's
+// events how the indexing of a document added to its knowledge base goes,
+// as status messages.
+func (h *Hub) IngestNotice(conf string, n knowledge.Notice) {
+	body := protocol.StatusBody{TaskID: n.Task, State: protocol.StatusProgress, Content: fmt.Sprintf("Indexing %s: %d%%", n.File, n.Percent)}
+	switch n.Stage {
+	case "reading":
+		body.State, body.Content = protocol.StatusStart, "Reading "+n.File
+	case "done":
+		body.State, body.Content = protocol.StatusEnd, fmt.Sprintf("Indexed %s", n.File)
+	case knowledge.StageFailed:
+		body.State, body.Content, body.ErrorDetails = protocol.StatusError, "Could not index "+n.File, n.Reason
 	}
-	char, ok := h.deps.Characters.Find(conf)
-	if !ok {
-		return Character{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", conf)
-	}
-	if h.deps.Knowledge == nil {
-		return Character{}, errNoKnowledge
-	}
-	return char, nil
-}
-
-// AddDocument reads a file into a character's knowledge base (replacing
-// the one of the same name). Its sessions that asked for koe's events see
-// the progress as status messages. A refusal is a *knowledge.FileError.
-func (h *Hub) AddDocument(ctx context.Context, conf string, u knowledge.Upload) (knowledge.Document, error) {
-	char, err := h.knowledgeOfChar(conf)
-	if err != nil {
-		return knowledge.Document{}, err
-	}
-	a := h.sizingAgent(char)
-	defer a.Close()
-	task := "ingest:" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	// -10, not -1: -1/10 is 0 in Go, which dropped "Reading" (0%).
-	last := -10
-	progress := func(p knowledge.Progress) {
-		// Tens of percent are enough to watch; every batch would flood.
-		if p.Percent/10 == last/10 && p.Stage != "done" {
-			return
-		}
-		last = p.Percent
-		state, text := protocol.StatusProgress, fmt.Sprintf("Indexing %s: %d%%", p.File, p.Percent)
-		switch p.Stage {
-		case "reading":
-			state, text = protocol.StatusStart, "Reading "+p.File
-		case "done":
-			state, text = protocol.StatusEnd, fmt.Sprintf("Indexed %s", p.File)
-		}
-		h.notifyCharacter(conf, protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{TaskID: task, State: state, Content: text}})
-	}
-	d, err := h.deps.Knowledge.Add(ctx, conf, u, a.CountTokens, progress)
-	if err != nil {
-		var refused *knowledge.FileError
-		details := "koe could not store it; the reason is in its log"
-		if errors.As(err, &refused) {
-			details = refused.Reason
-		}
-		h.notifyCharacter(conf, protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
-			TaskID: task, State: protocol.StatusError, Content: "Could not index " + u.Name, ErrorDetails: details}})
-		return knowledge.Document{}, err
-	}
-	return d, nil
-}
-
-// Documents lists a character's knowledge base.
-func (h *Hub) Documents(ctx context.Context, conf string) ([]knowledge.Document, error) {
-	if _, err := h.knowledgeOfChar(conf); err != nil {
-		return nil, err
-	}
-	docs, err := h.deps.Knowledge.List(ctx, conf)
-	if err != nil {
-		return nil, fmt.Errorf("list documents: %w", err)
-	}
-	if docs == nil {
-		docs = []knowledge.Document{}
-	}
-	return docs, nil
-}
-
-// DeleteDocument removes a document from a character's knowledge base.
-func (h *Hub) DeleteDocument(ctx context.Context, conf, id string) error {
-	if _, err := h.knowledgeOfChar(conf); err != nil {
-		return err
-	}
-	if !koe.ValidID(id) {
-		return fmt.Errorf("document %q: %w", quote.Shorten(id, 80), koe.ErrInvalidID)
-	}
-	found, err := h.deps.Knowledge.Delete(ctx, conf, id)
-	if err != nil {
-		if knowledge.IsFileError(err) {
-			return &koe.Error{Kind: koe.Conflict, Err: err}
-		}
-		return fmt.Errorf("delete document: %w", err)
-	}
-	if !found {
-		return koe.Errorf(koe.NotFound, "character %q has no document %q", conf, id)
-	}
-	return nil
+	h.notifyCharacter(conf, protocol.Status{Type: protocol.TypeStatus, Content: body})
 }
 
 // notifyCharacter sends msg to the sessions talking with the character

@@ -4,29 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode"
 
 	"koe"
 	"koe/agent"
+	"koe/histories"
 	"koe/protocol"
 )
 
-// HistoryList lists the character's non-empty histories, newest first.
-func (s *Session) HistoryList() (protocol.HistoryList, error) {
-	// The session's character, even one whose file has gone since.
-	return s.hub.histories(s.Character().ConfUID)
-}
-
-// SetHistory switches to history uid, rebuilds memory from it and returns
+// setHistory switches to history uid, rebuilds memory from it and returns
 // its newest messages. A bad or unknown id changes nothing.
-func (s *Session) SetHistory(uid string) (protocol.HistoryData, error) {
+func (s *Session) setHistory(uid string) (protocol.HistoryData, error) {
 	conf := s.Character().ConfUID
 	records, err := s.loadHistory(conf, uid)
 	if err != nil {
 		return protocol.HistoryData{}, err
 	}
-	return historyDataMessage(conf, uid, records, s.deps.Config.HistoryMessages), nil
+	return histories.Data(conf, uid, records, s.deps.Config.HistoryMessages), nil
 }
 
 // loadHistory switches to history uid of conf and rebuilds memory from it.
@@ -77,8 +70,8 @@ func (s *Session) readMemory(c cast, conf, uid string) ([]koe.Record, uint64, er
 	return records, seen, nil
 }
 
-// NewHistory starts a fresh, empty history.
-func (s *Session) NewHistory() (string, error) {
+// newHistory starts a fresh, empty history.
+func (s *Session) newHistory() (string, error) {
 	s.turns.stop(errHistoryChanged)
 	c, _ := s.current()
 	conf := c.char.ConfUID
@@ -95,9 +88,9 @@ func (s *Session) NewHistory() (string, error) {
 	return uid, nil
 }
 
-// DeleteHistory deletes history uid; deleting the current one empties
+// deleteHistory deletes history uid; deleting the current one empties
 // memory. It reports whether the history existed.
-func (s *Session) DeleteHistory(uid string) (bool, error) {
+func (s *Session) deleteHistory(uid string) (bool, error) {
 	c, p := s.current()
 	conf := c.char.ConfUID
 	current := uid == p.uid
@@ -110,7 +103,7 @@ func (s *Session) DeleteHistory(uid string) (bool, error) {
 		}
 		return false, fmt.Errorf("delete history: %w", err)
 	}
-	s.hub.forgotten(conf, uid)
+	s.deps.forgotten(conf, uid)
 	if current {
 		s.mu.Lock()
 		if s.place.uid == uid {
@@ -161,55 +154,14 @@ func toMemory(records []koe.Record) (msgs []agent.Message, pending []agent.File)
 				m.ToolCalls = append(m.ToolCalls, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 			}
 			msgs = append(msgs, m)
-			said = joinSaid(said, r.Content)
+			said = histories.JoinSaid(said, r.Content)
 		case r.Role == koe.RoleTool:
 			msgs = append(msgs, agent.Message{Role: agent.RoleTool, ToolCallID: r.ToolCallID, Name: r.Name, Content: r.Content})
 		case r.Role == koe.RoleAI:
-			text := afterSaid(r.Content, said)
+			text := histories.AfterSaid(r.Content, said)
 			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Content: text, Interrupted: r.Interrupted})
 			said = ""
 		}
 	}
 	return msgs, pending
-}
-
-// afterSaid is a reply's text without what its tool cycles said (said),
-// which the stored reply and the streamed text begin with.
-func afterSaid(text, said string) string {
-	return strings.TrimLeftFunc(strings.TrimPrefix(text, said), unicode.IsSpace)
-}
-
-// joinSaid joins what two cycles said the way the reply's text joins them.
-func joinSaid(before, cycle string) string {
-	if before != "" && cycle != "" && !endsInSpace(before) && !startsWithSpace(cycle) {
-		return before + " " + cycle
-	}
-	return before + cycle
-}
-
-// HistoryPage returns messages of one of the session's character's
-// histories older than message before (0: the newest), oldest first.
-func (s *Session) HistoryPage(uid string, before uint64, limit int) (protocol.HistoryPage, error) {
-	return s.hub.HistoryPage(s.Character().ConfUID, uid, before, limit)
-}
-
-// HistoryPage returns up to limit (at most conversation.history_messages)
-// messages of a history older than message before (0: the newest), oldest
-// first, and whether older ones exist.
-func (h *Hub) HistoryPage(conf, uid string, before uint64, limit int) (protocol.HistoryPage, error) {
-	// context.TODO: as Prompt's.
-	records, more, err := h.deps.Store.Page(context.TODO(), conf, uid, before, pageLimit(limit, h.deps.Config.HistoryMessages))
-	if err != nil {
-		return protocol.HistoryPage{}, fmt.Errorf("read history page: %w", err)
-	}
-	return protocol.HistoryPage{Type: protocol.TypeHistoryPage, HistoryUID: uid, Messages: visibleRecords(conf, uid, records), More: more}, nil
-}
-
-// Image returns an image of a history by the reference its message holds.
-func (h *Hub) Image(conf, uid, ref string) (mime string, data []byte, err error) {
-	mime, data, err = h.deps.Store.Image(context.TODO(), conf, uid, ref)
-	if err != nil {
-		return "", nil, fmt.Errorf("read image: %w", err)
-	}
-	return mime, data, nil
 }

@@ -20,19 +20,24 @@ type HistoryStore interface {
 	CreateWith(ctx context.Context, confUID, historyUID string, records ...koe.Record) error
 	Append(ctx context.Context, confUID, historyUID string, r koe.Record) error
 	Messages(ctx context.Context, confUID, historyUID string) ([]koe.Record, error)
-	List(ctx context.Context, confUID string) ([]koe.ListedHistory, error)
 	Delete(ctx context.Context, confUID, historyUID string) error
 	AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error
 	Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error)
-	SetPrompt(ctx context.Context, confUID, name, text string) error
-	Prompt(ctx context.Context, confUID, name string) (string, bool, error)
-	// Page reads limit records older than sequence before (0: the end),
-	// oldest first, without image bytes; more says older ones exist.
-	Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error)
-	// Image reads one image of a history by its reference.
-	Image(ctx context.Context, confUID, historyUID, ref string) (mime string, data []byte, err error)
+	// Prompt reads a prompt the user saved for the character.
+	Prompt(ctx context.Context, confUID, name string) (text string, saved bool, err error)
 	// LastSeq is the sequence number of the history's newest record.
 	LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error)
+}
+
+// Histories are what a client asks of the stored histories and prompts,
+// over the WebSocket as over REST, so that both show the same.
+type Histories interface {
+	// List lists a character's non-empty histories, newest first.
+	List(ctx context.Context, confUID string) (protocol.HistoryList, error)
+	HistoryPage(ctx context.Context, confUID, historyUID string, before uint64, limit int) (protocol.HistoryPage, error)
+	Prompt(ctx context.Context, confUID, name string) (protocol.Prompt, error)
+	// SetPrompt saves a prompt; the hub's PromptsChanged is told.
+	SetPrompt(ctx context.Context, confUID, name, text string) (protocol.Prompt, error)
 }
 
 // Errors a CharacterSource wraps when a client asks for a character it
@@ -67,8 +72,11 @@ type Sender interface {
 
 // Deps are what every session of a server shares. app builds them once.
 type Deps struct {
-	Config     Config
-	Store      HistoryStore
+	Config Config
+	Store  HistoryStore
+	// Histories are the characters' histories and prompts as clients
+	// read them (package histories' Service).
+	Histories  Histories
 	Characters CharacterSource
 	// NewLLM builds the LLM client for a character's settings.
 	NewLLM func(agent.Config) agent.LLM
@@ -91,9 +99,6 @@ type Deps struct {
 	// WatchRelay carries frames to the watchers of other instances (nil:
 	// watchers follow the sessions of this instance only).
 	WatchRelay WatchRelay
-	// News tells the other instances that share the store of changes
-	// they keep in memory (nil: this instance is alone).
-	News News
 	// Knowledge is the characters' documents (nil: none), and
 	// KnowledgeRouter knowledge.router: when turns read them.
 	Knowledge       Knowledge
@@ -104,12 +109,6 @@ type Deps struct {
 	Observer Observer
 }
 
-// News tells the other koe instances sharing the store of a change (package
-// coord's Bus); their app calls the hub back (PromptsChanged).
-type News interface {
-	Publish(ctx context.Context, topic, payload string) error
-}
-
 // ToolServers are the tool servers koe is connected to, shared by every
 // session (package mcp's Manager).
 type ToolServers interface {
@@ -118,14 +117,17 @@ type ToolServers interface {
 	Toolbox(servers []string) agent.Toolbox
 }
 
-// Hub is the conversation side of a server: it opens sessions, knows the
-// open ones, and serves what needs no session (characters' prompts,
-// histories by id). Its methods are safe for concurrent use.
+// Hub is the conversation side of a server: it opens sessions (a
+// client's, a chat API turn's, a character's live one), knows the open
+// ones, gives each history one running turn, and holds the sessions'
+// watchers. What needs no session (stored histories, prompts, documents,
+// memories) is served by the packages that keep it. Its methods are safe
+// for concurrent use.
 type Hub struct {
 	deps Deps
 	log  *slog.Logger
 	// speech and asr bound CPU-heavy work across every session.
-	speech, asr *Slots
+	speech, asr *workSlots
 
 	// coord gives each history one running turn; running is this
 	// process's turn in each history.
@@ -136,12 +138,8 @@ type Hub struct {
 	// summaries may still be storing); Close waits for them.
 	retiring sync.WaitGroup
 
-	// watchers follow sessions' output (watch.go); relay carries it to
-	// and from other instances' watchers, whose turns' frames go by the
-	// contexts of remoteTurns (relay.go).
-	watchers    watchers
-	relay       WatchRelay
-	remoteTurns remoteTurns
+	// watch follows sessions' output for their watchers (watch.go).
+	watch *Watchers
 	// characters counts the turns of each character outside its live
 	// session (live.go).
 	characters characterTurns
@@ -161,6 +159,9 @@ func NewHub(deps Deps) *Hub {
 	if deps.Observer == nil {
 		deps.Observer = noObserver{}
 	}
+	if deps.Backgrounds == nil {
+		deps.Backgrounds = func() []string { return []string{} }
+	}
 	procs := runtime.GOMAXPROCS(0)
 	speech := deps.Config.SpeechSlots
 	if speech == 0 {
@@ -170,16 +171,20 @@ func NewHub(deps Deps) *Hub {
 	if coord == nil {
 		coord = NewLocalCoordinator()
 	}
-	return &Hub{
+	h := &Hub{
 		deps:     deps,
 		coord:    coord,
-		relay:    deps.WatchRelay,
 		log:      deps.Logger,
-		speech:   NewSlots(speech),
-		asr:      NewSlots(procs),
+		speech:   newWorkSlots(speech),
+		asr:      newWorkSlots(procs),
 		sessions: map[string]*Session{},
 	}
+	h.watch = &Watchers{chars: deps.Characters, session: h.Session, relay: deps.WatchRelay, log: deps.Logger}
+	return h
 }
+
+// Watchers are the watchers of this hub's sessions.
+func (h *Hub) Watchers() *Watchers { return h.watch }
 
 // SessionOptions describe one client connection.
 type SessionOptions struct {
@@ -223,7 +228,7 @@ func (h *Hub) Open(ctx context.Context, out Sender, opts SessionOptions) *Sessio
 	// A prompt saved while the session was being built reached every open
 	// session but this one.
 	h.applyPrompts(s.cast)
-	s.greetWatchers(s.Character())
+	h.watch.greet(s, s.Character())
 	return s
 }
 
@@ -234,17 +239,9 @@ func (h *Hub) Session(clientUID string) *Session {
 	return h.sessions[clientUID]
 }
 
-// SessionInfo describes an open session.
-type SessionInfo struct {
-	ClientUID  string `json:"client_uid"`
-	ConfUID    string `json:"conf_uid"`
-	ConfName   string `json:"conf_name"`
-	HistoryUID string `json:"history_uid"`
-}
-
 // Sessions describes the open sessions, ordered by client_uid.
-func (h *Hub) Sessions() []SessionInfo {
-	out := []SessionInfo{}
+func (h *Hub) Sessions() []protocol.SessionInfo {
+	out := []protocol.SessionInfo{}
 	for _, s := range h.openSessions() {
 		out = append(out, s.Info())
 	}
@@ -269,13 +266,6 @@ func (h *Hub) forget(s *Session) {
 	if h.sessions[s.clientUID] == s {
 		delete(h.sessions, s.clientUID)
 	}
-}
-
-func (s *Session) backgrounds() []string {
-	if s.deps.Backgrounds == nil {
-		return []string{}
-	}
-	return s.deps.Backgrounds()
 }
 
 // retire closes an agent in the background: closing waits for a summary

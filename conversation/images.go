@@ -12,8 +12,8 @@ import (
 	"koe/protocol"
 )
 
-// ErrBadImage wraps every image the client sent that koe refuses.
-var ErrBadImage = errors.New("bad image")
+// errBadImage wraps every image the client sent that koe refuses.
+var errBadImage = errors.New("bad image")
 
 // imageTypes maps each accepted type to its constant name: the type taken
 // from a data URL is a slice of that URL, and keeping it would keep the
@@ -33,7 +33,7 @@ func validateImages(in []protocol.Image, cfg Config) ([]agent.Image, error) {
 		return nil, nil
 	}
 	if len(in) > cfg.MaxImages {
-		return nil, fmt.Errorf("%w: %d images sent, at most %d per message (conversation.max_images)", ErrBadImage, len(in), cfg.MaxImages)
+		return nil, fmt.Errorf("%w: %d images sent, at most %d per message (conversation.max_images)", errBadImage, len(in), cfg.MaxImages)
 	}
 	out := make([]agent.Image, 0, len(in))
 	for i, img := range in {
@@ -42,31 +42,31 @@ func validateImages(in []protocol.Image, cfg Config) ([]agent.Image, error) {
 			header, payload, found := strings.Cut(rest, ",")
 			declared, isB64 := strings.CutSuffix(header, ";base64")
 			if !found || !isB64 {
-				return nil, fmt.Errorf("%w %d: its data URL is not base64 (data:<type>;base64,...)", ErrBadImage, i+1)
+				return nil, fmt.Errorf("%w %d: its data URL is not base64 (data:<type>;base64,...)", errBadImage, i+1)
 			}
 			declared = strings.ToLower(declared)
 			if mime != "" && declared != mime {
-				return nil, fmt.Errorf("%w %d: mime_type %q but the data URL says %q", ErrBadImage, i+1, quote.Shorten(mime, 40), quote.Shorten(declared, 40))
+				return nil, fmt.Errorf("%w %d: mime_type %q but the data URL says %q", errBadImage, i+1, quote.Shorten(mime, 40), quote.Shorten(declared, 40))
 			}
 			mime, data = declared, payload
 		}
 		canonical, ok := imageTypes[mime]
 		if !ok {
-			return nil, fmt.Errorf("%w %d: type %q is not supported (use JPEG, PNG, WebP or GIF)", ErrBadImage, i+1, quote.Shorten(mime, 40))
+			return nil, fmt.Errorf("%w %d: type %q is not supported (use JPEG, PNG, WebP or GIF)", errBadImage, i+1, quote.Shorten(mime, 40))
 		}
 		mime = canonical
 		if base64.StdEncoding.DecodedLen(len(data)) > cfg.MaxImageBytes+3 {
-			return nil, fmt.Errorf("%w %d: larger than %d bytes (conversation.max_image_bytes)", ErrBadImage, i+1, cfg.MaxImageBytes)
+			return nil, fmt.Errorf("%w %d: larger than %d bytes (conversation.max_image_bytes)", errBadImage, i+1, cfg.MaxImageBytes)
 		}
 		raw, err := base64.StdEncoding.DecodeString(data)
 		if err != nil {
-			return nil, fmt.Errorf("%w %d: its data is not valid base64: %v", ErrBadImage, i+1, err)
+			return nil, fmt.Errorf("%w %d: its data is not valid base64: %v", errBadImage, i+1, err)
 		}
 		if len(raw) > cfg.MaxImageBytes {
-			return nil, fmt.Errorf("%w %d: %d bytes, more than %d (conversation.max_image_bytes)", ErrBadImage, i+1, len(raw), cfg.MaxImageBytes)
+			return nil, fmt.Errorf("%w %d: %d bytes, more than %d (conversation.max_image_bytes)", errBadImage, i+1, len(raw), cfg.MaxImageBytes)
 		}
 		if sniffed := http.DetectContentType(raw); sniffed != mime {
-			return nil, fmt.Errorf("%w %d: declared %s but the bytes are %s", ErrBadImage, i+1, mime, sniffed)
+			return nil, fmt.Errorf("%w %d: declared %s but the bytes are %s", errBadImage, i+1, mime, sniffed)
 		}
 		source, ok := imageSources[img.Source]
 		if !ok {

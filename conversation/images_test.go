@@ -56,8 +56,8 @@ func TestValidateImages(t *testing.T) {
 		"too big":         {[]protocol.Image{{Data: big, MimeType: "image/png"}}, "max_image_bytes"},
 	} {
 		_, err := validateImages(tc.images, cfg)
-		if !errors.Is(err, ErrBadImage) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want ErrBadImage mentioning %q", name, err, tc.want)
+		if !errors.Is(err, errBadImage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want errBadImage mentioning %q", name, err, tc.want)
 		}
 	}
 }

@@ -11,11 +11,8 @@ import (
 )
 
 // Knowledge is the characters' knowledge bases (package knowledge's
-// Service).
+// Service), as turns read them and files are attached.
 type Knowledge interface {
-	Add(ctx context.Context, conf string, u knowledge.Upload, count func(string) int, progress func(knowledge.Progress)) (knowledge.Document, error)
-	List(ctx context.Context, conf string) ([]knowledge.Document, error)
-	Delete(ctx context.Context, conf, id string) (bool, error)
 	Has(ctx context.Context, conf string) (bool, error)
 	ReadFile(ctx context.Context, u knowledge.Upload, count func(string) int, room int) (knowledge.File, error)
 	Read(ctx context.Context, q knowledge.Query) (knowledge.Result, error)
@@ -67,24 +64,24 @@ func passageDocuments(ps []knowledge.Passage, first int) []agent.Document {
 // knowledgeOf is what a character's turns read of its knowledge base
 // before answering (nil: koe runs without one, or the router is off and
 // the model searches with the tool instead).
-func (h *Hub) knowledgeOf(char Character) agent.Knowledge {
-	if h.deps.Knowledge == nil || h.deps.KnowledgeRouter == knowledge.RouterOff {
+func (d *Deps) knowledgeOf(char Character) agent.Knowledge {
+	if d.Knowledge == nil || d.KnowledgeRouter == knowledge.RouterOff {
 		return nil
 	}
-	return characterKnowledge{k: h.deps.Knowledge, conf: char.ConfUID}
+	return characterKnowledge{k: d.Knowledge, conf: char.ConfUID}
 }
 
 // documentSearch is the search_documents tool: with the router off, the
 // model searches the knowledge base when it decides to.
-func (h *Hub) documentSearch(char Character) agent.Toolbox {
-	if h.deps.Knowledge == nil || h.deps.KnowledgeRouter != knowledge.RouterOff {
+func (d *Deps) documentSearch(char Character) agent.Toolbox {
+	if d.Knowledge == nil || d.KnowledgeRouter != knowledge.RouterOff {
 		return nil
 	}
-	return &documentSearch{k: h.deps.Knowledge, conf: char.ConfUID}
+	return &documentSearch{k: d.Knowledge, conf: char.ConfUID}
 }
 
-// SearchDocumentsTool is the tool's name.
-const SearchDocumentsTool = "search_documents"
+// searchDocumentsTool is the tool's name.
+const searchDocumentsTool = "search_documents"
 
 type documentSearch struct {
 	k    Knowledge
@@ -99,14 +96,14 @@ func (d *documentSearch) Specs() []agent.ToolSpec {
 		return nil
 	}
 	return []agent.ToolSpec{{
-		Name:        SearchDocumentsTool,
+		Name:        searchDocumentsTool,
 		Description: "Search the documents you were given (manuals, rules, notes) for passages about a question. Use it when the answer may be in them. Results are numbered documents to cite like [1].",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what to look for, in a few words or a question"}},"required":["query"],"additionalProperties":false}`),
 	}}
 }
 
 func (d *documentSearch) Call(ctx context.Context, c agent.ToolCall) (string, error) {
-	if c.Name != SearchDocumentsTool {
+	if c.Name != searchDocumentsTool {
 		return "", fmt.Errorf("there is no tool named %q", c.Name)
 	}
 	var args struct {
@@ -125,4 +122,4 @@ func (d *documentSearch) Call(ctx context.Context, c agent.ToolCall) (string, er
 	return agent.DocumentsJSON(passageDocuments(ps, 1)), nil
 }
 
-func (d *documentSearch) IsSearch(name string) bool { return name == SearchDocumentsTool }
+func (d *documentSearch) IsSearch(name string) bool { return name == searchDocumentsTool }

@@ -10,6 +10,7 @@ import (
 
 	"koe"
 	"koe/internal/quote"
+	"koe/protocol"
 )
 
 // A live session is a character talking to an audience (package livechat
@@ -38,17 +39,17 @@ type Live struct {
 	counted func()
 }
 
-// LiveClientUID is the client_uid of a character's live session: watch it
+// liveClientUID is the client_uid of a character's live session: watch it
 // with ?watch=, or the character with ?watch_conf=.
-func LiveClientUID(confUID string) string {
+func liveClientUID(confUID string) string {
 	id := "live-" + strings.Map(func(r rune) rune {
 		if r == '.' {
 			return '-'
 		}
 		return r
 	}, confUID)
-	if len(id) > maxClientUIDLen {
-		id = id[:maxClientUIDLen]
+	if len(id) > protocol.MaxClientUIDLen {
+		id = id[:protocol.MaxClientUIDLen]
 	}
 	return id
 }
@@ -87,7 +88,7 @@ func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		return nil, fmt.Errorf("live session: %w", err)
 	}
 
-	uid := LiveClientUID(conf)
+	uid := liveClientUID(conf)
 	s := newSession(ctx, h, discard{}, SessionOptions{ClientUID: uid, Headless: true, Rules: opts.Rules, Logger: h.log.With("live", conf)}, char)
 	l := &Live{hub: h, s: s, conf: conf, counted: sync.OnceFunc(h.deps.Observer.SessionOpened("live"))}
 	h.mu.Lock()
@@ -142,9 +143,11 @@ func (l *Live) Say(ctx context.Context, text string) error {
 	return nil
 }
 
-// Session is the live session, for what every session offers (memory,
-// context).
-func (l *Live) Session() *Session { return l.s }
+// Character is the character the live session talks as.
+func (l *Live) Character() Character { return l.s.Character() }
+
+// Info describes the live session.
+func (l *Live) Info() protocol.SessionInfo { return l.s.Info() }
 
 // Close stops the running turn and ends the live session.
 func (l *Live) Close() {

@@ -74,7 +74,7 @@ func TestLiveSessionSpeaksToWatchers(t *testing.T) {
 	ctx := t.Context()
 	r := newRig(t, fakellm.Echo(0), liveSpeech(t))
 	w := newLiveWatcher()
-	stop, err := r.hub.Watch(conversation.WatchTarget{ConfUID: "c1"}, w, conversation.WatchOptions{ClientUID: "w"})
+	stop, err := r.hub.Watchers().Watch(protocol.WatchTarget{ConfUID: "c1"}, w, conversation.WatchOptions{ClientUID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestLiveSessionSpeaksToWatchers(t *testing.T) {
 		!slices.ContainsFunc(got, func(f mock.Frame) bool { return f.Type == protocol.TypeAudio }) {
 		t.Fatalf("watcher saw %v", frameTypes(got))
 	}
-	if info := l.Session().Info(); info.ClientUID != conversation.LiveClientUID("c1") || info.HistoryUID != "live" {
+	if info := l.Info(); info.ClientUID != "live-c1" || info.HistoryUID != "live" {
 		t.Fatalf("live session = %+v", info)
 	}
 	recs, err := r.real.Messages(ctx, "c1", "live")
@@ -130,7 +130,7 @@ func TestLiveYieldsToTheStreamer(t *testing.T) {
 	}, liveSpeech(t))
 	t.Cleanup(g.open) // before the fake LLM's cleanup waits for its streams
 	w := newLiveWatcher()
-	stop, err := r.hub.Watch(conversation.WatchTarget{ConfUID: "c1"}, w, conversation.WatchOptions{ClientUID: "w"})
+	stop, err := r.hub.Watchers().Watch(protocol.WatchTarget{ConfUID: "c1"}, w, conversation.WatchOptions{ClientUID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestLiveWaitsForTheStreamer(t *testing.T) {
 	go func() { said <- l.Say(r.ctx, "viewer Dave says: hey") }()
 	g.open()
 	r.until(protocol.TypeBackendSynthComplete, "")
-	r.sess.PlaybackComplete()
+	played(r.sess)
 	r.until(protocol.TypeControl, protocol.ControlChainEnd)
 	select {
 	case err := <-said:

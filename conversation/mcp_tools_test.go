@@ -81,7 +81,7 @@ func turnErrors(r *rig, text string) []string {
 		case f.Type == protocol.TypeError:
 			errs = append(errs, f.Text)
 		case f.Type == protocol.TypeBackendSynthComplete:
-			r.sess.PlaybackComplete()
+			played(r.sess)
 		case f.Type == protocol.TypeControl && f.Text == protocol.ControlChainEnd:
 			return errs
 		}

@@ -2,11 +2,7 @@ package conversation
 
 import (
 	"context"
-	"fmt"
-	"time"
-
 	"koe"
-	"koe/agent"
 	"koe/protocol"
 )
 
@@ -43,64 +39,6 @@ func (s *Session) LastContext() (protocol.Context, error) {
 	return contextMessage(rep), nil
 }
 
-// Prompt names users can edit, and the message type of each.
-var editablePrompts = map[string]string{
-	koe.PromptSystem:   protocol.TypeSystemPrompt,
-	koe.PromptReminder: protocol.TypeReminder,
-}
-
-// Prompt returns a character's editable prompt as the client sees it: the
-// saved text, or the packaged default (Default set) when none is saved.
-// Both transports answer with this, so they show the same text.
-func (h *Hub) Prompt(confUID, name string) (protocol.Prompt, error) {
-	typ, ok := editablePrompts[name]
-	if !ok {
-		return protocol.Prompt{}, koe.Errorf(koe.NotFound, "there is no prompt %q: prompts are named system or reminder", name)
-	}
-	if !h.deps.Characters.Has(confUID) {
-		return protocol.Prompt{}, koe.Errorf(koe.NotFound, "no character has that conf_uid")
-	}
-	// context.TODO: the hub's methods behind the REST routes take no
-	// context yet; their requests' will do.
-	text, saved, err := h.deps.Store.Prompt(context.TODO(), confUID, name)
-	if err != nil {
-		return protocol.Prompt{}, fmt.Errorf("read prompt: %w", err)
-	}
-	if !saved && name == koe.PromptSystem {
-		text = agent.DefaultSystemPrompt
-	}
-	return protocol.Prompt{Type: typ, Text: text, Default: !saved}, nil
-}
-
-// SetPrompt saves a character's prompt ("" restores the default) and
-// applies it to every open session of that character from its next LLM
-// call on. It returns the prompt as Prompt does.
-func (h *Hub) SetPrompt(confUID, name, text string) (protocol.Prompt, error) {
-	if _, err := h.Prompt(confUID, name); err != nil {
-		return protocol.Prompt{}, err
-	}
-	if err := h.deps.Store.SetPrompt(context.TODO(), confUID, name, text); err != nil {
-		return protocol.Prompt{}, fmt.Errorf("save prompt: %w", err)
-	}
-	h.PromptsChanged(confUID)
-	if h.deps.News != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), newsTimeout)
-		err := h.deps.News.Publish(ctx, NewsPrompts, confUID)
-		cancel()
-		if err != nil {
-			h.log.Warn("the other instances were not told of a saved prompt; their open sessions of the character keep the old one until they reopen", "conf_uid", confUID, "err", err)
-		}
-	}
-	return h.Prompt(confUID, name)
-}
-
-// NewsPrompts is the News topic of a saved prompt; the payload is the
-// character's conf_uid.
-const NewsPrompts = "prompts"
-
-// newsTimeout bounds telling the other instances of a change.
-const newsTimeout = 5 * time.Second
-
 // PromptsChanged gives the open sessions of character confUID the
 // prompts saved for it now (saved here, or by another instance: its news
 // calls this). confUID "" means every character (news may have been
@@ -135,6 +73,8 @@ func (h *Hub) applyPrompts(c cast) {
 // savedPrompt reads a prompt the user saved ("" when none or unreadable:
 // the agent then uses its default).
 func (h *Hub) savedPrompt(confUID, name string) string {
+	// context.TODO: its callers (a cast's building, prompts' news) take
+	// no context yet.
 	text, _, err := h.deps.Store.Prompt(context.TODO(), confUID, name)
 	if err != nil {
 		h.log.Warn("could not read a saved prompt; using the default", "conf_uid", confUID, "prompt", name, "err", err)

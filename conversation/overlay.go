@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path"
@@ -14,6 +15,7 @@ import (
 
 	"koe"
 	"koe/internal/quote"
+	"koe/protocol"
 )
 
 // The OBS overlay (/overlay) shows a character as a PNG avatar: pictures
@@ -168,60 +170,55 @@ func (c Character) MissingOverlayImages(avatarsDir string) []string {
 	return missing
 }
 
-// OverlayView is what the overlay page needs of a character
-// (GET /api/characters/:conf_uid/overlay).
-type OverlayView struct {
-	ConfUID  string `json:"conf_uid"`
-	ConfName string `json:"conf_name"`
-	Name     string `json:"name"`
-	// EmotionKeywords are the keywords of the model's emotionMap: the
-	// page drops them ("[joy]") from subtitles.
-	EmotionKeywords []string `json:"emotion_keywords"`
-	// Avatar is nil when the character has no avatar pictures: the
-	// overlay shows subtitles only.
-	Avatar *AvatarView `json:"avatar"`
+// WarnMissingAvatars logs the overlay avatar pictures that characters
+// name and avatars_dir does not hold: the overlay would show a broken
+// picture. Files added later are served as they come.
+func WarnMissingAvatars(chars CharacterSource, avatarsDir string, log *slog.Logger) {
+	list, err := chars.List()
+	if err != nil {
+		log.Warn("cannot list the characters to check their avatar pictures", "err", err)
+		return
+	}
+	for i, f := range list {
+		ch := chars.Default()
+		if i > 0 {
+			if ch, err = chars.Load(f.Filename); err != nil {
+				continue // logged where the file is read
+			}
+		}
+		if missing := ch.MissingOverlayImages(avatarsDir); len(missing) > 0 {
+			log.Warn("overlay avatar pictures not found in avatars_dir; the overlay shows them broken until they are there",
+				"character", ch.ConfName, "avatars_dir", avatarsDir, "missing", missing)
+		}
+	}
 }
 
-// AvatarView is an avatar's pictures as URLs under /avatars.
-type AvatarView struct {
-	Idle      string  `json:"idle"`
-	Talking   string  `json:"talking"`
-	Blink     string  `json:"blink,omitempty"`
-	Threshold float64 `json:"threshold"`
-	// Emotions are keyed by expression, as an audio frame's
-	// actions.expressions carries it, in JSON ("3", "\"smile\"").
-	Emotions map[string]EmotionView `json:"emotions"`
-}
-
-// EmotionView is the pictures of one emotion; an empty one means the
-// plain idle or talking picture.
-type EmotionView struct {
-	Name    string `json:"name"`
-	Idle    string `json:"idle,omitempty"`
-	Talking string `json:"talking,omitempty"`
-}
-
-// DefaultCharacterAlias asks GET /api/characters/:conf_uid/overlay for
+// defaultCharacterAlias asks GET /api/characters/:conf_uid/overlay for
 // the configuration file's own character, unless a character has that
 // conf_uid.
-const DefaultCharacterAlias = "default"
+const defaultCharacterAlias = "default"
+
+// Overlays are the characters as the overlay page shows them.
+type Overlays struct {
+	Characters CharacterSource
+}
 
 // Overlay returns the overlay view of the character with confUID
-// (DefaultCharacterAlias: the default character); KindNotFound if none.
-func (h *Hub) Overlay(confUID string) (OverlayView, error) {
-	char, ok := h.deps.Characters.Find(confUID)
-	if !ok && confUID == DefaultCharacterAlias {
-		char, ok = h.deps.Characters.Default(), true
+// (defaultCharacterAlias: the default character); KindNotFound if none.
+func (o Overlays) Overlay(confUID string) (protocol.OverlayView, error) {
+	char, ok := o.Characters.Find(confUID)
+	if !ok && confUID == defaultCharacterAlias {
+		char, ok = o.Characters.Default(), true
 	}
 	if !ok {
-		return OverlayView{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(confUID, 80))
+		return protocol.OverlayView{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(confUID, 80))
 	}
 	return char.overlayView(), nil
 }
 
-func (c Character) overlayView() OverlayView {
+func (c Character) overlayView() protocol.OverlayView {
 	emotions := emotionMap(c.ModelInfo)
-	v := OverlayView{ConfUID: c.ConfUID, ConfName: c.ConfName, Name: c.Name, EmotionKeywords: keysOf(emotions)}
+	v := protocol.OverlayView{ConfUID: c.ConfUID, ConfName: c.ConfName, Name: c.Name, EmotionKeywords: keysOf(emotions)}
 	a := c.Overlay.Avatar
 	if a.Idle == "" || a.Talking == "" {
 		return v
@@ -230,8 +227,8 @@ func (c Character) overlayView() OverlayView {
 	if threshold <= 0 || threshold > 1 {
 		threshold = DefaultOverlayThreshold
 	}
-	av := &AvatarView{Idle: avatarURL(a.Idle), Talking: avatarURL(a.Talking), Blink: avatarURL(a.Blink),
-		Threshold: threshold, Emotions: map[string]EmotionView{}}
+	av := &protocol.AvatarView{Idle: avatarURL(a.Idle), Talking: avatarURL(a.Talking), Blink: avatarURL(a.Blink),
+		Threshold: threshold, Emotions: map[string]protocol.EmotionView{}}
 	for _, m := range []struct {
 		m       map[string]string
 		talking bool

@@ -15,11 +15,6 @@ type Recall interface {
 	Noted(confUID, historyUID string)
 	ForgetHistory(confUID, historyUID string)
 	Recall(ctx context.Context, q recall.Query) (recall.Block, error)
-	// What the memories API lists and forgets (memories.go).
-	Newest(ctx context.Context, confUID, before string, limit int) (recall.Page, error)
-	Forget(ctx context.Context, confUID, historyUID string, seq uint64) (bool, error)
-	ForgetConversation(ctx context.Context, confUID, historyUID string) (int, error)
-	ForgetEverything(ctx context.Context, confUID string) (int, error)
 }
 
 // characterRecall is one character's memory as its agent asks it.
@@ -38,24 +33,24 @@ func (c characterRecall) Recall(ctx context.Context, q agent.RecallQuery) (strin
 
 // recaller is the agent's view of a character's memory (nil: recall is
 // off for it, or koe runs without one).
-func (h *Hub) recaller(char Character) agent.Recaller {
-	if h.deps.Recall == nil || !char.Memory.Recall {
+func (d *Deps) recaller(char Character) agent.Recaller {
+	if d.Recall == nil || !char.Memory.Recall {
 		return nil
 	}
-	return characterRecall{r: h.deps.Recall, conf: char.ConfUID}
+	return characterRecall{r: d.Recall, conf: char.ConfUID}
 }
 
 // noted tells recall a history has new records to index.
-func (h *Hub) noted(conf, uid string) {
-	if h.deps.Recall != nil {
-		h.deps.Recall.Noted(conf, uid)
+func (d *Deps) noted(conf, uid string) {
+	if d.Recall != nil {
+		d.Recall.Noted(conf, uid)
 	}
 }
 
 // forgotten tells recall a history was deleted.
-func (h *Hub) forgotten(conf, uid string) {
-	if h.deps.Recall != nil {
-		h.deps.Recall.ForgetHistory(conf, uid)
+func (d *Deps) forgotten(conf, uid string) {
+	if d.Recall != nil {
+		d.Recall.ForgetHistory(conf, uid)
 	}
 }
 
@@ -63,13 +58,13 @@ func (h *Hub) forgotten(conf, uid string) {
 // stored is also a view recall indexes.
 type notingSummaries struct {
 	store HistoryStore
-	hub   *Hub
+	deps  *Deps
 }
 
 func (n notingSummaries) AddSummary(ctx context.Context, conf, uid string, r koe.SummaryRecord) error {
 	if err := n.store.AddSummary(ctx, conf, uid, r); err != nil {
 		return err
 	}
-	n.hub.noted(conf, uid)
+	n.deps.noted(conf, uid)
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"koe/protocol"
 )
 
 // Watching across instances: behind a load balancer, an overlay may
@@ -47,7 +49,7 @@ type RelayedFrame struct {
 }
 
 // WatchRelay carries frames to the watchers of other koe instances, and
-// theirs to this one's (the hub's Relayed). Package coord has one through
+// theirs to this one's (Watchers.Relayed). Package coord has one through
 // Redis; without one, a watcher follows the sessions of its own instance.
 type WatchRelay interface {
 	// Any reports whether watchers on other instances follow anything.
@@ -63,7 +65,7 @@ type WatchRelay interface {
 	// target, or no longer do. seq grows with every change: a call older
 	// than the last one seen for the same target is stale (calls are made
 	// without the hub's lock, so two may arrive out of order).
-	Follow(target WatchTarget, following bool, seq uint64)
+	Follow(target protocol.WatchTarget, following bool, seq uint64)
 }
 
 // watchCtx is a turn's context for its watchers' frames (see newTurn)
@@ -86,10 +88,10 @@ func (tw *watchCtx) relayEnd(relay WatchRelay, clientUID, conf string) {
 	})
 }
 
-// relay sends a session's frame to the other instances' watchers, if any
-// want it.
-func (s *Session) relay(tw *watchCtx, conf string, kind watchKind, data []byte) {
-	f := RelayedFrame{Kind: RelayFrame, ClientUID: s.clientUID, ConfUID: conf, Data: data}
+// relayFrame sends the frame of client's session to the other instances'
+// watchers, if any want it.
+func (ws *Watchers) relayFrame(client string, tw *watchCtx, conf string, kind watchKind, data []byte) {
+	f := RelayedFrame{Kind: RelayFrame, ClientUID: client, ConfUID: conf, Data: data}
 	if kind == watchKoe {
 		f.Kind = RelayKoeFrame
 	}
@@ -98,26 +100,26 @@ func (s *Session) relay(tw *watchCtx, conf string, kind watchKind, data []byte) 
 			return // stopped: its watchers here drop it too
 		}
 		f.Turn = tw.id
-		tw.relayEnd(s.hub.relay, s.clientUID, conf)
+		tw.relayEnd(ws.relay, client, conf)
 	}
-	s.hub.relay.Send(f)
+	ws.relay.Send(f)
 }
 
 // Relayed gives this instance's watchers a frame that a session of
 // another instance sent (the relay calls it, in the order the frames were
 // sent).
-func (h *Hub) Relayed(f RelayedFrame) {
+func (ws *Watchers) Relayed(f RelayedFrame) {
 	switch f.Kind {
 	case RelayEnd:
-		h.remoteTurns.end(f.Turn)
+		ws.remoteTurns.end(f.Turn)
 		return
 	case RelayGreet:
-		char, ok := h.deps.Characters.Find(f.ConfUID)
+		char, ok := ws.chars.Find(f.ConfUID)
 		if !ok {
-			h.log.Debug("relayed greeting for a character this instance does not have", "conf_uid", f.ConfUID)
+			ws.log.Debug("relayed greeting for a character this instance does not have", "conf_uid", f.ConfUID)
 			return
 		}
-		byClient, _ := h.watchers.of(f.ClientUID, "")
+		byClient, _ := ws.set.of(f.ClientUID, "")
 		for _, w := range byClient {
 			w.greet(char)
 		}
@@ -126,11 +128,11 @@ func (h *Hub) Relayed(f RelayedFrame) {
 	default:
 		return
 	}
-	byClient, byConf := h.watchers.of(f.ClientUID, f.ConfUID)
+	byClient, byConf := ws.set.of(f.ClientUID, f.ConfUID)
 	if len(byClient)+len(byConf) == 0 {
 		return
 	}
-	ctx := h.remoteTurns.context(f.Turn)
+	ctx := ws.remoteTurns.context(f.Turn)
 	for _, list := range [][]*watcher{byClient, byConf} {
 		for _, w := range list {
 			if f.Kind == RelayFrame || w.opts.KoeEvents {
@@ -144,23 +146,15 @@ func (h *Hub) Relayed(f RelayedFrame) {
 // target: a client of this instance that they follow is greeted to them
 // (a watcher connecting to another instance learns what its client talks
 // as).
-func (h *Hub) RemoteFollow(target WatchTarget, instance string) {
-	if h.relay == nil || target.ClientUID == "" {
+func (ws *Watchers) RemoteFollow(target protocol.WatchTarget, instance string) {
+	if ws.relay == nil || target.ClientUID == "" {
 		return
 	}
-	s := h.Session(target.ClientUID)
+	s := ws.session(target.ClientUID)
 	if s == nil || s.textOnly {
 		return
 	}
-	h.relay.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: s.Character().ConfUID, To: instance})
-}
-
-// relayGreet tells the other instances' watchers of the session's client
-// that it talks as conf now.
-func (s *Session) relayGreet(conf string) {
-	if r := s.hub.relay; r != nil && r.Wanted(s.clientUID, "") {
-		r.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: conf})
-	}
+	ws.relay.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: s.Character().ConfUID, To: instance})
 }
 
 // remoteTurnIdle is how long a relayed turn's context is kept after its

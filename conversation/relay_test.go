@@ -56,14 +56,14 @@ func TestRelayedFramesReachWatchers(t *testing.T) {
 	byConf, byClient, koe := newCtxWatcher(), newCtxWatcher(), newCtxWatcher()
 	for _, w := range []struct {
 		w      *ctxWatcher
-		target conversation.WatchTarget
+		target protocol.WatchTarget
 		koe    bool
 	}{
-		{byConf, conversation.WatchTarget{ConfUID: "c1"}, false},
-		{byClient, conversation.WatchTarget{ClientUID: "desk"}, false},
-		{koe, conversation.WatchTarget{ClientUID: "desk"}, true},
+		{byConf, protocol.WatchTarget{ConfUID: "c1"}, false},
+		{byClient, protocol.WatchTarget{ClientUID: "desk"}, false},
+		{koe, protocol.WatchTarget{ClientUID: "desk"}, true},
 	} {
-		stop, err := r.hub.Watch(w.target, w.w, conversation.WatchOptions{ClientUID: "w", KoeEvents: w.koe})
+		stop, err := r.hub.Watchers().Watch(w.target, w.w, conversation.WatchOptions{ClientUID: "w", KoeEvents: w.koe})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestRelayedFramesReachWatchers(t *testing.T) {
 	frame := func(kind conversation.RelayKind, client, turn, data string) conversation.RelayedFrame {
 		return conversation.RelayedFrame{Kind: kind, ClientUID: client, ConfUID: "c1", Turn: turn, Data: []byte(data)}
 	}
-	r.hub.Relayed(frame(conversation.RelayFrame, "desk", "t1", "one"))
+	r.hub.Watchers().Relayed(frame(conversation.RelayFrame, "desk", "t1", "one"))
 	first := []offered{byClient.next(t), byConf.next(t), koe.next(t)}
 	for _, o := range first {
 		if o.data != "one" || o.ctx.Err() != nil {
@@ -85,27 +85,27 @@ func TestRelayedFramesReachWatchers(t *testing.T) {
 	}
 	// A koe event goes to the koe watcher only; another client's frame to
 	// the character's watchers only.
-	r.hub.Relayed(frame(conversation.RelayKoeFrame, "desk", "t1", "token"))
+	r.hub.Watchers().Relayed(frame(conversation.RelayKoeFrame, "desk", "t1", "token"))
 	if o := koe.next(t); o.data != "token" {
 		t.Fatalf("koe watcher offered %q", o.data)
 	}
-	r.hub.Relayed(frame(conversation.RelayFrame, "someone", "", "theirs"))
+	r.hub.Watchers().Relayed(frame(conversation.RelayFrame, "someone", "", "theirs"))
 	if o := byConf.next(t); o.data != "theirs" || o.ctx != context.Background() {
 		t.Fatalf("conf watcher offered %q", o.data)
 	}
 	byClient.none(t)
 
-	r.hub.Relayed(conversation.RelayedFrame{Kind: conversation.RelayEnd, ClientUID: "desk", ConfUID: "c1", Turn: "t1"})
+	r.hub.Watchers().Relayed(conversation.RelayedFrame{Kind: conversation.RelayEnd, ClientUID: "desk", ConfUID: "c1", Turn: "t1"})
 	for _, o := range first {
 		if o.ctx.Err() == nil {
 			t.Fatal("a relayed stop left its turn's queued frames alive")
 		}
 	}
-	r.hub.Relayed(frame(conversation.RelayFrame, "desk", "t1", "late"))
+	r.hub.Watchers().Relayed(frame(conversation.RelayFrame, "desk", "t1", "late"))
 	if o := byClient.next(t); o.data != "late" || o.ctx.Err() == nil {
 		t.Fatalf("a frame of a stopped turn offered %q with a live context", o.data)
 	}
-	r.hub.Relayed(frame(conversation.RelayFrame, "desk", "t2", "next turn"))
+	r.hub.Watchers().Relayed(frame(conversation.RelayFrame, "desk", "t2", "next turn"))
 	if o := byClient.next(t); o.ctx.Err() != nil {
 		t.Fatal("another turn's frame came with an ended context")
 	}
@@ -116,7 +116,7 @@ func TestRelayedFramesReachWatchers(t *testing.T) {
 	}
 
 	// A greeting: the client talks as c2 now.
-	r.hub.Relayed(conversation.RelayedFrame{Kind: conversation.RelayGreet, ClientUID: "desk", ConfUID: "c2"})
+	r.hub.Watchers().Relayed(conversation.RelayedFrame{Kind: conversation.RelayGreet, ClientUID: "desk", ConfUID: "c2"})
 	var greeting []string
 	for range 4 {
 		greeting = append(greeting, byClient.next(t).data)
@@ -125,7 +125,7 @@ func TestRelayedFramesReachWatchers(t *testing.T) {
 	if err := json.Unmarshal([]byte(greeting[2]), &conf); err != nil || conf.ConfUID != "c2" || conf.ClientUID != "w" {
 		t.Fatalf("greeting %q", greeting)
 	}
-	r.hub.Relayed(conversation.RelayedFrame{Kind: conversation.RelayGreet, ClientUID: "desk", ConfUID: "nobody"})
+	r.hub.Watchers().Relayed(conversation.RelayedFrame{Kind: conversation.RelayGreet, ClientUID: "desk", ConfUID: "nobody"})
 	byClient.none(t)
 	byConf.none(t)
 }
@@ -142,7 +142,7 @@ func (f *fakeRelay) Wanted(clientUID, conf string) bool {
 	return conf == "c1" || clientUID == "client-1"
 }
 func (f *fakeRelay) Send(fr conversation.RelayedFrame) { f.sent <- fr }
-func (f *fakeRelay) Follow(t conversation.WatchTarget, on bool, seq uint64) {
+func (f *fakeRelay) Follow(t protocol.WatchTarget, on bool, seq uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.follows = append(f.follows, t.String()+map[bool]string{true: " on", false: " off"}[on]+" "+string(rune('0'+seq)))
@@ -176,11 +176,11 @@ func TestSessionRelaysToOtherInstances(t *testing.T) {
 	if fr := relay.next(t); fr.Kind != conversation.RelayGreet || fr.To != "" || fr.ClientUID != "client-1" || fr.ConfUID != "c1" {
 		t.Fatalf("open relayed %+v", fr)
 	}
-	r.hub.RemoteFollow(conversation.WatchTarget{ClientUID: "client-1"}, "inst-b")
+	r.hub.Watchers().RemoteFollow(protocol.WatchTarget{ClientUID: "client-1"}, "inst-b")
 	if fr := relay.next(t); fr.Kind != conversation.RelayGreet || fr.To != "inst-b" || fr.ClientUID != "client-1" || fr.ConfUID != "c1" {
 		t.Fatalf("greeting relayed as %+v", fr)
 	}
-	r.hub.RemoteFollow(conversation.WatchTarget{ClientUID: "not-here"}, "inst-b")
+	r.hub.Watchers().RemoteFollow(protocol.WatchTarget{ClientUID: "not-here"}, "inst-b")
 
 	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "sing"})
 	var turn string
@@ -209,11 +209,11 @@ func TestSessionRelaysToOtherInstances(t *testing.T) {
 	}
 
 	w := newCtxWatcher()
-	stop, err := r.hub.Watch(conversation.WatchTarget{ClientUID: "desk"}, w, conversation.WatchOptions{ClientUID: "w"})
+	stop, err := r.hub.Watchers().Watch(protocol.WatchTarget{ClientUID: "desk"}, w, conversation.WatchOptions{ClientUID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop2, err := r.hub.Watch(conversation.WatchTarget{ClientUID: "desk"}, newCtxWatcher(), conversation.WatchOptions{ClientUID: "w2"})
+	stop2, err := r.hub.Watchers().Watch(protocol.WatchTarget{ClientUID: "desk"}, newCtxWatcher(), conversation.WatchOptions{ClientUID: "w2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestWatchersGetTheEndWhenTheClientLeaves(t *testing.T) {
 	relay := &fakeRelay{sent: make(chan conversation.RelayedFrame, 1<<12)}
 	r := newRig(t, fakellm.Echo(0), func(d *conversation.Deps) { d.WatchRelay = relay })
 	w := newCtxWatcher()
-	stop, err := r.hub.Watch(conversation.WatchTarget{ClientUID: "leaver"}, w, conversation.WatchOptions{ClientUID: "w"})
+	stop, err := r.hub.Watchers().Watch(protocol.WatchTarget{ClientUID: "leaver"}, w, conversation.WatchOptions{ClientUID: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestWatchersGetTheEndWhenTheClientLeaves(t *testing.T) {
 	go func() { // the client plays the reply
 		for f := range out.Frames {
 			if f.Type == protocol.TypeBackendSynthComplete {
-				sess.PlaybackComplete()
+				played(sess)
 			}
 		}
 	}()

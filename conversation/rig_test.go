@@ -13,6 +13,7 @@ import (
 	"koe/agent"
 	"koe/bolt"
 	"koe/conversation"
+	"koe/histories"
 	"koe/llm"
 	"koe/protocol"
 	"koe/testkit/fakellm"
@@ -90,6 +91,8 @@ func newRig(t testing.TB, respond func(fakellm.Request) fakellm.Reply, opts ...r
 		Logger:     koetest.Logger(t),
 	}
 	deps.Config.PlaybackTimeout = hangGuard
+	deps.Histories = histories.New(histories.Options{Store: real, Characters: r.chars, PageLimit: deps.Config.HistoryMessages,
+		Saved: func(conf string) { r.hub.PromptsChanged(conf) }, Logger: deps.Logger})
 	for _, o := range opts {
 		o(&deps)
 	}
@@ -142,12 +145,27 @@ func (r *rig) dispatch(in protocol.Inbound) {
 	}
 }
 
+// answer dispatches a client message and decodes the session's answer,
+// the next frame of type typ, into v.
+func (r *rig) answer(in protocol.Inbound, typ string, v any) {
+	r.t.Helper()
+	r.dispatch(in)
+	got := r.until(typ, "")
+	mustUnmarshal(r.t, got[len(got)-1].JSON, v)
+}
+
+// played tells a session that its client played the whole turn, as the
+// OLV client does (it cannot fail).
+func played(sess *conversation.Session) {
+	_ = sess.Dispatch(protocol.Inbound{Type: protocol.TypeFrontendPlaybackComplete})
+}
+
 // turn plays a whole typed turn as the OLV client does.
 func (r *rig) turn(text string) []mock.Frame {
 	r.t.Helper()
 	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: text})
 	got := r.until(protocol.TypeBackendSynthComplete, "")
-	r.sess.PlaybackComplete()
+	played(r.sess)
 	got = append(got, r.until(protocol.TypeControl, protocol.ControlChainEnd)...)
 	for _, f := range got {
 		if f.Type == protocol.TypeError {
@@ -243,7 +261,7 @@ func (o *olvSession) next(t *testing.T) mock.Frame {
 	}
 }
 
-func mustUnmarshal(t *testing.T, data []byte, v any) {
+func mustUnmarshal(t testing.TB, data []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,9 @@
 //     its agent and speech engine, and the history being talked in,
 //     swapped under a lock that is never held across a call out;
 //   - voice (voice.go): the microphone input, owned by the connection's
-//     read loop, so it needs no lock at all.
+//     read loop, so it needs no lock at all;
+//   - its watchers (watch.go, relay.go): what it says, offered to the
+//     watchers that follow it, here and on other instances.
 package conversation
 
 import (
@@ -104,7 +106,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		rules:     opts.Rules,
 	}
 	s.log = slog.New(turnLogs{Handler: log.Handler(), cur: &s.turnAttrs})
-	s.voice.rate = defaultRawRate
+	s.voice = voice{s: s, rate: defaultRawRate}
 	s.cast = s.buildCast(char)
 	return s
 }
@@ -113,7 +115,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 // do I/O, so it runs before the session's lock is taken.
 func (s *Session) buildCast(char Character) cast {
 	c := cast{char: char, emotions: emotionKeywords(char.ModelInfo)}
-	box := s.hub.toolbox(char, s.log)
+	box := s.deps.toolbox(char, s.log)
 	var a *agent.Agent
 	a = agent.New(agent.Options{
 		LLM:           s.deps.NewLLM(char.LLM),
@@ -127,10 +129,10 @@ func (s *Session) buildCast(char Character) cast {
 		Rules:         s.rules,
 		CharacterName: char.Name,
 		HumanName:     char.HumanName,
-		Store:         notingSummaries{store: s.deps.Store, hub: s.hub},
-		Recall:        s.hub.recaller(char),
+		Store:         notingSummaries{store: s.deps.Store, deps: &s.deps},
+		Recall:        s.deps.recaller(char),
 		RecallBudget:  char.Memory.RecallBudget,
-		Knowledge:     s.hub.knowledgeOf(char),
+		Knowledge:     s.deps.knowledgeOf(char),
 		Router:        s.deps.KnowledgeRouter,
 		OnSummary:     func(st agent.MemoryState) { s.summaryReady(a, st) },
 		Tools:         box,
@@ -153,9 +155,9 @@ func (s *Session) buildCast(char Character) cast {
 // document search when the knowledge router is off, and those of the MCP
 // servers it enables. koe's own come first: over llm.max_tools, the last
 // are left out.
-func (h *Hub) toolbox(char Character, log *slog.Logger) agent.Toolbox {
+func (d *Deps) toolbox(char Character, log *slog.Logger) agent.Toolbox {
 	if log == nil {
-		log = h.log
+		log = d.Logger
 	}
 	var builtin, servers agent.Toolbox
 	// Validated when the character was loaded; a failure here is a
@@ -165,10 +167,10 @@ func (h *Hub) toolbox(char Character, log *slog.Logger) agent.Toolbox {
 	} else if b != nil {
 		builtin = b
 	}
-	if len(char.Tools.MCPServers) > 0 && h.deps.ToolServers != nil {
-		servers = h.deps.ToolServers.Toolbox(char.Tools.MCPServers)
+	if len(char.Tools.MCPServers) > 0 && d.ToolServers != nil {
+		servers = d.ToolServers.Toolbox(char.Tools.MCPServers)
 	}
-	return agent.JoinToolboxes(builtin, h.documentSearch(char), servers)
+	return agent.JoinToolboxes(builtin, d.documentSearch(char), servers)
 }
 
 // summaryReady tells a koe client about a new summary of its current
@@ -197,9 +199,9 @@ func (s *Session) Character() Character {
 }
 
 // Info describes the session.
-func (s *Session) Info() SessionInfo {
+func (s *Session) Info() protocol.SessionInfo {
 	c, p := s.current()
-	return SessionInfo{ClientUID: s.clientUID, ConfUID: c.char.ConfUID, ConfName: c.char.ConfName, HistoryUID: p.uid}
+	return protocol.SessionInfo{ClientUID: s.clientUID, ConfUID: c.char.ConfUID, ConfName: c.char.ConfName, HistoryUID: p.uid}
 }
 
 // Greet sends the OLV connect sequence, in order.
@@ -223,10 +225,10 @@ func (s *Session) modelAndConf() protocol.SetModelAndConf {
 	}
 }
 
-// SwitchCharacter stops the running turn and continues with the character
+// switchCharacter stops the running turn and continues with the character
 // of file, in a new history (created with the next turn or
 // create-new-history).
-func (s *Session) SwitchCharacter(file string) (Character, error) {
+func (s *Session) switchCharacter(file string) (Character, error) {
 	char, err := s.deps.Characters.Load(file)
 	switch {
 	case errors.Is(err, ErrNoCharacter):
@@ -243,7 +245,7 @@ func (s *Session) SwitchCharacter(file string) (Character, error) {
 	s.cast, s.place = next, place{}
 	s.mu.Unlock()
 	s.hub.applyPrompts(next)
-	s.greetWatchers(char)
+	s.hub.watch.greet(s, char)
 	s.hub.retire(prev.agent)
 	s.dropIfUnused(prev.char.ConfUID, prevPlace)
 	return char, nil

@@ -48,7 +48,7 @@ func TestOLVClientGetsNoKoeEvents(t *testing.T) {
 		case protocol.TypeToken, protocol.TypeMemoryState:
 			t.Fatalf("an OLV client got %s", f.JSON)
 		case protocol.TypeBackendSynthComplete:
-			out.sess.PlaybackComplete()
+			played(out.sess)
 		}
 		if f.Type == protocol.TypeControl && f.Text == protocol.ControlChainEnd {
 			break
@@ -105,7 +105,7 @@ func TestPlaybackCompleteCountsOnce(t *testing.T) {
 	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "hi"})
 	r.until(protocol.TypeBackendSynthComplete, "")
 	for i := 0; i < 5; i++ {
-		r.sess.PlaybackComplete()
+		played(r.sess)
 	}
 	r.until(protocol.TypeControl, protocol.ControlChainEnd)
 	r.turn("again") // the extra frames did not end the next turn early
@@ -148,8 +148,7 @@ func TestSwitchCharacterWhileSummaryIsStored(t *testing.T) {
 
 	switched := make(chan error, 1)
 	go func() {
-		_, err := r.sess.SwitchCharacter("other.yaml")
-		switched <- err
+		switched <- r.sess.Dispatch(protocol.Inbound{Type: protocol.TypeSwitchConfig, File: "other.yaml"})
 	}()
 	select {
 	case err := <-switched:
@@ -163,7 +162,7 @@ func TestSwitchCharacterWhileSummaryIsStored(t *testing.T) {
 	if got := r.sess.Info().ConfUID; got != "c2" {
 		t.Fatalf("conf_uid after switch = %q", got)
 	}
-	infos := make(chan []conversation.SessionInfo, 1)
+	infos := make(chan []protocol.SessionInfo, 1)
 	go func() { infos <- r.hub.Sessions() }()
 	select {
 	case got := <-infos:
@@ -202,10 +201,8 @@ func TestSetHistoryMidTurnFindsTheReply(t *testing.T) {
 	uid := r.sess.Info().HistoryUID
 	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "second"})
 	r.until(protocol.TypeToken, "")
-	data, err := r.sess.SetHistory(uid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var data protocol.HistoryData
+	r.answer(protocol.Inbound{Type: protocol.TypeFetchAndSetHistory, HistoryUID: uid}, protocol.TypeHistoryData, &data)
 	var contents []string
 	for _, m := range data.Messages {
 		contents = append(contents, m.Content)
@@ -221,21 +218,19 @@ func TestSetHistoryMidTurnFindsTheReply(t *testing.T) {
 func TestNewHistoryDropsAnUnusedOne(t *testing.T) {
 	ctx := t.Context()
 	r := newRig(t, fakellm.Echo(0))
-	first, err := r.sess.NewHistory()
-	if err != nil {
-		t.Fatal(err)
+	newHistory := func() string {
+		var created protocol.NewHistoryCreated
+		r.answer(protocol.Inbound{Type: protocol.TypeCreateNewHistory}, protocol.TypeNewHistoryCreated, &created)
+		return created.HistoryUID
 	}
-	if _, err := r.sess.NewHistory(); err != nil {
-		t.Fatal(err)
-	}
+	first := newHistory()
+	newHistory()
 	if _, err := r.real.Messages(ctx, "c1", first); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("unused history still there: %v", err)
 	}
 	r.turn("keep this history")
 	used := r.sess.Info().HistoryUID
-	if _, err := r.sess.NewHistory(); err != nil {
-		t.Fatal(err)
-	}
+	newHistory()
 	if _, err := r.real.Messages(ctx, "c1", used); err != nil {
 		t.Fatalf("a used history was dropped: %v", err)
 	}
@@ -245,12 +240,16 @@ func TestDeleteCurrentHistoryEmptiesMemory(t *testing.T) {
 	r := newRig(t, fakellm.Echo(0))
 	r.turn("remember the word banana")
 	uid := r.sess.Info().HistoryUID
-	ok, err := r.sess.DeleteHistory(uid)
-	if err != nil || !ok {
-		t.Fatalf("delete = %v, %v", ok, err)
+	del := func() bool {
+		var deleted protocol.HistoryDeleted
+		r.answer(protocol.Inbound{Type: protocol.TypeDeleteHistory, HistoryUID: uid}, protocol.TypeHistoryDeleted, &deleted)
+		return deleted.Success
 	}
-	if ok, err := r.sess.DeleteHistory(uid); err != nil || ok {
-		t.Fatalf("deleting it again = %v, %v; want false, nil", ok, err)
+	if !del() {
+		t.Fatal("delete did not succeed")
+	}
+	if del() {
+		t.Fatal("deleting it again succeeded")
 	}
 	r.turn("what was the word?")
 	reqs := r.llm.Requests()

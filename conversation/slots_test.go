@@ -9,7 +9,7 @@ import (
 )
 
 // waitQueued waits until n waiters are queued.
-func waitQueued(t *testing.T, l *Slots, n int) {
+func waitQueued(t *testing.T, l *workSlots, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -27,7 +27,7 @@ func waitQueued(t *testing.T, l *Slots, n int) {
 }
 
 func TestSlotsServeFirstPiecesFirst(t *testing.T) {
-	l := NewSlots(1)
+	l := newWorkSlots(1)
 	ctx := context.Background()
 	if err := l.acquire(ctx, false); err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestSlotsServeFirstPiecesFirst(t *testing.T) {
 }
 
 func TestSlotsCancelledWaiterLeavesNoTrace(t *testing.T) {
-	l := NewSlots(1)
+	l := newWorkSlots(1)
 	if err := l.acquire(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestSlotsCancelledWaiterLeavesNoTrace(t *testing.T) {
 // A newcomer never overtakes a queued first piece, even with a slot free
 // for a moment between a release and the waiter's wake-up.
 func TestSlotsNoOvertaking(t *testing.T) {
-	l := NewSlots(1)
+	l := newWorkSlots(1)
 	ctx := context.Background()
 	_ = l.acquire(ctx, false)
 	got := make(chan struct{})

@@ -30,7 +30,7 @@ type speaker struct {
 	char    Character
 	emotion map[string]any // keyword → expression, from the model's emotionMap
 	sem     chan struct{}  // this turn's own bound
-	limit   *Slots         // the server-wide bound
+	limit   *workSlots     // the server-wide bound
 	count   int            // pieces added so far
 
 	slots  chan *slot

@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"koe"
 	"koe/agent"
 	"koe/conversation/sentence"
+	"koe/histories"
 	"koe/protocol"
 )
 
@@ -26,8 +25,8 @@ type turnInput struct {
 	proactive bool
 }
 
-// StartText cancels the running turn, if any, and starts a new one.
-func (s *Session) StartText(text string, images []protocol.Image) error {
+// startText cancels the running turn, if any, and starts a new one.
+func (s *Session) startText(text string, images []protocol.Image) error {
 	imgs, err := validateImages(images, s.deps.Config)
 	if err != nil {
 		return err
@@ -55,17 +54,17 @@ func (s *Session) start(in turnInput) *turn {
 	})
 }
 
-// Interrupt stops the running turn at once. heard is what the user actually
+// interrupt stops the running turn at once. heard is what the user actually
 // heard of the reply; memory and history keep only that.
-func (s *Session) Interrupt(heard string) {
+func (s *Session) interrupt(heard string) {
 	if !s.turns.stop(interruptCause{heard: heard}) {
 		s.log.Debug("interrupt with no running turn")
 	}
 }
 
-// PlaybackComplete records that the client played the whole turn. Clients
+// playbackComplete records that the client played the whole turn. Clients
 // send it several times per turn; only the first one counts.
-func (s *Session) PlaybackComplete() {
+func (s *Session) playbackComplete() {
 	if t := s.turns.running(); t != nil {
 		t.playbackComplete()
 	}
@@ -75,6 +74,7 @@ func (s *Session) PlaybackComplete() {
 // never races with history or character switches (those stop the turn
 // first).
 type turnState struct {
+	s      *Session
 	cast   cast
 	conf   string
 	uid    string
@@ -136,7 +136,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 			AdditionalKwargs: protocol.AdditionalKwargs{ConfUID: st.conf, HistoryUID: st.uid}})
 	}
 
-	em := s.newEmitter(t, st.cast, watch)
+	em := newTurnEmitter(s, t, st.cast, watch)
 	em.st = &st
 	st.final = em.final
 	err = st.cast.agent.Reply(ctx, em)
@@ -150,12 +150,12 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	}
 	if err != nil {
 		t.err = err
-		s.logFailure("LLM call failed", err, "conf_uid", st.conf)
+		logFailure(s.log, "LLM call failed", err, "conf_uid", st.conf)
 		s.deps.Observer.DependencyFailed(ServiceLLM, err)
 		watch.end(TurnFailed)
 		// What was said before the failure is kept, marked as cut short.
 		if partial := em.reply.String(); partial != "" {
-			s.persistReply(&st, partial, true)
+			st.persistReply(partial, true)
 		}
 		t.finishing.Store(true)
 		s.failTurn(ctx, Explain(err).Message)
@@ -190,7 +190,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	}
 	// Stored before chain-end so that a client asking for the history right
 	// after the turn already finds the reply.
-	s.persistReply(&st, reply, false)
+	st.persistReply(reply, false)
 	s.Notify(memoryStateMessage(st.cast.agent.State()))
 	t.finishing.Store(true)
 	watch.end(TurnCompleted)
@@ -201,7 +201,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 // told), memory notes the history's newest record, and the history is
 // free for the next turn, whichever session runs it.
 func (s *Session) afterTurn(t *turn, st *turnState) {
-	s.waitSaved(st)
+	st.waitSaved()
 	if st.uid == "" {
 		return
 	}
@@ -290,13 +290,13 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 		save = func() error {
 			err := store()
 			if err == nil {
-				s.hub.noted(conf, uid)
+				s.deps.noted(conf, uid)
 			}
 			return err
 		}
 	}
 	c.agent.AddUser(in.text, in.images...)
-	st := turnState{cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id, lease: lease}
+	st := turnState{s: s, cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id, lease: lease}
 	go func() { st.saved <- save() }()
 	return st, nil
 }
@@ -320,13 +320,14 @@ func (s *Session) refreshMemory(c cast, conf, uid string, seen uint64) {
 // later stores rec after every record of the turn written so far, off the
 // turn's path. After a failed write the rest are not written: a history
 // must not hold a tool result without its call.
-func (s *Session) later(st *turnState, rec koe.Record) {
+func (st *turnState) later(rec koe.Record) {
 	prev, next := st.saved, make(chan error, 1)
 	st.saved = next
+	store, ctx := st.s.deps.Store, context.WithoutCancel(st.s.ctx)
 	go func() {
 		err := <-prev
 		if err == nil {
-			err = s.deps.Store.Append(context.WithoutCancel(s.ctx), st.conf, st.uid, rec)
+			err = store.Append(ctx, st.conf, st.uid, rec)
 		}
 		next <- err
 	}()
@@ -335,11 +336,12 @@ func (s *Session) later(st *turnState, rec koe.Record) {
 // waitSaved waits for the turn's records so far to be stored and reports a
 // failure to the client once. The turn calls it before storing the reply
 // (records keep their order) and before it ends (the writes have an owner).
-func (s *Session) waitSaved(st *turnState) {
+func (st *turnState) waitSaved() {
 	if st.saved == nil {
 		return
 	}
 	if err := <-st.saved; err != nil {
+		s := st.s
 		s.log.Error("could not save the turn to the history", "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save your message to the history; the reason is in its log"))
 	}
@@ -357,13 +359,13 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 		// Its client stopped playing on its own (it interrupted, sent
 		// something new, switched or left); its watchers only learn it
 		// here. (Stopped from outside, both are told below.)
-		s.toWatchers(context.Background(), protocol.Control(protocol.ControlInterrupt))
+		s.hub.watch.offer(s, context.Background(), protocol.Control(protocol.ControlInterrupt))
 	}
 	var ic interruptCause
 	switch {
 	case errors.As(cause, &ic):
 		if ic.heard != "" || generated != "" {
-			s.persistReply(st, ic.heard, true)
+			st.persistReply(ic.heard, true)
 		}
 		return
 	case stoppedFromOutside(cause) || s.headless:
@@ -373,21 +375,22 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 		if st.cast.tts != nil {
 			// What the client had played of it when it was told.
 			if heard := t.heardText(); heard != "" || generated != "" {
-				s.persistReply(st, heard, true)
+				st.persistReply(heard, true)
 			}
 			return
 		}
 	}
 	if generated != "" {
-		s.persistReply(st, generated, !complete)
+		st.persistReply(generated, !complete)
 	}
 }
 
 // persistReply writes the AI message to history and memory. It runs on the
 // session's context, not the turn's: a stopped turn still saves its reply.
 // A complete reply with no text is not stored: there is nothing to show.
-func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
-	s.waitSaved(st)
+func (st *turnState) persistReply(text string, interrupted bool) {
+	st.waitSaved()
+	s := st.s
 	if text == "" && !interrupted {
 		return
 	}
@@ -397,7 +400,7 @@ func (s *Session) persistReply(st *turnState, text string, interrupted bool) {
 		s.log.Error("could not save the reply", "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history; the reason is in its log"))
 	} else {
-		s.hub.noted(st.conf, st.uid)
+		s.deps.noted(st.conf, st.uid)
 	}
 	if st.final != nil {
 		text = st.final(text)
@@ -423,13 +426,13 @@ const finishInterrupted = "interrupted"
 // logFailure logs a failure the client is told about: at warn level with
 // its details when it is a dependency's (the client heard the cause), at
 // error level when it is koe's own.
-func (s *Session) logFailure(what string, err error, attrs ...any) {
+func logFailure(log *slog.Logger, what string, err error, attrs ...any) {
 	attrs = append(attrs, "err", err)
-	if IsInternal(err) {
-		s.log.Error(what, attrs...)
+	if isInternal(err) {
+		log.Error(what, attrs...)
 		return
 	}
-	s.log.Warn(what, attrs...)
+	log.Warn(what, attrs...)
 }
 
 // turnEmitter receives the LLM stream: it forwards each delta as a token
@@ -459,7 +462,7 @@ type turnEmitter struct {
 	watch *turnWatch
 }
 
-func (s *Session) newEmitter(t *turn, c cast, watch *turnWatch) *turnEmitter {
+func newTurnEmitter(s *Session, t *turn, c cast, watch *turnWatch) *turnEmitter {
 	cfg := s.deps.Config
 	return &turnEmitter{
 		s:        s,
@@ -487,9 +490,7 @@ func (e *turnEmitter) Token(delta string) {
 	sep := ""
 	if e.newCycle {
 		e.newCycle = false
-		if text := e.reply.String(); text != "" && !endsInSpace(text) && !startsWithSpace(delta) {
-			sep = " "
-		}
+		sep = histories.Separator(e.reply.String(), delta)
 	}
 	e.reply.WriteString(sep)
 	e.reply.WriteString(delta)
@@ -527,7 +528,7 @@ func cycleTask(cycle int) string { return "llm:" + strconv.Itoa(cycle) }
 func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 	e.flush()
 	text := e.reply.String()
-	cycle := afterSaid(text, e.beforeTools)
+	cycle := histories.AfterSaid(text, e.beforeTools)
 	if cycle == "" && e.filler != "" {
 		e.speaker.add(sentence.Piece{Display: e.filler, Speech: e.filler})
 	}
@@ -537,9 +538,9 @@ func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 	for _, c := range calls {
 		rec.ToolCalls = append(rec.ToolCalls, koe.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	e.s.later(e.st, rec)
+	e.st.later(rec)
 	if e.s.koeEvents {
-		e.speaker.addMessage(messageEvent(toolCallMessage(rec, e.st.run, responseMetadata(e.st.cycle))))
+		e.speaker.addMessage(messageEvent(histories.ToolCallMessage(rec, e.st.run, responseMetadata(e.st.cycle))))
 	}
 }
 
@@ -552,13 +553,13 @@ func (e *turnEmitter) ToolStarted(c agent.ToolCall) {
 // ToolFinished updates the call's entry with its result or failure.
 func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
 	rec := koe.Record{Role: koe.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: agent.ToolResultText(result, err)}
-	e.s.later(e.st, rec)
+	e.st.later(rec)
 	if docs, ok := agent.ParseDocuments(result); ok && err == nil {
 		// A search's results come after the turn's other documents, so
 		// the answer's numbers most likely mean them.
 		e.offer(docs)
 	}
-	m := toolResultMessage(rec, e.st.run)
+	m := histories.ToolResultMessage(rec, e.st.run)
 	if err != nil {
 		e.toolStatus(c, protocol.ToolError, "Error: "+err.Error())
 		e.status(c, protocol.StatusError, c.Name+" failed", err.Error())
@@ -613,17 +614,7 @@ func (e *turnEmitter) offer(docs []agent.Document) {
 
 // final is the reply's text without what cycles that called tools said.
 func (e *turnEmitter) final(text string) string {
-	return afterSaid(text, e.beforeTools)
-}
-
-func endsInSpace(s string) bool {
-	r, _ := utf8.DecodeLastRuneInString(s)
-	return unicode.IsSpace(r)
-}
-
-func startsWithSpace(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return unicode.IsSpace(r)
+	return histories.AfterSaid(text, e.beforeTools)
 }
 
 // flush hands over the unfinished tail once the stream has ended.

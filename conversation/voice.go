@@ -24,8 +24,9 @@ const defaultRawRate = asr.SampleRate
 // (mic-audio-data chunks) and the continuous stream with server-side voice
 // detection (raw-audio-data, binary PCM frames). Only the connection's
 // read loop touches it, so it has no lock; what it decides (start a turn,
-// barge in) goes through the turn state machine.
+// barge in) goes through its session's turn state machine.
 type voice struct {
+	s    *Session
 	mic  []int16 // the utterance so far, 16 kHz
 	rate int     // the continuous stream's rate, from raw-audio-config only
 	raw  *rawStream
@@ -41,41 +42,41 @@ type rawStream struct {
 	last, carry []int16
 }
 
-// AppendMic adds a mic-audio-data chunk (float samples, 16 kHz mono). Bad
+// appendMic adds a mic-audio-data chunk (float samples, 16 kHz mono). Bad
 // samples refuse the chunk; an utterance over the configured length is
 // dropped whole, with an error, rather than cut at a random point.
-func (s *Session) AppendMic(samples []float64) error {
+func (v *voice) appendMic(samples []float64) error {
 	pcm, err := asr.FloatsToPCM16(samples)
 	if err != nil {
 		return refused(err)
 	}
-	max := s.deps.Config.MaxUtterance.Seconds() * asr.SampleRate
-	if float64(len(s.voice.mic)+len(pcm)) > max {
-		s.voice.mic = nil
-		return invalid("the recording is longer than %s (conversation.max_utterance); it was dropped", s.deps.Config.MaxUtterance)
+	cfg := v.s.deps.Config
+	if float64(len(v.mic)+len(pcm)) > cfg.MaxUtterance.Seconds()*asr.SampleRate {
+		v.mic = nil
+		return invalid("the recording is longer than %s (conversation.max_utterance); it was dropped", cfg.MaxUtterance)
 	}
-	s.voice.mic = append(s.voice.mic, pcm...)
+	v.mic = append(v.mic, pcm...)
 	return nil
 }
 
-// EndMic ends the utterance collected by AppendMic: it is transcribed and
+// endMic ends the utterance collected by appendMic: it is transcribed and
 // answered in a new turn.
-func (s *Session) EndMic(images []protocol.Image) error {
-	imgs, err := validateImages(images, s.deps.Config)
+func (v *voice) endMic(images []protocol.Image) error {
+	imgs, err := validateImages(images, v.s.deps.Config)
 	if err != nil {
 		return err
 	}
-	samples := s.voice.mic
-	s.voice.mic = nil
+	samples := v.mic
+	v.mic = nil
 	if len(samples) == 0 {
 		return invalid("mic-audio-end without any mic-audio-data before it")
 	}
-	s.start(turnInput{recording: asr.EncodeWAV(samples, asr.SampleRate), images: imgs})
+	v.s.start(turnInput{recording: asr.EncodeWAV(samples, asr.SampleRate), images: imgs})
 	return nil
 }
 
-// Speak asks the AI to speak on its own (ai-speak-signal).
-func (s *Session) Speak(idleSeconds float64, images []protocol.Image) error {
+// speak asks the AI to speak on its own (ai-speak-signal).
+func (s *Session) speak(idleSeconds float64, images []protocol.Image) error {
 	imgs, err := validateImages(images, s.deps.Config)
 	if err != nil {
 		return err
@@ -85,27 +86,27 @@ func (s *Session) Speak(idleSeconds float64, images []protocol.Image) error {
 	return nil
 }
 
-// ConfigureRaw declares the rate of the continuous stream (raw-audio-config)
+// configureRaw declares the rate of the continuous stream (raw-audio-config)
 // and ends the stream so far: the client turned its microphone off and on
 // or changed its format, and a half-heard word must not be joined to what
 // follows.
-func (s *Session) ConfigureRaw(rate int) error {
+func (v *voice) configureRaw(rate int) error {
 	if err := checkRate(rate); err != nil {
 		return err
 	}
-	s.voice.rate = rate
-	s.voice.raw = nil
+	v.rate = rate
+	v.raw = nil
 	return nil
 }
 
-// FeedRawFloats takes a raw-audio-data chunk: float samples at the rate
+// feedFloats takes a raw-audio-data chunk: float samples at the rate
 // raw-audio-config declared.
-func (s *Session) FeedRawFloats(samples []float64) error {
+func (v *voice) feedFloats(samples []float64) error {
 	pcm, err := asr.FloatsToPCM16(samples)
 	if err != nil {
 		return refused(err)
 	}
-	return s.feedRaw(pcm)
+	return v.feed(pcm)
 }
 
 // FeedPCM takes a binary frame: 16-bit little-endian mono PCM at the rate
@@ -115,18 +116,19 @@ func (s *Session) FeedPCM(data []byte) error {
 	if err != nil {
 		return refused(err)
 	}
-	return s.feedRaw(pcm)
+	return s.voice.feed(pcm)
 }
 
-// feedRaw runs the continuous stream's voice detection. Speech starting
+// feed runs the continuous stream's voice detection. Speech starting
 // while a reply is under way interrupts it (barge-in); speech ending starts
 // a turn with the utterance.
-func (s *Session) feedRaw(samples []int16) error {
-	rs := s.voice.raw
+func (v *voice) feed(samples []int16) error {
+	s, cfg := v.s, v.s.deps.Config
+	rs := v.raw
 	if rs == nil {
 		var res *asr.Resampler
-		if s.voice.rate != asr.SampleRate {
-			r, err := asr.NewResampler(s.voice.rate, asr.SampleRate)
+		if v.rate != asr.SampleRate {
+			r, err := asr.NewResampler(v.rate, asr.SampleRate)
 			if err != nil {
 				return refused(err)
 			}
@@ -134,9 +136,9 @@ func (s *Session) feedRaw(samples []int16) error {
 		}
 		rs = &rawStream{
 			resampler: res,
-			segmenter: asr.NewSegmenter(asr.NewEnergyDetector(asr.EnergyConfig{}), s.deps.Config.VAD.segmenter(s.deps.Config.MaxUtterance)),
+			segmenter: asr.NewSegmenter(asr.NewEnergyDetector(asr.EnergyConfig{}), cfg.VAD.segmenter(cfg.MaxUtterance)),
 		}
-		s.voice.raw = rs
+		v.raw = rs
 	}
 	if rs.resampler != nil {
 		samples = rs.resampler.Process(samples)
@@ -144,10 +146,10 @@ func (s *Session) feedRaw(samples []int16) error {
 	for _, ev := range rs.segmenter.Feed(samples) {
 		switch ev.Kind {
 		case asr.SpeechStart:
-			s.speechStarted(rs)
+			v.speechStarted(rs)
 		case asr.SpeechEnd:
 			audio := append(rs.carry, ev.Audio...)
-			if max := int(s.deps.Config.MaxUtterance.Seconds() * asr.SampleRate); len(audio) > max {
+			if max := int(cfg.MaxUtterance.Seconds() * asr.SampleRate); len(audio) > max {
 				audio = audio[len(audio)-max:]
 			}
 			rs.carry, rs.last = nil, audio
@@ -162,7 +164,8 @@ func (s *Session) feedRaw(samples []int16) error {
 // utterance is still being transcribed, they only paused: that turn is
 // dropped and the utterances are heard again as one. If a reply is under
 // way, they are talking over it: barge-in.
-func (s *Session) speechStarted(rs *rawStream) {
+func (v *voice) speechStarted(rs *rawStream) {
+	s := v.s
 	t := s.turns.running()
 	if t != nil && !t.replying.Load() && rs.last != nil {
 		s.turns.stop(errSuperseded)

@@ -43,7 +43,7 @@ func TestRecordingIsTranscribedAndAnswered(t *testing.T) {
 	}}
 	r := newRig(t, fakellm.Echo(0), withASR(heard))
 	samples := make([]float64, 16000)
-	if err := r.sess.AppendMic(samples[:8000]); err != nil {
+	if err := r.sess.Dispatch(protocol.Inbound{Type: protocol.TypeMicAudioData, Audio: samples[:8000]}); err != nil {
 		t.Fatal(err)
 	}
 	r.dispatch(protocol.Inbound{Type: protocol.TypeMicAudioData, Audio: samples[8000:]})
@@ -53,7 +53,7 @@ func TestRecordingIsTranscribedAndAnswered(t *testing.T) {
 		t.Fatalf("transcription frame %q", got)
 	}
 	r.until(protocol.TypeBackendSynthComplete, "")
-	r.sess.PlaybackComplete()
+	played(r.sess)
 	r.until(protocol.TypeControl, protocol.ControlChainEnd)
 	if recs := r.records(); len(recs) != 3 || recs[1].Content != "what time is it" || recs[2].Content != "You said: what time is it." {
 		t.Fatalf("records = %+v", recs)
@@ -128,7 +128,7 @@ func TestPauseJoinsTheParts(t *testing.T) {
 		}
 	}
 	r.until(protocol.TypeBackendSynthComplete, "")
-	r.sess.PlaybackComplete()
+	played(r.sess)
 	r.until(protocol.TypeControl, protocol.ControlChainEnd)
 	mu.Lock()
 	defer mu.Unlock()

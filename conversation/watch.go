@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -36,19 +37,6 @@ type Watcher interface {
 	Offer(ctx context.Context, frame []byte)
 }
 
-// WatchTarget names what a watcher follows: exactly one field is set.
-type WatchTarget struct {
-	ClientUID string // a connection, across its reconnects
-	ConfUID   string // a character, in every session
-}
-
-func (t WatchTarget) String() string {
-	if t.ClientUID != "" {
-		return "client " + t.ClientUID
-	}
-	return "character " + t.ConfUID
-}
-
 // WatchOptions describe one watcher.
 type WatchOptions struct {
 	// ClientUID is the watcher's own connection id (its set-model-and-conf
@@ -59,34 +47,31 @@ type WatchOptions struct {
 	KoeEvents bool
 }
 
-// maxClientUIDLen bounds a client_uid a client chooses.
-const maxClientUIDLen = 64
-
-// ValidClientUID reports whether a client may choose uid as its
-// client_uid (to be followed across reconnects): 1-64 letters, digits,
-// '-' or '_'.
-func ValidClientUID(uid string) bool {
-	if uid == "" || len(uid) > maxClientUIDLen {
-		return false
-	}
-	for _, r := range uid {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
+// Watchers attach watchers to what they follow and hand them what the
+// sessions say, here and, through the relay, on other instances. The hub
+// has one (Hub.Watchers); its methods are safe for concurrent use.
+type Watchers struct {
+	chars CharacterSource
+	// session finds the open session of a client (the hub's).
+	session func(clientUID string) *Session
+	log     *slog.Logger
+	set     watcherSet
+	// relay carries frames to and from other instances' watchers, whose
+	// turns' frames go by the contexts of remoteTurns (relay.go).
+	relay       WatchRelay
+	remoteTurns remoteTurns
 }
 
 type watcher struct {
 	w      Watcher
 	opts   WatchOptions
-	target WatchTarget
+	target protocol.WatchTarget
 }
 
-// watchers is the hub's registry. Lookups happen for every frame a
+// watcherSet is who watches what. Lookups happen for every frame a
 // session sends while anyone watches; count lets sessions skip them (and
 // the encoding) when nobody does.
-type watchers struct {
+type watcherSet struct {
 	count atomic.Int64
 
 	mu       sync.Mutex
@@ -98,7 +83,7 @@ type watchers struct {
 
 // add registers w; following says whether it is the first of its target
 // (other instances are then told), seq orders that news.
-func (ws *watchers) add(w *watcher) (following bool, seq uint64) {
+func (ws *watcherSet) add(w *watcher) (following bool, seq uint64) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.byClient == nil {
@@ -112,7 +97,7 @@ func (ws *watchers) add(w *watcher) (following bool, seq uint64) {
 }
 
 // remove unregisters w; gone says whether it was the last of its target.
-func (ws *watchers) remove(w *watcher) (gone bool, seq uint64) {
+func (ws *watcherSet) remove(w *watcher) (gone bool, seq uint64) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	m, key := ws.index(w.target)
@@ -135,7 +120,7 @@ func (ws *watchers) remove(w *watcher) (gone bool, seq uint64) {
 }
 
 // index is the map and key of a target. ws.mu is held.
-func (ws *watchers) index(t WatchTarget) (map[string][]*watcher, string) {
+func (ws *watcherSet) index(t protocol.WatchTarget) (map[string][]*watcher, string) {
 	if t.ClientUID != "" {
 		return ws.byClient, t.ClientUID
 	}
@@ -144,7 +129,7 @@ func (ws *watchers) index(t WatchTarget) (map[string][]*watcher, string) {
 
 // of returns the watchers of a session talking as conf. The slices are
 // never changed in place, so the caller reads them without the lock.
-func (ws *watchers) of(clientUID, conf string) (byClient, byConf []*watcher) {
+func (ws *watcherSet) of(clientUID, conf string) (byClient, byConf []*watcher) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return ws.byClient[clientUID], ws.byConf[conf]
@@ -155,19 +140,19 @@ func (ws *watchers) of(clientUID, conf string) (byClient, byConf []*watcher) {
 // session with that client_uid; a configured character). An unknown
 // character is refused (KindNotFound); a client_uid that no session has
 // yet is waited for.
-func (h *Hub) Watch(target WatchTarget, w Watcher, opts WatchOptions) (stop func(), err error) {
-	greeting, err := h.watchable(target)
+func (ws *Watchers) Watch(target protocol.WatchTarget, w Watcher, opts WatchOptions) (stop func(), err error) {
+	greeting, err := ws.watchable(target)
 	if err != nil {
 		return nil, err
 	}
 	if target.ClientUID != "" {
-		if s := h.Session(target.ClientUID); s != nil {
+		if s := ws.session(target.ClientUID); s != nil {
 			greeting = s.Character()
 		}
 	}
 	wr := &watcher{w: w, opts: opts, target: target}
-	if first, seq := h.watchers.add(wr); first && h.relay != nil {
-		h.relay.Follow(target, true, seq)
+	if first, seq := ws.set.add(wr); first && ws.relay != nil {
+		ws.relay.Follow(target, true, seq)
 	}
 	if greeting.ConfUID != "" {
 		wr.greet(greeting)
@@ -175,8 +160,8 @@ func (h *Hub) Watch(target WatchTarget, w Watcher, opts WatchOptions) (stop func
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			if last, seq := h.watchers.remove(wr); last && h.relay != nil {
-				h.relay.Follow(target, false, seq)
+			if last, seq := ws.set.remove(wr); last && ws.relay != nil {
+				ws.relay.Follow(target, false, seq)
 			}
 		})
 	}, nil
@@ -184,20 +169,20 @@ func (h *Hub) Watch(target WatchTarget, w Watcher, opts WatchOptions) (stop func
 
 // CheckWatch reports why target cannot be watched, if it cannot: the
 // server asks before it accepts the WebSocket.
-func (h *Hub) CheckWatch(target WatchTarget) error {
-	_, err := h.watchable(target)
+func (ws *Watchers) CheckWatch(target protocol.WatchTarget) error {
+	_, err := ws.watchable(target)
 	return err
 }
 
 // watchable checks target and returns the character a conf watcher sees.
-func (h *Hub) watchable(target WatchTarget) (Character, error) {
+func (ws *Watchers) watchable(target protocol.WatchTarget) (Character, error) {
 	switch {
 	case (target.ClientUID == "") == (target.ConfUID == ""):
 		return Character{}, invalid("watch one thing: a client_uid or a conf_uid")
-	case target.ClientUID != "" && !ValidClientUID(target.ClientUID):
-		return Character{}, invalid("%q is not a client_uid (1-%d letters, digits, '-' or '_')", quote.Shorten(target.ClientUID, 80), maxClientUIDLen)
+	case target.ClientUID != "" && !protocol.ValidClientUID(target.ClientUID):
+		return Character{}, invalid("%q is not a client_uid (1-%d letters, digits, '-' or '_')", quote.Shorten(target.ClientUID, 80), protocol.MaxClientUIDLen)
 	case target.ConfUID != "":
-		char, ok := h.deps.Characters.Find(target.ConfUID)
+		char, ok := ws.chars.Find(target.ConfUID)
 		if !ok {
 			return Character{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(target.ConfUID, 80))
 		}
@@ -226,19 +211,21 @@ func (w *watcher) greet(char Character) {
 	}
 }
 
-// greetWatchers tells the client watchers of a session, here and on
-// other instances, that it talks as char now (it connected, or switched
+// greet tells the client watchers of session s, here and on other
+// instances, that it talks as char now (it connected, or switched
 // character). Conf watchers see one character throughout and need no
 // news.
-func (s *Session) greetWatchers(char Character) {
+func (ws *Watchers) greet(s *Session, char Character) {
 	if s.textOnly {
 		return
 	}
-	s.relayGreet(char.ConfUID)
-	if s.hub.watchers.count.Load() == 0 {
+	if ws.relay != nil && ws.relay.Wanted(s.clientUID, "") {
+		ws.relay.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: char.ConfUID})
+	}
+	if ws.set.count.Load() == 0 {
 		return
 	}
-	byClient, _ := s.hub.watchers.of(s.clientUID, "")
+	byClient, _ := ws.set.of(s.clientUID, "")
 	for _, w := range byClient {
 		w.greet(char)
 	}
@@ -282,17 +269,16 @@ func watchable(msg any) watchKind {
 	return watchNone
 }
 
-// toWatchers offers msg to the session's watchers, once the client's copy
+// offer offers msg to the watchers of session s, once the client's copy
 // is out (or in the sender's goroutine, with a Sender that cannot say).
-func (s *Session) toWatchers(ctx context.Context, msg any) {
-	if !s.watched(msg) {
+func (ws *Watchers) offer(s *Session, ctx context.Context, msg any) {
+	if !ws.watching(s, msg) {
 		return
 	}
 	kind := watchable(msg)
-	c, _ := s.current()
-	conf := c.char.ConfUID
-	byClient, byConf := s.hub.watchers.of(s.clientUID, conf)
-	relay := s.hub.relay != nil && s.hub.relay.Wanted(s.clientUID, conf)
+	conf := s.Character().ConfUID
+	byClient, byConf := ws.set.of(s.clientUID, conf)
+	relay := ws.relay != nil && ws.relay.Wanted(s.clientUID, conf)
 	if len(byClient)+len(byConf) == 0 && !relay {
 		return
 	}
@@ -313,7 +299,7 @@ func (s *Session) toWatchers(ctx context.Context, msg any) {
 		}
 	}
 	if relay {
-		s.relay(tw, conf, kind, data)
+		ws.relayFrame(s.clientUID, tw, conf, kind, data)
 	}
 }
 
@@ -327,14 +313,15 @@ type thenSender interface {
 // watchers once the client's copy is written, when the Sender can say
 // when (a watcher must not delay its speaker: see conn.SendThen).
 func (s *Session) emit(ctx context.Context, msg any) error {
-	if s.watched(msg) {
+	ws := s.hub.watch
+	if ws.watching(s, msg) {
 		if ts, ok := s.out.(thenSender); ok {
-			return ts.SendThen(ctx, msg, func() { s.toWatchers(ctx, msg) })
+			return ts.SendThen(ctx, msg, func() { ws.offer(s, ctx, msg) })
 		}
 		if err := s.out.Send(ctx, msg); err != nil {
 			return err
 		}
-		s.toWatchers(ctx, msg)
+		ws.offer(s, ctx, msg)
 		return nil
 	}
 	return s.out.Send(ctx, msg)
@@ -346,14 +333,14 @@ func (s *Session) emit(ctx context.Context, msg any) error {
 // client left as the turn was ending.
 func (s *Session) emitWait(ctx context.Context, msg any) error {
 	err := s.out.SendWait(ctx, msg)
-	s.toWatchers(ctx, msg)
+	s.hub.watch.offer(s, ctx, msg)
 	return err
 }
 
-// watched reports whether anyone, here or on another instance, may be
-// watching msg go out.
-func (s *Session) watched(msg any) bool {
-	if s.textOnly || s.hub.watchers.count.Load() == 0 && (s.hub.relay == nil || !s.hub.relay.Any()) {
+// watching reports whether anyone, here or on another instance, may be
+// watching msg go out of session s.
+func (ws *Watchers) watching(s *Session, msg any) bool {
+	if s.textOnly || ws.set.count.Load() == 0 && (ws.relay == nil || !ws.relay.Any()) {
 		return false
 	}
 	return watchable(msg) != watchNone

@@ -1,9 +1,6 @@
 package conversation
 
 import (
-	"net/url"
-
-	"koe"
 	"koe/agent"
 	"koe/protocol"
 )
@@ -70,66 +67,4 @@ func contextMessage(rep *agent.ContextReport) protocol.Context {
 		out.Messages = append(out.Messages, cm)
 	}
 	return out
-}
-
-// ImagePath is where a history's image is served over HTTP: the server
-// routes it to Hub.Image.
-func ImagePath(confUID, historyUID, ref string) string {
-	return "/api/histories/" + url.PathEscape(confUID) + "/" + url.PathEscape(historyUID) + "/images/" + url.PathEscape(ref)
-}
-
-// recordMessage is a stored record as clients see it: images become
-// references to fetch, never inline bytes.
-func recordMessage(conf, uid string, r koe.Record) protocol.HistoryRecord {
-	out := protocol.HistoryRecord{
-		ID:          r.Seq,
-		Role:        r.Role,
-		Timestamp:   r.Timestamp,
-		Content:     r.Content,
-		Name:        r.Name,
-		Avatar:      r.Avatar,
-		Interrupted: r.Interrupted,
-	}
-	for _, img := range r.Images {
-		out.Images = append(out.Images, protocol.HistoryImage{Source: img.Source, MimeType: img.MimeType, URL: ImagePath(conf, uid, img.Ref)})
-	}
-	return out
-}
-
-// visibleRecords converts the records a client shows (not metadata or
-// system records).
-func visibleRecords(conf, uid string, records []koe.Record) []protocol.HistoryRecord {
-	out := make([]protocol.HistoryRecord, 0, len(records))
-	for _, r := range records {
-		if r.Shown() {
-			out = append(out, recordMessage(conf, uid, r))
-		}
-	}
-	return out
-}
-
-// historyDataMessage holds the newest limit visible messages of a history.
-func historyDataMessage(conf, uid string, records []koe.Record, limit int) protocol.HistoryData {
-	msgs := visibleRecords(conf, uid, records)
-	more := len(msgs) > limit
-	if more {
-		msgs = msgs[len(msgs)-limit:]
-	}
-	return protocol.HistoryData{Type: protocol.TypeHistoryData, Messages: msgs, More: more}
-}
-
-func historyListMessage(conf string, list []koe.ListedHistory) protocol.HistoryList {
-	out := protocol.HistoryList{Type: protocol.TypeHistoryList, Histories: make([]protocol.HistoryEntry, 0, len(list))}
-	for _, h := range list {
-		out.Histories = append(out.Histories, protocol.HistoryEntry{UID: h.UID, LatestMessage: recordMessage(conf, h.UID, h.LatestMessage), Timestamp: h.Timestamp})
-	}
-	return out
-}
-
-// pageLimit bounds a page a client asks for.
-func pageLimit(asked, max int) int {
-	if asked <= 0 || asked > max {
-		return max
-	}
-	return asked
 }

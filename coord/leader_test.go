@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"koe/testkit"
 	"koe/testkit/redistest"
 )
 
@@ -252,18 +253,11 @@ func TestLeaderRedisRestart(t *testing.T) {
 // knowing it.
 func waitSettled(t testing.TB, a, b *candidate) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
+	testkit.Eventually(t, "one candidate leads and the other stands by knowing it", func() bool {
 		sa, sb := a.l.State(), b.l.State()
-		if (sa.Role == RoleLeader && sb.Role == RoleStandby && sb.Leader == sa.Instance) ||
-			(sb.Role == RoleLeader && sa.Role == RoleStandby && sa.Leader == sb.Instance) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not settled within %s: A %+v, B %+v", hangGuard, sa, sb)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return (sa.Role == RoleLeader && sb.Role == RoleStandby && sb.Leader == sa.Instance) ||
+			(sb.Role == RoleLeader && sa.Role == RoleStandby && sa.Leader == sb.Instance)
+	})
 }
 
 // The leader cut off from Redis while Redis restarts without its data:

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"koe/conversation"
+	"koe/protocol"
 )
 
 // Channels of the watch relay.
@@ -35,10 +36,10 @@ const (
 const relayBatch = 64
 
 // RelayReceiver is what the relay hands the frames of other instances to:
-// conversation's Hub.
+// conversation's Watchers.
 type RelayReceiver interface {
 	Relayed(f conversation.RelayedFrame)
-	RemoteFollow(target conversation.WatchTarget, instance string)
+	RemoteFollow(target protocol.WatchTarget, instance string)
 }
 
 // WatchRelay is a conversation.WatchRelay through Redis pub/sub, so that a
@@ -216,7 +217,7 @@ func (r *WatchRelay) warn(msg string, args ...any) {
 }
 
 // Follow implements conversation.WatchRelay.
-func (r *WatchRelay) Follow(target conversation.WatchTarget, following bool, seq uint64) {
+func (r *WatchRelay) Follow(target protocol.WatchTarget, following bool, seq uint64) {
 	kind, key := targetKey(target)
 	r.mu.Lock()
 	if cur, ok := r.local[kind][key]; ok && cur.seq > seq {
@@ -228,7 +229,7 @@ func (r *WatchRelay) Follow(target conversation.WatchTarget, following bool, seq
 	notify(r.announce)
 }
 
-func targetKey(t conversation.WatchTarget) (kind, key string) {
+func targetKey(t protocol.WatchTarget) (kind, key string) {
 	if t.ClientUID != "" {
 		return kindClient, t.ClientUID
 	}
@@ -376,7 +377,7 @@ func (r *WatchRelay) onFollow(payload string, recv RelayReceiver) {
 			r.log.Debug("watchers of another instance follow", "instance", inst, "kind", kind, "key", key)
 		}
 		if op == opFollow && !had && kind == kindClient {
-			recv.RemoteFollow(conversation.WatchTarget{ClientUID: key}, inst)
+			recv.RemoteFollow(protocol.WatchTarget{ClientUID: key}, inst)
 		}
 	}
 }

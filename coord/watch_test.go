@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"koe/conversation"
+	"koe/protocol"
 	"koe/testkit/redistest"
 )
 
@@ -23,7 +24,7 @@ func newReceiver() *receiver {
 }
 
 func (r *receiver) Relayed(f conversation.RelayedFrame) { r.frames <- f }
-func (r *receiver) RemoteFollow(t conversation.WatchTarget, instance string) {
+func (r *receiver) RemoteFollow(t protocol.WatchTarget, instance string) {
 	r.follows <- t.ClientUID + " " + instance
 }
 
@@ -88,8 +89,8 @@ func TestRelayCarriesFramesInOrder(t *testing.T) {
 	if a.Any() || a.Wanted("desk", "mao") {
 		t.Fatal("nothing is watched yet, but A would relay")
 	}
-	b.Follow(conversation.WatchTarget{ConfUID: "mao"}, true, 1)
-	c.Follow(conversation.WatchTarget{ClientUID: "desk"}, true, 1)
+	b.Follow(protocol.WatchTarget{ConfUID: "mao"}, true, 1)
+	c.Follow(protocol.WatchTarget{ClientUID: "desk"}, true, 1)
 	waitUntil(t, a, "A learns what B and C follow", func() bool {
 		return a.Wanted("other", "mao") && a.Wanted("desk", "")
 	})
@@ -123,10 +124,10 @@ func TestRelayCarriesFramesInOrder(t *testing.T) {
 	}
 
 	// B stops following: A stops sending it anything.
-	b.Follow(conversation.WatchTarget{ConfUID: "mao"}, false, 2)
+	b.Follow(protocol.WatchTarget{ConfUID: "mao"}, false, 2)
 	waitUntil(t, a, "A learns B no longer follows", func() bool { return !a.Wanted("other", "mao") })
 	// A stale news (seq 1 after 2) changes nothing.
-	b.Follow(conversation.WatchTarget{ConfUID: "mao"}, true, 1)
+	b.Follow(protocol.WatchTarget{ConfUID: "mao"}, true, 1)
 	a.Send(conversation.RelayedFrame{Kind: conversation.RelayFrame, ClientUID: "other", ConfUID: "mao", Data: []byte("late")})
 	a.Send(conversation.RelayedFrame{Kind: conversation.RelayFrame, ClientUID: "desk", ConfUID: "mao", Data: []byte("marker")})
 	if f := cRecv.next(t); string(f.Data) != "marker" {
@@ -146,7 +147,7 @@ func TestRelayGreetsNewFollowers(t *testing.T) {
 	srv := redistest.Start(t)
 	a, aRecv, _ := relayInstance(t, srv, "A", 0)
 	b, bRecv, _ := relayInstance(t, srv, "B", 0)
-	b.Follow(conversation.WatchTarget{ClientUID: "desk"}, true, 1)
+	b.Follow(protocol.WatchTarget{ClientUID: "desk"}, true, 1)
 	select {
 	case got := <-aRecv.follows:
 		if got != "desk "+b.Instance() {
@@ -181,8 +182,8 @@ func TestRelayForgetsGoneInstances(t *testing.T) {
 	a, _, _ := relayInstance(t, srv, "A", 0)
 	b, _, _ := relayInstance(t, srv, "B", 0)
 	c, _, _ := relayInstance(t, srv, "C", 0)
-	b.Follow(conversation.WatchTarget{ConfUID: "mao"}, true, 1)
-	c.Follow(conversation.WatchTarget{ConfUID: "shiro"}, true, 1)
+	b.Follow(protocol.WatchTarget{ConfUID: "mao"}, true, 1)
+	c.Follow(protocol.WatchTarget{ConfUID: "shiro"}, true, 1)
 	waitUntil(t, a, "A learns what B and C follow", func() bool { return a.Wanted("", "mao") && a.Wanted("", "shiro") })
 
 	if err := b.Close(); err != nil {
@@ -209,7 +210,7 @@ func TestRelayAfterRedisRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	a, _, aLog := relayInstance(t, srv, "A", 0)
 	b, bRecv, bLog := relayInstance(t, srv, "B", 0)
-	b.Follow(conversation.WatchTarget{ConfUID: "mao"}, true, 1)
+	b.Follow(protocol.WatchTarget{ConfUID: "mao"}, true, 1)
 	waitUntil(t, a, "A learns what B follows", func() bool { return a.Wanted("", "mao") })
 
 	srv.Stop()

@@ -13,6 +13,7 @@ import (
 
 	"koe/agent"
 	"koe/llm"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/testkit/fakellm/fakellmtest"
 )
@@ -484,7 +485,7 @@ func TestCompleteCancel(t *testing.T) {
 		_, _, err := clientFor(s).Complete(ctx, userMsgs("hi"))
 		done <- err
 	}()
-	waitFor(t, "the request to arrive", func() bool { return len(s.Requests()) == 1 })
+	testkit.Eventually(t, "the request to arrive", func() bool { return len(s.Requests()) == 1 })
 	cancel()
 	select {
 	case err := <-done:
@@ -502,18 +503,6 @@ func TestCompleteCancel(t *testing.T) {
 	case <-s.Disconnects():
 	case <-time.After(guard):
 		t.Fatal("the fake LLM never saw the client disconnect")
-	}
-}
-
-// waitFor polls cond until it holds; the guard only stops a hung test.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -2,8 +2,12 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"slices"
+	"time"
 
 	"koe/agent"
 )
@@ -34,4 +38,29 @@ func (c *Client) Probe(ctx context.Context) error {
 	}
 	return fmt.Errorf("the LLM server at %s does not list model %q (it lists %q%s): set KOE_LLM_MODEL or llm.model to one it serves",
 		c.cfg.BaseURL, c.cfg.Model, ids, more)
+}
+
+// StartProbe probes the LLM server of c in the background, within timeout,
+// and logs what it finds: a wrong URL, key or model shows at start instead
+// of at the first user's turn. It never blocks start-up; stop ends the
+// probe and waits for it.
+func StartProbe(c agent.Config, httpClient *http.Client, timeout time.Duration, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	done := make(chan struct{})
+	client := New(c, httpClient)
+	go func() {
+		defer close(done)
+		defer cancel()
+		if err := client.Probe(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("the LLM server does not answer as expected; replies will fail until it does", "err", err)
+			return
+		}
+		if ctx.Err() == nil {
+			log.Info("the LLM server answers", "url", c.BaseURL, "model", c.Model)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

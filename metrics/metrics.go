@@ -1,7 +1,7 @@
 // Package metrics is koe's Prometheus instrumentation: one registry of
 // koe's own (the process's default registry stays untouched), the Go and
 // process collectors, and the counters and histograms that conversation,
-// server and the store timing in app feed through small interfaces.
+// server and the store timing (store.go) feed through small interfaces.
 package metrics
 
 import (

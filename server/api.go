@@ -1,15 +1,12 @@
 package server
 
 import (
-	"errors"
-	"net/http"
+	"context"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
-	"koe"
-	"koe/conversation"
-	"koe/internal/quote"
+	"koe/protocol"
 )
 
 // The REST API mirrors koe's memory and history messages for tools and
@@ -28,15 +25,14 @@ import (
 // the memories API (memories.go), the knowledge API (knowledge.go) and the
 // chat API (chat.go).
 func (s *Server) apiRoutes() {
-	hub := s.opts.Hub
 	api := s.app.Group("/api")
 	api.Get("/sessions", func(c *fiber.Ctx) error {
-		return c.JSON(hub.Sessions())
+		return c.JSON(s.opts.Sessions.List())
 	})
-	api.Get("/sessions/:client_uid/memory", s.withSession(func(c *fiber.Ctx, sess *conversation.Session) error {
+	api.Get("/sessions/:client_uid/memory", s.withSession(func(c *fiber.Ctx, sess SessionState) error {
 		return c.JSON(sess.MemoryState())
 	}))
-	api.Put("/sessions/:client_uid/compression-rate", s.withSession(func(c *fiber.Ctx, sess *conversation.Session) error {
+	api.Put("/sessions/:client_uid/compression-rate", s.withSession(func(c *fiber.Ctx, sess SessionState) error {
 		var body struct {
 			Rate *float64 `json:"rate"`
 		}
@@ -53,7 +49,7 @@ func (s *Server) apiRoutes() {
 		sess.Notify(st)
 		return c.JSON(st)
 	}))
-	api.Get("/sessions/:client_uid/context", s.withSession(func(c *fiber.Ctx, sess *conversation.Session) error {
+	api.Get("/sessions/:client_uid/context", s.withSession(func(c *fiber.Ctx, sess SessionState) error {
 		rep, err := sess.LastContext()
 		if err != nil {
 			return err
@@ -61,7 +57,7 @@ func (s *Server) apiRoutes() {
 		return c.JSON(rep)
 	}))
 	api.Get("/characters/:conf_uid/prompts/:name", func(c *fiber.Ctx) error {
-		p, err := hub.Prompt(c.Params("conf_uid"), c.Params("name"))
+		p, err := s.opts.Prompts.Prompt(c.UserContext(), c.Params("conf_uid"), c.Params("name"))
 		if err != nil {
 			return err
 		}
@@ -77,7 +73,7 @@ func (s *Server) apiRoutes() {
 		if body.Text == nil {
 			return fiber.NewError(fiber.StatusBadRequest, `"text" is missing ("" restores the default)`)
 		}
-		p, err := hub.SetPrompt(c.Params("conf_uid"), c.Params("name"), *body.Text)
+		p, err := s.opts.Prompts.SetPrompt(c.UserContext(), c.Params("conf_uid"), c.Params("name"), *body.Text)
 		if err != nil {
 			return err
 		}
@@ -88,14 +84,14 @@ func (s *Server) apiRoutes() {
 		if err != nil {
 			return err
 		}
-		page, err := hub.HistoryPage(c.Params("conf_uid"), c.Params("history_uid"), before, limit)
+		page, err := s.opts.Histories.HistoryPage(c.UserContext(), c.Params("conf_uid"), c.Params("history_uid"), before, limit)
 		if err != nil {
 			return err
 		}
 		return c.JSON(page)
 	})
 	api.Get("/histories/:conf_uid/:history_uid/images/:ref", func(c *fiber.Ctx) error {
-		mime, data, err := hub.Image(c.Params("conf_uid"), c.Params("history_uid"), c.Params("ref"))
+		mime, data, err := s.opts.Histories.Image(c.UserContext(), c.Params("conf_uid"), c.Params("history_uid"), c.Params("ref"))
 		if err != nil {
 			return err
 		}
@@ -103,20 +99,56 @@ func (s *Server) apiRoutes() {
 		c.Set(fiber.HeaderCacheControl, "private, max-age=86400, immutable")
 		return c.Send(data)
 	})
-	overlayAPI(api, hub)
+	s.overlayAPI(api)
 	s.memoryRoutes(api)
 	s.knowledgeRoutes(api)
 	s.chatRoutes(api)
 	s.liveRoutes(api)
 }
 
+// SessionState is an open session as the REST API reads and tunes it.
+type SessionState interface {
+	MemoryState() protocol.MemoryState
+	// SetCompressionRate changes the rate of the session's next
+	// summaries; an error is for the client.
+	SetCompressionRate(rate float64) (protocol.MemoryState, error)
+	// Notify sends one of koe's events to the client, if it asked for them.
+	Notify(msg any)
+	// LastContext is the exact context of the session's latest LLM call.
+	LastContext() (protocol.Context, error)
+}
+
+// Prompts are the characters' editable prompts (system, reminder).
+type Prompts interface {
+	// Prompt is the saved text, or the packaged default.
+	Prompt(ctx context.Context, confUID, name string) (protocol.Prompt, error)
+	// SetPrompt saves a prompt ("" restores the default) for every
+	// session of the character, and returns it as Prompt does.
+	SetPrompt(ctx context.Context, confUID, name, text string) (protocol.Prompt, error)
+}
+
+// Histories are the characters' stored conversations, as clients read
+// them.
+type Histories interface {
+	// Histories lists a character's non-empty histories, newest first.
+	Histories(ctx context.Context, confUID string) (protocol.HistoryList, error)
+	// HistoryPage is up to limit messages older than message before (0:
+	// the newest), oldest first.
+	HistoryPage(ctx context.Context, confUID, historyUID string, before uint64, limit int) (protocol.HistoryPage, error)
+	// ChatHistory is the same page as the chat API's messages, tool calls
+	// and results included.
+	ChatHistory(ctx context.Context, confUID, historyUID string, before uint64, limit int) (protocol.ChatHistory, error)
+	// Image is an image of a history, by the reference its message holds.
+	Image(ctx context.Context, confUID, historyUID, ref string) (mime string, data []byte, err error)
+}
+
 func promptBody(c *fiber.Ctx, text string, isDefault bool) fiber.Map {
 	return fiber.Map{"conf_uid": c.Params("conf_uid"), "name": c.Params("name"), "text": text, "default": isDefault}
 }
 
-func (s *Server) withSession(h func(*fiber.Ctx, *conversation.Session) error) fiber.Handler {
+func (s *Server) withSession(h func(*fiber.Ctx, SessionState) error) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		sess := s.opts.Hub.Session(c.Params("client_uid"))
+		sess := s.opts.Sessions.Find(c.Params("client_uid"))
 		if sess == nil {
 			return fiber.NewError(fiber.StatusNotFound, "no open session with that client_uid (GET /api/sessions lists them)")
 		}
@@ -132,28 +164,4 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 		return fiber.NewError(fiber.StatusBadRequest, "invalid JSON body")
 	}
 	return nil
-}
-
-// problemStatus is the HTTP status of each kind of failure.
-var problemStatus = map[koe.Kind]int{
-	koe.Internal:    http.StatusInternalServerError,
-	koe.Invalid:     http.StatusBadRequest,
-	koe.NotFound:    http.StatusNotFound,
-	koe.Unavailable: http.StatusBadGateway,
-	koe.Conflict:    http.StatusConflict,
-}
-
-// httpError answers every failed request: fiber's own errors (routing,
-// body checks) as they are, everything else through the one mapping the
-// WebSocket side uses too, with internal details logged, not sent.
-func (s *Server) httpError(c *fiber.Ctx, err error) error {
-	var fe *fiber.Error
-	if errors.As(err, &fe) {
-		return c.Status(fe.Code).JSON(fiber.Map{"error": fe.Message})
-	}
-	p := conversation.Explain(err)
-	if p.Kind == koe.Internal {
-		s.log.Error("http request failed", "method", c.Method(), "path", quote.Shorten(c.Path(), 200), "err", err)
-	}
-	return c.Status(problemStatus[p.Kind]).JSON(fiber.Map{"error": p.Message})
 }

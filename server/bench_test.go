@@ -18,10 +18,12 @@ import (
 	"github.com/gorilla/websocket"
 
 	"koe/agent"
+	"koe/app"
 	"koe/bolt"
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
+	"koe/histories"
 	"koe/llm"
 	"koe/server"
 	"koe/testkit/fakellm"
@@ -68,10 +70,12 @@ func startBenchServerRelay(b *testing.B, llmURL string, engine conversation.Synt
 		b.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	chars := config.NewCharacters(cfg, nil)
 	deps := conversation.Deps{
 		Config:     cfg.Conversation,
 		Store:      store,
-		Characters: config.NewCharacters(cfg, nil),
+		Histories:  histories.New(histories.Options{Store: store, Characters: chars, PageLimit: cfg.Conversation.HistoryMessages}),
+		Characters: chars,
 		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, nil) },
 		NewTTS:     func(tts.Config) (conversation.Synthesizer, error) { return engine, nil },
 		Logger:     logger,
@@ -81,10 +85,10 @@ func startBenchServerRelay(b *testing.B, llmURL string, engine conversation.Synt
 	}
 	hub := conversation.NewHub(deps)
 	if relay != nil {
-		relay.Start(hub)
+		relay.Start(hub.Watchers())
 		b.Cleanup(func() { _ = relay.Close() })
 	}
-	srv := server.New(server.Options{Config: cfg.Server, Hub: hub, Logger: logger})
+	srv := server.New(app.HubOptions(hub, server.Options{Config: cfg.Server, Logger: logger}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

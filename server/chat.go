@@ -9,7 +9,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"koe/conversation"
 	"koe/protocol"
 )
 
@@ -22,13 +21,34 @@ import (
 //	GET  /api/histories/:conf_uid/:history_uid   ?before=ID&limit=N
 //
 // Turns run through the same conversation code as WebSocket turns.
+
+// Chats run the chat API's turns.
+type Chats interface {
+	// OpenChat checks req and readies its turn on a session of its own
+	// that writes to out; ctx bounds the turn. An error is for the
+	// client.
+	OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender) (Chat, error)
+	// StopHistory stops the turn running in a history, wherever it runs,
+	// and reports whether one was.
+	StopHistory(ctx context.Context, historyUID string) (bool, error)
+}
+
+// Chat is one chat API turn.
+type Chat interface {
+	// Run runs the turn and returns once its records are stored. The
+	// error is the turn's failure, for the client; a stopped turn is no
+	// failure.
+	Run() error
+	// Close gives up a chat that will not run.
+	Close()
+}
+
 func (s *Server) chatRoutes(api fiber.Router) {
-	hub := s.opts.Hub
 	api.Post("/chat/stream", s.chatStream)
 	api.Post("/chat/invoke", s.chatInvoke)
 	api.Post("/chat/:history_uid/stop", func(c *fiber.Ctx) error {
 		uid := c.Params("history_uid")
-		stopped, err := hub.StopHistory(c.UserContext(), uid)
+		stopped, err := s.opts.Chats.StopHistory(c.UserContext(), uid)
 		if err != nil {
 			return err
 		}
@@ -38,7 +58,7 @@ func (s *Server) chatRoutes(api fiber.Router) {
 		return c.JSON(protocol.StopResult{HistoryUID: uid, Stopped: true})
 	})
 	api.Get("/histories/:conf_uid", func(c *fiber.Ctx) error {
-		list, err := hub.Histories(c.Params("conf_uid"))
+		list, err := s.opts.Histories.Histories(c.UserContext(), c.Params("conf_uid"))
 		if err != nil {
 			return err
 		}
@@ -49,7 +69,7 @@ func (s *Server) chatRoutes(api fiber.Router) {
 		if err != nil {
 			return err
 		}
-		h, err := hub.ChatHistory(c.Params("conf_uid"), c.Params("history_uid"), before, limit)
+		h, err := s.opts.Histories.ChatHistory(c.UserContext(), c.Params("conf_uid"), c.Params("history_uid"), before, limit)
 		if err != nil {
 			return err
 		}
@@ -70,19 +90,11 @@ func pageQuery(c *fiber.Ctx) (before uint64, limit int, err error) {
 	return before, limit, nil
 }
 
-// chatRequest reads and checks the body of a chat request.
-func chatRequest(c *fiber.Ctx) (conversation.ChatRequest, protocol.ChatRequest, error) {
+// chatRequest reads the body of a chat request.
+func chatRequest(c *fiber.Ctx) (protocol.ChatRequest, error) {
 	var body protocol.ChatRequest
-	if err := decodeJSON(c, &body); err != nil {
-		return conversation.ChatRequest{}, body, err
-	}
-	return conversation.ChatRequest{
-		Text:            body.Message,
-		Images:          body.Images,
-		ConfUID:         body.ConfUID,
-		HistoryUID:      body.HistoryUID,
-		CompressionRate: body.CompressionRate,
-	}, body, nil
+	err := decodeJSON(c, &body)
+	return body, err
 }
 
 // startChat registers a chat turn with the server, so that Shutdown waits
@@ -103,15 +115,15 @@ var errShuttingDown = fiber.NewError(fiber.StatusServiceUnavailable, "koe is shu
 // refused is refused before the stream starts, with an HTTP status; once
 // it has started, failures are error events, and end is always last.
 func (s *Server) chatStream(c *fiber.Ctx) error {
-	req, body, err := chatRequest(c)
+	req, err := chatRequest(c)
 	if err != nil {
 		return err
 	}
-	tokens := body.StreamTokens == nil || *body.StreamTokens
+	tokens := req.StreamTokens == nil || *req.StreamTokens
 	ctx, cancel := context.WithCancel(s.base)
 	log := s.log.With("chat", uuid.NewString())
 	st := newSSEStream(s.cfg, log, c.Context().Conn(), tokens, cancel)
-	chat, err := s.opts.Hub.OpenChat(ctx, req, st)
+	chat, err := s.opts.Chats.OpenChat(ctx, req, st)
 	if err != nil {
 		cancel()
 		return err
@@ -132,7 +144,7 @@ func (s *Server) chatStream(c *fiber.Ctx) error {
 	go func() {
 		defer s.conns.Done()
 		defer closed()
-		if err := chat.Run(); err != nil && conversation.IsInternal(err) {
+		if err := chat.Run(); err != nil && s.isInternal(err) {
 			log.Error("chat turn failed", "err", err)
 		}
 		if s.base.Err() != nil {
@@ -151,7 +163,7 @@ func (s *Server) chatStream(c *fiber.Ctx) error {
 
 // chatInvoke runs the turn and answers with its final message.
 func (s *Server) chatInvoke(c *fiber.Ctx) error {
-	req, _, err := chatRequest(c)
+	req, err := chatRequest(c)
 	if err != nil {
 		return err
 	}
@@ -159,7 +171,7 @@ func (s *Server) chatInvoke(c *fiber.Ctx) error {
 	ctx, done := s.clientContext(c)
 	defer done()
 	out := &answerCollector{}
-	chat, err := s.opts.Hub.OpenChat(ctx, req, out)
+	chat, err := s.opts.Chats.OpenChat(ctx, req, out)
 	if err != nil {
 		return err
 	}

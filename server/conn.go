@@ -32,18 +32,16 @@ var (
 
 // conn is one WebSocket connection. The read loop runs in the handler's
 // goroutine. Writes are made by one writer goroutine at a time, which runs
-// only while there is something to write (queued frames, a ping, the
-// goodbye): most connections are idle most of the time, and a goroutine
-// parked for each would hold its stack. Pings are due from a timer, which
-// holds no goroutine either.
+// only while the outbox has work (queued frames, a ping, the goodbye).
+// Pings are due from a timer, which holds no goroutine either.
 type conn struct {
 	ws      *fws.Conn
 	cfg     Config
 	log     *slog.Logger
 	metrics Metrics // counts the drops below
+	out     *outbox // the frames waiting for the writer (see outbox.go)
 
-	closed chan struct{} // closed by close: wakes senders that wait for room
-	done   chan struct{} // closed by the last writer, after the goodbye
+	done chan struct{} // closed by the last writer, after the goodbye
 	// stopWatch stops the shutdown watch (see start).
 	stopWatch func() bool
 	// droppedSlow: the client was dropped for not reading, by whichever
@@ -51,26 +49,25 @@ type conn struct {
 	// out); the other must not count it again.
 	droppedSlow atomic.Bool
 
-	mu        sync.Mutex
-	queue     frameQueue    // at most cfg.SendQueueSize frames
-	pingDue   bool          // a ping is to be written
-	ping      *time.Timer   // makes the next ping due
-	writing   bool          // a writer runs; after close, the last has started
-	room      chan struct{} // closed when a frame leaves the queue; nil unless a sender waits for room
-	closing   bool
+	// closeOnce keeps the first close's code and text for the goodbye.
+	closeOnce sync.Once
 	closeCode int
 	closeText string
+
+	mu   sync.Mutex
+	ping *time.Timer // makes the next ping due
 }
 
 func newConn(ws *fws.Conn, cfg Config, log *slog.Logger, m Metrics) *conn {
-	return &conn{
+	c := &conn{
 		ws:      ws,
 		cfg:     cfg,
 		log:     log,
 		metrics: m,
-		closed:  make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	c.out = newOutbox(cfg, errConnClosed, func() { go c.writePump() })
+	return c
 }
 
 // start begins the keep-alive pings and ties the connection to base, the
@@ -92,24 +89,13 @@ func (c *conn) wait() {
 
 // pingNow runs on the ping timer: a ping is due, and so is the next one.
 func (c *conn) pingNow() {
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
+	if !c.out.poke() {
 		return
 	}
-	c.pingDue = true
-	c.wakeLocked()
+	c.mu.Lock()
 	next := c.ping
 	c.mu.Unlock()
 	next.Reset(c.cfg.PingInterval)
-}
-
-// wakeLocked starts a writer unless one runs. c.mu is held.
-func (c *conn) wakeLocked() {
-	if !c.writing {
-		c.writing = true
-		go c.writePump()
-	}
 }
 
 // Send queues msg for the writer. It blocks only while this client's queue
@@ -137,7 +123,7 @@ func (c *conn) SendWait(ctx context.Context, msg any) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-c.closed:
+	case <-c.out.closed:
 		return errConnClosed
 	}
 }
@@ -146,59 +132,24 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error, then func(
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	select {
-	case <-c.closed:
+	if c.out.isClosed() {
 		return errConnClosed
-	default:
 	}
 	data, err := json.Marshal(msg)
 	if err != nil {
 		return fmt.Errorf("encode %T: %w", msg, err)
 	}
-	f := frame{ctx: ctx, data: data, done: done, then: then}
-	var giveUp *time.Timer
-	for {
-		c.mu.Lock()
-		if c.closing {
-			c.mu.Unlock()
-			return errConnClosed
-		}
-		if c.queue.len() < c.cfg.SendQueueSize {
-			c.queue.push(f)
-			c.wakeLocked()
-			c.mu.Unlock()
-			return nil
-		}
-		if c.room == nil {
-			c.room = make(chan struct{})
-		}
-		room := c.room
-		c.mu.Unlock()
-		// Full: a burst (a fast LLM) fills the queue faster than any
-		// socket drains, so first hold the sender back, which slows only
-		// this session. A client whose queue stays full for a whole write
-		// timeout is not reading: drop it.
-		if giveUp == nil {
-			giveUp = time.NewTimer(c.cfg.WriteTimeout)
-			defer giveUp.Stop()
-		}
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.closed:
-			return errConnClosed
-		case <-giveUp.C:
-			c.dropSlow("queued", c.queued())
-			c.close(closePolicy, "send queue full")
-			// The writer is most likely blocked on the client's full
-			// socket: fail that write now rather than after another
-			// write timeout. (net.Conn deadlines are safe to set from any
-			// goroutine.)
-			_ = c.ws.NetConn().SetWriteDeadline(time.Now())
-			return errSlowClient
-		}
+	err = c.out.send(ctx, frame{ctx: ctx, data: data, done: done, then: then})
+	if errors.Is(err, errSlowClient) {
+		c.dropSlow("queued", c.out.len())
+		c.close(closePolicy, "send queue full")
+		// The writer is most likely blocked on the client's full
+		// socket: fail that write now rather than after another
+		// write timeout. (net.Conn deadlines are safe to set from any
+		// goroutine.)
+		_ = c.ws.NetConn().SetWriteDeadline(time.Now())
 	}
+	return err
 }
 
 // dropSlow logs and counts a client dropped for not reading, once
@@ -212,55 +163,22 @@ func (c *conn) dropSlow(args ...any) {
 }
 
 // offer queues an encoded frame for a watcher without waiting for room:
-// the speaker whose frame it is never waits for a watcher. The queue is
-// bounded by bytes, not frames: a burst of token events is thousands of
-// tiny frames that a healthy watcher drains in a moment. A watcher with
-// server.watcher_queue_bytes waiting has fallen behind for real and is
-// disconnected; it may reconnect and follow again from the next frame.
+// the speaker whose frame it is never waits for a watcher. A watcher the
+// outbox refuses has fallen behind for real and is disconnected.
 func (c *conn) offer(ctx context.Context, data []byte) {
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
-		return
-	}
-	if queued := c.queue.size(); queued > 0 && queued+len(data) > c.cfg.WatcherQueueBytes {
-		c.mu.Unlock()
+	if queued, ok := c.out.offer(frame{ctx: ctx, data: data}); !ok {
 		c.log.Warn("disconnecting a watcher that fell behind", "queued_bytes", queued, "limit", "server.watcher_queue_bytes")
 		c.metrics.QueueDropped("watcher")
 		c.close(closePolicy, "watcher fell behind (server.watcher_queue_bytes)")
 		_ = c.ws.NetConn().SetWriteDeadline(time.Now())
-		return
 	}
-	c.queue.push(frame{ctx: ctx, data: data})
-	c.wakeLocked()
-	c.mu.Unlock()
-}
-
-func (c *conn) isClosing() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closing
-}
-
-func (c *conn) queued() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.queue.len()
 }
 
 // close asks the writer to say goodbye with code and stop. Safe to call
 // from any goroutine, any number of times; the first call wins.
 func (c *conn) close(code int, text string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing {
-		return
-	}
-	c.closing = true
-	c.closeCode, c.closeText = code, text
-	close(c.closed)
-	// A writer that runs sees closing at its next frame.
-	c.wakeLocked()
+	c.closeOnce.Do(func() { c.closeCode, c.closeText = code, text })
+	c.out.close()
 }
 
 // writePump writes what is queued, in order, and returns when nothing is.
@@ -268,36 +186,19 @@ func (c *conn) close(code int, text string) {
 // too; it is then the last writer.
 func (c *conn) writePump() {
 	for {
-		c.mu.Lock()
-		if c.closing {
-			dropped := c.queue.drain()
-			c.mu.Unlock()
-			for _, f := range dropped {
+		f, w := c.out.next()
+		switch w {
+		case workNone:
+			return
+		case workClosed:
+			for _, f := range c.out.rest() {
 				f.finish(errConnClosed)
 			}
 			c.goodbye()
 			c.endReads()
 			close(c.done)
 			return
-		}
-		ping := c.pingDue
-		c.pingDue = false
-		var f frame
-		if !ping {
-			var ok bool
-			if f, ok = c.queue.pop(); !ok {
-				c.writing = false
-				c.mu.Unlock()
-				return
-			}
-			if c.room != nil {
-				close(c.room)
-				c.room = nil
-			}
-		}
-		c.mu.Unlock()
-
-		if ping {
+		case workDue:
 			if err := c.ws.WriteControl(fws.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
 				c.close(closeBrokenConn, "")
 			}
@@ -316,7 +217,7 @@ func (c *conn) writePump() {
 			// dropped as one whose queue stayed full is (unless that is
 			// why the write failed: it was counted then).
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && !c.isClosing() {
+			if errors.As(err, &ne) && ne.Timeout() && !c.out.isClosed() {
 				c.dropSlow()
 			}
 			c.close(closeBrokenConn, "")
@@ -354,7 +255,7 @@ func (c *conn) readPump(handle func([]byte), handleBinary func([]byte), reject f
 	deadline := func() error {
 		_ = c.ws.SetReadDeadline(time.Now().Add(c.cfg.PongTimeout))
 		select {
-		case <-c.closed:
+		case <-c.out.closed:
 			c.endReads()
 			return errConnClosed
 		default:

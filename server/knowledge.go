@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"koe/internal/quote"
 	"koe/knowledge"
+	"koe/protocol"
 )
 
 // The knowledge API: a character's documents, and files attached to one
@@ -26,8 +28,7 @@ import (
 // A file's name is the one its part gives; the knowledge service keeps
 // only its last element, and nothing here touches the file system.
 func (s *Server) knowledgeRoutes(api fiber.Router) {
-	hub := s.opts.Hub
-	api.Post("/characters/:conf_uid/documents", func(c *fiber.Ctx) error {
+	api.Post("/characters/:conf_uid/documents", s.withDocuments(func(c *fiber.Ctx) error {
 		conf := param(c, "conf_uid")
 		files, err := s.uploadedFiles(c)
 		if err != nil {
@@ -37,7 +38,7 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		defer done()
 		added, refused := []knowledge.Document{}, []*knowledge.FileError{}
 		for _, f := range files {
-			d, err := hub.AddDocument(ctx, conf, f)
+			d, err := s.opts.Documents.Add(ctx, conf, f)
 			var fe *knowledge.FileError
 			switch {
 			case errors.As(err, &fe):
@@ -55,10 +56,10 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 			return refusal(c, body, refused)
 		}
 		return c.Status(fiber.StatusCreated).JSON(body)
-	})
-	api.Get("/characters/:conf_uid/documents", func(c *fiber.Ctx) error {
+	}))
+	api.Get("/characters/:conf_uid/documents", s.withDocuments(func(c *fiber.Ctx) error {
 		conf := param(c, "conf_uid")
-		docs, err := hub.Documents(s.base, conf)
+		docs, err := s.opts.Documents.List(s.base, conf)
 		if err != nil {
 			return err
 		}
@@ -70,13 +71,13 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		// before sending it: koe ends the connection of a body over the
 		// limit, and a browser may see that before the answer.
 		return c.JSON(fiber.Map{"conf_uid": conf, "documents": docs, "tokens": tokens, "max_file_bytes": s.maxUpload})
-	})
-	api.Delete("/characters/:conf_uid/documents/:id", func(c *fiber.Ctx) error {
-		if err := hub.DeleteDocument(s.base, param(c, "conf_uid"), param(c, "id")); err != nil {
+	}))
+	api.Delete("/characters/:conf_uid/documents/:id", s.withDocuments(func(c *fiber.Ctx) error {
+		if err := s.opts.Documents.Delete(s.base, param(c, "conf_uid"), param(c, "id")); err != nil {
 			return err
 		}
 		return c.JSON(fiber.Map{"deleted": true})
-	})
+	}))
 	api.Post("/histories/:conf_uid/:history_uid/files", func(c *fiber.Ctx) error {
 		uid := param(c, "history_uid")
 		files, err := s.uploadedFiles(c)
@@ -88,7 +89,7 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		}
 		ctx, done := s.clientContext(c)
 		defer done()
-		f, err := hub.AttachFile(ctx, param(c, "conf_uid"), uid, files[0])
+		f, err := s.opts.Attachments.AttachFile(ctx, param(c, "conf_uid"), uid, files[0])
 		var fe *knowledge.FileError
 		if errors.As(err, &fe) {
 			return refusal(c, fiber.Map{"history_uid": uid, "refused": []*knowledge.FileError{fe}}, []*knowledge.FileError{fe})
@@ -101,6 +102,35 @@ func (s *Server) knowledgeRoutes(api fiber.Router) {
 		}
 		return c.Status(fiber.StatusCreated).JSON(fiber.Map{"history_uid": uid, "file": f})
 	})
+}
+
+// Documents are the characters' knowledge bases.
+type Documents interface {
+	// Add reads a file into a character's knowledge base, replacing the
+	// one of the same name. A refusal is a *knowledge.FileError.
+	Add(ctx context.Context, confUID string, u knowledge.Upload) (knowledge.Document, error)
+	// List lists a character's knowledge base.
+	List(ctx context.Context, confUID string) ([]knowledge.Document, error)
+	// Delete removes one document and its chunks.
+	Delete(ctx context.Context, confUID, id string) error
+}
+
+// Attachments attach files to stored conversations.
+type Attachments interface {
+	// AttachFile attaches a file to a history at its end: its sessions
+	// read it from their next turn. A refusal is a *knowledge.FileError.
+	AttachFile(ctx context.Context, confUID, historyUID string, u knowledge.Upload) (protocol.AttachedFile, error)
+}
+
+// withDocuments answers as koe's knowledge service does when there is
+// none.
+func (s *Server) withDocuments(h fiber.Handler) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if s.opts.Documents == nil {
+			return fiber.NewError(fiber.StatusBadGateway, "koe runs without files and documents")
+		}
+		return h(c)
+	}
 }
 
 // uploadField is the multipart field that carries files.

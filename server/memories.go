@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"koe/recall"
 )
 
 // The memories API: a character's long-term memory, for the user to see
@@ -16,7 +19,6 @@ import (
 //	DELETE /api/characters/:conf_uid/memories?history_uid=UID   every memory of one history
 //	DELETE /api/characters/:conf_uid/memories?all=true          every memory of the character
 func (s *Server) memoryRoutes(api fiber.Router) {
-	hub := s.opts.Hub
 	api.Get("/characters/:conf_uid/memories", s.withRecall(func(c *fiber.Ctx) error {
 		conf := param(c, "conf_uid")
 		if c.Context().QueryArgs().Has("q") {
@@ -24,7 +26,7 @@ func (s *Server) memoryRoutes(api fiber.Router) {
 			if err != nil {
 				return err
 			}
-			r, err := hub.RecallMemories(s.base, conf, query(c, "q"), budget)
+			r, err := s.opts.Memories.Recall(s.base, conf, query(c, "q"), budget)
 			if err != nil {
 				return err
 			}
@@ -34,7 +36,7 @@ func (s *Server) memoryRoutes(api fiber.Router) {
 		if err != nil {
 			return fiber.NewError(fiber.StatusBadRequest, "limit must be a whole number")
 		}
-		list, err := hub.Memories(s.base, conf, query(c, "before"), limit)
+		list, err := s.opts.Memories.List(s.base, conf, query(c, "before"), limit)
 		if err != nil {
 			return err
 		}
@@ -45,7 +47,7 @@ func (s *Server) memoryRoutes(api fiber.Router) {
 		if err != nil {
 			return fiber.NewError(fiber.StatusBadRequest, "seq must be a message id (a whole number)")
 		}
-		if err := hub.ForgetMemory(s.base, param(c, "conf_uid"), param(c, "history_uid"), seq); err != nil {
+		if err := s.opts.Memories.Forget(s.base, param(c, "conf_uid"), param(c, "history_uid"), seq); err != nil {
 			return err
 		}
 		return c.JSON(fiber.Map{"forgotten": true})
@@ -60,13 +62,13 @@ func (s *Server) memoryRoutes(api fiber.Router) {
 		case args.Has("all") && all != "true":
 			return fiber.NewError(fiber.StatusBadRequest, "all must be true to forget everything the character remembers")
 		case args.Has("history_uid"):
-			n, err := hub.ForgetConversation(s.base, conf, uid)
+			n, err := s.opts.Memories.ForgetConversation(s.base, conf, uid)
 			if err != nil {
 				return err
 			}
 			return c.JSON(fiber.Map{"forgotten": true, "history_uid": uid, "count": n})
 		case all == "true":
-			n, err := hub.ForgetEverything(s.base, conf)
+			n, err := s.opts.Memories.ForgetEverything(s.base, conf)
 			if err != nil {
 				return err
 			}
@@ -78,10 +80,28 @@ func (s *Server) memoryRoutes(api fiber.Router) {
 	}))
 }
 
+// Memories are the characters' long-term memories (recall), for the user
+// to see and to prune.
+type Memories interface {
+	// Recall is what a turn of the character asking text would recall,
+	// within budget tokens (nil: the character's own).
+	Recall(ctx context.Context, confUID, text string, budget *int) (recall.Recollection, error)
+	// List lists up to limit (0: the default) memories said before the
+	// cursor before ("": the newest), newest first.
+	List(ctx context.Context, confUID, before string, limit int) (recall.Listing, error)
+	// Forget forgets one memory for good.
+	Forget(ctx context.Context, confUID, historyUID string, seq uint64) error
+	// ForgetConversation forgets every memory of one history and says
+	// how many went.
+	ForgetConversation(ctx context.Context, confUID, historyUID string) (int, error)
+	// ForgetEverything forgets every memory of the character.
+	ForgetEverything(ctx context.Context, confUID string) (int, error)
+}
+
 // withRecall answers 503 when koe keeps no long-term memory.
 func (s *Server) withRecall(h fiber.Handler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if !s.opts.Hub.RecallRunning() {
+		if s.opts.Memories == nil {
 			return fiber.NewError(fiber.StatusServiceUnavailable, "koe runs without long-term memory: there are no memories to show or forget")
 		}
 		return h(c)

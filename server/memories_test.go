@@ -3,12 +3,8 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,14 +12,8 @@ import (
 
 	"koe/agent"
 	"koe/app"
-	"koe/bolt"
-	"koe/config"
-	"koe/conversation"
-	"koe/llm"
 	"koe/protocol"
-	"koe/server"
 	"koe/testkit/fakellm"
-	"koe/tts"
 )
 
 // The memories API's answers, as a client reads them.
@@ -73,22 +63,13 @@ func apiCall(t *testing.T, method, rawURL string, v any, headers ...string) int 
 		name, value, _ := strings.Cut(h, ": ")
 		req.Header.Set(name, value)
 	}
-	client := http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := exchange(t, req)
 	if v != nil {
-		if err := json.Unmarshal(data, v); err != nil {
-			t.Fatalf("%s %s: %d %q is not JSON", method, rawURL, resp.StatusCode, data)
+		if err := json.Unmarshal(a.body, v); err != nil {
+			t.Fatalf("%s %s: %d %q is not JSON", method, rawURL, a.status, a.body)
 		}
 	}
-	return resp.StatusCode
+	return a.status
 }
 
 // say runs a turn over the chat API (history "" starts one) and returns
@@ -350,47 +331,5 @@ func TestMemoriesNeedTokenAndOrigin(t *testing.T) {
 	var forgot map[string]any
 	if code := apiCall(t, "DELETE", base+"?all=true", &forgot, bearer); code != 200 || forgot["count"] != 2.0 {
 		t.Errorf("DELETE with the token: %d %v; want both memories, none forgotten before", code, forgot)
-	}
-}
-
-// TestMemoriesWithoutRecall: a koe built without long-term memory says so.
-func TestMemoriesWithoutRecall(t *testing.T) {
-	cfg := config.Default()
-	store, err := bolt.Open(filepath.Join(t.TempDir(), "koe.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hub := conversation.NewHub(conversation.Deps{
-		Config:     cfg.Conversation,
-		Store:      store,
-		Characters: config.NewCharacters(cfg, func(string) string { return "" }),
-		NewLLM:     func(c agent.Config) agent.LLM { return llm.New(c, nil) },
-		NewTTS:     func(c tts.Config) (conversation.Synthesizer, error) { return tts.New(c, nil) },
-		Logger:     logger,
-	})
-	srv := server.New(server.Options{Config: cfg.Server, Hub: hub, Logger: logger})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		hub.Close()
-		_ = store.Close()
-	})
-	base := "http://" + ln.Addr().String() + "/api/characters/" + cfg.Character.ConfUID + "/memories"
-	for _, c := range []struct{ method, url string }{
-		{"GET", base}, {"GET", base + "?q=anything"}, {"DELETE", base + "?all=true"}, {"DELETE", base + "/h/1"},
-	} {
-		var e struct{ Error string }
-		if code := apiCall(t, c.method, c.url, &e); code != 503 || !strings.Contains(e.Error, "without long-term memory") {
-			t.Errorf("%s %s: %d %q, want 503", c.method, c.url, code, e.Error)
-		}
 	}
 }

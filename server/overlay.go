@@ -5,7 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"koe/conversation"
+	"koe/protocol"
 )
 
 // The OBS overlay: a page at /overlay (its script and style below it),
@@ -14,9 +14,11 @@ import (
 //
 //	GET /api/characters/:conf_uid/overlay   (conf_uid "default": the default character)
 
-// overlayViewer is what the overlay API needs of the hub.
-type overlayViewer interface {
-	Overlay(confUID string) (conversation.OverlayView, error)
+// Overlays are the characters as the overlay page shows them.
+type Overlays interface {
+	// Overlay is the view of the character with confUID ("default": the
+	// default character).
+	Overlay(confUID string) (protocol.OverlayView, error)
 }
 
 // overlayFiles are the overlay's routes and the embedded files they serve.
@@ -46,9 +48,9 @@ func (s *Server) overlayRoutes(pages fs.FS) {
 
 // overlayAPI serves a character's overlay view under the /api group (its
 // origin checks apply).
-func overlayAPI(api fiber.Router, hub overlayViewer) {
+func (s *Server) overlayAPI(api fiber.Router) {
 	api.Get("/characters/:conf_uid/overlay", func(c *fiber.Ctx) error {
-		v, err := hub.Overlay(c.Params("conf_uid"))
+		v, err := s.opts.Overlays.Overlay(c.Params("conf_uid"))
 		if err != nil {
 			return err
 		}

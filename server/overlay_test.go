@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"koe/conversation"
+	"koe/protocol"
 )
 
 // overlayGet fetches path with optional extra headers (name, value pairs)
@@ -54,17 +55,17 @@ func TestOverlayAPI(t *testing.T) {
 	base := "http://" + m.Addr()
 	auth := []string{"Authorization", "Bearer overlay-secret"}
 
-	want := conversation.OverlayView{ConfUID: "koe_default", ConfName: "koe", Name: "Koe",
-		EmotionKeywords: []string{"anger", "disgust", "fear", "joy", "neutral", "sadness", "smirk", "surprise"}, Avatar: &conversation.AvatarView{
+	want := protocol.OverlayView{ConfUID: "koe_default", ConfName: "koe", Name: "Koe",
+		EmotionKeywords: []string{"anger", "disgust", "fear", "joy", "neutral", "sadness", "smirk", "surprise"}, Avatar: &protocol.AvatarView{
 			Idle: "/avatars/koe/idle.png", Talking: "/avatars/koe/talk%20ing.png", Blink: "/avatars/koe/blink.png", Threshold: 0.2,
-			Emotions: map[string]conversation.EmotionView{
+			Emotions: map[string]protocol.EmotionView{
 				"3": {Name: "joy", Idle: "/avatars/koe/joy.png", Talking: "/avatars/koe/joy-talk.png"}, // mao_pro's emotionMap
 				"1": {Name: "sadness", Idle: "/avatars/koe/sad.png"},
 			},
 		}}
 	for _, conf := range []string{"koe_default", "default"} {
 		code, hdr, body := overlayGet(t, base+"/api/characters/"+conf+"/overlay", auth...)
-		var got conversation.OverlayView
+		var got protocol.OverlayView
 		if err := json.Unmarshal(body, &got); err != nil || code != 200 {
 			t.Fatalf("GET overlay of %s = %d %s (%v)", conf, code, body, err)
 		}

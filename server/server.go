@@ -1,6 +1,10 @@
 // Package server is koe's HTTP and WebSocket front: routes, connections,
-// static pages and asset mounts. It translates frames to conversation calls
-// and back; it knows no LLM.
+// static pages and asset mounts. It translates frames and requests into
+// calls of the small interfaces it declares where it consumes them
+// (sessions, chats, histories, documents, memories, watchers, the live
+// chat: see Options) and their answers back; app hands it the
+// implementations, and its fast tests fakes. It knows no LLM and no
+// conversation.
 package server
 
 import (
@@ -24,7 +28,6 @@ import (
 	"github.com/gofiber/fiber/v2/utils"
 	"github.com/valyala/fasthttp"
 
-	"koe/conversation"
 	"koe/internal/quote"
 	"koe/knowledge"
 	"koe/protocol"
@@ -33,9 +36,23 @@ import (
 // Options are everything a Server is built from.
 type Options struct {
 	Config Config
-	// Hub opens a conversation for every WebSocket client and serves the
-	// REST API; app builds it with everything conversations need.
-	Hub *conversation.Hub
+	// What the routes serve, each as the little server calls of it; app
+	// hands over the implementations. All are required but Documents,
+	// Memories and LiveChat: without them, their routes say koe runs
+	// without documents, long-term memory or a live chat.
+	Sessions    Sessions    // WebSocket clients' conversations (ws.go, api.go)
+	Chats       Chats       // the chat API's turns (chat.go)
+	Histories   Histories   // stored conversations (api.go, chat.go)
+	Prompts     Prompts     // the characters' prompts (api.go)
+	Documents   Documents   // the characters' knowledge bases (knowledge.go)
+	Attachments Attachments // files attached to conversations (knowledge.go)
+	Memories    Memories    // long-term memory (memories.go)
+	Watchers    Watchers    // watchers of sessions and characters (watch.go)
+	Overlays    Overlays    // the overlay page's characters (overlay.go)
+	// Explain words the failures the services return for their clients
+	// (conversation's Explain); nil: a failure's koe.Kind and text, koe's
+	// own failures untold.
+	Explain func(error) Problem
 	// Pages are koe's own embedded web pages, served at / unless
 	// Config.WebClientDir is set.
 	Pages fs.FS
@@ -44,7 +61,7 @@ type Options struct {
 	// be that large; every other request stays within
 	// Config.MaxMessageBytes.
 	MaxUploadBytes int
-	// LiveChat, if set, is the live chat the streamer steers at /api/live.
+	// LiveChat is the live chat the streamer steers at /api/live (live.go).
 	LiveChat LiveChat
 	Logger   *slog.Logger
 	// Metrics, if set, counts sessions and queue drops.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"koe/protocol"
@@ -17,8 +16,8 @@ import (
 var errStreamEnded = errors.New("event stream ended")
 
 // sseStream is one chat API response. The turn's session sends it
-// protocol messages (it is the session's conversation.Sender); it keeps
-// those the event stream carries, as events, and fasthttp's stream writer
+// protocol messages (it is the session's Sender); it keeps those the event
+// stream carries, as events, in its outbox, and fasthttp's stream writer
 // writes them in order with heartbeats in between. It is the turn's owner
 // too: when the client leaves, it cancels the turn.
 type sseStream struct {
@@ -28,17 +27,14 @@ type sseStream struct {
 	cancel context.CancelFunc // ends the turn
 	conn   net.Conn           // for write deadlines and to see the client leave
 
-	wake chan struct{} // capacity 1: something was queued or the turn ended
-
-	mu    sync.Mutex
-	queue frameQueue    // at most cfg.SendQueueSize events
-	room  chan struct{} // closed when an event leaves the queue; nil unless a sender waits
-	gone  bool          // the client left or the stream was written out: sends fail
-	ended bool          // the end event is queued: the writer stops after it
+	out  *outbox       // the events waiting for the writer (see outbox.go)
+	wake chan struct{} // capacity 1: the outbox has work for the writer
 }
 
 func newSSEStream(cfg Config, log *slog.Logger, conn net.Conn, tokens bool, cancel context.CancelFunc) *sseStream {
-	return &sseStream{cfg: cfg, log: log, conn: conn, tokens: tokens, cancel: cancel, wake: make(chan struct{}, 1)}
+	st := &sseStream{cfg: cfg, log: log, conn: conn, tokens: tokens, cancel: cancel, wake: make(chan struct{}, 1)}
+	st.out = newOutbox(cfg, errStreamEnded, st.notify)
+	return st
 }
 
 // Send queues msg as an event if the stream carries it. It blocks only
@@ -109,43 +105,14 @@ func (st *sseStream) enqueue(ctx context.Context, msg any, done chan error) erro
 	// A message the stream does not carry, waited for, still waits for
 	// everything queued before it: the turn ends after such a wait
 	// (conversation-chain-end), and with it the context of those events.
-	f := frame{ctx: ctx, data: data, done: done}
-	var giveUp *time.Timer
-	for {
-		st.mu.Lock()
-		if st.gone || st.ended {
-			st.mu.Unlock()
-			return errStreamEnded
-		}
-		if st.queue.len() < st.cfg.SendQueueSize {
-			st.queue.push(f)
-			st.mu.Unlock()
-			st.notify()
-			return nil
-		}
-		if st.room == nil {
-			st.room = make(chan struct{})
-		}
-		room := st.room
-		st.mu.Unlock()
-		// As on the WebSocket: hold a fast LLM back for a while, then
-		// give up on a client that does not read.
-		if giveUp == nil {
-			giveUp = time.NewTimer(st.cfg.WriteTimeout)
-			defer giveUp.Stop()
-		}
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-giveUp.C:
-			st.log.Warn("ending an event stream whose client stopped reading", "waited", st.cfg.WriteTimeout)
-			st.leave()
-			// Fail the write that is stuck on the full socket now.
-			_ = st.conn.SetWriteDeadline(time.Now())
-			return errSlowClient
-		}
+	err = st.out.send(ctx, frame{ctx: ctx, data: data, done: done})
+	if errors.Is(err, errSlowClient) {
+		st.log.Warn("ending an event stream whose client stopped reading", "waited", st.cfg.WriteTimeout)
+		st.leave()
+		// Fail the write that is stuck on the full socket now.
+		_ = st.conn.SetWriteDeadline(time.Now())
 	}
+	return err
 }
 
 func (st *sseStream) notify() {
@@ -158,44 +125,14 @@ func (st *sseStream) notify() {
 // end queues the last event: after it the writer returns.
 func (st *sseStream) end() {
 	data, _ := st.event(protocol.ChatEvent{Type: protocol.EventEnd, Content: ""})
-	st.mu.Lock()
-	if !st.gone && !st.ended {
-		// The end event goes out even into a full queue: it is the last.
-		st.queue.push(frame{ctx: context.Background(), data: data})
-		st.ended = true
-	}
-	st.mu.Unlock()
-	st.notify()
+	st.out.end(frame{ctx: context.Background(), data: data})
 }
 
 // leave marks the client gone: the turn is cancelled, and senders and the
 // writer stop.
 func (st *sseStream) leave() {
-	st.mu.Lock()
-	st.gone = true
-	if st.room != nil {
-		close(st.room)
-		st.room = nil
-	}
-	st.mu.Unlock()
+	st.out.close()
 	st.cancel()
-	st.notify()
-}
-
-// take removes what is queued; last says the end event is among it, or
-// the client is gone.
-func (st *sseStream) take() (frames []frame, last bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.gone {
-		return nil, true
-	}
-	frames = st.queue.drain()
-	if st.room != nil && len(frames) > 0 {
-		close(st.room)
-		st.room = nil
-	}
-	return frames, st.ended
 }
 
 // write is fasthttp's stream writer: it writes events as they come until
@@ -205,6 +142,9 @@ func (st *sseStream) take() (frames []frame, last bool) {
 func (st *sseStream) write(w *bufio.Writer, clientGone <-chan struct{}) {
 	defer func() {
 		st.leave()
+		for _, f := range st.out.rest() {
+			f.finish(errStreamEnded)
+		}
 		// fasthttp writes the end of the chunked body and may reuse the
 		// connection: no deadline of the stream's may outlive it.
 		_ = st.conn.SetWriteDeadline(time.Time{})
@@ -214,7 +154,10 @@ func (st *sseStream) write(w *bufio.Writer, clientGone <-chan struct{}) {
 	heartbeat := time.NewTicker(st.cfg.SSEHeartbeat)
 	defer heartbeat.Stop()
 	for {
-		frames, last := st.take()
+		frames, last, closed := st.out.takeAll()
+		if closed {
+			return
+		}
 		written := frames[:0]
 		for _, f := range frames {
 			// An event of a turn that was stopped is dropped, as on the
@@ -240,6 +183,11 @@ func (st *sseStream) write(w *bufio.Writer, clientGone <-chan struct{}) {
 		}
 		if last {
 			return
+		}
+		if len(frames) > 0 {
+			// More may have come while these were written: the outbox
+			// wakes an idle writer only, and this one is not yet.
+			continue
 		}
 		select {
 		case <-st.wake:

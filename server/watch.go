@@ -7,7 +7,6 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 
-	"koe/conversation"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -23,9 +22,34 @@ const (
 	clientUIDQuery = "client_uid"
 )
 
+// Watchers attach watchers to what they follow: a client's session
+// across its reconnects, or a character in every session.
+type Watchers interface {
+	// Watch attaches w to target until stop is called. An unknown
+	// character is refused; a client_uid no session has yet is waited
+	// for.
+	Watch(target protocol.WatchTarget, w Watcher, opts WatchOptions) (stop func(), err error)
+	// CheckWatch says why target cannot be watched, if it cannot.
+	CheckWatch(target protocol.WatchTarget) error
+}
+
+// Watcher receives the frames of what it follows, encoded. Offer must not
+// block: the speaker never waits for a watcher.
+type Watcher interface {
+	Offer(ctx context.Context, frame []byte)
+}
+
+// WatchOptions describe one watcher.
+type WatchOptions struct {
+	// ClientUID is the watcher's own connection id.
+	ClientUID string
+	// KoeEvents: the watcher also gets koe's events.
+	KoeEvents bool
+}
+
 // watchTarget is what the request asks to watch, if anything.
-func watchTarget(query func(string, ...string) string) (conversation.WatchTarget, bool) {
-	t := conversation.WatchTarget{ClientUID: query(watchQuery), ConfUID: query(watchConfQuery)}
+func watchTarget(query func(string, ...string) string) (protocol.WatchTarget, bool) {
+	t := protocol.WatchTarget{ClientUID: query(watchQuery), ConfUID: query(watchConfQuery)}
 	return t, t.ClientUID != "" || t.ConfUID != ""
 }
 
@@ -38,12 +62,12 @@ func (s *Server) checkSocketQuery(c *fiber.Ctx) error {
 		if c.Query(clientUIDQuery) != "" {
 			return fiber.NewError(fiber.StatusBadRequest, "a watcher has its own client_uid: drop client_uid or watch")
 		}
-		if err := s.opts.Hub.CheckWatch(t); err != nil {
+		if err := s.opts.Watchers.CheckWatch(t); err != nil {
 			return s.httpError(c, err)
 		}
 		return c.Next()
 	}
-	if uid := c.Query(clientUIDQuery); uid != "" && !conversation.ValidClientUID(uid) {
+	if uid := c.Query(clientUIDQuery); uid != "" && !protocol.ValidClientUID(uid) {
 		return fiber.NewError(fiber.StatusBadRequest, "client_uid must be 1-64 letters, digits, '-' or '_'")
 	}
 	return c.Next()
@@ -52,13 +76,13 @@ func (s *Server) checkSocketQuery(c *fiber.Ctx) error {
 // handleWatch serves a watcher: frames of the watched sessions go out
 // through cn, which the speakers offer them to without waiting. What the
 // watcher sends is only kept alive (heartbeat) or refused.
-func (s *Server) handleWatch(c *websocket.Conn, cn *conn, clientUID string, target conversation.WatchTarget, koeEvents bool) {
+func (s *Server) handleWatch(c *websocket.Conn, cn *conn, clientUID string, target protocol.WatchTarget, koeEvents bool) {
 	log := cn.log.With("watching", target.String())
-	stop, err := s.opts.Hub.Watch(target, watchConn{cn}, conversation.WatchOptions{ClientUID: clientUID, KoeEvents: koeEvents})
+	stop, err := s.opts.Watchers.Watch(target, watchConn{cn}, WatchOptions{ClientUID: clientUID, KoeEvents: koeEvents})
 	if err != nil {
 		// Checked before the upgrade; only a character that vanished
 		// since gets here.
-		_ = cn.Send(context.Background(), protocol.NewError(conversation.Explain(err).Message))
+		_ = cn.Send(context.Background(), protocol.NewError(s.explain(err).Message))
 		cn.close(closeNormal, "")
 		cn.wait()
 		return
@@ -72,7 +96,7 @@ func (s *Server) handleWatch(c *websocket.Conn, cn *conn, clientUID string, targ
 	cn.wait()
 }
 
-// watchConn is a connection as a conversation.Watcher.
+// watchConn is a connection as a Watcher.
 type watchConn struct{ c *conn }
 
 func (w watchConn) Offer(ctx context.Context, frame []byte) { w.c.offer(ctx, frame) }
@@ -80,7 +104,7 @@ func (w watchConn) Offer(ctx context.Context, frame []byte) { w.c.offer(ctx, fra
 // watchReader answers what a watcher sends.
 type watchReader struct {
 	conn   *conn
-	target conversation.WatchTarget
+	target protocol.WatchTarget
 	errors rateLimited
 }
 

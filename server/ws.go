@@ -12,10 +12,58 @@ import (
 	"github.com/google/uuid"
 
 	"koe"
-	"koe/conversation"
 	"koe/internal/quote"
 	"koe/protocol"
 )
+
+// Sessions opens and finds the conversations of WebSocket clients
+// (package conversation's, as app hands them over).
+type Sessions interface {
+	// Open starts the session of one client connection, writing to out;
+	// ctx bounds its life. It returns nil once koe is shutting down.
+	Open(ctx context.Context, out Sender, opts SessionOptions) Session
+	// Find returns the open session of a client, or nil.
+	Find(clientUID string) SessionState
+	// List describes the open sessions, ordered by client_uid.
+	List() []protocol.SessionInfo
+}
+
+// SessionOptions describe one client connection.
+type SessionOptions struct {
+	// ClientUID identifies the connection (the client may keep it across
+	// reconnects).
+	ClientUID string
+	// KoeEvents: the client asked for koe's own events besides the OLV
+	// message set.
+	KoeEvents bool
+	// Replaced is called when a new connection opens a session with the
+	// same ClientUID: this one is to be closed.
+	Replaced func()
+	Logger   *slog.Logger
+}
+
+// Session is a client's conversation as its connection drives it, from
+// the read loop.
+type Session interface {
+	// Greet sends the OLV connect sequence.
+	Greet()
+	// Dispatch handles one text frame; an error is for the client.
+	Dispatch(in protocol.Inbound) error
+	// FeedPCM takes one binary frame of microphone audio.
+	FeedPCM(data []byte) error
+	// Close stops the running turn and ends the session.
+	Close()
+}
+
+// Sender delivers messages to one client, in the order they were sent: a
+// WebSocket connection, an event stream. Sessions write to it.
+type Sender interface {
+	// Send queues msg; if ctx ends before the writer reaches it, it is
+	// dropped unsent.
+	Send(ctx context.Context, msg any) error
+	// SendWait queues msg and returns once it has been written.
+	SendWait(ctx context.Context, msg any) error
+}
 
 func (s *Server) handleWS(c *websocket.Conn) {
 	// Registered under the lock that Shutdown takes before it waits: a
@@ -49,7 +97,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 		return
 	}
 	defer s.metrics.SessionOpened("websocket")()
-	sess := s.opts.Hub.Open(ctx, cn, conversation.SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log,
+	sess := s.opts.Sessions.Open(ctx, cn, SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log,
 		Replaced: func() { cn.close(closeNormal, "replaced by a new connection with the same client_uid") }})
 	if sess == nil {
 		cn.close(closeGoingAway, "server shutting down")
@@ -59,7 +107,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	log.Info("client connected", "ip", c.IP(), "koe_events", koeEvents)
 	sess.Greet()
 
-	r := &reader{sess: sess, conn: cn, log: log, errors: rateLimited{every: 10 * time.Second}}
+	r := &reader{sess: sess, conn: cn, log: log, explain: s.explain, errors: rateLimited{every: 10 * time.Second}}
 	err := cn.readPump(r.text, r.binary, r.reject)
 	log.Info("client disconnected", "reason", err)
 
@@ -74,9 +122,10 @@ func (s *Server) handleWS(c *websocket.Conn) {
 // reader turns one connection's frames into session calls. It runs in the
 // connection's read loop, like the session's voice input.
 type reader struct {
-	sess *conversation.Session
-	conn *conn
-	log  *slog.Logger
+	sess    Session
+	conn    *conn
+	log     *slog.Logger
+	explain func(error) Problem
 	// errors bounds the error log lines of one connection: a client that
 	// sends garbage in a loop must not flood the log.
 	errors rateLimited
@@ -103,7 +152,7 @@ func (r *reader) binary(data []byte) {
 // prefixed with what the client sent. Internal failures are logged in
 // full; the client's own mistakes only at debug level.
 func (r *reader) fail(what string, err error) {
-	p := conversation.Explain(err)
+	p := r.explain(err)
 	what = quote.Shorten(what, 40)
 	if p.Kind == koe.Internal {
 		if n, ok := r.errors.due(); ok {

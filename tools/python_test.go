@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"koe/agent"
+	"koe/testkit"
 )
 
 // requireSandbox skips where bubblewrap or python3 is missing, except in
@@ -165,13 +166,7 @@ func cancelRun(t *testing.T, b *Box, started string) {
 		_, err := b.Call(ctx, agent.ToolCall{Name: pythonName, Arguments: `{"code":"import time\nprint('started', flush=True)\ntime.sleep(600)"}`})
 		errc <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !running(started) {
-		if time.Now().After(deadline) {
-			t.Fatal("the program never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, "the program starts", func() bool { return running(started) })
 	cancel()
 	select {
 	case err := <-errc:

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"koe/testkit"
 )
 
 // The sandboxed program tries each way out this tool has had, and each
@@ -303,16 +305,15 @@ print(open("/work/gate").read())`, marker)
 // waitForRunFile finds a running program's /work/name through /proc.
 func waitForRunFile(t *testing.T, name string) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	var found string
+	testkit.Eventually(t, "a running program writes /work/"+name, func() bool {
 		matches, _ := filepath.Glob("/proc/[0-9]*/root/work/" + name)
 		if len(matches) > 0 {
-			return matches[0]
+			found = matches[0]
 		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("no running program wrote /work/%s", name)
-	return ""
+		return found != ""
+	})
+	return found
 }
 
 // A run whose sandbox fails before the program runs is an error, not

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"koe/testkit"
 )
 
 // syncBuffer collects what koe logs; the server logs from its own
@@ -155,23 +156,19 @@ func freePort(t *testing.T) string {
 // waitHealthy polls url until koe answers, or run ends early.
 func waitHealthy(t *testing.T, url string, done <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // hang guard only
-	for time.Now().Before(deadline) {
+	testkit.Eventually(t, "koe answers "+url, func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run ended before serving: %v", err)
 		default:
 		}
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("koe did not answer /healthz")
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // koe's first argument names a subcommand, or is a flag of the server's;

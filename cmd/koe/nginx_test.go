@@ -6,7 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
+
+	"koe/testkit"
 )
 
 // nginx as deploy/nginx.conf sets it up logs each request without what
@@ -41,17 +42,11 @@ func TestNginxAccessLogWithoutToken(t *testing.T) {
 	}
 	// nginx writes its access line once the response is sent.
 	var line string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Eventually(t, "nginx logs the request", func() bool {
 		data, _ := os.ReadFile(accessLogPath(dir))
-		if line = string(data); strings.Contains(line, "/api/sessions") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx logged no request: %q", line)
-		}
-		time.Sleep(20 * time.Millisecond) // a poll interval, not an assertion
-	}
+		line = string(data)
+		return strings.Contains(line, "/api/sessions")
+	})
 	if strings.Contains(line, token[:12]) {
 		t.Errorf("nginx's access log holds the token: %s", line)
 	}

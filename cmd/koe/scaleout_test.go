@@ -25,6 +25,7 @@ import (
 
 	"koe/coord"
 	"koe/protocol"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/testkit/pgtest"
 	"koe/testkit/proctest"
@@ -478,22 +479,20 @@ http {
 		}
 	})
 	// nginx says nothing when it is ready: it is once it accepts.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr, dir
-		}
+	testkit.Eventually(t, "nginx accepts on "+addr, func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("nginx ended: %v\n%s", err, out.String())
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx does not accept on %s: %v\n%s", addr, err, out.String())
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return false
 		}
-	}
+		c.Close()
+		return true
+	})
+	return addr, dir
 }
 
 // followNews subscribes to the channel where koe instances say what

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"koe/testkit"
 	"koe/testkit/cdp"
 )
 
@@ -92,10 +94,7 @@ func TestPage(t *testing.T) {
 	if err := p.WaitFor(ctx, `new Promise((r) => setTimeout(() => r(true), 20))`); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(p.Exceptions()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, "the page's exception is reported", func() bool { return len(p.Exceptions()) > 0 })
 	if ex := p.Exceptions(); len(ex) != 1 || !strings.Contains(ex[0], "boom") {
 		t.Fatalf("Exceptions = %q", ex)
 	}
@@ -171,16 +170,18 @@ func TestNoGoroutineLeft(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Goroutines finish shortly after they are told to; poll with a
-	// generous bound rather than expect it at once.
-	deadline := time.Now().Add(30 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines before Launch, %d after Close:\n%s", before, n, buf[:runtime.Stack(buf, true)])
-	}
+	// Goroutines finish shortly after they are told to: wait for them
+	// rather than expect it at once.
+	ended := false
+	defer func() {
+		if !ended {
+			buf := make([]byte, 1<<20)
+			t.Logf("goroutines left:\n%s", buf[:runtime.Stack(buf, true)])
+		}
+	}()
+	testkit.Eventually(t, fmt.Sprintf("the %d goroutines before Launch are all that are left after Close", before),
+		func() bool { return runtime.NumGoroutine() <= before })
+	ended = true
 }
 
 // playJS plays a generated 0.2 s WAV without a user gesture and reports

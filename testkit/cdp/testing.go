@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"koe/testkit"
 )
 
 // LaunchTest starts a browser for the test t and closes it when t ends,
@@ -15,6 +17,7 @@ import (
 // browser must not silently turn browser tests into passes: then it fails.
 func LaunchTest(t testing.TB, opts Options) *Browser {
 	t.Helper()
+	testkit.External(t, "Chromium")
 	if opts.Path == "" {
 		path, err := FindBrowser()
 		if errors.Is(err, ErrNoBrowser) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"koe/testkit"
 )
 
 // guard bounds every wait in these tests; it is a safety net against
@@ -81,13 +83,7 @@ func closeWhileHanging(t *testing.T, s *Server, what string) {
 
 func waitIdle(t *testing.T, s *Server) {
 	t.Helper()
-	deadline := time.Now().Add(guard)
-	for s.Active() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("Active() = %d, want 0", s.Active())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, "no request is active", func() bool { return s.Active() == 0 })
 }
 
 func TestStreamConcatenation(t *testing.T) {
@@ -304,13 +300,7 @@ func TestHangThenClientCancel(t *testing.T) {
 			_, err := c.CreateChatCompletion(ctx, userReq("hi"))
 			errc <- err
 		}()
-		deadline := time.Now().Add(guard)
-		for s.Active() != 1 {
-			if time.Now().After(deadline) {
-				t.Fatal("hanging request never became active")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testkit.Eventually(t, "the hanging request is active", func() bool { return s.Active() == 1 })
 		select {
 		case err := <-errc:
 			t.Fatalf("stream=%v: client returned while server hangs: %v", stream, err)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"koe/testkit"
 	"koe/testkit/proctest"
 )
 
@@ -96,6 +97,7 @@ func selfSigned(t testing.TB, dir string) (certFile, keyFile string) {
 // server; the test's cleanup stops it.
 func Start(t testing.TB, password string) *Server {
 	t.Helper()
+	testkit.External(t, "ngircd")
 	bin, err := exec.LookPath("ngircd")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/ngircd"); serr == nil {

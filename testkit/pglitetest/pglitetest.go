@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"koe/testkit"
 	"koe/testkit/proctest"
 )
 
@@ -52,6 +53,7 @@ var testPG struct {
 // server with Stop from its TestMain.
 func DSN(tb testing.TB) string {
 	tb.Helper()
+	testkit.External(tb, "PostgreSQL with pgvector")
 	testPG.once.Do(start)
 	if testPG.err != nil {
 		proctest.Missing(tb, testPG.what, testPG.err)

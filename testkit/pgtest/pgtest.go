@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"koe/testkit"
 )
 
 // EnvDSN names the test server's DSN.
@@ -22,6 +24,7 @@ const EnvDSN = "KOE_TEST_PG_DSN"
 // leave PostgreSQL untested.
 func DSN(t testing.TB) string {
 	t.Helper()
+	testkit.External(t, "PostgreSQL")
 	dsn := os.Getenv(EnvDSN)
 	if dsn == "" {
 		if os.Getenv("CI") == "true" {

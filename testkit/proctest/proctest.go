@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"koe/testkit"
 )
 
 // LookPath returns the path of a binary the test needs, from the Debian
@@ -16,12 +18,19 @@ import (
 // see Missing.
 func LookPath(tb testing.TB, name, debianPackage string) string {
 	tb.Helper()
+	if !essential[debianPackage] {
+		testkit.External(tb, name)
+	}
 	path, err := exec.LookPath(name)
 	if err != nil {
 		Missing(tb, name+" is not installed (Debian package "+debianPackage+")", err)
 	}
 	return path
 }
+
+// essential are Debian's packages every system has (a shell, coreutils):
+// a test that runs their programs stays in the short lane.
+var essential = map[string]bool{"coreutils": true, "dash": true}
 
 // Missing skips the test for want of what, except on CI (CI=true), where
 // something missing must fail loudly rather than silently skip the only

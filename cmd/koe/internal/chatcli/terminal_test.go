@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/testkit/proctest"
 )
@@ -58,17 +59,17 @@ func (s *tmuxSession) screen() string {
 // milliseconds; only the hang guard bounds the wait.
 func (s *tmuxSession) waitFor(what string, ok func(screen string) bool) string {
 	s.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
-		screen := s.screen()
-		if ok(screen) {
-			return screen
+	var screen string
+	defer func() {
+		if s.t.Failed() {
+			s.t.Logf("the screen showed:\n%s", screen)
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("waited for %s; the screen showed:\n%s", what, screen)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	testkit.Eventually(s.t, "the screen shows "+what, func() bool {
+		screen = s.screen()
+		return ok(screen)
+	})
+	return screen
 }
 
 func (s *tmuxSession) keys(keys ...string) {

@@ -1,4 +1,4 @@
-package app
+package metrics
 
 import (
 	"context"
@@ -6,17 +6,36 @@ import (
 	"time"
 
 	"koe"
-	"koe/conversation"
-	"koe/metrics"
-	"koe/server"
 )
 
-// timedStore times every call conversations make to the history store
-// (koe_store_operation_seconds by op) and counts the failures; "no such
+// HistoryStore is the history store as conversations and the histories
+// service call it.
+type HistoryStore interface {
+	Create(ctx context.Context, confUID string) (string, error)
+	CreateWith(ctx context.Context, confUID, historyUID string, records ...koe.Record) error
+	Append(ctx context.Context, confUID, historyUID string, r koe.Record) error
+	Messages(ctx context.Context, confUID, historyUID string) ([]koe.Record, error)
+	List(ctx context.Context, confUID string) ([]koe.ListedHistory, error)
+	Delete(ctx context.Context, confUID, historyUID string) error
+	AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error
+	Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error)
+	SetPrompt(ctx context.Context, confUID, name, text string) error
+	Prompt(ctx context.Context, confUID, name string) (string, bool, error)
+	Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) ([]koe.Record, bool, error)
+	Image(ctx context.Context, confUID, historyUID, ref string) (string, []byte, error)
+	LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error)
+}
+
+// TimeStore returns store with every call timed
+// (koe_store_operation_seconds by op) and its failures counted; "no such
 // history" is an answer, not a failure.
+func (m *Metrics) TimeStore(store HistoryStore) HistoryStore {
+	return timedStore{next: store, m: m}
+}
+
 type timedStore struct {
-	next conversation.HistoryStore
-	m    *metrics.Metrics
+	next HistoryStore
+	m    *Metrics
 }
 
 func (s timedStore) done(op string, start time.Time, err error) {
@@ -112,44 +131,4 @@ func (s timedStore) LastSeq(ctx context.Context, confUID, historyUID string) (ui
 	seq, err := s.next.LastSeq(ctx, confUID, historyUID)
 	s.done("last_seq", start, err)
 	return seq, err
-}
-
-// pinger is a store that can say cheaply whether it answers (a
-// PostgreSQL store pings its pool).
-type pinger interface {
-	Ping(ctx context.Context) error
-}
-
-// Names of a history that never exists: reading it is the cheapest read
-// the store interface offers (one read transaction that finds nothing).
-const (
-	readyConf    = "koe-readyz"
-	readyHistory = "koe-readyz"
-)
-
-// storeReady is /readyz's check of the history store: its Ping if it has
-// one, else a read of a history that is not there (for bbolt, one read
-// transaction; a closed or broken database fails it). A bbolt read once
-// begun is not cancelled: past the timeout the probe answers and the
-// read's goroutine ends with the read.
-func storeReady(store conversation.HistoryStore) server.ReadyCheck {
-	return server.ReadyCheck{Name: "store", Check: func(ctx context.Context) error {
-		if p, ok := store.(pinger); ok {
-			return p.Ping(ctx)
-		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := store.LastSeq(ctx, readyConf, readyHistory)
-			if errors.Is(err, koe.ErrNotFound) {
-				err = nil
-			}
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}}
 }

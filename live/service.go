@@ -1,4 +1,4 @@
-package app
+package live
 
 import (
 	"context"
@@ -7,16 +7,37 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
-	"koe/config"
 	"koe/coord"
 	"koe/livechat"
-	"koe/server"
 )
 
-// leadership is the election of the one instance that runs the live chat
-// among those sharing Redis (coord.Leader).
-type leadership interface {
+// Options are what a live chat is built from.
+type Options struct {
+	// Config is live_chat.*. Its character is DefaultCharacter (the
+	// configuration file's conf_uid) unless live_chat.character names
+	// another.
+	Config           livechat.Config
+	DefaultCharacter string
+	// Stages opens the character's live session.
+	Stages Stages
+	// Recall, if set, is what the character remembers of each viewer.
+	Recall Recaller
+	// Elect makes the election, by its name, of the one instance among
+	// those sharing Redis that runs the chat (coord's Leader); nil: the
+	// chat runs here.
+	Elect func(name string) Leadership
+	// Lease bounds each request to Redis about the chat (coord.lease).
+	Lease time.Duration
+	// Running, if set, is told whether the chat runs on this instance.
+	Running func(bool)
+	Logger  *slog.Logger
+}
+
+// Leadership is the election of the one instance that runs the live chat
+// among those sharing Redis (coord's Leader).
+type Leadership interface {
 	Run(ctx context.Context, lead func(context.Context), answer func(context.Context, []byte) ([]byte, error)) error
 	State() coord.LeaderState
 	Ask(ctx context.Context, req []byte) ([]byte, error)
@@ -24,52 +45,51 @@ type leadership interface {
 	Shared(ctx context.Context, field string) (string, error)
 }
 
-var _ leadership = (*coord.Leader)(nil)
+var _ Leadership = (*coord.Leader)(nil)
 
-// liveService is the live chat as koe serves it. Without Redis it runs
-// here. With coord: redis, the instances elect one to run it (so that the
+// Service is the live chat as koe serves it. Without an election it runs
+// here. With one, the instances elect one to run it (so that the
 // character answers each message once); the others stand by, forward the
 // streamer's commands to it and take over when it stops or dies.
-type liveService struct {
-	m      *Main
-	cfg    config.Config
+type Service struct {
+	opts   Options
 	log    *slog.Logger
-	leader leadership // nil: no election, the chat runs here
-	gauge  func(running bool)
+	leader Leadership // nil: no election, the chat runs here
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the election's goroutine ended
 
 	mu  sync.Mutex
-	cur *liveChat // the chat while it runs here
+	cur *chat // the chat while it runs here
 }
-
-var _ server.LiveChat = (*liveService)(nil)
 
 // sharedPaused is the field of the election's shared state that keeps the
 // streamer's pause across a change of leader.
 const sharedPaused = "paused"
 
-// openLiveChat starts the live chat here, or (coord: redis) takes part in
-// the election of the instance that runs it.
-func (m *Main) openLiveChat(cfg config.Config) (*liveService, error) {
-	conf := cfg.LiveChat.Character
+// Open starts the live chat here, or takes part in the election of the
+// instance that runs it.
+func Open(opts Options) (*Service, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Running == nil {
+		opts.Running = func(bool) {}
+	}
+	conf := opts.Config.Character
 	if conf == "" {
-		conf = cfg.Character.ConfUID
+		conf = opts.DefaultCharacter
 	}
-	s := &liveService{m: m, cfg: cfg, log: m.Logger.With("live_chat", conf), gauge: func(bool) {}}
-	if m.metrics != nil {
-		s.gauge = m.metrics.LiveChatLeader
-	}
-	if m.coord == nil {
-		c, err := m.startLiveChat(cfg, false)
+	s := &Service{opts: opts, log: opts.Logger.With("live_chat", conf)}
+	if opts.Elect == nil {
+		c, err := s.startChat(false)
 		if err != nil {
 			return nil, err
 		}
 		s.cur = c
-		s.gauge(true)
+		opts.Running(true)
 		return s, nil
 	}
-	s.leader = m.coord.NewLeader("live:" + conf)
+	s.leader = opts.Elect("live:" + conf)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
 	go func() {
@@ -83,9 +103,9 @@ func (m *Main) openLiveChat(cfg config.Config) (*liveService, error) {
 	return s, nil
 }
 
-// stop ends the live chat here (and gives the lead up, letting another
-// instance take over at once).
-func (s *liveService) stop() {
+// Close ends the live chat here (and gives the lead up, letting another
+// instance take over at once). A nil Service is a live chat that is off.
+func (s *Service) Close() {
 	if s == nil {
 		return
 	}
@@ -95,10 +115,10 @@ func (s *liveService) stop() {
 		return
 	}
 	s.cur.stop()
-	s.gauge(false)
+	s.opts.Running(false)
 }
 
-func (s *liveService) current() *liveChat {
+func (s *Service) current() *chat {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cur
@@ -106,15 +126,15 @@ func (s *liveService) current() *liveChat {
 
 // lead runs the live chat while this instance leads, paused if the
 // streamer left it paused on the previous leader.
-func (s *liveService) lead(ctx context.Context) {
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.Coord.Lease)
+func (s *Service) lead(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, s.opts.Lease)
 	v, err := s.leader.Shared(rctx, sharedPaused)
 	cancel()
 	if err != nil {
 		s.log.Warn("live chat: could not read whether the streamer paused it; it starts unpaused", "err", err)
 	}
 	paused := v == "1"
-	c, err := s.m.startLiveChat(s.cfg, paused)
+	c, err := s.startChat(paused)
 	if err != nil {
 		// Returning gives the lead up; another instance (or this one,
 		// later) tries again.
@@ -124,13 +144,13 @@ func (s *liveService) lead(ctx context.Context) {
 	s.mu.Lock()
 	s.cur = c
 	s.mu.Unlock()
-	s.gauge(true)
+	s.opts.Running(true)
 	<-ctx.Done()
 	s.mu.Lock()
 	s.cur = nil
 	s.mu.Unlock()
 	c.stop()
-	s.gauge(false)
+	s.opts.Running(false)
 	s.log.Info("live chat: stopped on this instance")
 }
 
@@ -152,7 +172,7 @@ type liveReply struct {
 }
 
 // answer runs a command forwarded by another instance.
-func (s *liveService) answer(ctx context.Context, req []byte) ([]byte, error) {
+func (s *Service) answer(ctx context.Context, req []byte) ([]byte, error) {
 	var r liveRequest
 	if err := json.Unmarshal(req, &r); err != nil {
 		return nil, fmt.Errorf("unreadable live chat command: %w", err)
@@ -169,7 +189,7 @@ func (s *liveService) answer(ctx context.Context, req []byte) ([]byte, error) {
 }
 
 // run runs a command on the chat running here.
-func (s *liveService) run(ctx context.Context, c *liveChat, cmd string) (liveReply, error) {
+func (s *Service) run(ctx context.Context, c *chat, cmd string) (liveReply, error) {
 	var reply liveReply
 	switch cmd {
 	case liveStatus:
@@ -190,11 +210,11 @@ func (s *liveService) run(ctx context.Context, c *liveChat, cmd string) (liveRep
 }
 
 // share keeps the pause in Redis for the next leader.
-func (s *liveService) share(ctx context.Context, paused string) {
+func (s *Service) share(ctx context.Context, paused string) {
 	if s.leader == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Coord.Lease)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Lease)
 	defer cancel()
 	if err := s.leader.SetShared(ctx, sharedPaused, paused); err != nil {
 		s.log.Warn("live chat: could not keep the pause in redis; an instance taking over would not know it", "err", err)
@@ -202,7 +222,7 @@ func (s *liveService) share(ctx context.Context, paused string) {
 }
 
 // describe adds this instance's part in the election to st.
-func (s *liveService) describe(st *livechat.Status) {
+func (s *Service) describe(st *livechat.Status) {
 	if s.leader == nil {
 		return
 	}
@@ -211,7 +231,7 @@ func (s *liveService) describe(st *livechat.Status) {
 }
 
 // do runs cmd here if the chat runs here, else on the leader.
-func (s *liveService) do(ctx context.Context, cmd string) (liveReply, error) {
+func (s *Service) do(ctx context.Context, cmd string) (liveReply, error) {
 	if c := s.current(); c != nil {
 		return s.run(ctx, c, cmd)
 	}
@@ -244,26 +264,26 @@ func (s *liveService) do(ctx context.Context, cmd string) (liveReply, error) {
 	return reply, nil
 }
 
-// Status implements server.LiveChat.
-func (s *liveService) Status(ctx context.Context) (livechat.Status, error) {
+// Status is the live chat's state.
+func (s *Service) Status(ctx context.Context) (livechat.Status, error) {
 	r, err := s.do(ctx, liveStatus)
 	return r.Status, err
 }
 
-// Pause implements server.LiveChat.
-func (s *liveService) Pause(ctx context.Context) (livechat.Status, error) {
+// Pause stops new turns from starting; messages keep queueing.
+func (s *Service) Pause(ctx context.Context) (livechat.Status, error) {
 	r, err := s.do(ctx, livePause)
 	return r.Status, err
 }
 
-// Resume implements server.LiveChat.
-func (s *liveService) Resume(ctx context.Context) (livechat.Status, error) {
+// Resume lets turns start again.
+func (s *Service) Resume(ctx context.Context) (livechat.Status, error) {
 	r, err := s.do(ctx, liveResume)
 	return r.Status, err
 }
 
-// Skip implements server.LiveChat.
-func (s *liveService) Skip(ctx context.Context) (bool, livechat.Status, error) {
+// Skip stops the running turn and reports whether one was running.
+func (s *Service) Skip(ctx context.Context) (bool, livechat.Status, error) {
 	r, err := s.do(ctx, liveSkip)
 	return r.Skipped, r.Status, err
 }
