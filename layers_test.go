@@ -20,10 +20,11 @@ func TestPackageLayers(t *testing.T) {
 	imports := productImports(t)
 	forbidden := map[string][]string{
 		"protocol": {"koe/"},
-		// knowledge still opens its own PostgreSQL chunk store (postgres.go),
-		// so pgx is allowed here until the drivers move out of it.
-		"knowledge": {"koe/agent", "koe/conversation", "koe/server", "koe/llm", "koe/tts", "koe/asr", "koe/protocol", "koe/recall", "koe/history", "go.etcd.io/bbolt"},
-		"history":   {"koe/agent", "koe/conversation", "koe/server", "koe/llm", "koe/tts", "koe/asr", "koe/protocol"},
+		// knowledge declares the stores it uses (DocStore, ChunkStore,
+		// Index); bolt and postgres implement them.
+		"knowledge": {"koe/agent", "koe/conversation", "koe/server", "koe/llm", "koe/tts", "koe/asr", "koe/protocol", "koe/recall", "koe/history", "koe/bolt", "koe/postgres"},
+		// history is the store contract: no driver, and no backend.
+		"history": {"koe/agent", "koe/conversation", "koe/server", "koe/llm", "koe/tts", "koe/asr", "koe/protocol", "koe/bolt", "koe/postgres"},
 		// Above storage the stored types are named from the root package:
 		// no store, no database driver.
 		"agent":        {"koe/llm", "koe/conversation", "koe/server", "koe/protocol", "koe/tts", "koe/asr", "github.com/sashabaranov/go-openai", "koe/history", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
@@ -95,14 +96,27 @@ func TestPackageLayers(t *testing.T) {
 			}
 		}
 	}
-	// The agent and the packages it stands on do not even link a store:
-	// what they import of koe, and what that imports, reaches neither
-	// history nor a database driver. (conversation and server still link
-	// pgx through knowledge's own PostgreSQL chunk store, until the
-	// drivers move out of it.)
-	for _, pkg := range []string{"agent", "llm", "recall"} {
+	// Storage by database: a driver is imported by its package only
+	// (bbolt by bolt; pgx and pgvector by postgres), and those by the
+	// wiring (app, cmd/...), by recall's eval harness, which opens a bbolt
+	// store of its own, and by the test kit.
+	for pkg, imps := range imports {
+		wiring := pkg == "app" || strings.HasPrefix(pkg, "cmd/") || strings.HasPrefix(pkg, "testkit/")
+		for _, imp := range imps {
+			switch {
+			case isDriver(imp) && pkg != "bolt" && pkg != "postgres" && !wiring:
+				t.Errorf("%s imports %s; only bolt and postgres (and app, cmd/... and the test kit) may import a database driver", pkg, imp)
+			case (imp == "koe/bolt" || imp == "koe/postgres") && !wiring && pkg != "recall/locomo":
+				t.Errorf("%s imports %s; only app, cmd/..., recall/locomo and the test kit may open a store", pkg, imp)
+			}
+		}
+	}
+	// Above storage nothing even links a store: what these packages import
+	// of koe, and what that imports, reaches no backend and no driver, nor
+	// even the store contract (they declare the few methods they use).
+	for _, pkg := range []string{"agent", "llm", "recall", "knowledge", "histories", "conversation", "live", "server", "history"} {
 		for _, imp := range linked(imports, pkg) {
-			if imp == "koe/history" || strings.HasPrefix(imp, "go.etcd.io/bbolt") || strings.HasPrefix(imp, "github.com/jackc/pgx") {
+			if imp == "koe/bolt" || imp == "koe/postgres" || isDriver(imp) || imp == "koe/history" && pkg != "history" {
 				t.Errorf("%s links %s", pkg, imp)
 			}
 		}
@@ -125,6 +139,16 @@ func TestPackageLayers(t *testing.T) {
 			t.Errorf("%s imports go-openai; only llm (chat), internal/openaicompat (audio) and the load tool's floor (testkit/loadrun/relay) may", pkg)
 		}
 	}
+}
+
+// isDriver reports whether imp is a database driver's package.
+func isDriver(imp string) bool {
+	for _, d := range []string{"go.etcd.io/bbolt", "github.com/jackc/pgx", "github.com/pgvector"} {
+		if imp == d || strings.HasPrefix(imp, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // linked returns every package pkg's product code reaches: what it imports

@@ -35,7 +35,7 @@ type LLM interface {
 
 // SummaryStore keeps summaries with their history.
 type SummaryStore interface {
-	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
+	AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error
 }
 
 // Thread names the history a memory belongs to.

@@ -13,7 +13,7 @@ import (
 
 	"koe"
 	"koe/agent"
-	"koe/history"
+	"koe/bolt"
 	"koe/testkit"
 	"koe/testkit/fakellm"
 )
@@ -627,18 +627,18 @@ func TestContextReminderAfterToolResults(t *testing.T) {
 
 // blockingStore holds every summary it stores until released.
 type blockingStore struct {
-	*history.Store
+	*bolt.Store
 	stored  chan struct{}
 	release chan struct{}
 }
 
-func (s *blockingStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
+func (s *blockingStore) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
 	select {
 	case s.stored <- struct{}{}:
 		<-s.release
 	case <-s.release:
 	}
-	return s.Store.AddSummary(confUID, historyUID, r)
+	return s.Store.AddSummary(ctx, confUID, historyUID, r)
 }
 
 // OnSummary gets the new memory as a value, and neither it nor the store

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -17,7 +18,7 @@ import (
 
 	"koe"
 	"koe/agent"
-	"koe/history"
+	"koe/bolt"
 	"koe/testkit"
 	"koe/testkit/fakellm"
 )
@@ -785,7 +786,7 @@ func TestWindowPolicyGapAfterFailedSummary(t *testing.T) {
 		}
 	}
 	st := a.State()
-	stored, err := store.Summaries(thread.ConfUID, thread.HistoryUID)
+	stored, err := store.Summaries(t.Context(), thread.ConfUID, thread.HistoryUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -799,9 +800,9 @@ func TestWindowPolicyGapAfterFailedSummary(t *testing.T) {
 
 // --- Restart ---
 
-func openStore(t *testing.T) *history.Store {
+func openStore(t *testing.T) *bolt.Store {
 	t.Helper()
-	s, err := history.Open(filepath.Join(t.TempDir(), "koe.db"), history.Options{})
+	s, err := bolt.Open(filepath.Join(t.TempDir(), "koe.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -809,10 +810,10 @@ func openStore(t *testing.T) *history.Store {
 	return s
 }
 
-func newThread(t *testing.T, s *history.Store) agent.Thread {
+func newThread(t *testing.T, s *bolt.Store) agent.Thread {
 	t.Helper()
 	uid := koe.NewHistoryUID(time.Now())
-	if err := s.CreateWith("conf1", uid); err != nil {
+	if err := s.CreateWith(t.Context(), "conf1", uid); err != nil {
 		t.Fatal(err)
 	}
 	return agent.Thread{ConfUID: "conf1", HistoryUID: uid}
@@ -823,7 +824,7 @@ func newThread(t *testing.T, s *history.Store) agent.Thread {
 // summarise again.
 func TestSummariesSurviveRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "koe.db")
-	store, err := history.Open(path, history.Options{})
+	store, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -848,12 +849,12 @@ func TestSummariesSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	store, err = history.Open(path, history.Options{})
+	store, err = bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	sums, err := store.Summaries(thread.ConfUID, thread.HistoryUID)
+	sums, err := store.Summaries(t.Context(), thread.ConfUID, thread.HistoryUID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1372,12 +1373,12 @@ func TestMemoryNumbers(t *testing.T) {
 
 // hookStore runs afterAdd once a summary is stored.
 type hookStore struct {
-	*history.Store
+	*bolt.Store
 	afterAdd func()
 }
 
-func (s *hookStore) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
-	err := s.Store.AddSummary(confUID, historyUID, r)
+func (s *hookStore) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
+	err := s.Store.AddSummary(ctx, confUID, historyUID, r)
 	if s.afterAdd != nil {
 		s.afterAdd()
 	}
@@ -1400,7 +1401,7 @@ func TestLoadWhileSummaryIsStored(t *testing.T) {
 	var once sync.Once
 	hs.afterAdd = func() {
 		once.Do(func() {
-			sums, err := store.Summaries(thread.ConfUID, thread.HistoryUID)
+			sums, err := store.Summaries(t.Context(), thread.ConfUID, thread.HistoryUID)
 			if err != nil {
 				t.Error(err)
 			}

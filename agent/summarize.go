@@ -142,7 +142,9 @@ func (a *Agent) summarize(job summaryJob) {
 		CreatedAt:       a.opts.Now().Format(koe.TimestampLayout),
 	}
 	if a.opts.Store != nil && job.thread.HistoryUID != "" {
-		if err := a.opts.Store.AddSummary(job.thread.ConfUID, job.thread.HistoryUID, rec); err != nil {
+		// A summary made is kept: closing the agent stops summaries being
+		// made, not one being stored.
+		if err := a.opts.Store.AddSummary(context.WithoutCancel(ctx), job.thread.ConfUID, job.thread.HistoryUID, rec); err != nil {
 			a.log.Warn("could not store a summary; it is kept in memory", "turns", turnRange(job.turns), "err", err)
 		}
 	}

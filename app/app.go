@@ -19,16 +19,17 @@ import (
 
 	"koe/agent"
 	"koe/asr"
+	"koe/bolt"
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
 	"koe/histories"
-	"koe/history"
 	"koe/knowledge"
 	"koe/live"
 	"koe/llm"
 	"koe/mcp"
 	"koe/metrics"
+	"koe/postgres"
 	"koe/recall"
 	"koe/server"
 	"koe/static"
@@ -86,19 +87,19 @@ type appStore interface {
 }
 
 var (
-	_ appStore = (*history.Store)(nil)
-	_ appStore = (*history.PGStore)(nil)
+	_ appStore = (*bolt.Store)(nil)
+	_ appStore = (*postgres.Store)(nil)
 )
 
 // openStore opens the configured store: store_timeout bounds connecting
 // to PostgreSQL and migrating its schema.
 func openStore(cfg config.Config, log *slog.Logger) (appStore, error) {
 	if cfg.Store != config.StorePostgres {
-		return history.Open(filepath.Join(cfg.DataDir, DatabaseFile), history.Options{})
+		return bolt.Open(filepath.Join(cfg.DataDir, DatabaseFile), bolt.Options{})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.StoreTimeout)
 	defer cancel()
-	pg, err := history.OpenPostgres(ctx, cfg.StoreDSN, history.PGOptions{Timeout: cfg.StoreTimeout})
+	pg, err := postgres.Open(ctx, cfg.StoreDSN, postgres.Options{Timeout: cfg.StoreTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +342,7 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 		idx = local
 	case knowledge.StorePostgres:
 		ctx, cancel := context.WithTimeout(context.Background(), postgresOpenTimeout)
-		pg, err := knowledge.OpenPostgres(ctx, kc.DSN, m.Logger)
+		pg, err := postgres.OpenKnowledgeIndex(ctx, kc.DSN, m.Logger)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("knowledge: open the postgres store: %w", err)

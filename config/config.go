@@ -99,7 +99,7 @@ func Default() Config {
 	return Config{
 		DataDir:       "data",
 		Store:         StoreBbolt,
-		StoreTimeout:  history.DefaultPGTimeout,
+		StoreTimeout:  history.DefaultTimeout,
 		CharactersDir: "characters",
 		LogLevel:      "info",
 		Server:        server.DefaultConfig(),

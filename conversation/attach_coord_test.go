@@ -10,8 +10,8 @@ import (
 
 	"koe"
 	"koe/agent"
+	"koe/bolt"
 	"koe/conversation"
-	"koe/history"
 	"koe/knowledge"
 	"koe/llm"
 	"koe/protocol"
@@ -56,7 +56,7 @@ func TestAttachFileRefusedDuringAnotherInstancesTurn(t *testing.T) {
 	srv := redistest.Start(t)
 	// Attached files are read by the knowledge service, whose own store
 	// they do not touch.
-	kst, err := history.Open(filepath.Join(t.TempDir(), "knowledge.db"), history.Options{})
+	kst, err := bolt.Open(filepath.Join(t.TempDir(), "knowledge.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		s.reply(protocol.Simple{Type: protocol.TypeHeartbeatAck})
 	case protocol.TypeFetchHistoryList:
 		// The session's character, even one whose file has gone since.
-		list, err := s.deps.Histories.List(s.Character().ConfUID)
+		list, err := s.deps.Histories.List(s.ctx, s.Character().ConfUID)
 		if err != nil {
 			return err
 		}
@@ -37,7 +37,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		s.reply(data)
 		s.Notify(s.MemoryState())
 	case protocol.TypeFetchHistoryPage:
-		page, err := s.deps.Histories.HistoryPage(s.Character().ConfUID, in.HistoryUID, in.Before, in.Limit)
+		page, err := s.deps.Histories.HistoryPage(s.ctx, s.Character().ConfUID, in.HistoryUID, in.Before, in.Limit)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		}
 		s.reply(st)
 	case protocol.TypeFetchSystemPrompt, protocol.TypeFetchReminder:
-		p, err := s.deps.Histories.Prompt(s.Character().ConfUID, promptName(in.Type))
+		p, err := s.deps.Histories.Prompt(s.ctx, s.Character().ConfUID, promptName(in.Type))
 		if err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		if text == nil {
 			return invalid(`the new text is missing ("prompt" or "reminder"; "" restores the default)`)
 		}
-		p, err := s.deps.Histories.SetPrompt(s.Character().ConfUID, promptName(in.Type), *text)
+		p, err := s.deps.Histories.SetPrompt(s.ctx, s.Character().ConfUID, promptName(in.Type), *text)
 		if err != nil {
 			return err
 		}

@@ -131,16 +131,16 @@ func (s *Session) attachFile(name, mime, data string) error {
 	uid := s.place.uid
 	s.mu.Unlock()
 	if fresh {
-		err = s.deps.Store.CreateWith(conf, uid, rec)
+		err = s.deps.Store.CreateWith(s.ctx, conf, uid, rec)
 		c.agent.SetThread(agent.Thread{ConfUID: conf, HistoryUID: uid})
 	} else {
-		err = s.deps.Store.Append(conf, uid, rec)
+		err = s.deps.Store.Append(s.ctx, conf, uid, rec)
 	}
 	if err != nil {
 		return fmt.Errorf("store attached file: %w", err)
 	}
 	c.agent.AttachFile(fileOf(rec))
-	if seq, err := s.deps.Store.LastSeq(conf, uid); err == nil {
+	if seq, err := s.deps.Store.LastSeq(s.ctx, conf, uid); err == nil {
 		s.mu.Lock()
 		if s.place.uid == uid {
 			s.place.seen = seq
@@ -166,7 +166,7 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 	if !ok {
 		return protocol.AttachedFile{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", conf)
 	}
-	records, err := h.deps.Store.Messages(conf, uid)
+	records, err := h.deps.Store.Messages(ctx, conf, uid)
 	if err != nil {
 		return protocol.AttachedFile{}, fmt.Errorf("attach a file: %w", err)
 	}
@@ -185,7 +185,7 @@ func (h *Hub) AttachFile(ctx context.Context, conf, uid string, u knowledge.Uplo
 	if err != nil {
 		return protocol.AttachedFile{}, err
 	}
-	if err := h.deps.Store.Append(conf, uid, fileRecord(f, number)); err != nil {
+	if err := h.deps.Store.Append(ctx, conf, uid, fileRecord(f, number)); err != nil {
 		return protocol.AttachedFile{}, fmt.Errorf("store attached file: %w", err)
 	}
 	return attachedFile(f, number), nil

@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -24,7 +25,7 @@ func (s *Session) setHistory(uid string) (protocol.HistoryData, error) {
 // loadHistory switches to history uid of conf and rebuilds memory from it.
 // A bad or unknown id changes nothing.
 func (s *Session) loadHistory(conf, uid string) ([]koe.Record, error) {
-	if _, err := s.deps.Store.LastSeq(conf, uid); err != nil {
+	if _, err := s.deps.Store.LastSeq(s.ctx, conf, uid); err != nil {
 		return nil, fmt.Errorf("load history: %w", err)
 	}
 	// Read once the running turn has stopped: it may just have stored its
@@ -48,11 +49,11 @@ func (s *Session) loadHistory(conf, uid string) ([]koe.Record, error) {
 // readMemory rebuilds c's memory from the stored history uid and returns
 // its records and the newest one's sequence number.
 func (s *Session) readMemory(c cast, conf, uid string) ([]koe.Record, uint64, error) {
-	records, err := s.deps.Store.Messages(conf, uid)
+	records, err := s.deps.Store.Messages(s.ctx, conf, uid)
 	if err != nil {
 		return nil, 0, fmt.Errorf("load history: %w", err)
 	}
-	summaries, err := s.deps.Store.Summaries(conf, uid)
+	summaries, err := s.deps.Store.Summaries(s.ctx, conf, uid)
 	if err != nil {
 		s.log.Warn("could not load the history's summaries; they will be made again", "history_uid", uid, "err", err)
 		summaries = nil
@@ -74,7 +75,7 @@ func (s *Session) newHistory() (string, error) {
 	s.turns.stop(errHistoryChanged)
 	c, _ := s.current()
 	conf := c.char.ConfUID
-	uid, err := s.deps.Store.Create(conf)
+	uid, err := s.deps.Store.Create(s.ctx, conf)
 	if err != nil {
 		return "", fmt.Errorf("create history: %w", err)
 	}
@@ -96,7 +97,7 @@ func (s *Session) deleteHistory(uid string) (bool, error) {
 	if current {
 		s.turns.stop(errHistoryChanged)
 	}
-	if err := s.deps.Store.Delete(conf, uid); err != nil {
+	if err := s.deps.Store.Delete(s.ctx, conf, uid); err != nil {
 		if errors.Is(err, koe.ErrNotFound) {
 			return false, nil
 		}
@@ -121,7 +122,8 @@ func (s *Session) dropIfUnused(conf string, p place) {
 	if p.uid == "" || p.used {
 		return
 	}
-	if err := s.deps.Store.Delete(conf, p.uid); err != nil && !errors.Is(err, koe.ErrNotFound) {
+	// Also when the session is closing: that is when most are dropped.
+	if err := s.deps.Store.Delete(context.WithoutCancel(s.ctx), conf, p.uid); err != nil && !errors.Is(err, koe.ErrNotFound) {
 		s.log.Warn("could not delete unused history", "history_uid", p.uid, "err", err)
 	}
 }

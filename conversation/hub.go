@@ -16,28 +16,28 @@ import (
 
 // HistoryStore is the persistence conversations need.
 type HistoryStore interface {
-	Create(confUID string) (string, error)
-	CreateWith(confUID, historyUID string, records ...koe.Record) error
-	Append(confUID, historyUID string, r koe.Record) error
-	Messages(confUID, historyUID string) ([]koe.Record, error)
-	Delete(confUID, historyUID string) error
-	AddSummary(confUID, historyUID string, r koe.SummaryRecord) error
-	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
+	Create(ctx context.Context, confUID string) (string, error)
+	CreateWith(ctx context.Context, confUID, historyUID string, records ...koe.Record) error
+	Append(ctx context.Context, confUID, historyUID string, r koe.Record) error
+	Messages(ctx context.Context, confUID, historyUID string) ([]koe.Record, error)
+	Delete(ctx context.Context, confUID, historyUID string) error
+	AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error
+	Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error)
 	// Prompt reads a prompt the user saved for the character.
-	Prompt(confUID, name string) (text string, saved bool, err error)
+	Prompt(ctx context.Context, confUID, name string) (text string, saved bool, err error)
 	// LastSeq is the sequence number of the history's newest record.
-	LastSeq(confUID, historyUID string) (uint64, error)
+	LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error)
 }
 
 // Histories are what a client asks of the stored histories and prompts,
 // over the WebSocket as over REST, so that both show the same.
 type Histories interface {
 	// List lists a character's non-empty histories, newest first.
-	List(confUID string) (protocol.HistoryList, error)
-	HistoryPage(confUID, historyUID string, before uint64, limit int) (protocol.HistoryPage, error)
-	Prompt(confUID, name string) (protocol.Prompt, error)
+	List(ctx context.Context, confUID string) (protocol.HistoryList, error)
+	HistoryPage(ctx context.Context, confUID, historyUID string, before uint64, limit int) (protocol.HistoryPage, error)
+	Prompt(ctx context.Context, confUID, name string) (protocol.Prompt, error)
 	// SetPrompt saves a prompt; the hub's PromptsChanged is told.
-	SetPrompt(confUID, name, text string) (protocol.Prompt, error)
+	SetPrompt(ctx context.Context, confUID, name, text string) (protocol.Prompt, error)
 }
 
 // Errors a CharacterSource wraps when a client asks for a character it

@@ -13,7 +13,7 @@ import (
 // Knowledge is the characters' knowledge bases (package knowledge's
 // Service), as turns read them and files are attached.
 type Knowledge interface {
-	Has(conf string) (bool, error)
+	Has(ctx context.Context, conf string) (bool, error)
 	ReadFile(ctx context.Context, u knowledge.Upload, count func(string) int, room int) (knowledge.File, error)
 	Read(ctx context.Context, q knowledge.Query) (knowledge.Result, error)
 	Search(ctx context.Context, conf, text string, budget int) ([]knowledge.Passage, error)
@@ -89,9 +89,10 @@ type documentSearch struct {
 }
 
 // Specs offers the tool only while the character has documents: a tool
-// that can find nothing would only cost the model's attention.
+// that can find nothing would only cost the model's attention. (The
+// agent asks for the specs without a context.)
 func (d *documentSearch) Specs() []agent.ToolSpec {
-	if has, err := d.k.Has(d.conf); err != nil || !has {
+	if has, err := d.k.Has(context.TODO(), d.conf); err != nil || !has {
 		return nil
 	}
 	return []agent.ToolSpec{{

@@ -80,8 +80,8 @@ func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	if !koe.ValidID(historyUID) {
 		return nil, fmt.Errorf("live session: history %q is not a valid history id", quote.Shorten(historyUID, 80))
 	}
-	if _, err := h.deps.Store.LastSeq(conf, historyUID); errors.Is(err, koe.ErrNotFound) {
-		if err := h.deps.Store.CreateWith(conf, historyUID); err != nil {
+	if _, err := h.deps.Store.LastSeq(ctx, conf, historyUID); errors.Is(err, koe.ErrNotFound) {
+		if err := h.deps.Store.CreateWith(ctx, conf, historyUID); err != nil {
 			return nil, fmt.Errorf("live session: create history %s: %w", historyUID, err)
 		}
 	} else if err != nil {

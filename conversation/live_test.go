@@ -71,6 +71,7 @@ func openLive(t *testing.T, r *rig) *conversation.Live {
 // character's watchers and kept in the live history, which the next live
 // session continues.
 func TestLiveSessionSpeaksToWatchers(t *testing.T) {
+	ctx := t.Context()
 	r := newRig(t, fakellm.Echo(0), liveSpeech(t))
 	w := newLiveWatcher()
 	stop, err := r.hub.Watchers().Watch(protocol.WatchTarget{ConfUID: "c1"}, w, conversation.WatchOptions{ClientUID: "w"})
@@ -92,7 +93,7 @@ func TestLiveSessionSpeaksToWatchers(t *testing.T) {
 	if info := l.Info(); info.ClientUID != "live-c1" || info.HistoryUID != "live" {
 		t.Fatalf("live session = %+v", info)
 	}
-	recs, err := r.real.Messages("c1", "live")
+	recs, err := r.real.Messages(ctx, "c1", "live")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +120,7 @@ func TestLiveSessionSpeaksToWatchers(t *testing.T) {
 // TestLiveYieldsToTheStreamer: a turn another session of the character
 // starts stops the live turn at once, and its watchers are told.
 func TestLiveYieldsToTheStreamer(t *testing.T) {
+	ctx := t.Context()
 	g := newGate(t)
 	r := newRig(t, func(req fakellm.Request) fakellm.Reply {
 		if strings.Contains(liveLastUser(req), "viewer") {
@@ -148,7 +150,7 @@ func TestLiveYieldsToTheStreamer(t *testing.T) {
 		t.Fatal("the live turn did not stop")
 	}
 	w.until(t, protocol.TypeControl, protocol.ControlInterrupt)
-	recs, err := r.real.Messages("c1", "live")
+	recs, err := r.real.Messages(ctx, "c1", "live")
 	if err != nil {
 		t.Fatal(err)
 	}

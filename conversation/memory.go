@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"context"
 	"koe"
 	"koe/protocol"
 )
@@ -72,7 +73,9 @@ func (h *Hub) applyPrompts(c cast) {
 // savedPrompt reads a prompt the user saved ("" when none or unreadable:
 // the agent then uses its default).
 func (h *Hub) savedPrompt(confUID, name string) string {
-	text, _, err := h.deps.Store.Prompt(confUID, name)
+	// context.TODO: its callers (a cast's building, prompts' news) take
+	// no context yet.
+	text, _, err := h.deps.Store.Prompt(context.TODO(), confUID, name)
 	if err != nil {
 		h.log.Warn("could not read a saved prompt; using the default", "conf_uid", confUID, "prompt", name, "err", err)
 		return ""

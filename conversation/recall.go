@@ -61,8 +61,8 @@ type notingSummaries struct {
 	deps  *Deps
 }
 
-func (n notingSummaries) AddSummary(conf, uid string, r koe.SummaryRecord) error {
-	if err := n.store.AddSummary(conf, uid, r); err != nil {
+func (n notingSummaries) AddSummary(ctx context.Context, conf, uid string, r koe.SummaryRecord) error {
+	if err := n.store.AddSummary(ctx, conf, uid, r); err != nil {
 		return err
 	}
 	n.deps.noted(conf, uid)

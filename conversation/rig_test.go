@@ -11,9 +11,9 @@ import (
 
 	"koe"
 	"koe/agent"
+	"koe/bolt"
 	"koe/conversation"
 	"koe/histories"
-	"koe/history"
 	"koe/llm"
 	"koe/protocol"
 	"koe/testkit/fakellm"
@@ -31,7 +31,7 @@ const hangGuard = 30 * time.Second
 type rig struct {
 	t     testing.TB
 	llm   *fakellm.Server
-	real  *history.Store
+	real  *bolt.Store
 	store *mock.Store
 	chars *mock.Characters
 	hub   *conversation.Hub
@@ -74,7 +74,7 @@ func character(confUID, llmURL string) conversation.Character {
 func newRig(t testing.TB, respond func(fakellm.Request) fakellm.Reply, opts ...rigOption) *rig {
 	t.Helper()
 	fake := koetest.StartLLM(t, respond)
-	real, err := history.Open(filepath.Join(t.TempDir(), "koe.db"), history.Options{})
+	real, err := bolt.Open(filepath.Join(t.TempDir(), "koe.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func (r *rig) turn(text string) []mock.Frame {
 func (r *rig) records() []koe.Record {
 	r.t.Helper()
 	info := r.sess.Info()
-	recs, err := r.real.Messages(info.ConfUID, info.HistoryUID)
+	recs, err := r.real.Messages(r.t.Context(), info.ConfUID, info.HistoryUID)
 	if err != nil {
 		r.t.Fatal(err)
 	}

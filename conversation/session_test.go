@@ -1,6 +1,7 @@
 package conversation_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -124,15 +125,16 @@ func TestPlaybackCompleteCountsOnce(t *testing.T) {
 // the session: that used to deadlock the session, and with it the REST
 // API and shutdown.
 func TestSwitchCharacterWhileSummaryIsStored(t *testing.T) {
+	ctx := t.Context()
 	r := newRig(t, fakellm.Echo(0))
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once atomic.Bool
-	r.store.AddSummaryFn = func(conf, uid string, rec koe.SummaryRecord) error {
+	r.store.AddSummaryFn = func(ctx context.Context, conf, uid string, rec koe.SummaryRecord) error {
 		if once.CompareAndSwap(false, true) {
 			close(entered)
 			<-release
 		}
-		return r.real.AddSummary(conf, uid, rec)
+		return r.real.AddSummary(ctx, conf, uid, rec)
 	}
 	for _, text := range []string{"one", "two", "three"} {
 		r.turn(text)
@@ -175,7 +177,7 @@ func TestSwitchCharacterWhileSummaryIsStored(t *testing.T) {
 	// The old character's summary reaches its history (the hub waits for
 	// retired agents to finish), not the client.
 	r.hub.Close()
-	if sums, err := r.real.Summaries("c1", oldHistory); err != nil || len(sums) != 1 || sums[0].Turns[0] != 1 {
+	if sums, err := r.real.Summaries(ctx, "c1", oldHistory); err != nil || len(sums) != 1 || sums[0].Turns[0] != 1 {
 		t.Fatalf("the old history's summaries = %+v, %v; want the one being stored at the switch", sums, err)
 	}
 	for _, f := range r.out.All() {
@@ -214,6 +216,7 @@ func TestSetHistoryMidTurnFindsTheReply(t *testing.T) {
 }
 
 func TestNewHistoryDropsAnUnusedOne(t *testing.T) {
+	ctx := t.Context()
 	r := newRig(t, fakellm.Echo(0))
 	newHistory := func() string {
 		var created protocol.NewHistoryCreated
@@ -222,13 +225,13 @@ func TestNewHistoryDropsAnUnusedOne(t *testing.T) {
 	}
 	first := newHistory()
 	newHistory()
-	if _, err := r.real.Messages("c1", first); !errors.Is(err, koe.ErrNotFound) {
+	if _, err := r.real.Messages(ctx, "c1", first); !errors.Is(err, koe.ErrNotFound) {
 		t.Fatalf("unused history still there: %v", err)
 	}
 	r.turn("keep this history")
 	used := r.sess.Info().HistoryUID
 	newHistory()
-	if _, err := r.real.Messages("c1", used); err != nil {
+	if _, err := r.real.Messages(ctx, "c1", used); err != nil {
 		t.Fatalf("a used history was dropped: %v", err)
 	}
 }

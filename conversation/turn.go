@@ -206,7 +206,7 @@ func (s *Session) afterTurn(t *turn, st *turnState) {
 		return
 	}
 	defer s.hub.releaseHistory(st.uid, t, st.lease)
-	seq, err := s.deps.Store.LastSeq(st.conf, st.uid)
+	seq, err := s.deps.Store.LastSeq(s.ctx, st.conf, st.uid)
 	if err != nil {
 		// Memory is read again at the next turn.
 		s.log.Debug("could not read the history's newest record", "err", err)
@@ -278,9 +278,11 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 		// The instruction is kept for the model, hidden from the chat.
 		rec = koe.Record{Role: koe.RoleSystem, Name: koe.NameProactive, Content: in.text}
 	}
-	save := func() error { return s.deps.Store.Append(conf, uid, rec) }
+	// The user's words are stored even if the turn is stopped at once.
+	saveCtx := context.WithoutCancel(s.ctx)
+	save := func() error { return s.deps.Store.Append(saveCtx, conf, uid, rec) }
 	if fresh {
-		save = func() error { return s.deps.Store.CreateWith(conf, uid, rec) }
+		save = func() error { return s.deps.Store.CreateWith(saveCtx, conf, uid, rec) }
 		c.agent.SetThread(agent.Thread{ConfUID: conf, HistoryUID: uid})
 	}
 	if rec.Role == koe.RoleHuman {
@@ -303,7 +305,7 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 // stored record is not the one memory has: another session (a chat API
 // request, another tab) talked in it since.
 func (s *Session) refreshMemory(c cast, conf, uid string, seen uint64) {
-	last, err := s.deps.Store.LastSeq(conf, uid)
+	last, err := s.deps.Store.LastSeq(s.ctx, conf, uid)
 	if err != nil || last == seen {
 		// A history that cannot be read fails at the turn's first write.
 		return
@@ -321,11 +323,11 @@ func (s *Session) refreshMemory(c cast, conf, uid string, seen uint64) {
 func (st *turnState) later(rec koe.Record) {
 	prev, next := st.saved, make(chan error, 1)
 	st.saved = next
-	store := st.s.deps.Store
+	store, ctx := st.s.deps.Store, context.WithoutCancel(st.s.ctx)
 	go func() {
 		err := <-prev
 		if err == nil {
-			err = store.Append(st.conf, st.uid, rec)
+			err = store.Append(ctx, st.conf, st.uid, rec)
 		}
 		next <- err
 	}()
@@ -394,7 +396,7 @@ func (st *turnState) persistReply(text string, interrupted bool) {
 	}
 	ch := st.cast.char
 	rec := koe.Record{Role: koe.RoleAI, Content: text, Name: ch.Name, Avatar: ch.Avatar, Interrupted: interrupted}
-	if err := s.deps.Store.Append(st.conf, st.uid, rec); err != nil {
+	if err := s.deps.Store.Append(context.WithoutCancel(s.ctx), st.conf, st.uid, rec); err != nil {
 		s.log.Error("could not save the reply", "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history; the reason is in its log"))
 	} else {

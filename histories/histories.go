@@ -26,13 +26,13 @@ import (
 
 // Store is where the histories and prompts are (the history store).
 type Store interface {
-	List(confUID string) ([]koe.ListedHistory, error)
+	List(ctx context.Context, confUID string) ([]koe.ListedHistory, error)
 	// Page reads limit records older than sequence before (0: the end),
 	// oldest first, without image bytes; more says older ones exist.
-	Page(confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error)
-	Image(confUID, historyUID, ref string) (mime string, data []byte, err error)
-	Prompt(confUID, name string) (text string, saved bool, err error)
-	SetPrompt(confUID, name, text string) error
+	Page(ctx context.Context, confUID, historyUID string, before uint64, limit int) (records []koe.Record, more bool, err error)
+	Image(ctx context.Context, confUID, historyUID, ref string) (mime string, data []byte, err error)
+	Prompt(ctx context.Context, confUID, name string) (text string, saved bool, err error)
+	SetPrompt(ctx context.Context, confUID, name, text string) error
 }
 
 // Characters say which characters are configured.
@@ -88,8 +88,8 @@ func New(opts Options) *Service {
 }
 
 // List lists a character's non-empty histories, newest first.
-func (s *Service) List(conf string) (protocol.HistoryList, error) {
-	list, err := s.opts.Store.List(conf)
+func (s *Service) List(ctx context.Context, conf string) (protocol.HistoryList, error) {
+	list, err := s.opts.Store.List(ctx, conf)
 	if err != nil {
 		return protocol.HistoryList{}, fmt.Errorf("list histories: %w", err)
 	}
@@ -102,8 +102,8 @@ func (s *Service) List(conf string) (protocol.HistoryList, error) {
 
 // Histories is List for a client that names the character: a conf_uid
 // that is no character's and has no histories is not found.
-func (s *Service) Histories(conf string) (protocol.HistoryList, error) {
-	list, err := s.List(conf)
+func (s *Service) Histories(ctx context.Context, conf string) (protocol.HistoryList, error) {
+	list, err := s.List(ctx, conf)
 	if err == nil && len(list.Histories) == 0 && !s.opts.Characters.Has(conf) {
 		return protocol.HistoryList{}, koe.Errorf(koe.NotFound, "no character has conf_uid %q", quote.Shorten(conf, 80))
 	}
@@ -112,18 +112,18 @@ func (s *Service) Histories(conf string) (protocol.HistoryList, error) {
 
 // page reads up to limit (at most the page limit) records of a history
 // older than record before (0: the newest).
-func (s *Service) page(conf, uid string, before uint64, limit int) ([]koe.Record, bool, error) {
+func (s *Service) page(ctx context.Context, conf, uid string, before uint64, limit int) ([]koe.Record, bool, error) {
 	if limit <= 0 || limit > s.opts.PageLimit {
 		limit = s.opts.PageLimit
 	}
-	return s.opts.Store.Page(conf, uid, before, limit)
+	return s.opts.Store.Page(ctx, conf, uid, before, limit)
 }
 
 // HistoryPage returns up to limit messages of a history older than
 // message before (0: the newest), oldest first, and whether older ones
 // exist.
-func (s *Service) HistoryPage(conf, uid string, before uint64, limit int) (protocol.HistoryPage, error) {
-	records, more, err := s.page(conf, uid, before, limit)
+func (s *Service) HistoryPage(ctx context.Context, conf, uid string, before uint64, limit int) (protocol.HistoryPage, error) {
+	records, more, err := s.page(ctx, conf, uid, before, limit)
 	if err != nil {
 		return protocol.HistoryPage{}, fmt.Errorf("read history page: %w", err)
 	}
@@ -133,8 +133,8 @@ func (s *Service) HistoryPage(conf, uid string, before uint64, limit int) (proto
 // ChatHistory reads up to limit records of a history older than record
 // before (0: the newest) as the chat API's messages, tool calls and
 // results included.
-func (s *Service) ChatHistory(conf, uid string, before uint64, limit int) (protocol.ChatHistory, error) {
-	records, more, err := s.page(conf, uid, before, limit)
+func (s *Service) ChatHistory(ctx context.Context, conf, uid string, before uint64, limit int) (protocol.ChatHistory, error) {
+	records, more, err := s.page(ctx, conf, uid, before, limit)
 	if err != nil {
 		return protocol.ChatHistory{}, fmt.Errorf("read history: %w", err)
 	}
@@ -171,8 +171,8 @@ func (s *Service) ChatHistory(conf, uid string, before uint64, limit int) (proto
 }
 
 // Image returns an image of a history by the reference its message holds.
-func (s *Service) Image(conf, uid, ref string) (mime string, data []byte, err error) {
-	mime, data, err = s.opts.Store.Image(conf, uid, ref)
+func (s *Service) Image(ctx context.Context, conf, uid, ref string) (mime string, data []byte, err error) {
+	mime, data, err = s.opts.Store.Image(ctx, conf, uid, ref)
 	if err != nil {
 		return "", nil, fmt.Errorf("read image: %w", err)
 	}
@@ -188,7 +188,7 @@ var editablePrompts = map[string]string{
 // Prompt returns a character's editable prompt as the client sees it: the
 // saved text, or the packaged default (Default set) when none is saved.
 // Both transports answer with this, so they show the same text.
-func (s *Service) Prompt(confUID, name string) (protocol.Prompt, error) {
+func (s *Service) Prompt(ctx context.Context, confUID, name string) (protocol.Prompt, error) {
 	typ, ok := editablePrompts[name]
 	if !ok {
 		return protocol.Prompt{}, koe.Errorf(koe.NotFound, "there is no prompt %q: prompts are named system or reminder", name)
@@ -196,7 +196,7 @@ func (s *Service) Prompt(confUID, name string) (protocol.Prompt, error) {
 	if !s.opts.Characters.Has(confUID) {
 		return protocol.Prompt{}, koe.Errorf(koe.NotFound, "no character has that conf_uid")
 	}
-	text, saved, err := s.opts.Store.Prompt(confUID, name)
+	text, saved, err := s.opts.Store.Prompt(ctx, confUID, name)
 	if err != nil {
 		return protocol.Prompt{}, fmt.Errorf("read prompt: %w", err)
 	}
@@ -209,21 +209,21 @@ func (s *Service) Prompt(confUID, name string) (protocol.Prompt, error) {
 // SetPrompt saves a character's prompt ("" restores the default); every
 // open session of the character, here and on the other instances, uses it
 // from its next LLM call on. It returns the prompt as Prompt does.
-func (s *Service) SetPrompt(confUID, name, text string) (protocol.Prompt, error) {
-	if _, err := s.Prompt(confUID, name); err != nil {
+func (s *Service) SetPrompt(ctx context.Context, confUID, name, text string) (protocol.Prompt, error) {
+	if _, err := s.Prompt(ctx, confUID, name); err != nil {
 		return protocol.Prompt{}, err
 	}
-	if err := s.opts.Store.SetPrompt(confUID, name, text); err != nil {
+	if err := s.opts.Store.SetPrompt(ctx, confUID, name, text); err != nil {
 		return protocol.Prompt{}, fmt.Errorf("save prompt: %w", err)
 	}
 	s.opts.Saved(confUID)
 	if s.opts.News != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), newsTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), newsTimeout)
 		err := s.opts.News.Publish(ctx, NewsPrompts, confUID)
 		cancel()
 		if err != nil {
 			s.log.Warn("the other instances were not told of a saved prompt; their open sessions of the character keep the old one until they reopen", "conf_uid", confUID, "err", err)
 		}
 	}
-	return s.Prompt(confUID, name)
+	return s.Prompt(ctx, confUID, name)
 }

@@ -12,8 +12,8 @@ import (
 
 	"koe"
 	"koe/agent"
+	"koe/bolt"
 	"koe/histories"
-	"koe/history"
 	"koe/protocol"
 )
 
@@ -37,9 +37,9 @@ func (n *news) Publish(_ context.Context, topic, payload string) error {
 
 // service is a Service over a real history store in a temporary
 // directory, of one character, paging by 3.
-func service(t *testing.T, opts histories.Options) (*histories.Service, *history.Store) {
+func service(t *testing.T, opts histories.Options) (*histories.Service, *bolt.Store) {
 	t.Helper()
-	st, err := history.Open(filepath.Join(t.TempDir(), "koe.db"), history.Options{})
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "koe.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,47 +57,49 @@ func kindOf(err error) koe.Kind {
 }
 
 func TestPrompts(t *testing.T) {
+	ctx := t.Context()
 	var saved []string
 	n := &news{}
 	s, _ := service(t, histories.Options{Saved: func(c string) { saved = append(saved, c) }, News: n})
-	p, err := s.Prompt(conf, koe.PromptSystem)
+	p, err := s.Prompt(ctx, conf, koe.PromptSystem)
 	if err != nil || !p.Default || p.Text != agent.DefaultSystemPrompt || p.Type != protocol.TypeSystemPrompt {
 		t.Fatalf("the default system prompt: %+v, %v", p, err)
 	}
-	if p, _ := s.Prompt(conf, koe.PromptReminder); !p.Default || p.Text != "" || p.Type != protocol.TypeReminder {
+	if p, _ := s.Prompt(ctx, conf, koe.PromptReminder); !p.Default || p.Text != "" || p.Type != protocol.TypeReminder {
 		t.Errorf("the default reminder: %+v", p)
 	}
-	if _, err := s.Prompt(conf, "secret"); kindOf(err) != koe.NotFound || !strings.Contains(err.Error(), "prompts are named system or reminder") {
+	if _, err := s.Prompt(ctx, conf, "secret"); kindOf(err) != koe.NotFound || !strings.Contains(err.Error(), "prompts are named system or reminder") {
 		t.Errorf("an unknown prompt: %v", err)
 	}
-	if _, err := s.SetPrompt("nobody", koe.PromptSystem, "x"); kindOf(err) != koe.NotFound {
+	if _, err := s.SetPrompt(ctx, "nobody", koe.PromptSystem, "x"); kindOf(err) != koe.NotFound {
 		t.Errorf("a prompt of an unknown character: %v", err)
 	}
-	p, err = s.SetPrompt(conf, koe.PromptSystem, "Be brief.")
+	p, err = s.SetPrompt(ctx, conf, koe.PromptSystem, "Be brief.")
 	if err != nil || p.Default || p.Text != "Be brief." {
 		t.Fatalf("saved: %+v, %v", p, err)
 	}
 	if !reflect.DeepEqual(saved, []string{conf}) || !reflect.DeepEqual(n.topics, []string{histories.NewsPrompts + " " + conf}) {
 		t.Errorf("a saved prompt told the sessions %v and the other instances %v", saved, n.topics)
 	}
-	if p, _ := s.SetPrompt(conf, koe.PromptSystem, ""); !p.Default || p.Text != agent.DefaultSystemPrompt {
+	if p, _ := s.SetPrompt(ctx, conf, koe.PromptSystem, ""); !p.Default || p.Text != agent.DefaultSystemPrompt {
 		t.Errorf(`"" does not restore the default: %+v`, p)
 	}
-	if _, err := s.SetPrompt(conf, koe.PromptSystem, strings.Repeat("x", koe.MaxPromptLen+1)); !errors.Is(err, koe.ErrInvalidRecord) {
+	if _, err := s.SetPrompt(ctx, conf, koe.PromptSystem, strings.Repeat("x", koe.MaxPromptLen+1)); !errors.Is(err, koe.ErrInvalidRecord) {
 		t.Errorf("an oversized prompt: %v", err)
 	}
 }
 
 func TestHistories(t *testing.T) {
+	ctx := t.Context()
 	s, st := service(t, histories.Options{})
-	if _, err := s.Histories("nobody"); kindOf(err) != koe.NotFound {
+	if _, err := s.Histories(ctx, "nobody"); kindOf(err) != koe.NotFound {
 		t.Errorf("the histories of no character: %v", err)
 	}
-	if list, err := s.Histories(conf); err != nil || list.Histories == nil || len(list.Histories) != 0 {
+	if list, err := s.Histories(ctx, conf); err != nil || list.Histories == nil || len(list.Histories) != 0 {
 		t.Errorf("a character without histories: %+v, %v", list, err)
 	}
 	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n fake"))
-	err := st.CreateWith(conf, "h1",
+	err := st.CreateWith(ctx, conf, "h1",
 		koe.Record{Role: koe.RoleHuman, Content: "what is 6*7?", Images: []koe.Image{{Source: "upload", MimeType: "image/png", Data: png}}},
 		koe.Record{Role: koe.RoleToolCall, Content: "Let me see.", ToolCalls: []koe.ToolCall{{ID: "c1", Name: "calc", Arguments: `{"x":"6*7"}`}}},
 		koe.Record{Role: koe.RoleTool, ToolCallID: "c1", Name: "calc", Content: "42"},
@@ -107,12 +109,12 @@ func TestHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.Histories(conf)
+	list, err := s.Histories(ctx, conf)
 	if err != nil || len(list.Histories) != 1 || list.Histories[0].UID != "h1" || list.Histories[0].LatestMessage.Content != "thanks" {
 		t.Fatalf("list: %+v, %v", list, err)
 	}
 
-	chat, err := s.ChatHistory(conf, "h1", 0, 100)
+	chat, err := s.ChatHistory(ctx, conf, "h1", 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +127,11 @@ func TestHistories(t *testing.T) {
 	if want := []string{"tool: 42", "ai: Let me see. It is 42.", "human: thanks"}; !reflect.DeepEqual(got, want) || !chat.More {
 		t.Errorf("chat history = %q (more %v), want %q", got, chat.More, want)
 	}
-	chat, _ = s.ChatHistory(conf, "h1", 0, 0)
+	chat, _ = s.ChatHistory(ctx, conf, "h1", 0, 0)
 	if len(chat.Messages) != 3 {
 		t.Errorf("a page of 0 holds %d, want the page limit", len(chat.Messages))
 	}
-	chat, _ = s.ChatHistory(conf, "h1", chat.Messages[0].AdditionalKwargs.ID, 3)
+	chat, _ = s.ChatHistory(ctx, conf, "h1", chat.Messages[0].AdditionalKwargs.ID, 3)
 	if len(chat.Messages) != 2 || chat.Messages[1].Type != protocol.MessageAI || len(chat.Messages[1].ToolCalls) != 1 ||
 		string(chat.Messages[1].ToolCalls[0].Args) != `{"x":"6*7"}` {
 		t.Fatalf("the older page: %+v", chat.Messages)
@@ -139,18 +141,18 @@ func TestHistories(t *testing.T) {
 		t.Fatalf("the human message's image: %+v", img)
 	}
 	ref := strings.TrimPrefix(img[0].URL, "/api/histories/mao/h1/images/")
-	if mime, data, err := s.Image(conf, "h1", ref); err != nil || mime != "image/png" || !strings.HasPrefix(string(data), "\x89PNG") {
+	if mime, data, err := s.Image(ctx, conf, "h1", ref); err != nil || mime != "image/png" || !strings.HasPrefix(string(data), "\x89PNG") {
 		t.Errorf("image: %q %q %v", mime, data, err)
 	}
-	if _, _, err := s.Image(conf, "h1", "99-0"); !errors.Is(err, koe.ErrNotFound) {
+	if _, _, err := s.Image(ctx, conf, "h1", "99-0"); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("an unknown image: %v", err)
 	}
 
-	page, err := s.HistoryPage(conf, "h1", 0, 10)
+	page, err := s.HistoryPage(ctx, conf, "h1", 0, 10)
 	if err != nil || page.Type != protocol.TypeHistoryPage || len(page.Messages) != 2 || page.Messages[1].Content != "thanks" {
 		t.Errorf("page: %+v, %v", page, err)
 	}
-	if _, err := s.HistoryPage(conf, "h9", 0, 10); !errors.Is(err, koe.ErrNotFound) {
+	if _, err := s.HistoryPage(ctx, conf, "h9", 0, 10); !errors.Is(err, koe.ErrNotFound) {
 		t.Errorf("an unknown history: %v", err)
 	}
 }

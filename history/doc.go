@@ -1,66 +1,16 @@
-// Package history persists chat histories for koe in a single bbolt file,
-// using the record format of Open-LLM-VTuber so that histories can be moved
-// between the two servers and the web client can render them unchanged.
+// Package history is koe's store contract: what a store of histories
+// offers (Store and the interfaces it is made of: records, summaries,
+// prompts, recall entries, knowledge documents and chunks), what every
+// backend stores byte for byte (a record's JSON in Open-LLM-VTuber's
+// format, so that histories move between the two servers and the web
+// client renders them unchanged; a document's text; an embedding), and
+// the checks every store call opens with. Package historytest is the
+// contract's test suite, which each backend runs.
 //
-// It is the only package that opens the database. bbolt takes an exclusive
-// file lock, so a second koe pointed at the same data directory fails fast
-// with ErrLocked instead of corrupting state or hanging.
+// The backends are packages of their own, one per database: bolt (koe's
+// single bbolt file) and postgres (several koe instances sharing one
+// database). This package imports neither driver.
 //
-// Layout:
-//
-//	"histories"                 root bucket
-//	  <conf uid>                one bucket per character configuration
-//	    <history uid>           one bucket per conversation
-//	      "messages"            8-byte big-endian sequence -> JSON koe.Record
-//	      "summaries"           8-byte big-endian first turn -> JSON koe.SummaryRecord
-//	      "images"              8-byte big-endian record sequence, 4-byte big-endian
-//	                            image index -> the image's raw bytes
-//	"prompts"                   root bucket
-//	  <conf uid>                one bucket per character configuration
-//	    <prompt name>           -> prompt text as is (not JSON)
-//	"recall"                    root bucket, created by the first indexing
-//	  <conf uid>                a character's long-term memory (package recall)
-//	    "entries"               <history uid> 0x00 <8-byte seq> -> JSON koe.RecallEntry
-//	    "vectors"               same key -> little-endian float32 embedding
-//	    "marks"                 <history uid> -> JSON koe.RecallMark (indexed up to)
-//	    "forgotten"             same key as entries -> empty: never index again
-//	    "meta"                  "vector_model" -> the embeddings model's name
-//	"knowledge"                 root bucket, created by the first document
-//	  <conf uid>                a character's knowledge base (package knowledge);
-//	                            removed when its last document goes
-//	    "docs"                  <doc id> -> JSON koe.KnowledgeDoc (no text)
-//	    "texts"                 <doc id> -> uvarint page count, uvarint page
-//	                            offsets, then the document's text as is
-//	    "chunks"                <doc id> 0x00 <4-byte seq> -> JSON koe.KnowledgeChunk
-//	    "vectors"               same key -> little-endian float32 embedding
-//
-// Messages live in their own nested bucket, rather than directly in the
-// history bucket, so that per-history side data can sit beside them as
-// sibling buckets without a migration. "summaries" is such a bucket: it is
-// created by the first AddSummary, so older and never-summarised histories
-// simply lack it, and Delete removes it with the history. Keying summaries
-// by their first turn lists them in turn order and makes re-summarising the
-// same range an overwrite.
-//
-// Knowledge is kept per character, not per history: deleting a history
-// leaves it alone. A document's text is apart from its listing entry so
-// that listing a knowledge base does not read megabytes of text, and its
-// chunks are keyed like recall entries so that replacing or deleting a
-// document's chunks is one key range.
-//
-// Image bytes are kept out of the records so that reading a history (to
-// show it, to list it, to rebuild an agent's memory) costs the size of its
-// text, not of its pictures: a record keeps each image's source, type and
-// size, and reads hand out a ref ("<sequence>-<index>") that Store.Image
-// resolves. Histories written before this hold the pictures as base64
-// inside their records; they are read in place, never rewritten, and
-// Image serves their pictures from the record. "images" is created by the
-// first record with images.
-//
-// Open creates missing root buckets, which is how databases written before
-// "prompts" existed are upgraded. A prompt bucket is removed when its last
-// prompt is reset.
-//
-// Every id that reaches this package is assumed to come from an untrusted
+// Every id that reaches a store is assumed to come from an untrusted
 // client and is checked with koe.ValidID before any database access.
 package history

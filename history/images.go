@@ -2,16 +2,20 @@ package history
 
 import (
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 
-	bolt "go.etcd.io/bbolt"
-
 	"koe"
 )
+
+// Every backend keeps image bytes out of the records, so that reading a
+// history costs the size of its text, not of its pictures: a record keeps
+// each image's source, type and size, and reads hand out a ref
+// ("<sequence>-<index>") that the store's Image resolves. Records written
+// before this hold the pictures as base64 inside them; they are read in
+// place, never rewritten, and Image serves their pictures from the record.
 
 // maxRefLen bounds a ref before it is parsed: the longest valid one is a
 // 20-digit sequence, a dash and a 10-digit index.
@@ -21,6 +25,16 @@ const maxRefLen = 31
 // image is, never stored, so old records get refs without a migration.
 func imageRef(seq uint64, index int) string {
 	return strconv.FormatUint(seq, 10) + "-" + strconv.Itoa(index)
+}
+
+// ParseImageRef reads an Image.Ref: the record's sequence number and the
+// image's index in it. A ref of any other form is ErrInvalidID.
+func ParseImageRef(ref string) (seq uint64, index uint32, err error) {
+	seq, index, ok := parseRef(ref)
+	if !ok {
+		return 0, 0, fmt.Errorf("image ref %q: %w", QuoteID(ref), koe.ErrInvalidID)
+	}
+	return seq, index, nil
 }
 
 // parseRef accepts exactly the refs imageRef produces: decimal numbers
@@ -57,67 +71,27 @@ func canonicalUint(s string) bool {
 	return true
 }
 
-// imageKey is the images bucket key: record sequence then image index,
-// big-endian, so a record's images sit together in order.
-func imageKey(seq uint64, index uint32) [12]byte {
-	var k [12]byte
-	binary.BigEndian.PutUint64(k[:8], seq)
-	binary.BigEndian.PutUint32(k[8:], index)
-	return k
-}
-
-// Image returns the type and bytes of the image ref (an Image.Ref from a
-// read) of a history. An unknown ref is ErrNotFound; a ref that is not of
-// the form Image.Ref has is ErrInvalidID.
-func (s *Store) Image(confUID, historyUID, ref string) (mime string, data []byte, err error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
-		return "", nil, err
+// ReadImage is image index of the stored record body with sequence seq:
+// its type and the bytes the store keeps apart (apart; nil: none), or,
+// for a record written before images were kept apart, the picture inside
+// it. A record without that image is ErrNotFound.
+func ReadImage(seq uint64, body []byte, index uint32, apart []byte) (mime string, data []byte, err error) {
+	var sr storedRecord
+	if err := json.Unmarshal(measureInlineImages(body), &sr); err != nil {
+		return "", nil, fmt.Errorf("decode record %d: %w", seq, err)
 	}
-	seq, index, ok := parseRef(ref)
-	if !ok {
-		return "", nil, fmt.Errorf("image ref %q: %w", truncateID(ref), koe.ErrInvalidID)
+	if uint64(index) >= uint64(len(sr.Images)) {
+		return "", nil, koe.ErrNotFound
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
-		h := historyBucket(tx, confUID, historyUID)
-		if h == nil {
-			return koe.ErrNotFound
-		}
-		key := seqKey(seq)
-		v := h.Bucket(bucketMessages).Get(key[:])
-		if v == nil {
-			return koe.ErrNotFound
-		}
-		var sr storedRecord
-		if err := json.Unmarshal(measureInlineImages(v), &sr); err != nil {
-			return fmt.Errorf("decode record %d: %w", seq, err)
-		}
-		if uint64(index) >= uint64(len(sr.Images)) {
-			return koe.ErrNotFound
-		}
-		if sr.Images[index].Data != nil {
-			mime, data, err = legacyImage(v, index)
-			return err
-		}
-		mime = sr.Images[index].MimeType
-		var raw []byte
-		if imgs := h.Bucket(bucketImages); imgs != nil {
-			k := imageKey(seq, index)
-			raw = imgs.Get(k[:])
-		}
-		if raw == nil {
-			// The record says the image was stored: the database is damaged,
-			// which the client did nothing to cause.
-			return fmt.Errorf("bytes of image %d of record %d are missing", index, seq)
-		}
-		// bbolt values live in the memory map only while the transaction
-		// is open.
-		data = append([]byte(nil), raw...)
-		return nil
-	})
-	if err != nil {
-		return "", nil, fmt.Errorf("read image %s of history %q of conf %q: %w", ref, historyUID, confUID, err)
+	if sr.Images[index].Data != nil {
+		return legacyImage(body, index)
 	}
-	return mime, data, nil
+	if apart == nil {
+		// The record says the image was stored: the database is damaged,
+		// which the client did nothing to cause.
+		return "", nil, fmt.Errorf("bytes of image %d of record %d are missing", index, seq)
+	}
+	return sr.Images[index].MimeType, apart, nil
 }
 
 // legacyImage decodes image index of a record written before images were

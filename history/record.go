@@ -2,17 +2,15 @@ package history
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
-
-	bolt "go.etcd.io/bbolt"
+	"time"
 
 	"koe"
 )
 
-// storedRecord is a Record as it sits in the messages bucket. It is kept
+// storedRecord is a Record as every backend stores it. It is kept
 // apart from Record so that the exported type can carry read-side fields
 // (Seq, image refs) and change its JSON for the wire without touching the
 // stored format, which must stay Open-LLM-VTuber's.
@@ -107,54 +105,69 @@ func base64Size(b []byte) int {
 	return n * 3 / 4
 }
 
-// pendingRecord is a record ready to be written: its JSON and the decoded
-// bytes of its images, in order. Encoding happens before the transaction,
-// so a bad image stores nothing and bbolt can rerun a batch cheaply.
-type pendingRecord struct {
-	json   []byte
-	images [][]byte
+// EncodedRecord is a record ready to be written: its JSON and the decoded
+// bytes of its images, in order, and its role. Encoding happens before a
+// write begins, so a bad image stores nothing (and bbolt can rerun a
+// batch cheaply).
+type EncodedRecord struct {
+	JSON   []byte
+	Images [][]byte
+	Role   string
 }
 
-// encodeRecord turns r into what is stored. Images must carry their data
-// (standard base64, optionally as a data: URL); it is decoded once here and
-// kept as raw bytes, and the record keeps only each image's description.
-func encodeRecord(r koe.Record) (pendingRecord, error) {
+// EncodeHistory encodes what CreateWith stores: a new history's metadata
+// record, then records, each stamped now when it has no timestamp.
+func EncodeHistory(now time.Time, records []koe.Record) ([]EncodedRecord, error) {
+	stamp := now.Format(koe.TimestampLayout)
+	out := make([]EncodedRecord, 0, len(records)+1)
+	for _, r := range append([]koe.Record{{Role: koe.RoleMetadata, Timestamp: stamp}}, records...) {
+		if r.Timestamp == "" {
+			r.Timestamp = stamp
+		}
+		p, err := EncodeRecord(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// EncodeRecord turns r into what every backend stores. Images must carry
+// their data (standard base64, optionally as a data: URL); it is decoded
+// once here and kept as raw bytes, and the record keeps only each image's
+// description.
+func EncodeRecord(r koe.Record) (EncodedRecord, error) {
 	sr := storedRecord{
 		Role: r.Role, Timestamp: r.Timestamp, Content: r.Content,
 		Name: r.Name, Avatar: r.Avatar, Interrupted: r.Interrupted,
 		ToolCalls: r.ToolCalls, ToolCallID: r.ToolCallID, Meta: r.Meta,
 	}
-	var p pendingRecord
+	p := EncodedRecord{Role: r.Role}
 	for i, img := range r.Images {
 		raw, err := img.DecodeData()
 		if err != nil {
-			return pendingRecord{}, fmt.Errorf("image %d: %w: %w", i+1, err, koe.ErrInvalidRecord)
+			return EncodedRecord{}, fmt.Errorf("image %d: %w: %w", i+1, err, koe.ErrInvalidRecord)
 		}
-		p.images = append(p.images, raw)
+		p.Images = append(p.Images, raw)
 		sr.Images = append(sr.Images, storedImage{Source: img.Source, MimeType: img.MimeType, Size: len(raw)})
 	}
 	v, err := json.Marshal(sr)
 	if err != nil {
-		return pendingRecord{}, fmt.Errorf("encode record: %w", err)
+		return EncodedRecord{}, fmt.Errorf("encode record: %w", err)
 	}
-	p.json = v
+	p.JSON = v
 	return p, nil
 }
 
-// decodeRecord reads a stored record under key k. Images come back with a
-// ref and size but never their bytes, whichever format they were stored in.
-func decodeRecord(k, v []byte) (koe.Record, error) {
-	if v == nil {
-		return koe.Record{}, fmt.Errorf("record %x: unexpected nested bucket", k)
-	}
-	if len(k) != 8 {
-		return koe.Record{}, fmt.Errorf("record %x: key is not a sequence number", k)
-	}
+// DecodeRecord reads the stored record body with sequence number seq.
+// Images come back with a ref and size but never their bytes, whichever
+// format they were stored in.
+func DecodeRecord(seq uint64, body []byte) (koe.Record, error) {
 	var sr storedRecord
-	if err := json.Unmarshal(measureInlineImages(v), &sr); err != nil {
-		return koe.Record{}, fmt.Errorf("decode record %x: %w", k, err)
+	if err := json.Unmarshal(measureInlineImages(body), &sr); err != nil {
+		return koe.Record{}, fmt.Errorf("decode record %016x: %w", seq, err)
 	}
-	seq := binary.BigEndian.Uint64(k)
 	r := koe.Record{
 		Seq:  seq,
 		Role: sr.Role, Timestamp: sr.Timestamp, Content: sr.Content,
@@ -171,37 +184,13 @@ func decodeRecord(k, v []byte) (koe.Record, error) {
 	return r, nil
 }
 
-func seqKey(seq uint64) [8]byte {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], seq)
-	return k
-}
-
-// putRecord appends p to history h under the next sequence number, its
-// images beside it. The images bucket is created by the first record that
-// has images, so histories without any, and older ones, simply lack it.
-func putRecord(h *bolt.Bucket, p pendingRecord) error {
-	msgs := h.Bucket(bucketMessages)
-	seq, err := msgs.NextSequence()
-	if err != nil {
-		return fmt.Errorf("next sequence: %w", err)
+// RecordRole is the role of the stored record body, read without the rest.
+func RecordRole(body []byte) (string, error) {
+	var role struct {
+		Role string `json:"role"`
 	}
-	key := seqKey(seq)
-	if err := msgs.Put(key[:], p.json); err != nil {
-		return fmt.Errorf("put record: %w", err)
+	if err := json.Unmarshal(measureInlineImages(body), &role); err != nil {
+		return "", err
 	}
-	if len(p.images) == 0 {
-		return nil
-	}
-	imgs, err := h.CreateBucketIfNotExists(bucketImages)
-	if err != nil {
-		return fmt.Errorf("images bucket: %w", err)
-	}
-	for i, raw := range p.images {
-		k := imageKey(seq, uint32(i))
-		if err := imgs.Put(k[:], raw); err != nil {
-			return fmt.Errorf("put image %d of record %d: %w", i, seq, err)
-		}
-	}
-	return nil
+	return role.Role, nil
 }

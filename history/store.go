@@ -1,407 +1,166 @@
 package history
 
 import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
-	"sync/atomic"
+	"context"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"koe"
 )
 
-// ErrLocked means another process holds the database file lock.
-var ErrLocked = errors.New("database is locked by another process")
+// What a store offers, whatever its database. Every method takes the
+// caller's context first: an ended one fails the call before it changes
+// anything. ids are checked (CheckConf and its siblings) before the
+// database is touched. A history is known by its character's conf uid and
+// its own uid; consumers declare the few methods they need.
 
-const defaultLockTimeout = time.Second
-
-var (
-	bucketHistories = []byte("histories")
-	bucketMessages  = []byte("messages")
-	bucketSummaries = []byte("summaries")
-	bucketImages    = []byte("images")
-	bucketPrompts   = []byte("prompts")
-)
-
-// Options configures Open.
-type Options struct {
-	// LockTimeout is how long Open waits for the file lock; 0 means 1s.
-	LockTimeout time.Duration
-	// Now is the clock for ids and timestamps; nil means time.Now.
-	Now func() time.Time
+// Store is everything a backend keeps.
+type Store interface {
+	Records
+	Summaries
+	Prompts
+	Recall
+	Documents
+	Chunks
+	Close() error
 }
 
-// Store is the koe history database. It is safe for concurrent use.
-type Store struct {
-	db  *bolt.DB
-	now func() time.Time
-	// writers counts the small writes in progress (see write).
-	writers atomic.Int32
+// Records keeps histories: each starts with a metadata record, and its
+// records are numbered from 1 in the order stored (Record.Seq).
+type Records interface {
+	// Create starts a new, empty history (just its metadata record) and
+	// returns its uid.
+	Create(ctx context.Context, conf string) (string, error)
+	// CreateWith creates history uid (see koe.NewHistoryUID) with its
+	// metadata record and then records, all at once. It fails if uid
+	// exists.
+	CreateWith(ctx context.Context, conf, uid string, records ...koe.Record) error
+	// Append adds r to the end of an existing history. It never creates
+	// the history: ErrNotFound.
+	Append(ctx context.Context, conf, uid string, r koe.Record) error
+	// Messages returns every record of a history in order, metadata
+	// included. Images come with refs, not bytes (see Image).
+	Messages(ctx context.Context, conf, uid string) ([]koe.Record, error)
+	// Since returns up to limit records stored after sequence after,
+	// oldest first, metadata included (Seq tells where to go on).
+	Since(ctx context.Context, conf, uid string, after uint64, limit int) ([]koe.Record, error)
+	// Page returns up to limit records older than sequence before (0: the
+	// newest), oldest first, and whether older ones remain. Metadata
+	// records are skipped and do not count. To walk back, pass the Seq of
+	// a page's first record as the next before.
+	Page(ctx context.Context, conf, uid string, before uint64, limit int) (records []koe.Record, more bool, err error)
+	// LastSeq is the sequence number of the history's newest record: it
+	// changes with every record stored.
+	LastSeq(ctx context.Context, conf, uid string) (uint64, error)
+	// Image returns the type and bytes of an image by its ref (an
+	// Image.Ref from a read). An unknown ref is ErrNotFound, a malformed
+	// one ErrInvalidID.
+	Image(ctx context.Context, conf, uid, ref string) (mime string, data []byte, err error)
+	// List summarises a character's histories, most recently active
+	// first; those holding only their metadata record are left out.
+	List(ctx context.Context, conf string) ([]koe.ListedHistory, error)
+	Exists(ctx context.Context, conf, uid string) (bool, error)
+	// Delete removes a history with everything kept of it: records,
+	// images, summaries and its recall entries.
+	Delete(ctx context.Context, conf, uid string) error
+	// Confs lists the conf uids that have histories.
+	Confs(ctx context.Context) ([]string, error)
 }
 
-// write runs fn in a read-write transaction. Alone, it commits at once;
-// with other writes in progress it joins their batch, which shares one
-// commit and one disk sync among many sessions. A batch waits up to
-// bbolt's MaxBatchDelay (10 ms) for company, which a lone writer, the
-// usual case, should not pay on every message. fn may run more than once
-// (bbolt reruns the functions of a failed batch one by one), so it must
-// only touch tx.
-func (s *Store) write(fn func(*bolt.Tx) error) error {
-	n := s.writers.Add(1)
-	defer s.writers.Add(-1)
-	if n == 1 {
-		return s.db.Update(fn)
-	}
-	return s.db.Batch(fn)
+// Summaries keeps the memory summaries of histories.
+type Summaries interface {
+	// AddSummary stores r as a summary of a history, replacing one that
+	// starts at the same turn. The history must exist.
+	AddSummary(ctx context.Context, conf, uid string, r koe.SummaryRecord) error
+	// Summaries returns a history's summaries by first turn (none: empty).
+	Summaries(ctx context.Context, conf, uid string) ([]koe.SummaryRecord, error)
 }
 
-// Open opens or creates the database at path.
-func Open(path string, opts Options) (*Store, error) {
-	timeout := opts.LockTimeout
-	if timeout <= 0 {
-		timeout = defaultLockTimeout
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("create history database directory: %w", err)
-	}
-	// A large initial mapping (address space, not memory) spares the
-	// remaps bbolt otherwise does each time the file doubles: a remap
-	// stalled the whole process for up to half a second, which showed up
-	// as first-audio outliers in every session, not just the writer's.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, InitialMmapSize: 256 << 20})
-	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("open history database %s: %w (another koe is probably running with the same data directory)", path, ErrLocked)
-		}
-		return nil, fmt.Errorf("open history database %s: %w", path, err)
-	}
-	// Creating every root bucket here, if missing, is also the upgrade path
-	// for databases written before a bucket existed: the rest of the code
-	// can assume the root buckets are there.
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketHistories, bucketPrompts} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("bucket %q: %w", name, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		// Release the file lock; the open error is the one worth reporting.
-		_ = db.Close()
-		return nil, fmt.Errorf("init history database %s: %w", path, err)
-	}
-	return &Store{db: db, now: now}, nil
+// Prompts keeps the prompts users edit, per character.
+type Prompts interface {
+	// SetPrompt stores a prompt; an empty text deletes it.
+	SetPrompt(ctx context.Context, conf, name, text string) error
+	// Prompt returns a prompt; ok is false when none is stored.
+	Prompt(ctx context.Context, conf, name string) (text string, ok bool, err error)
 }
 
-// Close flushes and closes the database, releasing the file lock.
-func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("close history database: %w", err)
-	}
-	return nil
+// Recall keeps each character's long-term memory (package recall): an
+// entry per remembered message, with its embedding, how far each history
+// is indexed, and the entries forgotten for good.
+type Recall interface {
+	// RecallMark returns how far a history is indexed (ok false: not).
+	RecallMark(ctx context.Context, conf, uid string) (mark koe.RecallMark, ok bool, err error)
+	// RecallMarks returns the mark of every indexed history of a conf.
+	RecallMarks(ctx context.Context, conf string) (map[string]koe.RecallMark, error)
+	// SaveRecall stores entries of a history and moves its mark from
+	// from to mark, all or nothing, and returns the entries stored (those
+	// forgotten before are skipped). The mark moves only if it still is
+	// from (ErrMarkMoved otherwise, and nothing is written), so that two
+	// indexers never store one history's entries twice nor move its mark
+	// back. A history that no longer exists gets nothing (ErrNotFound).
+	SaveRecall(ctx context.Context, conf, uid string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error)
+	// SetRecallVectors stores the embeddings of entries already saved,
+	// made with model; entries gone since are skipped. Vectors of another
+	// model are dropped first: they could not be compared with these.
+	SetRecallVectors(ctx context.Context, conf, model string, entries []koe.RecallEntry) error
+	// RecallVectorModel is the model that made a conf's vectors ("": none).
+	RecallVectorModel(ctx context.Context, conf string) (string, error)
+	// ForEachRecall calls fn with every entry of a conf, with its vector,
+	// by history uid (byte order) and sequence. fn must not call the store.
+	ForEachRecall(ctx context.Context, conf string, fn func(koe.RecallEntry) error) error
+	// RecallSince returns up to limit entries of a history after sequence
+	// after, in order, with their vectors (ErrNotFound: no such history).
+	RecallSince(ctx context.Context, conf, uid string, after uint64, limit int) ([]koe.RecallEntry, error)
+	// ForgetRecall forgets one entry for good: it stays forgotten through
+	// rebuilds. It reports whether the entry existed.
+	ForgetRecall(ctx context.Context, conf, uid string, seq uint64) (bool, error)
+	// ForgetRecalls forgets many entries of one history at once and
+	// reports how many existed.
+	ForgetRecalls(ctx context.Context, conf, uid string, seqs []uint64) (int, error)
+	// ForgottenRecalls returns the forgotten entries' sequence numbers by
+	// history uid, of one history (uid "": of every history of the conf).
+	ForgottenRecalls(ctx context.Context, conf, uid string) (map[string][]uint64, error)
+	// FillRecallVectors gives each of entries without a vector the one
+	// stored for it, if the conf's vectors are model's, and reports how
+	// many it gave.
+	FillRecallVectors(ctx context.Context, conf, model string, entries []koe.RecallEntry) (int, error)
+	// ClearRecall drops a conf's entries, vectors and marks so that its
+	// index is built again. What was forgotten stays forgotten.
+	ClearRecall(ctx context.Context, conf string) error
 }
 
-func (s *Store) timestamp() string {
-	return s.now().Format(koe.TimestampLayout)
+// Documents keeps each character's knowledge documents (package
+// knowledge), apart from their histories.
+type Documents interface {
+	// PutKnowledgeDoc creates or replaces (by d.ID) a document and its
+	// text; pages are the byte offsets in text where each page starts
+	// (nil: none).
+	PutKnowledgeDoc(ctx context.Context, conf string, d koe.KnowledgeDoc, text string, pages []int) error
+	// KnowledgeDocs lists a conf's documents, oldest first.
+	KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error)
+	// KnowledgeText returns a document's text and page offsets.
+	KnowledgeText(ctx context.Context, conf, id string) (text string, pages []int, err error)
+	// DeleteKnowledgeDoc removes a document, its text and its chunks and
+	// reports whether there was anything to remove.
+	DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool, error)
+	// KnowledgeConfs lists the confs that have documents or chunks.
+	KnowledgeConfs(ctx context.Context) ([]string, error)
 }
 
-// Create starts a new, empty history (just its metadata record) and
-// returns its uid.
-func (s *Store) Create(confUID string) (string, error) {
-	now := s.now()
-	uid := koe.NewHistoryUID(now)
-	if err := s.createWith(confUID, uid, now, nil); err != nil {
-		return "", err
-	}
-	return uid, nil
+// Chunks keeps the chunks of knowledge documents with their embeddings,
+// for knowledge's local index.
+type Chunks interface {
+	// PutKnowledgeChunks replaces every chunk of a document, all or
+	// nothing. A chunk's DocID must be docID or empty; seqs must be
+	// distinct and fit in 32 bits (ErrInvalidRecord).
+	PutKnowledgeChunks(ctx context.Context, conf, docID string, chunks []koe.KnowledgeChunk) error
+	// DeleteKnowledgeChunks removes every chunk of a document.
+	DeleteKnowledgeChunks(ctx context.Context, conf, docID string) error
+	// ForEachKnowledgeChunk calls fn with every chunk of a conf, with its
+	// vector, by document id (byte order) and sequence. fn must not call
+	// the store.
+	ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(koe.KnowledgeChunk) error) error
 }
 
-// CreateWith creates history uid (see koe.NewHistoryUID) with its metadata record and
-// then records, all in one transaction: a conversation's first message
-// costs one disk sync, not two. It fails if uid already exists.
-func (s *Store) CreateWith(confUID, uid string, records ...koe.Record) error {
-	return s.createWith(confUID, uid, s.now(), records)
-}
-
-func (s *Store) createWith(confUID, uid string, now time.Time, records []koe.Record) error {
-	if err := checkIDs(confID(confUID), historyID(uid)); err != nil {
-		return err
-	}
-	pending := make([]pendingRecord, 0, len(records)+1)
-	for _, r := range append([]koe.Record{{Role: koe.RoleMetadata, Timestamp: now.Format(koe.TimestampLayout)}}, records...) {
-		if r.Timestamp == "" {
-			r.Timestamp = now.Format(koe.TimestampLayout)
-		}
-		p, err := encodeRecord(r)
-		if err != nil {
-			return fmt.Errorf("create history %q for conf %q: %w", uid, confUID, err)
-		}
-		pending = append(pending, p)
-	}
-	// Through write: sessions tend to start in bursts (e.g. after a
-	// restart, every client reconnects) and then share a batch; the
-	// function only touches tx, so bbolt may safely rerun it.
-	err := s.write(func(tx *bolt.Tx) error {
-		conf, err := tx.Bucket(bucketHistories).CreateBucketIfNotExists([]byte(confUID))
-		if err != nil {
-			return fmt.Errorf("conf bucket: %w", err)
-		}
-		h, err := conf.CreateBucket([]byte(uid))
-		if err != nil {
-			return fmt.Errorf("history bucket: %w", err)
-		}
-		if _, err := h.CreateBucket(bucketMessages); err != nil {
-			return fmt.Errorf("messages bucket: %w", err)
-		}
-		for _, p := range pending {
-			if err := putRecord(h, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("create history %q for conf %q: %w", uid, confUID, err)
-	}
-	return nil
-}
-
-// Append adds r to the end of an existing history. It never creates the
-// history: a client naming an unknown uid is a bug or a stale reference, and
-// silently creating histories would let clients fill the database.
-func (s *Store) Append(confUID, historyUID string, r koe.Record) error {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
-		return err
-	}
-	if r.Timestamp == "" {
-		r.Timestamp = s.timestamp()
-	}
-	p, err := encodeRecord(r)
-	if err != nil {
-		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
-	}
-	// write coalesces appends from many sessions into one commit and
-	// fsync. A missing history is reported through a flag rather than an error
-	// because an error would roll back the whole batch and make bbolt rerun
-	// every other caller's append. The flag is reset on each run since bbolt
-	// may call the function more than once.
-	var missing bool
-	err = s.write(func(tx *bolt.Tx) error {
-		missing = false
-		h := historyBucket(tx, confUID, historyUID)
-		if h == nil {
-			missing = true
-			return nil
-		}
-		return putRecord(h, p)
-	})
-	if err != nil {
-		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, err)
-	}
-	if missing {
-		return fmt.Errorf("append to history %q of conf %q: %w", historyUID, confUID, koe.ErrNotFound)
-	}
-	return nil
-}
-
-// Messages returns every record of a history in order, metadata included.
-// Images come with refs, not bytes (see Image), so the cost is that of the
-// text. Page reads a part of a long history.
-func (s *Store) Messages(confUID, historyUID string) ([]koe.Record, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
-		return nil, err
-	}
-	return s.records(confUID, historyUID, 0, 0)
-}
-
-// records reads a history's records after sequence after, oldest first,
-// at most limit of them (0: all).
-func (s *Store) records(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error) {
-	var out []koe.Record
-	err := s.db.View(func(tx *bolt.Tx) error {
-		msgs := messagesBucket(tx, confUID, historyUID)
-		if msgs == nil {
-			return koe.ErrNotFound
-		}
-		c := msgs.Cursor()
-		start := seqKey(after + 1)
-		for k, v := c.Seek(start[:]); k != nil && (limit == 0 || len(out) < limit); k, v = c.Next() {
-			r, err := decodeRecord(k, v)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
-	}
-	return out, nil
-}
-
-// List summarises the histories of confUID, most recently active first.
-// Histories holding only their metadata record are left out because there is
-// nothing to show for them. An unknown conf simply has no histories.
-func (s *Store) List(confUID string) ([]koe.ListedHistory, error) {
-	if err := checkIDs(confID(confUID)); err != nil {
-		return nil, err
-	}
-	out := []koe.ListedHistory{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
-		if conf == nil {
-			return nil
-		}
-		return conf.ForEachBucket(func(uid []byte) error {
-			h := conf.Bucket(uid)
-			if h == nil {
-				return nil
-			}
-			msgs := h.Bucket(bucketMessages)
-			if msgs == nil {
-				// Not written by Create; nothing a client could open.
-				return nil
-			}
-			latest, ok, err := latestMessage(msgs)
-			if err != nil {
-				return fmt.Errorf("history %q: %w", uid, err)
-			}
-			if !ok {
-				return nil
-			}
-			out = append(out, koe.ListedHistory{UID: string(uid), LatestMessage: latest, Timestamp: latest.Timestamp})
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list histories of conf %q: %w", confUID, err)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Timestamp != out[j].Timestamp {
-			return out[i].Timestamp > out[j].Timestamp
-		}
-		return out[i].UID > out[j].UID
-	})
-	return out, nil
-}
-
-// latestMessage walks backwards from the end of msgs to the last
-// non-metadata record. Normally only the last record is read, keeping List
-// cheap however long the histories get.
-func latestMessage(msgs *bolt.Bucket) (koe.Record, bool, error) {
-	c := msgs.Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
-		r, err := decodeRecord(k, v)
-		if err != nil {
-			return koe.Record{}, false, err
-		}
-		if r.Role != koe.RoleMetadata && r.Role != koe.RoleToolCall && r.Role != koe.RoleTool {
-			return r, true, nil
-		}
-	}
-	return koe.Record{}, false, nil
-}
-
-// Delete removes a history with all its records, images and summaries.
-func (s *Store) Delete(confUID, historyUID string) error {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
-		return err
-	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
-		if conf == nil {
-			return koe.ErrNotFound
-		}
-		err := conf.DeleteBucket([]byte(historyUID))
-		if errors.Is(err, berrors.ErrBucketNotFound) || errors.Is(err, berrors.ErrIncompatibleValue) {
-			return koe.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		// Its memories go with it, in the same transaction: a character
-		// must not recall a conversation that was deleted.
-		return dropRecall(tx, confUID, historyUID)
-	})
-	if err != nil {
-		return fmt.Errorf("delete history %q of conf %q: %w", historyUID, confUID, err)
-	}
-	return nil
-}
-
-// Exists reports whether the history exists.
-func (s *Store) Exists(confUID, historyUID string) (bool, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
-		return false, err
-	}
-	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
-		ok = messagesBucket(tx, confUID, historyUID) != nil
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("look up history %q of conf %q: %w", historyUID, confUID, err)
-	}
-	return ok, nil
-}
-
-// historyBucket returns the bucket of a history, or nil if the history does
-// not exist. A history bucket without messages is treated as missing so that
-// Exists, Append, Messages, AddSummary and Summaries agree.
-func historyBucket(tx *bolt.Tx, confUID, historyUID string) *bolt.Bucket {
-	conf := tx.Bucket(bucketHistories).Bucket([]byte(confUID))
-	if conf == nil {
-		return nil
-	}
-	h := conf.Bucket([]byte(historyUID))
-	if h == nil || h.Bucket(bucketMessages) == nil {
-		return nil
-	}
-	return h
-}
-
-// messagesBucket returns the messages bucket of a history, or nil if the
-// history does not exist.
-func messagesBucket(tx *bolt.Tx, confUID, historyUID string) *bolt.Bucket {
-	h := historyBucket(tx, confUID, historyUID)
-	if h == nil {
-		return nil
-	}
-	return h.Bucket(bucketMessages)
-}
-
-// LastSeq returns the sequence number of the history's newest record: it
-// changes with every record stored, so a reader that remembers it can tell
-// whether someone else has written to the history since.
-func (s *Store) LastSeq(confUID, historyUID string) (uint64, error) {
-	if err := checkIDs(confID(confUID), historyID(historyUID)); err != nil {
-		return 0, err
-	}
-	var seq uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		msgs := messagesBucket(tx, confUID, historyUID)
-		if msgs == nil {
-			return koe.ErrNotFound
-		}
-		if k, _ := msgs.Cursor().Last(); len(k) == 8 {
-			seq = binary.BigEndian.Uint64(k)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read history %q of conf %q: %w", historyUID, confUID, err)
-	}
-	return seq, nil
-}
+// DefaultTimeout bounds one call to a store that waits on a server
+// (store_timeout's default).
+const DefaultTimeout = 10 * time.Second

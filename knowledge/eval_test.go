@@ -278,12 +278,12 @@ func allPassages(t *testing.T, s *Service, conf string) []Passage {
 		t.Fatal(err)
 	}
 	var out []Passage
-	docs, err := s.opts.Docs.KnowledgeDocs(conf)
+	docs, err := s.opts.Docs.KnowledgeDocs(ctx, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range docs {
-		text, pages, err := s.opts.Docs.KnowledgeText(conf, d.ID)
+		text, pages, err := s.opts.Docs.KnowledgeText(ctx, conf, d.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,12 +12,12 @@ import (
 	"testing"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 )
 
-func openStore(t testing.TB, path string) *history.Store {
+func openStore(t testing.TB, path string) *bolt.Store {
 	t.Helper()
-	s, err := history.Open(path, history.Options{})
+	s, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -26,7 +26,7 @@ func openStore(t testing.TB, path string) *history.Store {
 
 // openLocal opens a local index over a fresh bbolt file; the store closes
 // at the test's end.
-func openLocal(t testing.TB) (*LocalIndex, *history.Store, string) {
+func openLocal(t testing.TB) (*LocalIndex, *bolt.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "koe.db")
 	s := openStore(t, path)
@@ -290,7 +290,7 @@ func TestLocalDimensions(t *testing.T) {
 		t.Fatal("a NaN vector was accepted")
 	}
 	mustLen(t, x, "c", 0)
-	if confs, _ := s.KnowledgeConfs(); len(confs) != 0 {
+	if confs, _ := s.KnowledgeConfs(ctx); len(confs) != 0 {
 		t.Fatalf("refused chunks reached the store: %v", confs)
 	}
 
@@ -444,7 +444,7 @@ func TestConcurrentUse(t *testing.T) {
 			return
 		}
 		var stored []string
-		if err := local.store.ForEachKnowledgeChunk("c", func(c koe.KnowledgeChunk) error {
+		if err := local.store.ForEachKnowledgeChunk(ctx, "c", func(c koe.KnowledgeChunk) error {
 			if c.DocID == "shared" {
 				stored = append(stored, c.Text)
 			}

@@ -13,13 +13,13 @@ import (
 	"koe"
 )
 
-// ChunkStore is where the local index keeps its chunks: koe's bbolt file
-// (history.Store).
+// ChunkStore is where the local index keeps its chunks: koe's store
+// (bbolt or PostgreSQL), beside the documents.
 type ChunkStore interface {
-	PutKnowledgeChunks(conf, docID string, chunks []koe.KnowledgeChunk) error
-	DeleteKnowledgeChunks(conf, docID string) error
-	ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error
-	KnowledgeConfs() ([]string, error)
+	PutKnowledgeChunks(ctx context.Context, conf, docID string, chunks []koe.KnowledgeChunk) error
+	DeleteKnowledgeChunks(ctx context.Context, conf, docID string) error
+	ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(koe.KnowledgeChunk) error) error
+	KnowledgeConfs(ctx context.Context) ([]string, error)
 }
 
 // LocalIndex is the persistent embedded store: chunks and their vectors
@@ -42,7 +42,7 @@ var ErrClosed = errors.New("knowledge index is closed")
 func OpenLocalIndex(ctx context.Context, chunks ChunkStore, log *slog.Logger) (*LocalIndex, error) {
 	start := time.Now()
 	x := &LocalIndex{store: chunks, cat: newCatalog(true)}
-	confs, err := chunks.KnowledgeConfs()
+	confs, err := chunks.KnowledgeConfs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open local knowledge index: %w", err)
 	}
@@ -69,7 +69,7 @@ func OpenLocalIndex(ctx context.Context, chunks ChunkStore, log *slog.Logger) (*
 // and a reopened index ranks ties as the one before it.
 func (x *LocalIndex) load(ctx context.Context, conf string) (chunks, vectors int, err error) {
 	var stored []Chunk
-	err = x.store.ForEachKnowledgeChunk(conf, func(c koe.KnowledgeChunk) error {
+	err = x.store.ForEachKnowledgeChunk(ctx, conf, func(c koe.KnowledgeChunk) error {
 		stored = append(stored, Chunk(c))
 		return nil
 	})
@@ -130,7 +130,7 @@ func (x *LocalIndex) stored(ctx context.Context, conf string, docs map[string]bo
 		return nil, ErrClosed
 	}
 	byDoc := map[string][]Chunk{}
-	err := x.store.ForEachKnowledgeChunk(conf, func(c koe.KnowledgeChunk) error {
+	err := x.store.ForEachKnowledgeChunk(ctx, conf, func(c koe.KnowledgeChunk) error {
 		if docs[""] || docs[c.DocID] {
 			byDoc[c.DocID] = append(byDoc[c.DocID], Chunk(c))
 		}
@@ -169,7 +169,9 @@ func (x *LocalIndex) Put(ctx context.Context, conf, docID string, chunks []Chunk
 		c.DocID = docID
 		stored[i] = koe.KnowledgeChunk(c)
 	}
-	return x.write(ctx, conf, docID, ps, func() error { return x.store.PutKnowledgeChunks(conf, docID, stored) })
+	return x.write(ctx, conf, docID, ps, func(ctx context.Context) error {
+		return x.store.PutKnowledgeChunks(ctx, conf, docID, stored)
+	})
 }
 
 // Delete removes document docID's chunks from the database and the index.
@@ -177,7 +179,9 @@ func (x *LocalIndex) Delete(ctx context.Context, conf, docID string) error {
 	if x.closed.Load() {
 		return ErrClosed
 	}
-	return x.write(ctx, conf, docID, nil, func() error { return x.store.DeleteKnowledgeChunks(conf, docID) })
+	return x.write(ctx, conf, docID, nil, func(ctx context.Context) error {
+		return x.store.DeleteKnowledgeChunks(ctx, conf, docID)
+	})
 }
 
 // write stores, then indexes, one document's change. Writes of the same
@@ -185,13 +189,13 @@ func (x *LocalIndex) Delete(ctx context.Context, conf, docID string) error {
 // Puts could commit in one order and reach the index in the other, and
 // the index would disagree with the disk until the next start. Writes of
 // other documents, and every search, go on meanwhile.
-func (x *LocalIndex) write(ctx context.Context, conf, docID string, ps []prepared, store func() error) error {
+func (x *LocalIndex) write(ctx context.Context, conf, docID string, ps []prepared, store func(context.Context) error) error {
 	unlock := x.docs.lock(conf + "\x00" + docID)
 	defer unlock()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store chunks of document %q of %q: %w", docID, conf, err)
 	}
-	if err := store(); err != nil {
+	if err := store(ctx); err != nil {
 		return fmt.Errorf("store chunks of document %q of %q: %w", docID, conf, err)
 	}
 	x.cat.put(conf, docID, ps)

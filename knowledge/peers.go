@@ -147,7 +147,7 @@ func (s *Service) refresh(ctx context.Context, cat *catalog) error {
 		return nil
 	}
 	if work.all {
-		confs, err := s.opts.Docs.KnowledgeConfs()
+		confs, err := s.opts.Docs.KnowledgeConfs(ctx)
 		if err != nil {
 			s.mu.Lock()
 			s.stale.all = true
@@ -240,7 +240,7 @@ func (s *Service) readStored(ctx context.Context, cat *catalog, conf string, doc
 	if local, ok := s.opts.Index.(*LocalIndex); ok {
 		return local.stored(ctx, conf, docs)
 	}
-	list, err := s.opts.Docs.KnowledgeDocs(conf)
+	list, err := s.opts.Docs.KnowledgeDocs(ctx, conf)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: documents of %s: %w", conf, err)
 	}
@@ -252,7 +252,7 @@ func (s *Service) readStored(ctx context.Context, cat *catalog, conf string, doc
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		text, pages, err := s.opts.Docs.KnowledgeText(conf, d.ID)
+		text, pages, err := s.opts.Docs.KnowledgeText(ctx, conf, d.ID)
 		if errors.Is(err, koe.ErrNotFound) {
 			continue // deleted since it was listed
 		}

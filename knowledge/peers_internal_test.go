@@ -94,13 +94,13 @@ func TestRefreshWaitsForAChangeHere(t *testing.T) {
 	}
 
 	// Another instance replaces the document in the shared store.
-	docs, err := st.KnowledgeDocs("c1")
+	docs, err := st.KnowledgeDocs(ctx, "c1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	replaced := docs[0]
 	replaced.Added = replaced.Added.Add(time.Second)
-	if err := st.PutKnowledgeDoc("c1", replaced, "# Rules\n\nThe mascot is a quokka.\n", nil); err != nil {
+	if err := st.PutKnowledgeDoc(ctx, "c1", replaced, "# Rules\n\nThe mascot is a quokka.\n", nil); err != nil {
 		t.Fatal(err)
 	}
 	// A change of the same document runs here meanwhile.

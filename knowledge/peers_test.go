@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"koe/coord"
-	"koe/history"
 	"koe/knowledge"
+	"koe/postgres"
 	"koe/testkit/logwatch"
 	"koe/testkit/pgtest"
 	"koe/testkit/redistest"
@@ -49,7 +49,7 @@ func instance(t *testing.T, name, dsn, redisURL, store string) (*knowledge.Servi
 			t.Fatal(err)
 		}
 	}
-	st, err := history.OpenPostgres(ctx, dsn, history.PGOptions{Timeout: hangGuard})
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Timeout: hangGuard})
 	if err != nil {
 		t.Fatal(err)
 	}

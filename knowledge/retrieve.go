@@ -68,8 +68,8 @@ type Result struct {
 }
 
 // Has reports whether conf has a knowledge base at all.
-func (s *Service) Has(conf string) (bool, error) {
-	docs, err := s.docs(conf)
+func (s *Service) Has(ctx context.Context, conf string) (bool, error) {
+	docs, err := s.docs(ctx, conf)
 	return len(docs) > 0, err
 }
 
@@ -78,13 +78,13 @@ func (s *Service) Has(conf string) (bool, error) {
 // budget (or none: see Mode). A character without documents gets nothing,
 // at the cost of a map lookup.
 func (s *Service) Read(ctx context.Context, q Query) (Result, error) {
-	b, err := s.base(q.ConfUID)
+	b, err := s.base(ctx, q.ConfUID)
 	if err != nil || len(b.docs) == 0 {
 		return Result{}, err
 	}
 	res := Result{Titles: b.titles()}
 	if b.tokens <= int(float64(q.InputBudget)*s.cfg.WholeShare) {
-		whole, err := s.whole(q.ConfUID, b)
+		whole, err := s.whole(ctx, q.ConfUID, b)
 		if err != nil {
 			return Result{}, err
 		}
@@ -213,7 +213,7 @@ func match(question string, c Chunk) (float64, int) {
 
 // whole is the whole knowledge base as passages, one per document, read
 // once while the list stays unchanged.
-func (s *Service) whole(conf string, b *base) ([]Passage, error) {
+func (s *Service) whole(ctx context.Context, conf string, b *base) ([]Passage, error) {
 	s.mu.Lock()
 	cached := b.whole
 	s.mu.Unlock()
@@ -222,7 +222,7 @@ func (s *Service) whole(conf string, b *base) ([]Passage, error) {
 	}
 	out := make([]Passage, 0, len(b.docs))
 	for _, d := range b.docs {
-		text, _, err := s.opts.Docs.KnowledgeText(conf, d.ID)
+		text, _, err := s.opts.Docs.KnowledgeText(ctx, conf, d.ID)
 		if err != nil {
 			return nil, fmt.Errorf("knowledge: text of %s: %w", d.Name, err)
 		}

@@ -18,13 +18,13 @@ import (
 )
 
 // DocStore keeps the documents themselves, whatever the store of their
-// chunks: history.Store, in koe's database.
+// chunks: koe's store (a history.Store).
 type DocStore interface {
-	PutKnowledgeDoc(conf string, d koe.KnowledgeDoc, text string, pages []int) error
-	KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error)
-	KnowledgeText(conf, id string) (text string, pages []int, err error)
-	DeleteKnowledgeDoc(conf, id string) (bool, error)
-	KnowledgeConfs() ([]string, error)
+	PutKnowledgeDoc(ctx context.Context, conf string, d koe.KnowledgeDoc, text string, pages []int) error
+	KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error)
+	KnowledgeText(ctx context.Context, conf, id string) (text string, pages []int, err error)
+	DeleteKnowledgeDoc(ctx context.Context, conf, id string) (bool, error)
+	KnowledgeConfs(ctx context.Context) ([]string, error)
 }
 
 // Embedder makes vectors: llm.Embedder, for any /v1/embeddings.
@@ -152,7 +152,7 @@ func (s *Service) Open(ctx context.Context) error {
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	confs, err := s.opts.Docs.KnowledgeConfs()
+	confs, err := s.opts.Docs.KnowledgeConfs(ctx)
 	if err != nil {
 		return fmt.Errorf("knowledge: list characters: %w", err)
 	}
@@ -167,7 +167,7 @@ func (s *Service) Open(ctx context.Context) error {
 // catchUp reindexes conf's documents when the index does not hold exactly
 // the chunks they were stored with.
 func (s *Service) catchUp(ctx context.Context, conf string) error {
-	docs, err := s.opts.Docs.KnowledgeDocs(conf)
+	docs, err := s.opts.Docs.KnowledgeDocs(ctx, conf)
 	if err != nil {
 		return fmt.Errorf("knowledge: documents of %s: %w", conf, err)
 	}
@@ -193,7 +193,7 @@ func (s *Service) catchUp(ctx context.Context, conf string) error {
 		}
 	}()
 	for _, d := range docs {
-		text, pages, err := s.opts.Docs.KnowledgeText(conf, d.ID)
+		text, pages, err := s.opts.Docs.KnowledgeText(ctx, conf, d.ID)
 		if err != nil {
 			return fmt.Errorf("knowledge: text of %s: %w", d.Name, err)
 		}
@@ -211,7 +211,7 @@ func (s *Service) catchUp(ctx context.Context, conf string) error {
 			// the index now holds.
 			d.Chunks = len(chunks)
 			wrote = true
-			if err := s.opts.Docs.PutKnowledgeDoc(conf, d, text, pages); err != nil {
+			if err := s.opts.Docs.PutKnowledgeDoc(ctx, conf, d, text, pages); err != nil {
 				return fmt.Errorf("knowledge: store %s: %w", d.Name, err)
 			}
 		}
@@ -275,7 +275,7 @@ func (s *Service) Add(ctx context.Context, conf string, u Upload, count func(str
 		return Document{}, err
 	}
 	id := docID(name)
-	docs, err := s.docs(conf)
+	docs, err := s.docs(ctx, conf)
 	if err != nil {
 		return Document{}, err
 	}
@@ -330,7 +330,9 @@ func (s *Service) Add(ctx context.Context, conf string, u Upload, count func(str
 	// Told whatever follows: another instance may have read the chunks
 	// before they are taken back.
 	defer s.announce(ctx, conf, id)
-	if err := s.opts.Docs.PutKnowledgeDoc(conf, d, text.Body, text.Pages); err != nil {
+	// The chunks are in: the document goes with them, even if the client
+	// has gone meanwhile.
+	if err := s.opts.Docs.PutKnowledgeDoc(context.WithoutCancel(ctx), conf, d, text.Body, text.Pages); err != nil {
 		// The chunks must not outlive a document that was never stored.
 		if derr := s.opts.Index.Delete(context.WithoutCancel(ctx), conf, id); derr != nil {
 			s.log.Error("knowledge: could not remove the chunks of a document that was not stored; they are removed at the next start", "name", name, "err", derr)
@@ -344,7 +346,7 @@ func (s *Service) Add(ctx context.Context, conf string, u Upload, count func(str
 
 // List returns conf's documents, oldest first.
 func (s *Service) List(ctx context.Context, conf string) ([]Document, error) {
-	docs, err := s.docs(conf)
+	docs, err := s.docs(ctx, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +369,7 @@ func (s *Service) Delete(ctx context.Context, conf, id string) (bool, error) {
 	// The document goes first: chunks left by a failure after it are
 	// found and removed at the next start, while a document whose chunks
 	// went first would answer turns with nothing.
-	found, err := s.opts.Docs.DeleteKnowledgeDoc(conf, id)
+	found, err := s.opts.Docs.DeleteKnowledgeDoc(ctx, conf, id)
 	if err != nil {
 		return false, fmt.Errorf("knowledge: delete document: %w", err)
 	}
@@ -508,22 +510,22 @@ func (s *Service) embedOutcome(ctx context.Context, err error) bool {
 }
 
 // docs is conf's document list, read once and kept until it changes.
-func (s *Service) docs(conf string) ([]koe.KnowledgeDoc, error) {
-	b, err := s.base(conf)
+func (s *Service) docs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error) {
+	b, err := s.base(ctx, conf)
 	if err != nil {
 		return nil, err
 	}
 	return b.docs, nil
 }
 
-func (s *Service) base(conf string) (*base, error) {
+func (s *Service) base(ctx context.Context, conf string) (*base, error) {
 	s.mu.Lock()
 	b, gen, epoch := s.bases[conf], s.gens[conf], s.epoch
 	s.mu.Unlock()
 	if b != nil {
 		return b, nil
 	}
-	docs, err := s.opts.Docs.KnowledgeDocs(conf)
+	docs, err := s.opts.Docs.KnowledgeDocs(ctx, conf)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: documents of %s: %w", conf, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"koe/agent"
-	"koe/history"
+	"koe/bolt"
 	"koe/internal/quote"
 	"koe/knowledge"
 	"koe/llm"
@@ -30,9 +30,9 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func openStore(t *testing.T, dir string) *history.Store {
+func openStore(t *testing.T, dir string) *bolt.Store {
 	t.Helper()
-	st, err := history.Open(filepath.Join(dir, "koe.db"), history.Options{})
+	st, err := bolt.Open(filepath.Join(dir, "koe.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

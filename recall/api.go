@@ -171,7 +171,7 @@ func (s *Service) forgetStored(ctx context.Context, confUID, historyUID string) 
 	forgotten := 0
 	var after uint64
 	for {
-		recs, err := s.opts.Store.Since(confUID, historyUID, after, readBatch)
+		recs, err := s.opts.Store.Since(ctx, confUID, historyUID, after, readBatch)
 		if err != nil {
 			return forgotten, all, fmt.Errorf("forget the memories of history %q: %w", historyUID, err)
 		}
@@ -182,7 +182,7 @@ func (s *Service) forgetStored(ctx context.Context, confUID, historyUID string) 
 				seqs = append(seqs, r.Seq)
 			}
 		}
-		n, err := s.forgetSeqs(confUID, historyUID, seqs)
+		n, err := s.forgetSeqs(ctx, confUID, historyUID, seqs)
 		forgotten += n
 		if err != nil {
 			return forgotten, all, err
@@ -227,8 +227,8 @@ func (s *Service) outlastIndexer(ctx context.Context, remove func()) error {
 	return err
 }
 
-func (s *Service) forgetSeqs(confUID, historyUID string, seqs []uint64) (int, error) {
-	return s.opts.Store.ForgetRecalls(confUID, historyUID, seqs)
+func (s *Service) forgetSeqs(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
+	return s.opts.Store.ForgetRecalls(ctx, confUID, historyUID, seqs)
 }
 
 // ForgetEverything forgets for good every memory of a character, as
@@ -238,7 +238,7 @@ func (s *Service) ForgetEverything(ctx context.Context, confUID string) (int, er
 	if err != nil {
 		return 0, err
 	}
-	list, err := s.opts.Store.List(confUID)
+	list, err := s.opts.Store.List(ctx, confUID)
 	if err != nil {
 		return 0, fmt.Errorf("forget the memories of %q: %w", confUID, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 	"koe/recall"
 )
 
@@ -20,7 +20,7 @@ const conf = "koe_default"
 // rig is a recall service over a real history database.
 type rig struct {
 	t     *testing.T
-	store *history.Store
+	store *bolt.Store
 	path  string
 	svc   *recall.Service
 }
@@ -37,7 +37,7 @@ func newRig(t *testing.T) *rig {
 		return now
 	}
 	path := filepath.Join(t.TempDir(), "koe.db")
-	store, err := history.Open(path, history.Options{Now: clock})
+	store, err := bolt.Open(path, bolt.Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +70,8 @@ func (r *rig) say(uid string, lines ...string) string {
 
 // lineStore is where say stores lines.
 type lineStore interface {
-	CreateWith(confUID, historyUID string, recs ...koe.Record) error
-	Append(confUID, historyUID string, rec koe.Record) error
+	CreateWith(ctx context.Context, confUID, historyUID string, recs ...koe.Record) error
+	Append(ctx context.Context, confUID, historyUID string, rec koe.Record) error
 }
 
 // say stores lines ("human: ..." or "ai: ...") in history uid of store,
@@ -79,6 +79,7 @@ type lineStore interface {
 // conversation does, and returns the uid.
 func say(t testing.TB, store lineStore, svc *recall.Service, uid string, lines ...string) string {
 	t.Helper()
+	ctx := t.Context()
 	var recs []koe.Record
 	for _, l := range lines {
 		role, text, _ := strings.Cut(l, ": ")
@@ -86,12 +87,12 @@ func say(t testing.TB, store lineStore, svc *recall.Service, uid string, lines .
 	}
 	if uid == "" {
 		uid = koe.NewHistoryUID(time.Now())
-		if err := store.CreateWith(conf, uid, recs...); err != nil {
+		if err := store.CreateWith(ctx, conf, uid, recs...); err != nil {
 			t.Fatal(err)
 		}
 	} else {
 		for _, rec := range recs {
-			if err := store.Append(conf, uid, rec); err != nil {
+			if err := store.Append(ctx, conf, uid, rec); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -179,6 +180,7 @@ func TestNewestPages(t *testing.T) {
 // restart and a rebuild), the history and other histories' memories stay,
 // and what is said in it afterwards is remembered.
 func TestForgetConversation(t *testing.T) {
+	ctx := t.Context()
 	r := newRig(t)
 	a := r.say("", "human: My sister Ayaka keeps bees in Hokkaido.", "ai: How lovely, honey from the north!")
 	b := r.say("", "human: Ayaka also paints foxes.", "ai: A talented sister.")
@@ -202,7 +204,7 @@ func TestForgetConversation(t *testing.T) {
 		}
 	}
 	check("at once")
-	if recs, err := r.store.Messages(conf, a); err != nil || len(recs) != 3 {
+	if recs, err := r.store.Messages(ctx, conf, a); err != nil || len(recs) != 3 {
 		t.Errorf("the history itself changed: %d records, %v", len(recs), err)
 	}
 	r.restart()
@@ -253,14 +255,15 @@ func TestForgetBeforeIndexed(t *testing.T) {
 // TestForgetEverything: every history of the character, and nothing of
 // another character's.
 func TestForgetEverything(t *testing.T) {
+	ctx := t.Context()
 	r := newRig(t)
 	r.say("", "human: I grow tomatoes.", "ai: Nice.")
 	r.say("", "human: I play the cello.", "ai: Lovely.")
-	other, err := r.store.Create("mika")
+	other, err := r.store.Create(ctx, "mika")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.Append("mika", other, koe.Record{Role: koe.RoleHuman, Content: "I grow tomatoes too."}); err != nil {
+	if err := r.store.Append(ctx, "mika", other, koe.Record{Role: koe.RoleHuman, Content: "I grow tomatoes too."}); err != nil {
 		t.Fatal(err)
 	}
 	r.svc.Noted("mika", other)
@@ -285,15 +288,15 @@ func TestForgetEverything(t *testing.T) {
 // pausingStore holds the indexer right after it stored entries, until
 // the test lets it go on: the moment a forget can slip in between.
 type pausingStore struct {
-	*history.Store
+	*bolt.Store
 	once      sync.Once
 	saved     chan struct{} // closed once the first entries are stored
 	release   chan struct{} // the indexer goes on once closed
 	forgotten chan struct{} // a forget reached the store
 }
 
-func (p *pausingStore) SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
-	out, err := p.Store.SaveRecall(confUID, historyUID, from, mark, entries)
+func (p *pausingStore) SaveRecall(ctx context.Context, confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
+	out, err := p.Store.SaveRecall(ctx, confUID, historyUID, from, mark, entries)
 	p.once.Do(func() {
 		close(p.saved)
 		<-p.release
@@ -301,8 +304,8 @@ func (p *pausingStore) SaveRecall(confUID, historyUID string, from, mark koe.Rec
 	return out, err
 }
 
-func (p *pausingStore) ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error) {
-	n, err := p.Store.ForgetRecalls(confUID, historyUID, seqs)
+func (p *pausingStore) ForgetRecalls(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error) {
+	n, err := p.Store.ForgetRecalls(ctx, confUID, historyUID, seqs)
 	p.forgotten <- struct{}{}
 	return n, err
 }

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
 	"koe"
 	"koe/agent"
-	"koe/history"
+	"koe/bolt"
 )
 
 // chatter writes like a chat log: words drawn from a Zipf distribution
@@ -100,8 +100,9 @@ const (
 // benchCorpus stores n messages for conf "bench": histories of 50
 // sessions of 20 messages each, a minute apart, the sessions one to three
 // days apart.
-func benchCorpus(b *testing.B, st *history.Store, n int) {
+func benchCorpus(b *testing.B, st *bolt.Store, n int) {
 	b.Helper()
+	ctx := b.Context()
 	c := newChatter(uint64(n))
 	at := time.Date(2021, 1, 4, 18, 0, 0, 0, time.Local)
 	perHistory := benchPerSession * benchSessions
@@ -118,7 +119,7 @@ func benchCorpus(b *testing.B, st *history.Store, n int) {
 			recs = append(recs, r)
 			at = at.Add(time.Minute)
 		}
-		if err := st.CreateWith("bench", fmt.Sprintf("h%04d", h), recs...); err != nil {
+		if err := st.CreateWith(ctx, "bench", fmt.Sprintf("h%04d", h), recs...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -128,12 +129,12 @@ func benchCorpus(b *testing.B, st *history.Store, n int) {
 // the bytes of its pages, and the bytes in use in them.
 func recallBytes(b *testing.B, path, conf string) (pages, inUse int) {
 	b.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	err = db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bbolt.Tx) error {
 		root := tx.Bucket([]byte("recall"))
 		if root == nil {
 			return fmt.Errorf("no recall bucket")
@@ -172,7 +173,7 @@ func heapInUse() uint64 {
 func benchRecall(b *testing.B, n int) {
 	count := agent.NewTokenizer("").Count
 	path := filepath.Join(b.TempDir(), "koe.db")
-	st, err := history.Open(path, history.Options{})
+	st, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func benchRecall(b *testing.B, n int) {
 	}
 	before := fileSize(b, path)
 
-	st, err = history.Open(path, history.Options{})
+	st, err = bolt.Open(path, bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func benchRecall(b *testing.B, n int) {
 
 	// The heap a loaded character takes, read back from the store as
 	// after a restart.
-	st, err = history.Open(path, history.Options{})
+	st, err = bolt.Open(path, bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func BenchmarkIndexMessage(b *testing.B) {
 	const n = 10_000
 	b.Run("noted", func(b *testing.B) {
 		path := filepath.Join(b.TempDir(), "koe.db")
-		st, err := history.Open(path, history.Options{})
+		st, err := bolt.Open(path, bolt.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -289,7 +290,7 @@ func BenchmarkIndexMessage(b *testing.B) {
 		for i := range b.N {
 			b.StopTimer()
 			r := koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: c.line(), Timestamp: at.Add(time.Duration(i) * time.Minute).Format("2006-01-02T15:04:05")}
-			if err := st.Append("bench", "h0000", r); err != nil {
+			if err := st.Append(ctx, "bench", "h0000", r); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()

@@ -28,7 +28,7 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	f.create("mika", "old", talk(t0.Add(300*time.Hour), lines...)...)
 	f.settle()
-	msgs, err := f.store.Messages("mika", "old")
+	msgs, err := f.store.Messages(ctx, "mika", "old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestConcurrentUse(t *testing.T) {
 		go func() {
 			defer work.Done()
 			uid := fmt.Sprintf("live%d", w)
-			if err := f.store.CreateWith("mika", uid); err != nil {
+			if err := f.store.CreateWith(ctx, "mika", uid); err != nil {
 				report(err)
 				return
 			}
@@ -64,14 +64,14 @@ func TestConcurrentUse(t *testing.T) {
 				if i%2 == 1 {
 					r.Role, r.Name = koe.RoleAI, "Mika"
 				}
-				if err := f.store.Append("mika", uid, r); err != nil {
+				if err := f.store.Append(ctx, "mika", uid, r); err != nil {
 					report(err)
 					return
 				}
 				f.svc.Noted("mika", uid)
 				if i == perWriter/2 {
 					sum := koe.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, Summary: "a river story"}
-					if err := f.store.AddSummary("mika", uid, sum); err != nil {
+					if err := f.store.AddSummary(ctx, "mika", uid, sum); err != nil {
 						report(err)
 						return
 					}
@@ -95,12 +95,12 @@ func TestConcurrentUse(t *testing.T) {
 		defer work.Done()
 		for i := range 10 {
 			uid := fmt.Sprintf("brief%d", i)
-			if err := f.store.CreateWith("mika", uid, talk(t0, user("Ann", "a river secret"))...); err != nil {
+			if err := f.store.CreateWith(ctx, "mika", uid, talk(t0, user("Ann", "a river secret"))...); err != nil {
 				report(err)
 				return
 			}
 			f.svc.Noted("mika", uid)
-			if err := f.store.Delete("mika", uid); err != nil {
+			if err := f.store.Delete(ctx, "mika", uid); err != nil {
 				report(err)
 				return
 			}

@@ -11,7 +11,8 @@ import (
 // storedVectors counts a conf's stored entries and those with a vector.
 func storedVectors(t *testing.T, f *fixture, conf string) (entries, withVectors int) {
 	t.Helper()
-	err := f.store.ForEachRecall(conf, func(e koe.RecallEntry) error {
+	ctx := t.Context()
+	err := f.store.ForEachRecall(ctx, conf, func(e koe.RecallEntry) error {
 		entries++
 		if len(e.Vector) == testDims {
 			withVectors++
@@ -25,6 +26,7 @@ func storedVectors(t *testing.T, f *fixture, conf string) (entries, withVectors 
 }
 
 func TestVectorRanking(t *testing.T) {
+	ctx := t.Context()
 	emb := &testEmbedder{model: "e1"}
 	f := newFixture(t, Options{Embedder: emb})
 	dogHistories(f)
@@ -36,7 +38,7 @@ func TestVectorRanking(t *testing.T) {
 	if n, v := storedVectors(t, f, "mika"); n != 9 || v != 9 {
 		t.Fatalf("stored %d entries, %d with vectors", n, v)
 	}
-	if m, _ := f.store.RecallVectorModel("mika"); m != "e1" {
+	if m, _ := f.store.RecallVectorModel(ctx, "mika"); m != "e1" {
 		t.Fatalf("vector model = %q", m)
 	}
 
@@ -69,6 +71,7 @@ func TestVectorRanking(t *testing.T) {
 // keywords and Settle returns; once it answers again, the next message
 // brings vectors for everything missed, in several passes.
 func TestEmbedderDown(t *testing.T) {
+	ctx := t.Context()
 	emb := &testEmbedder{model: "e1"}
 	emb.fail.Store(true)
 	f := newFixture(t, Options{Embedder: emb})
@@ -124,7 +127,7 @@ func TestEmbedderDown(t *testing.T) {
 	if st.WithVectors != total {
 		t.Fatalf("Stats after remaking vectors = %+v", st)
 	}
-	if m, _ := f.store.RecallVectorModel("mika"); m != "e2" {
+	if m, _ := f.store.RecallVectorModel(ctx, "mika"); m != "e2" {
 		t.Fatalf("vector model = %q, want e2", m)
 	}
 	if n, v := storedVectors(t, f, "mika"); n != total || v != total {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 	"koe/textindex"
 )
 
@@ -47,7 +47,7 @@ func talk(start time.Time, lines ...say) []koe.Record {
 // records for indexing, and hooks run before each Since and after each
 // SaveRecall.
 type countingStore struct {
-	*history.Store
+	*bolt.Store
 	since atomic.Int64
 
 	mu        sync.Mutex
@@ -55,7 +55,7 @@ type countingStore struct {
 	onSince   func()
 }
 
-func (s *countingStore) Since(conf, uid string, after uint64, limit int) ([]koe.Record, error) {
+func (s *countingStore) Since(ctx context.Context, conf, uid string, after uint64, limit int) ([]koe.Record, error) {
 	s.since.Add(1)
 	s.mu.Lock()
 	hook := s.onSince
@@ -63,7 +63,7 @@ func (s *countingStore) Since(conf, uid string, after uint64, limit int) ([]koe.
 	if hook != nil {
 		hook()
 	}
-	return s.Store.Since(conf, uid, after, limit)
+	return s.Store.Since(ctx, conf, uid, after, limit)
 }
 
 func (s *countingStore) setOnSince(fn func()) {
@@ -72,8 +72,8 @@ func (s *countingStore) setOnSince(fn func()) {
 	s.mu.Unlock()
 }
 
-func (s *countingStore) SaveRecall(conf, uid string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
-	saved, err := s.Store.SaveRecall(conf, uid, from, mark, entries)
+func (s *countingStore) SaveRecall(ctx context.Context, conf, uid string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
+	saved, err := s.Store.SaveRecall(ctx, conf, uid, from, mark, entries)
 	s.mu.Lock()
 	hook := s.afterSave
 	s.mu.Unlock()
@@ -94,7 +94,7 @@ func (s *countingStore) setAfterSave(fn func(conf, uid string, saved []koe.Recal
 type fixture struct {
 	t     testing.TB
 	path  string
-	store *history.Store
+	store *bolt.Store
 	cs    *countingStore
 	svc   *Service
 	opts  Options
@@ -112,7 +112,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 
 func (f *fixture) open() {
 	f.t.Helper()
-	st, err := history.Open(f.path, history.Options{})
+	st, err := bolt.Open(f.path, bolt.Options{})
 	if err != nil {
 		f.t.Fatalf("open store: %v", err)
 	}
@@ -147,7 +147,8 @@ func (f *fixture) restart() {
 // create stores a history of conf with records and notes it.
 func (f *fixture) create(conf, uid string, recs ...koe.Record) {
 	f.t.Helper()
-	if err := f.store.CreateWith(conf, uid, recs...); err != nil {
+	ctx := f.t.Context()
+	if err := f.store.CreateWith(ctx, conf, uid, recs...); err != nil {
 		f.t.Fatalf("CreateWith(%s, %s): %v", conf, uid, err)
 	}
 	f.svc.Noted(conf, uid)
@@ -156,8 +157,9 @@ func (f *fixture) create(conf, uid string, recs ...koe.Record) {
 // add appends records to a history and notes it.
 func (f *fixture) add(conf, uid string, recs ...koe.Record) {
 	f.t.Helper()
+	ctx := f.t.Context()
 	for _, r := range recs {
-		if err := f.store.Append(conf, uid, r); err != nil {
+		if err := f.store.Append(ctx, conf, uid, r); err != nil {
 			f.t.Fatalf("Append(%s, %s): %v", conf, uid, err)
 		}
 	}
@@ -191,7 +193,8 @@ func (f *fixture) recall(q Query) Block {
 // content is text.
 func (f *fixture) seqOf(conf, uid, text string) uint64 {
 	f.t.Helper()
-	msgs, err := f.store.Messages(conf, uid)
+	ctx := f.t.Context()
+	msgs, err := f.store.Messages(ctx, conf, uid)
 	if err != nil {
 		f.t.Fatal(err)
 	}

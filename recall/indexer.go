@@ -28,18 +28,18 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	}
 	// Only this history's mark: reading every history's would cost a
 	// character with many conversations a scan per message.
-	mark, _, err := s.opts.Store.RecallMark(conf, uid)
+	mark, _, err := s.opts.Store.RecallMark(ctx, conf, uid)
 	if err != nil {
 		return err
 	}
 	// Another instance may have indexed past what this index holds:
 	// take its entries, so that this one's follow them.
 	takeStored := func() (bool, error) {
-		vectors, err := s.storedVectorsUsable(conf)
+		vectors, err := s.storedVectorsUsable(ctx, conf)
 		if err != nil {
 			return false, err
 		}
-		_, gone, err := s.takeStored(conf, uid, c, vectors)
+		_, gone, err := s.takeStored(ctx, conf, uid, c, vectors)
 		return gone, err
 	}
 	if mark.Seq > c.lastSeq(uid) {
@@ -49,7 +49,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	}
 	stored := false
 	for {
-		recs, err := s.opts.Store.Since(conf, uid, mark.Seq, readBatch)
+		recs, err := s.opts.Store.Since(ctx, conf, uid, mark.Seq, readBatch)
 		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
 			return nil
@@ -76,11 +76,11 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 		if len(entries) > 0 && entries[0].Vector != nil {
 			// Name the vectors' model before storing them: vectors of
 			// another model are dropped then, not these.
-			if err := s.opts.Store.SetRecallVectors(conf, s.opts.Embedder.Model(), nil); err != nil {
+			if err := s.opts.Store.SetRecallVectors(ctx, conf, s.opts.Embedder.Model(), nil); err != nil {
 				return err
 			}
 		}
-		saved, err := s.opts.Store.SaveRecall(conf, uid, from, mark, entries)
+		saved, err := s.opts.Store.SaveRecall(ctx, conf, uid, from, mark, entries)
 		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
 			return nil
@@ -89,7 +89,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 			// Another instance indexed these records first: take what
 			// it stored and go on from where it left off.
 			s.log.Debug("recall: another instance indexed the history first; going on from its mark", "conf_uid", conf, "history_uid", uid)
-			if mark, _, err = s.opts.Store.RecallMark(conf, uid); err != nil {
+			if mark, _, err = s.opts.Store.RecallMark(ctx, conf, uid); err != nil {
 				return err
 			}
 			if gone, err := takeStored(); gone || err != nil {
@@ -106,7 +106,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 			break
 		}
 	}
-	sums, err := s.opts.Store.Summaries(conf, uid)
+	sums, err := s.opts.Store.Summaries(ctx, conf, uid)
 	if err != nil && !errors.Is(err, koe.ErrNotFound) {
 		return err
 	}
@@ -188,7 +188,7 @@ func (s *Service) backfill(ctx context.Context, conf, uid string, c *character) 
 	}
 	more := len(todo) == backfillBatch
 	// Another instance may have made them already.
-	n, err := s.opts.Store.FillRecallVectors(conf, s.opts.Embedder.Model(), todo)
+	n, err := s.opts.Store.FillRecallVectors(ctx, conf, s.opts.Embedder.Model(), todo)
 	if err != nil {
 		return fmt.Errorf("read stored vectors: %w", err)
 	}
@@ -206,7 +206,7 @@ func (s *Service) backfill(ctx context.Context, conf, uid string, c *character) 
 	if todo[0].Vector == nil {
 		return nil
 	}
-	if err := s.opts.Store.SetRecallVectors(conf, s.opts.Embedder.Model(), todo); err != nil {
+	if err := s.opts.Store.SetRecallVectors(ctx, conf, s.opts.Embedder.Model(), todo); err != nil {
 		return fmt.Errorf("store vectors: %w", err)
 	}
 	c.setVectors(todo)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestDeletedHistoryIsForgotten(t *testing.T) {
+	ctx := t.Context()
 	for _, how := range []string{"ForgetHistory", "Noted"} {
 		t.Run(how, func(t *testing.T) {
 			f := newFixture(t, Options{})
@@ -21,7 +22,7 @@ func TestDeletedHistoryIsForgotten(t *testing.T) {
 			if !has(f.recall(q), dogFact) {
 				t.Fatal("not recalled before the delete")
 			}
-			if err := f.store.Delete("mika", "a"); err != nil {
+			if err := f.store.Delete(ctx, "mika", "a"); err != nil {
 				t.Fatal(err)
 			}
 			// The hub tells recall of a delete; an indexer that meets the
@@ -57,6 +58,7 @@ func TestDeletedHistoryIsForgotten(t *testing.T) {
 // that the indexer meets it at every stage (not read yet, read but not
 // saved, saved but not yet in memory); none may come back.
 func TestDeleteRacesIndexer(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, Options{})
 	f.create("mika", "keep", talk(t0, user("Ann", "the zebra at the zoo was asleep"), mika("Zebras sleep standing up."))...)
 	const rounds = 60
@@ -70,7 +72,7 @@ func TestDeleteRacesIndexer(t *testing.T) {
 		if i%3 == 0 {
 			f.add("mika", uid, talk(t0.Add(time.Duration(i+1)*24*time.Hour+time.Hour), user("Ann", "one more zebra"))...)
 		}
-		if err := f.store.Delete("mika", uid); err != nil {
+		if err := f.store.Delete(ctx, "mika", uid); err != nil {
 			t.Fatal(err)
 		}
 		f.svc.ForgetHistory("mika", uid)
@@ -89,7 +91,7 @@ func TestDeleteRacesIndexer(t *testing.T) {
 		}
 	}
 	check("after Settle")
-	marks, err := f.store.RecallMarks("mika")
+	marks, err := f.store.RecallMarks(ctx, "mika")
 	if err != nil || len(marks) != 1 {
 		t.Fatalf("marks left in the store: %v, %v", marks, err)
 	}
@@ -162,9 +164,10 @@ func TestForgetWhileIndexing(t *testing.T) {
 // TestRestartLoadsStoredIndex: after a restart the index comes from the
 // store, without reading the histories again.
 func TestRestartLoadsStoredIndex(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, Options{})
 	dogHistories(f)
-	marks, err := f.store.RecallMarks("mika")
+	marks, err := f.store.RecallMarks(ctx, "mika")
 	if err != nil || len(marks) != 2 {
 		t.Fatalf("marks = %v, %v", marks, err)
 	}
@@ -180,7 +183,7 @@ func TestRestartLoadsStoredIndex(t *testing.T) {
 	if n := f.cs.since.Load(); n != 0 {
 		t.Fatalf("the histories were read %d times after a restart; the index should load from the store", n)
 	}
-	if after, _ := f.store.RecallMarks("mika"); len(after) != 2 || after["a"] != marks["a"] || after["b"] != marks["b"] {
+	if after, _ := f.store.RecallMarks(ctx, "mika"); len(after) != 2 || after["a"] != marks["a"] || after["b"] != marks["b"] {
 		t.Fatalf("marks moved: %v, were %v", after, marks)
 	}
 }
@@ -188,6 +191,7 @@ func TestRestartLoadsStoredIndex(t *testing.T) {
 // TestStaleIndexCaughtUp: what was stored while no Service ran is indexed
 // when the character loads, by Preload or by the first Recall.
 func TestStaleIndexCaughtUp(t *testing.T) {
+	ctx := t.Context()
 	for _, how := range []string{"Preload", "Recall"} {
 		t.Run(how, func(t *testing.T) {
 			f := newFixture(t, Options{})
@@ -195,13 +199,13 @@ func TestStaleIndexCaughtUp(t *testing.T) {
 			f.svc.Close()
 			f.svc = nil
 			later := t0.Add(200 * time.Hour)
-			if err := f.store.Append("mika", "a", koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: "Biscuit learned to fetch the newspaper", Timestamp: later.Format("2006-01-02T15:04:05")}); err != nil {
+			if err := f.store.Append(ctx, "mika", "a", koe.Record{Role: koe.RoleHuman, Name: "Ann", Content: "Biscuit learned to fetch the newspaper", Timestamp: later.Format("2006-01-02T15:04:05")}); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.store.CreateWith("mika", "new", talk(later, user("Ann", "we moved Biscuit's basket to the kitchen"))...); err != nil {
+			if err := f.store.CreateWith(ctx, "mika", "new", talk(later, user("Ann", "we moved Biscuit's basket to the kitchen"))...); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.store.CreateWith("other", "x", talk(later, user("Ben", "Biscuit? never heard of him"))...); err != nil {
+			if err := f.store.CreateWith(ctx, "other", "x", talk(later, user("Ben", "Biscuit? never heard of him"))...); err != nil {
 				t.Fatal(err)
 			}
 			opts := f.opts
@@ -239,6 +243,7 @@ func TestStaleIndexCaughtUp(t *testing.T) {
 // the turns it covers, though they hold none of its words; without the
 // summaries view they stay out.
 func TestSummariesLiftTheirTurns(t *testing.T) {
+	ctx := t.Context()
 	f := newFixture(t, Options{})
 	f.create("mika", "a", talk(t0,
 		user("Ann", "good morning"),
@@ -253,7 +258,7 @@ func TestSummariesLiftTheirTurns(t *testing.T) {
 	f.create("mika", "b", talk(t0.Add(100*time.Hour), user("Ann", "I booked a trip to Kyoto for next year, another one"), mika("Again? You loved it."))...)
 	f.settle()
 	sum := koe.SummaryRecord{ThreadID: "a", Turns: []int{2, 3}, TurnLength: 2, Summary: "Ann told Mika about her trip to Kyoto."}
-	if err := f.store.AddSummary("mika", "a", sum); err != nil {
+	if err := f.store.AddSummary(ctx, "mika", "a", sum); err != nil {
 		t.Fatal(err)
 	}
 	f.svc.Noted("mika", "a")
@@ -282,7 +287,7 @@ func TestSummariesLiftTheirTurns(t *testing.T) {
 
 	// A summary replaced by another moves what it lifts; the old one is gone.
 	sum.Summary = "Ann said she needs to unpack after the journey."
-	if err := f.store.AddSummary("mika", "a", sum); err != nil {
+	if err := f.store.AddSummary(ctx, "mika", "a", sum); err != nil {
 		t.Fatal(err)
 	}
 	f.svc.Noted("mika", "a")
@@ -293,7 +298,7 @@ func TestSummariesLiftTheirTurns(t *testing.T) {
 	// And after a restart the summaries are indexed again from the store.
 	f.restart()
 	sum.Summary = "Ann told Mika about her trip to Kyoto."
-	if err := f.store.AddSummary("mika", "a", sum); err != nil {
+	if err := f.store.AddSummary(ctx, "mika", "a", sum); err != nil {
 		t.Fatal(err)
 	}
 	if b := f.recall(Query{ConfUID: "mika", Text: "how was her Kyoto trip?"}); !has(b, "yes, it shone in the sun") {

@@ -30,26 +30,27 @@ import (
 	"koe"
 )
 
-// Store is the persistence recall needs; history.Store and history.PGStore implement it.
+// Store is the persistence recall needs; every history.Store (the bolt
+// and postgres stores) implements it.
 type Store interface {
-	Confs() ([]string, error)
-	List(confUID string) ([]koe.ListedHistory, error)
-	LastSeq(confUID, historyUID string) (uint64, error)
-	Since(confUID, historyUID string, after uint64, limit int) ([]koe.Record, error)
-	Summaries(confUID, historyUID string) ([]koe.SummaryRecord, error)
-	RecallMarks(confUID string) (map[string]koe.RecallMark, error)
-	RecallMark(confUID, historyUID string) (koe.RecallMark, bool, error)
-	SaveRecall(confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error)
-	SetRecallVectors(confUID, model string, entries []koe.RecallEntry) error
-	RecallVectorModel(confUID string) (string, error)
-	ForEachRecall(confUID string, fn func(koe.RecallEntry) error) error
-	ForgetRecall(confUID, historyUID string, seq uint64) (bool, error)
-	ForgetRecalls(confUID, historyUID string, seqs []uint64) (int, error)
-	ClearRecall(confUID string) error
+	Confs(ctx context.Context) ([]string, error)
+	List(ctx context.Context, confUID string) ([]koe.ListedHistory, error)
+	LastSeq(ctx context.Context, confUID, historyUID string) (uint64, error)
+	Since(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.Record, error)
+	Summaries(ctx context.Context, confUID, historyUID string) ([]koe.SummaryRecord, error)
+	RecallMarks(ctx context.Context, confUID string) (map[string]koe.RecallMark, error)
+	RecallMark(ctx context.Context, confUID, historyUID string) (koe.RecallMark, bool, error)
+	SaveRecall(ctx context.Context, confUID, historyUID string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error)
+	SetRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) error
+	RecallVectorModel(ctx context.Context, confUID string) (string, error)
+	ForEachRecall(ctx context.Context, confUID string, fn func(koe.RecallEntry) error) error
+	ForgetRecall(ctx context.Context, confUID, historyUID string, seq uint64) (bool, error)
+	ForgetRecalls(ctx context.Context, confUID, historyUID string, seqs []uint64) (int, error)
+	ClearRecall(ctx context.Context, confUID string) error
 	// What other instances sharing the store saved and forgot (share.go).
-	RecallSince(confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error)
-	ForgottenRecalls(confUID, historyUID string) (map[string][]uint64, error)
-	FillRecallVectors(confUID, model string, entries []koe.RecallEntry) (int, error)
+	RecallSince(ctx context.Context, confUID, historyUID string, after uint64, limit int) ([]koe.RecallEntry, error)
+	ForgottenRecalls(ctx context.Context, confUID, historyUID string) (map[string][]uint64, error)
+	FillRecallVectors(ctx context.Context, confUID, model string, entries []koe.RecallEntry) (int, error)
 }
 
 // Embedder turns texts into unit vectors (package llm's Embedder).
@@ -201,7 +202,7 @@ func (s *Service) run() {
 			s.clears = s.clears[1:]
 			s.working = true
 			s.mu.Unlock()
-			r.done <- s.clear(r.conf)
+			r.done <- s.clear(s.ctx, r.conf)
 			continue
 		}
 		if len(s.syncs) > 0 {
@@ -245,7 +246,9 @@ func (s *Service) character(ctx context.Context, conf string) (*character, error
 		l = &loading{done: make(chan struct{})}
 		s.chars[conf] = l
 		s.mu.Unlock()
-		l.c, l.err = s.load(conf)
+		// The service's context, not the caller's: the load is shared by
+		// every caller, and one leaving must not fail it for the others.
+		l.c, l.err = s.load(s.ctx, conf)
 		if l.err != nil {
 			// The next caller tries again.
 			s.mu.Lock()
@@ -266,9 +269,9 @@ func (s *Service) character(ctx context.Context, conf string) (*character, error
 
 // load reads a conf's stored entries and notes every history whose
 // records are not all indexed, so the indexer catches up.
-func (s *Service) load(conf string) (*character, error) {
+func (s *Service) load(ctx context.Context, conf string) (*character, error) {
 	c := newCharacter(s.opts.Count)
-	model, err := s.opts.Store.RecallVectorModel(conf)
+	model, err := s.opts.Store.RecallVectorModel(ctx, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -277,12 +280,12 @@ func (s *Service) load(conf string) (*character, error) {
 	useVectors := s.opts.Embedder != nil && model == s.opts.Embedder.Model()
 	// The marks before the entries: a history another instance indexes
 	// meanwhile has a mark read behind its records, and is caught up.
-	marks, err := s.opts.Store.RecallMarks(conf)
+	marks, err := s.opts.Store.RecallMarks(ctx, conf)
 	if err != nil {
 		return nil, err
 	}
 	var entries []koe.RecallEntry
-	err = s.opts.Store.ForEachRecall(conf, func(e koe.RecallEntry) error {
+	err = s.opts.Store.ForEachRecall(ctx, conf, func(e koe.RecallEntry) error {
 		if !useVectors {
 			e.Vector = nil
 		}
@@ -293,7 +296,7 @@ func (s *Service) load(conf string) (*character, error) {
 		return nil, fmt.Errorf("load recall of %q: %w", conf, err)
 	}
 	c.add(entries)
-	if err := s.catchUp(conf, c, marks); err != nil {
+	if err := s.catchUp(ctx, conf, c, marks); err != nil {
 		return nil, err
 	}
 	if s.opts.Embedder != nil && c.missing > 0 {
@@ -310,13 +313,13 @@ func (s *Service) load(conf string) (*character, error) {
 
 // catchUp notes the histories of conf with records past their mark, and
 // indexes every history's summaries.
-func (s *Service) catchUp(conf string, c *character, marks map[string]koe.RecallMark) error {
-	list, err := s.opts.Store.List(conf)
+func (s *Service) catchUp(ctx context.Context, conf string, c *character, marks map[string]koe.RecallMark) error {
+	list, err := s.opts.Store.List(ctx, conf)
 	if err != nil {
 		return fmt.Errorf("recall catch-up of %q: %w", conf, err)
 	}
 	for _, h := range list {
-		last, err := s.opts.Store.LastSeq(conf, h.UID)
+		last, err := s.opts.Store.LastSeq(ctx, conf, h.UID)
 		if err != nil {
 			if errors.Is(err, koe.ErrNotFound) {
 				continue
@@ -326,7 +329,7 @@ func (s *Service) catchUp(conf string, c *character, marks map[string]koe.Recall
 		if marks[h.UID].Seq < last {
 			s.Noted(conf, h.UID)
 		}
-		sums, err := s.opts.Store.Summaries(conf, h.UID)
+		sums, err := s.opts.Store.Summaries(ctx, conf, h.UID)
 		if err != nil && !errors.Is(err, koe.ErrNotFound) {
 			return fmt.Errorf("recall catch-up of %q: %w", conf, err)
 		}
@@ -339,7 +342,7 @@ func (s *Service) catchUp(conf string, c *character, marks map[string]koe.Recall
 // the caller (app starts it at boot), so that the first turn after a
 // restart does not wait for its character's index.
 func (s *Service) Preload(ctx context.Context) error {
-	confs, err := s.opts.Store.Confs()
+	confs, err := s.opts.Store.Confs(ctx)
 	if err != nil {
 		return err
 	}
@@ -374,7 +377,7 @@ func (s *Service) Forget(ctx context.Context, confUID, historyUID string, seq ui
 	if err != nil {
 		return false, err
 	}
-	ok, err := s.opts.Store.ForgetRecall(confUID, historyUID, seq)
+	ok, err := s.opts.Store.ForgetRecall(ctx, confUID, historyUID, seq)
 	if err != nil {
 		return false, err
 	}
@@ -412,8 +415,8 @@ func (s *Service) Rebuild(ctx context.Context, confUID string) error {
 
 // clear drops a character's stored and loaded index (the indexer's part
 // of Rebuild).
-func (s *Service) clear(conf string) error {
-	if err := s.opts.Store.ClearRecall(conf); err != nil {
+func (s *Service) clear(ctx context.Context, conf string) error {
+	if err := s.opts.Store.ClearRecall(ctx, conf); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -202,7 +202,7 @@ func (s *Service) syncConf(ctx context.Context, j syncJob, c *character) (syncCo
 	var forgotten map[string][]uint64
 	if j.what&syncForgot != 0 {
 		var err error
-		if forgotten, err = s.opts.Store.ForgottenRecalls(j.conf, j.uid); err != nil {
+		if forgotten, err = s.opts.Store.ForgottenRecalls(ctx, j.conf, j.uid); err != nil {
 			return n, err
 		}
 	}
@@ -214,13 +214,13 @@ func (s *Service) syncConf(ctx context.Context, j syncJob, c *character) (syncCo
 	case j.what&syncSaved == 0:
 		uids = slices.Collect(maps.Keys(forgotten))
 	default:
-		listed, err := s.opts.Store.List(j.conf)
+		listed, err := s.opts.Store.List(ctx, j.conf)
 		if err != nil {
 			return n, fmt.Errorf("list the histories of %q: %w", j.conf, err)
 		}
 		// Marks read now: entries stored later come with news, heard
 		// from now on.
-		marks, err := s.opts.Store.RecallMarks(j.conf)
+		marks, err := s.opts.Store.RecallMarks(ctx, j.conf)
 		if err != nil {
 			return n, err
 		}
@@ -240,7 +240,7 @@ func (s *Service) syncConf(ctx context.Context, j syncJob, c *character) (syncCo
 	var vectors bool
 	if j.what&syncSaved != 0 {
 		var err error
-		if vectors, err = s.storedVectorsUsable(j.conf); err != nil {
+		if vectors, err = s.storedVectorsUsable(ctx, j.conf); err != nil {
 			return n, err
 		}
 	}
@@ -250,7 +250,7 @@ func (s *Service) syncConf(ctx context.Context, j syncJob, c *character) (syncCo
 		}
 		if j.what&syncSaved != 0 {
 			if ahead(uid) {
-				added, gone, err := s.takeStored(j.conf, uid, c, vectors)
+				added, gone, err := s.takeStored(ctx, j.conf, uid, c, vectors)
 				n.added += added
 				if gone {
 					n.gone++
@@ -260,7 +260,7 @@ func (s *Service) syncConf(ctx context.Context, j syncJob, c *character) (syncCo
 					return n, err
 				}
 			}
-			sums, err := s.opts.Store.Summaries(j.conf, uid)
+			sums, err := s.opts.Store.Summaries(ctx, j.conf, uid)
 			if err != nil && !errors.Is(err, koe.ErrNotFound) {
 				return n, fmt.Errorf("read the summaries of %q: %w", uid, err)
 			}
@@ -273,11 +273,11 @@ func (s *Service) syncConf(ctx context.Context, j syncJob, c *character) (syncCo
 
 // storedVectorsUsable reports whether the stored vectors of a character
 // are comparable with this service's questions: made by its model.
-func (s *Service) storedVectorsUsable(conf string) (bool, error) {
+func (s *Service) storedVectorsUsable(ctx context.Context, conf string) (bool, error) {
 	if s.opts.Embedder == nil {
 		return false, nil
 	}
-	model, err := s.opts.Store.RecallVectorModel(conf)
+	model, err := s.opts.Store.RecallVectorModel(ctx, conf)
 	if err != nil {
 		return false, err
 	}
@@ -288,10 +288,10 @@ func (s *Service) storedVectorsUsable(conf string) (bool, error) {
 // past the last the index has (another instance stored them), with their
 // vectors if usable, and reports how many it added. gone: the history no
 // longer exists, and is dropped from the index.
-func (s *Service) takeStored(conf, uid string, c *character, useVectors bool) (added int, gone bool, err error) {
+func (s *Service) takeStored(ctx context.Context, conf, uid string, c *character, useVectors bool) (added int, gone bool, err error) {
 	after := c.lastSeq(uid)
 	for {
-		es, err := s.opts.Store.RecallSince(conf, uid, after, readBatch)
+		es, err := s.opts.Store.RecallSince(ctx, conf, uid, after, readBatch)
 		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
 			return added, true, nil

@@ -11,8 +11,8 @@ import (
 
 	"koe"
 	"koe/coord"
-	"koe/history"
 	"koe/llm"
+	"koe/postgres"
 	"koe/recall"
 	"koe/testkit/fakellm"
 	"koe/testkit/logwatch"
@@ -34,7 +34,7 @@ const (
 
 // timedStore notes when each history's entries were last saved.
 type timedStore struct {
-	*history.PGStore
+	*postgres.Store
 	mu    sync.Mutex
 	saved map[string]time.Time
 
@@ -42,8 +42,8 @@ type timedStore struct {
 	onSince func(uid string)
 }
 
-func (s *timedStore) SaveRecall(conf, uid string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
-	out, err := s.PGStore.SaveRecall(conf, uid, from, mark, entries)
+func (s *timedStore) SaveRecall(ctx context.Context, conf, uid string, from, mark koe.RecallMark, entries []koe.RecallEntry) ([]koe.RecallEntry, error) {
+	out, err := s.Store.SaveRecall(ctx, conf, uid, from, mark, entries)
 	if err == nil && len(out) > 0 {
 		s.mu.Lock()
 		s.saved[uid] = time.Now()
@@ -58,11 +58,11 @@ func (s *timedStore) savedAt(uid string) time.Time {
 	return s.saved[uid]
 }
 
-func (s *timedStore) Since(conf, uid string, after uint64, limit int) ([]koe.Record, error) {
+func (s *timedStore) Since(ctx context.Context, conf, uid string, after uint64, limit int) ([]koe.Record, error) {
 	if s.onSince != nil {
 		s.onSince(uid)
 	}
-	return s.PGStore.Since(conf, uid, after, limit)
+	return s.Store.Since(ctx, conf, uid, after, limit)
 }
 
 type instance struct {
@@ -82,7 +82,7 @@ func startInstance(t *testing.T, name, dsn string, redis *redistest.Server, onSi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pg, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	pg, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func startInstance(t *testing.T, name, dsn string, redis *redistest.Server, onSi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = embed.Close() })
-	in := &instance{t: t, name: name, store: &timedStore{PGStore: pg, saved: map[string]time.Time{}, onSince: onSince},
+	in := &instance{t: t, name: name, store: &timedStore{Store: pg, saved: map[string]time.Time{}, onSince: onSince},
 		log: logwatch.New(t, name), embed: embed}
 	in.svc = recall.New(recall.Options{
 		Store:    in.store,
@@ -170,7 +170,8 @@ func (in *instance) embedded(text string) bool {
 // seqOf is the sequence number of the record of uid saying text.
 func (in *instance) seqOf(uid, text string) uint64 {
 	in.t.Helper()
-	msgs, err := in.store.Messages(conf, uid)
+	ctx := in.t.Context()
+	msgs, err := in.store.Messages(ctx, conf, uid)
 	if err != nil {
 		in.t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestInstancesShareMemories(t *testing.T) {
 	if !slices.Contains(texts(b.recalled("genmaicha")), tea) {
 		t.Fatal("B does not recall the third history")
 	}
-	if err := a.store.Delete(conf, gone); err != nil {
+	if err := a.store.Delete(ctx, conf, gone); err != nil {
 		t.Fatal(err)
 	}
 	a.svc.ForgetHistory(conf, gone)
@@ -311,6 +312,7 @@ func TestInstancesShareMemories(t *testing.T) {
 // instance whose session adds to a history another instance indexed takes
 // that instance's entries before its own: its index has them all, once.
 func TestIndexerTakesWhatAnotherIndexed(t *testing.T) {
+	ctx := t.Context()
 	dsn := pgtest.Schema(t)
 	a := startInstance(t, "A", dsn, nil, nil)
 	b := startInstance(t, "B", dsn, nil, nil)
@@ -332,7 +334,7 @@ func TestIndexerTakesWhatAnotherIndexed(t *testing.T) {
 		t.Fatal("B embedded a message A had embedded already")
 	}
 	var n int
-	if err := b.store.ForEachRecall(conf, func(koe.RecallEntry) error { n++; return nil }); err != nil || n != 4 {
+	if err := b.store.ForEachRecall(ctx, conf, func(koe.RecallEntry) error { n++; return nil }); err != nil || n != 4 {
 		t.Fatalf("the store holds %d entries (%v), want 4", n, err)
 	}
 }
@@ -341,6 +343,7 @@ func TestIndexerTakesWhatAnotherIndexed(t *testing.T) {
 // same moment store its entries once; the one that comes second takes the
 // other's entries and neither index holds a memory twice.
 func TestInstancesIndexAtOnce(t *testing.T) {
+	ctx := t.Context()
 	dsn := pgtest.Schema(t)
 	redis := redistest.Start(t)
 	// Both indexers read the history's records, then wait for each other:
@@ -372,13 +375,13 @@ func TestInstancesIndexAtOnce(t *testing.T) {
 		}
 	}
 	var seqs []uint64
-	if err := a.store.ForEachRecall(conf, func(e koe.RecallEntry) error { seqs = append(seqs, e.Seq); return nil }); err != nil {
+	if err := a.store.ForEachRecall(ctx, conf, func(e koe.RecallEntry) error { seqs = append(seqs, e.Seq); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(seqs) != 4 {
 		t.Fatalf("the store holds entries %v, want 4", seqs)
 	}
-	if m, _, err := a.store.RecallMark(conf, uid); err != nil || m.Seq != seqs[3] || m.Turn != 2 {
+	if m, _, err := a.store.RecallMark(ctx, conf, uid); err != nil || m.Seq != seqs[3] || m.Turn != 2 {
 		t.Fatalf("mark %+v, %v; want seq %d turn 2", m, err, seqs[3])
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -56,7 +57,7 @@ func (s *Server) apiRoutes() {
 		return c.JSON(rep)
 	}))
 	api.Get("/characters/:conf_uid/prompts/:name", func(c *fiber.Ctx) error {
-		p, err := s.opts.Prompts.Prompt(c.Params("conf_uid"), c.Params("name"))
+		p, err := s.opts.Prompts.Prompt(c.UserContext(), c.Params("conf_uid"), c.Params("name"))
 		if err != nil {
 			return err
 		}
@@ -72,7 +73,7 @@ func (s *Server) apiRoutes() {
 		if body.Text == nil {
 			return fiber.NewError(fiber.StatusBadRequest, `"text" is missing ("" restores the default)`)
 		}
-		p, err := s.opts.Prompts.SetPrompt(c.Params("conf_uid"), c.Params("name"), *body.Text)
+		p, err := s.opts.Prompts.SetPrompt(c.UserContext(), c.Params("conf_uid"), c.Params("name"), *body.Text)
 		if err != nil {
 			return err
 		}
@@ -83,14 +84,14 @@ func (s *Server) apiRoutes() {
 		if err != nil {
 			return err
 		}
-		page, err := s.opts.Histories.HistoryPage(c.Params("conf_uid"), c.Params("history_uid"), before, limit)
+		page, err := s.opts.Histories.HistoryPage(c.UserContext(), c.Params("conf_uid"), c.Params("history_uid"), before, limit)
 		if err != nil {
 			return err
 		}
 		return c.JSON(page)
 	})
 	api.Get("/histories/:conf_uid/:history_uid/images/:ref", func(c *fiber.Ctx) error {
-		mime, data, err := s.opts.Histories.Image(c.Params("conf_uid"), c.Params("history_uid"), c.Params("ref"))
+		mime, data, err := s.opts.Histories.Image(c.UserContext(), c.Params("conf_uid"), c.Params("history_uid"), c.Params("ref"))
 		if err != nil {
 			return err
 		}
@@ -120,25 +121,25 @@ type SessionState interface {
 // Prompts are the characters' editable prompts (system, reminder).
 type Prompts interface {
 	// Prompt is the saved text, or the packaged default.
-	Prompt(confUID, name string) (protocol.Prompt, error)
+	Prompt(ctx context.Context, confUID, name string) (protocol.Prompt, error)
 	// SetPrompt saves a prompt ("" restores the default) for every
 	// session of the character, and returns it as Prompt does.
-	SetPrompt(confUID, name, text string) (protocol.Prompt, error)
+	SetPrompt(ctx context.Context, confUID, name, text string) (protocol.Prompt, error)
 }
 
 // Histories are the characters' stored conversations, as clients read
 // them.
 type Histories interface {
 	// Histories lists a character's non-empty histories, newest first.
-	Histories(confUID string) (protocol.HistoryList, error)
+	Histories(ctx context.Context, confUID string) (protocol.HistoryList, error)
 	// HistoryPage is up to limit messages older than message before (0:
 	// the newest), oldest first.
-	HistoryPage(confUID, historyUID string, before uint64, limit int) (protocol.HistoryPage, error)
+	HistoryPage(ctx context.Context, confUID, historyUID string, before uint64, limit int) (protocol.HistoryPage, error)
 	// ChatHistory is the same page as the chat API's messages, tool calls
 	// and results included.
-	ChatHistory(confUID, historyUID string, before uint64, limit int) (protocol.ChatHistory, error)
+	ChatHistory(ctx context.Context, confUID, historyUID string, before uint64, limit int) (protocol.ChatHistory, error)
 	// Image is an image of a history, by the reference its message holds.
-	Image(confUID, historyUID, ref string) (mime string, data []byte, err error)
+	Image(ctx context.Context, confUID, historyUID, ref string) (mime string, data []byte, err error)
 }
 
 func promptBody(c *fiber.Ctx, text string, isDefault bool) fiber.Map {

@@ -19,11 +19,11 @@ import (
 
 	"koe/agent"
 	"koe/app"
+	"koe/bolt"
 	"koe/config"
 	"koe/conversation"
 	"koe/coord"
 	"koe/histories"
-	"koe/history"
 	"koe/llm"
 	"koe/server"
 	"koe/testkit/fakellm"
@@ -65,7 +65,7 @@ func startBenchServerRelay(b *testing.B, llmURL string, engine conversation.Synt
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	store, err := history.Open(filepath.Join(benchDir(b), "koe.db"), history.Options{})
+	store, err := bolt.Open(filepath.Join(benchDir(b), "koe.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func (s *Server) chatRoutes(api fiber.Router) {
 		return c.JSON(protocol.StopResult{HistoryUID: uid, Stopped: true})
 	})
 	api.Get("/histories/:conf_uid", func(c *fiber.Ctx) error {
-		list, err := s.opts.Histories.Histories(c.Params("conf_uid"))
+		list, err := s.opts.Histories.Histories(c.UserContext(), c.Params("conf_uid"))
 		if err != nil {
 			return err
 		}
@@ -69,7 +69,7 @@ func (s *Server) chatRoutes(api fiber.Router) {
 		if err != nil {
 			return err
 		}
-		h, err := s.opts.Histories.ChatHistory(c.Params("conf_uid"), c.Params("history_uid"), before, limit)
+		h, err := s.opts.Histories.ChatHistory(c.UserContext(), c.Params("conf_uid"), c.Params("history_uid"), before, limit)
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"koe/app"
-	"koe/history"
+	"koe/bolt"
 	"koe/protocol"
 	"koe/testkit/fakellm"
 )
@@ -632,6 +632,7 @@ func TestChatStreamHeartbeat(t *testing.T) {
 // TestShutdownEndsChatStreams: shutting down ends a running stream with
 // an error event and end, and stores what was said.
 func TestShutdownEndsChatStreams(t *testing.T) {
+	ctx := t.Context()
 	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(strings.Repeat("long ", 500)), Interval: 10 * time.Millisecond}))
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, llm.URL())
@@ -647,12 +648,12 @@ func TestShutdownEndsChatStreams(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	store, err := history.Open(filepath.Join(dir, app.DatabaseFile), history.Options{})
+	store, err := bolt.Open(filepath.Join(dir, app.DatabaseFile), bolt.Options{})
 	if err != nil {
 		t.Fatalf("database not released: %v", err)
 	}
 	defer store.Close()
-	list, err := store.List(cfg.Character.ConfUID)
+	list, err := store.List(ctx, cfg.Character.ConfUID)
 	if err != nil || len(list) != 1 || !list[0].LatestMessage.Interrupted || !strings.HasPrefix(list[0].LatestMessage.Content, "long") {
 		t.Fatalf("stored: %+v, %v", list, err)
 	}

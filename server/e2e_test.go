@@ -18,7 +18,7 @@ import (
 
 	"koe"
 	"koe/app"
-	"koe/history"
+	"koe/bolt"
 	"koe/testkit/fakellm"
 )
 
@@ -421,6 +421,7 @@ func TestSessionsKeepSeparateMemory(t *testing.T) {
 }
 
 func TestShutdownPersistsRunningTurn(t *testing.T) {
+	ctx := t.Context()
 	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(strings.Repeat("long ", 500)), Interval: 10 * time.Millisecond}))
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, llm.URL())
@@ -441,12 +442,12 @@ func TestShutdownPersistsRunningTurn(t *testing.T) {
 		}
 		break
 	}
-	store, err := history.Open(filepath.Join(dir, app.DatabaseFile), history.Options{})
+	store, err := bolt.Open(filepath.Join(dir, app.DatabaseFile), bolt.Options{})
 	if err != nil {
 		t.Fatalf("database not released: %v", err)
 	}
 	defer store.Close()
-	list, err := store.List(cfg.Character.ConfUID)
+	list, err := store.List(ctx, cfg.Character.ConfUID)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("list = %v, %v", list, err)
 	}
@@ -463,7 +464,7 @@ func TestSecondKoeOnSameDataDirFails(t *testing.T) {
 	second := &app.Main{Config: cfg, Logger: testLogger(t)}
 	start := time.Now()
 	err := second.Open()
-	if !errors.Is(err, history.ErrLocked) {
+	if !errors.Is(err, bolt.ErrLocked) {
 		_ = second.Close()
 		t.Fatalf("second koe: %v, want ErrLocked", err)
 	}

@@ -373,14 +373,14 @@ type fakeHistories struct {
 	pages [][2]uint64 // before, limit of each page asked for
 }
 
-func (f *fakeHistories) Histories(conf string) (protocol.HistoryList, error) {
+func (f *fakeHistories) Histories(_ context.Context, conf string) (protocol.HistoryList, error) {
 	if conf != "mao" {
 		return protocol.HistoryList{}, errNotFound
 	}
 	return protocol.HistoryList{Type: protocol.TypeHistoryList, Histories: []protocol.HistoryEntry{{UID: "h1"}}}, nil
 }
 
-func (f *fakeHistories) HistoryPage(conf, uid string, before uint64, limit int) (protocol.HistoryPage, error) {
+func (f *fakeHistories) HistoryPage(_ context.Context, conf, uid string, before uint64, limit int) (protocol.HistoryPage, error) {
 	f.mu.Lock()
 	f.pages = append(f.pages, [2]uint64{before, uint64(limit)})
 	f.mu.Unlock()
@@ -390,14 +390,14 @@ func (f *fakeHistories) HistoryPage(conf, uid string, before uint64, limit int) 
 	return protocol.HistoryPage{Type: protocol.TypeHistoryPage, HistoryUID: uid, Messages: []protocol.HistoryRecord{{ID: 1, Role: "human", Content: "hi"}}}, nil
 }
 
-func (f *fakeHistories) ChatHistory(conf, uid string, before uint64, limit int) (protocol.ChatHistory, error) {
+func (f *fakeHistories) ChatHistory(_ context.Context, conf, uid string, before uint64, limit int) (protocol.ChatHistory, error) {
 	if conf != "mao" || uid != "h1" {
 		return protocol.ChatHistory{}, errNotFound
 	}
 	return protocol.ChatHistory{ConfUID: conf, HistoryUID: uid, Messages: []protocol.ChatMessage{{Type: protocol.MessageHuman, Content: "hi"}}}, nil
 }
 
-func (f *fakeHistories) Image(conf, uid, ref string) (string, []byte, error) {
+func (f *fakeHistories) Image(_ context.Context, conf, uid, ref string) (string, []byte, error) {
 	if conf != "mao" || uid != "h1" || ref != "img1" {
 		return "", nil, errNotFound
 	}
@@ -410,7 +410,7 @@ type fakePrompts struct {
 	saved map[string]string
 }
 
-func (f *fakePrompts) Prompt(conf, name string) (protocol.Prompt, error) {
+func (f *fakePrompts) Prompt(_ context.Context, conf, name string) (protocol.Prompt, error) {
 	if conf != "mao" || name != "system" && name != "reminder" {
 		return protocol.Prompt{}, errNotFound
 	}
@@ -423,8 +423,8 @@ func (f *fakePrompts) Prompt(conf, name string) (protocol.Prompt, error) {
 	return protocol.Prompt{Type: "system-prompt", Text: text, Default: !ok}, nil
 }
 
-func (f *fakePrompts) SetPrompt(conf, name, text string) (protocol.Prompt, error) {
-	if _, err := f.Prompt(conf, name); err != nil {
+func (f *fakePrompts) SetPrompt(ctx context.Context, conf, name, text string) (protocol.Prompt, error) {
+	if _, err := f.Prompt(ctx, conf, name); err != nil {
 		return protocol.Prompt{}, err
 	}
 	f.mu.Lock()
@@ -434,7 +434,7 @@ func (f *fakePrompts) SetPrompt(conf, name, text string) (protocol.Prompt, error
 		f.saved[name] = text
 	}
 	f.mu.Unlock()
-	return f.Prompt(conf, name)
+	return f.Prompt(ctx, conf, name)
 }
 
 // fakeDocuments takes text files into "mao"'s knowledge base and refuses

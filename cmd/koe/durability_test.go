@@ -18,7 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 	"koe/testkit/fakellm"
 )
 
@@ -157,6 +157,7 @@ func talk(addr string, id int, seen chan<- seenTurn) {
 // client saw end is in its history, with its reply, and the database is
 // consistent.
 func TestNoTurnLostToSIGKILL(t *testing.T) {
+	ctx := t.Context()
 	if testing.Short() {
 		t.Skip("starts koe in a child process")
 	}
@@ -209,16 +210,16 @@ func TestNoTurnLostToSIGKILL(t *testing.T) {
 	}
 	<-koe.exited
 
-	store, err := history.Open(filepath.Join(data, "koe.db"), history.Options{})
+	store, err := bolt.Open(filepath.Join(data, "koe.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Check(); err != nil {
+	if err := store.Check(ctx); err != nil {
 		t.Fatalf("database inconsistent after SIGKILL: %v", err)
 	}
 	lost := 0
 	for _, s := range ended {
-		records, err := store.Messages("koe_default", s.history)
+		records, err := store.Messages(ctx, "koe_default", s.history)
 		if err != nil {
 			t.Fatalf("history of %q: %v", s.text, err)
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"koe/history"
+	"koe/postgres"
 	"koe/testkit/fakellm"
 	"koe/testkit/pgtest"
 )
@@ -92,12 +92,12 @@ func TestPostgresStoreAcrossInstances(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	store, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	records, err := store.Messages("koe_default", uid)
+	records, err := store.Messages(ctx, "koe_default", uid)
 	if err != nil {
 		t.Fatal(err)
 	}

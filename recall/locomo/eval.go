@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
 	"koe/recall"
 )
 
@@ -75,7 +75,7 @@ func Run(ctx context.Context, samples []Sample, opts Options) (*Report, error) {
 		defer clock.Unlock()
 		return clock.t
 	}
-	store, err := history.Open(filepath.Join(opts.Dir, "locomo.db"), history.Options{Now: now})
+	store, err := bolt.Open(filepath.Join(opts.Dir, "locomo.db"), bolt.Options{Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func Run(ctx context.Context, samples []Sample, opts Options) (*Report, error) {
 			clock.Lock()
 			clock.t = sess.Date
 			clock.Unlock()
-			n, err := replay(store, conf, s, sess)
+			n, err := replay(ctx, store, conf, s, sess)
 			if err != nil {
 				return nil, fmt.Errorf("sample %s session %d: %w", s.ID, sess.Number, err)
 			}
@@ -98,7 +98,7 @@ func Run(ctx context.Context, samples []Sample, opts Options) (*Report, error) {
 		}
 	}
 	for _, s := range samples {
-		for _, uid := range histories(store, confOf(s)) {
+		for _, uid := range histories(ctx, store, confOf(s)) {
 			svc.Noted(confOf(s), uid)
 		}
 	}
@@ -155,7 +155,7 @@ var notInID = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 // replay stores one session as a history of the sample's character:
 // speaker A is the human, speaker B the character, each message a second
 // after the one before, its dia_id kept as metadata.
-func replay(store *history.Store, conf string, s Sample, sess Session) (int, error) {
+func replay(ctx context.Context, store *bolt.Store, conf string, s Sample, sess Session) (int, error) {
 	uid := koe.NewHistoryUID(sess.Date)
 	var recs []koe.Record
 	for i, t := range sess.Turns {
@@ -169,14 +169,14 @@ func replay(store *history.Store, conf string, s Sample, sess Session) (int, err
 			Meta:      map[string]string{"dia_id": t.DiaID},
 		})
 	}
-	if err := store.CreateWith(conf, uid, recs...); err != nil {
+	if err := store.CreateWith(ctx, conf, uid, recs...); err != nil {
 		return 0, err
 	}
 	return len(recs), nil
 }
 
-func histories(store *history.Store, conf string) []string {
-	list, err := store.List(conf)
+func histories(ctx context.Context, store *bolt.Store, conf string) []string {
+	list, err := store.List(ctx, conf)
 	if err != nil {
 		return nil
 	}

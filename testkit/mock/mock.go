@@ -93,33 +93,33 @@ func (s *Sender) All() []Frame {
 type Store struct {
 	conversation.HistoryStore
 
-	AppendFn     func(confUID, historyUID string, r koe.Record) error
-	AddSummaryFn func(confUID, historyUID string, r koe.SummaryRecord) error
-	DeleteFn     func(confUID, historyUID string) error
+	AppendFn     func(ctx context.Context, confUID, historyUID string, r koe.Record) error
+	AddSummaryFn func(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error
+	DeleteFn     func(ctx context.Context, confUID, historyUID string) error
 }
 
 // Append implements conversation.HistoryStore.
-func (s *Store) Append(confUID, historyUID string, r koe.Record) error {
+func (s *Store) Append(ctx context.Context, confUID, historyUID string, r koe.Record) error {
 	if s.AppendFn != nil {
-		return s.AppendFn(confUID, historyUID, r)
+		return s.AppendFn(ctx, confUID, historyUID, r)
 	}
-	return s.HistoryStore.Append(confUID, historyUID, r)
+	return s.HistoryStore.Append(ctx, confUID, historyUID, r)
 }
 
 // AddSummary implements conversation.HistoryStore.
-func (s *Store) AddSummary(confUID, historyUID string, r koe.SummaryRecord) error {
+func (s *Store) AddSummary(ctx context.Context, confUID, historyUID string, r koe.SummaryRecord) error {
 	if s.AddSummaryFn != nil {
-		return s.AddSummaryFn(confUID, historyUID, r)
+		return s.AddSummaryFn(ctx, confUID, historyUID, r)
 	}
-	return s.HistoryStore.AddSummary(confUID, historyUID, r)
+	return s.HistoryStore.AddSummary(ctx, confUID, historyUID, r)
 }
 
 // Delete implements conversation.HistoryStore.
-func (s *Store) Delete(confUID, historyUID string) error {
+func (s *Store) Delete(ctx context.Context, confUID, historyUID string) error {
 	if s.DeleteFn != nil {
-		return s.DeleteFn(confUID, historyUID)
+		return s.DeleteFn(ctx, confUID, historyUID)
 	}
-	return s.HistoryStore.Delete(confUID, historyUID)
+	return s.HistoryStore.Delete(ctx, confUID, historyUID)
 }
 
 // Characters serves a fixed set of characters: Default, plus Files by

@@ -18,9 +18,10 @@ import (
 	"time"
 
 	"koe/agent"
+	"koe/bolt"
 	"koe/config"
-	"koe/history"
 	"koe/llm"
+	"koe/postgres"
 	"koe/recall"
 	"koe/recall/locomo"
 )
@@ -75,15 +76,15 @@ func openStore(ctx context.Context, cfg config.Config) (rebuildStore, error) {
 	if cfg.Store == config.StorePostgres {
 		ctx, cancel := context.WithTimeout(ctx, cfg.StoreTimeout)
 		defer cancel()
-		return history.OpenPostgres(ctx, cfg.StoreDSN, history.PGOptions{Timeout: cfg.StoreTimeout})
+		return postgres.Open(ctx, cfg.StoreDSN, postgres.Options{Timeout: cfg.StoreTimeout})
 	}
 	path := filepath.Join(cfg.DataDir, DatabaseFile)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no database at %s: %w", path, err)
 	}
-	store, err := history.Open(path, history.Options{})
+	store, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
-		if errors.Is(err, history.ErrLocked) {
+		if errors.Is(err, bolt.ErrLocked) {
 			return nil, fmt.Errorf("%w: stop koe first, then rebuild", err)
 		}
 		return nil, err
@@ -108,7 +109,7 @@ func rebuild(ctx context.Context, cfg config.Config, only string, stdout, stderr
 	defer svc.Close()
 	confs := []string{only}
 	if only == "" {
-		if confs, err = store.Confs(); err != nil {
+		if confs, err = store.Confs(ctx); err != nil {
 			return err
 		}
 	}

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"koe"
-	"koe/history"
+	"koe/bolt"
+	"koe/postgres"
 	"koe/testkit/pgtest"
 )
 
@@ -34,13 +35,14 @@ func TestEvalCommand(t *testing.T) {
 }
 
 func TestRebuildCommand(t *testing.T) {
+	ctx := t.Context()
 	dir := t.TempDir()
-	store, err := history.Open(filepath.Join(dir, DatabaseFile), history.Options{})
+	store, err := bolt.Open(filepath.Join(dir, DatabaseFile), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid := koe.NewHistoryUID(time.Now())
-	err = store.CreateWith("koe_default", uid,
+	err = store.CreateWith(ctx, "koe_default", uid,
 		koe.Record{Role: koe.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
 		koe.Record{Role: koe.RoleAI, Name: "Koe", Content: "What a lovely name."})
 	if err != nil {
@@ -67,12 +69,12 @@ func TestRebuildCommand(t *testing.T) {
 	if !strings.Contains(out.String(), "koe_default: 2 memories from 1 histories") {
 		t.Errorf("output %q", out.String())
 	}
-	store, err = history.Open(filepath.Join(dir, DatabaseFile), history.Options{})
+	store, err = bolt.Open(filepath.Join(dir, DatabaseFile), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	marks, err := store.RecallMarks("koe_default")
+	marks, err := store.RecallMarks(ctx, "koe_default")
 	if err != nil || marks[uid].Seq == 0 || marks[uid].Turn != 1 {
 		t.Errorf("marks %+v, %v", marks, err)
 	}
@@ -84,13 +86,13 @@ func TestRebuildCommandPostgres(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	store, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	uid := koe.NewHistoryUID(time.Now())
-	err = store.CreateWith("koe_default", uid,
+	err = store.CreateWith(ctx, "koe_default", uid,
 		koe.Record{Role: koe.RoleHuman, Name: "Human", Content: "My dog is Biscuit."},
 		koe.Record{Role: koe.RoleAI, Name: "Koe", Content: "What a lovely name."})
 	if err != nil {
@@ -116,7 +118,7 @@ func TestRebuildCommandPostgres(t *testing.T) {
 	if !strings.Contains(out.String(), "koe_default: 2 memories from 1 histories") {
 		t.Errorf("output %q", out.String())
 	}
-	marks, err := store.RecallMarks("koe_default")
+	marks, err := store.RecallMarks(ctx, "koe_default")
 	if err != nil || marks[uid].Seq == 0 || marks[uid].Turn != 1 {
 		t.Errorf("marks %+v, %v", marks, err)
 	}

@@ -21,8 +21,10 @@ import (
 	"strings"
 	"time"
 
+	"koe/bolt"
 	"koe/config"
 	"koe/history"
+	"koe/postgres"
 )
 
 // DatabaseFile is koe.db's name in the data directory (app's).
@@ -97,7 +99,7 @@ type Options struct {
 	Resume   bool   // copy into a store that is not empty (see the package doc)
 	LockWait time.Duration
 	// Timeout bounds connecting (store_timeout); 0 means
-	// history.DefaultPGTimeout.
+	// history.DefaultTimeout.
 	Timeout time.Duration
 	// CopyTimeout bounds the copy of one history (its pictures
 	// included), or of one character's prompts and documents; 0 means
@@ -153,7 +155,7 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 		return st, fmt.Errorf("no PostgreSQL store to copy into: give -dsn, store_dsn or %s", config.EnvDatabaseURL)
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = history.DefaultPGTimeout
+		opts.Timeout = history.DefaultTimeout
 	}
 	if opts.CopyTimeout <= 0 {
 		opts.CopyTimeout = DefaultCopyTimeout
@@ -161,8 +163,8 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = 100
 	}
-	src, err := history.OpenReadOnly(opts.Path, opts.LockWait)
-	if errors.Is(err, history.ErrLocked) {
+	src, err := bolt.OpenReadOnly(opts.Path, opts.LockWait)
+	if errors.Is(err, bolt.ErrLocked) {
 		return st, fmt.Errorf("%w: stop koe first (it keeps %s open), then migrate", err, opts.Path)
 	}
 	if err != nil {
@@ -179,13 +181,13 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 	// small beside histories), so that a conflict of vector models stops
 	// the migration before it writes anything.
 	var confs []*history.ConfExport
-	if err := src.ExportConfs(func(c *history.ConfExport) error { confs = append(confs, c); return nil }); err != nil {
+	if err := src.ExportConfs(ctx, func(c *history.ConfExport) error { confs = append(confs, c); return nil }); err != nil {
 		return st, err
 	}
-	if err := checkModels(dst, confs); err != nil {
+	if err := checkModels(ctx, dst, confs); err != nil {
 		return st, err
 	}
-	err = src.ExportHistories(func(h *history.HistoryExport) error {
+	err = src.ExportHistories(ctx, func(h *history.HistoryExport) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -237,10 +239,10 @@ func Run(ctx context.Context, opts Options) (Stats, error) {
 
 // openTarget connects to the PostgreSQL store and checks that it is
 // empty, or that opts.Resume allows it not to be.
-func openTarget(ctx context.Context, opts Options) (*history.PGStore, error) {
+func openTarget(ctx context.Context, opts Options) (*postgres.Store, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	dst, err := history.OpenPostgres(ctx, opts.DSN, history.PGOptions{Timeout: opts.Timeout})
+	dst, err := postgres.Open(ctx, opts.DSN, postgres.Options{Timeout: opts.Timeout})
 	if err != nil {
 		return nil, err
 	}
@@ -259,17 +261,17 @@ func openTarget(ctx context.Context, opts Options) (*history.PGStore, error) {
 
 // modelReader is what checkModels asks of the PostgreSQL store.
 type modelReader interface {
-	RecallVectorModel(conf string) (string, error)
+	RecallVectorModel(ctx context.Context, conf string) (string, error)
 }
 
 // checkModels refuses to put one character's recall vectors beside
 // vectors of another embedding model: recall would compare them.
-func checkModels(dst modelReader, confs []*history.ConfExport) error {
+func checkModels(ctx context.Context, dst modelReader, confs []*history.ConfExport) error {
 	for _, c := range confs {
 		if c.VectorModel == "" {
 			continue
 		}
-		have, err := dst.RecallVectorModel(c.Conf)
+		have, err := dst.RecallVectorModel(ctx, c.Conf)
 		if err != nil {
 			return err
 		}

@@ -16,26 +16,28 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"koe"
+	"koe/bolt"
 	"koe/history"
+	"koe/postgres"
 	"koe/testkit/pgtest"
 )
 
 // reader is what the comparison reads of either store.
 type reader interface {
-	List(conf string) ([]koe.ListedHistory, error)
-	Exists(conf, uid string) (bool, error)
-	Messages(conf, uid string) ([]koe.Record, error)
-	LastSeq(conf, uid string) (uint64, error)
-	Page(conf, uid string, before uint64, limit int) ([]koe.Record, bool, error)
-	Image(conf, uid, ref string) (string, []byte, error)
-	Summaries(conf, uid string) ([]koe.SummaryRecord, error)
-	Prompt(conf, name string) (string, bool, error)
-	ForEachRecall(conf string, fn func(koe.RecallEntry) error) error
-	RecallMarks(conf string) (map[string]koe.RecallMark, error)
-	RecallVectorModel(conf string) (string, error)
-	KnowledgeDocs(conf string) ([]koe.KnowledgeDoc, error)
-	KnowledgeText(conf, id string) (string, []int, error)
-	ForEachKnowledgeChunk(conf string, fn func(koe.KnowledgeChunk) error) error
+	List(ctx context.Context, conf string) ([]koe.ListedHistory, error)
+	Exists(ctx context.Context, conf, uid string) (bool, error)
+	Messages(ctx context.Context, conf, uid string) ([]koe.Record, error)
+	LastSeq(ctx context.Context, conf, uid string) (uint64, error)
+	Page(ctx context.Context, conf, uid string, before uint64, limit int) ([]koe.Record, bool, error)
+	Image(ctx context.Context, conf, uid, ref string) (string, []byte, error)
+	Summaries(ctx context.Context, conf, uid string) ([]koe.SummaryRecord, error)
+	Prompt(ctx context.Context, conf, name string) (string, bool, error)
+	ForEachRecall(ctx context.Context, conf string, fn func(koe.RecallEntry) error) error
+	RecallMarks(ctx context.Context, conf string) (map[string]koe.RecallMark, error)
+	RecallVectorModel(ctx context.Context, conf string) (string, error)
+	KnowledgeDocs(ctx context.Context, conf string) ([]koe.KnowledgeDoc, error)
+	KnowledgeText(ctx context.Context, conf, id string) (string, []int, error)
+	ForEachKnowledgeChunk(ctx context.Context, conf string, fn func(koe.KnowledgeChunk) error) error
 }
 
 // fixture is what the varied bbolt store holds, by conf.
@@ -52,8 +54,9 @@ func img(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // document with chunks.
 func buildBolt(t *testing.T, path string) fixture {
 	t.Helper()
+	ctx := t.Context()
 	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	s, err := history.Open(path, history.Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
+	s, err := bolt.Open(path, bolt.Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +72,10 @@ func buildBolt(t *testing.T, path string) fixture {
 	jpg := bytes.Repeat([]byte{0xff, 0xd8, 0x42}, 3000)
 	// alice's vectors have a model (set first: a change of model drops
 	// the vectors stored).
-	must(s.SetRecallVectors("alice", "embed-small", nil))
+	must(s.SetRecallVectors(ctx, "alice", "embed-small", nil))
 	for ci, conf := range []string{"alice", "bob"} {
 		for h := range 3 + ci {
-			uid, err := s.Create(conf)
+			uid, err := s.Create(ctx, conf)
 			must(err)
 			f.histories[conf] = append(f.histories[conf], uid)
 			for turn := range 4 + h {
@@ -83,18 +86,18 @@ func buildBolt(t *testing.T, path string) fixture {
 				if turn == 2 {
 					r.Meta = map[string]string{"dialog_id": fmt.Sprint(h, turn), "z": "last", "a": "first"}
 				}
-				must(s.Append(conf, uid, r))
+				must(s.Append(ctx, conf, uid, r))
 				if turn == 2 {
-					must(s.Append(conf, uid, koe.Record{Role: koe.RoleToolCall, Content: "let me look", ToolCalls: []koe.ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}}}))
-					must(s.Append(conf, uid, koe.Record{Role: koe.RoleTool, Name: "search", ToolCallID: "call_1", Content: "found"}))
+					must(s.Append(ctx, conf, uid, koe.Record{Role: koe.RoleToolCall, Content: "let me look", ToolCalls: []koe.ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}}}))
+					must(s.Append(ctx, conf, uid, koe.Record{Role: koe.RoleTool, Name: "search", ToolCallID: "call_1", Content: "found"}))
 				}
-				must(s.Append(conf, uid, koe.Record{Role: koe.RoleAI, Content: fmt.Sprintf("answer %d", turn), Name: conf, Avatar: conf + ".png", Interrupted: turn == 3}))
+				must(s.Append(ctx, conf, uid, koe.Record{Role: koe.RoleAI, Content: fmt.Sprintf("answer %d", turn), Name: conf, Avatar: conf + ".png", Interrupted: turn == 3}))
 			}
-			must(s.AddSummary(conf, uid, koe.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, OriginalChars: 100, SummaryChars: 20, CompressionRate: 0.2, Summary: "they talked"}))
+			must(s.AddSummary(ctx, conf, uid, koe.SummaryRecord{ThreadID: uid, Turns: []int{1, 2}, TurnLength: 2, OriginalChars: 100, SummaryChars: 20, CompressionRate: 0.2, Summary: "they talked"}))
 			if h == 0 {
-				must(s.AddSummary(conf, uid, koe.SummaryRecord{ThreadID: uid, Turns: []int{3}, TurnLength: 1, OriginalChars: 50, SummaryChars: 10, CompressionRate: 0.2, Summary: "more talk"}))
+				must(s.AddSummary(ctx, conf, uid, koe.SummaryRecord{ThreadID: uid, Turns: []int{3}, TurnLength: 1, OriginalChars: 50, SummaryChars: 10, CompressionRate: 0.2, Summary: "more talk"}))
 			}
-			msgs, err := s.Messages(conf, uid)
+			msgs, err := s.Messages(ctx, conf, uid)
 			must(err)
 			var entries []koe.RecallEntry
 			for _, m := range msgs {
@@ -106,34 +109,35 @@ func buildBolt(t *testing.T, path string) fixture {
 			if h == 1 {
 				entries[len(entries)-1].Vector = nil // one entry without a vector
 			}
-			_, err = s.SaveRecall(conf, uid, koe.RecallMark{}, koe.RecallMark{Seq: msgs[len(msgs)-1].Seq, Turn: 5}, entries)
+			_, err = s.SaveRecall(ctx, conf, uid, koe.RecallMark{}, koe.RecallMark{Seq: msgs[len(msgs)-1].Seq, Turn: 5}, entries)
 			must(err)
 			if h == 0 {
-				_, err := s.ForgetRecall(conf, uid, entries[0].Seq)
+				_, err := s.ForgetRecall(ctx, conf, uid, entries[0].Seq)
 				must(err)
 			}
 		}
-		must(s.SetPrompt(conf, koe.PromptSystem, "You are "+conf+".\nBe kind."))
+		must(s.SetPrompt(ctx, conf, koe.PromptSystem, "You are "+conf+".\nBe kind."))
 	}
 	// A history with nothing but its metadata record.
-	empty, err := s.Create("bob")
+	empty, err := s.Create(ctx, "bob")
 	must(err)
 	f.histories["bob"] = append(f.histories["bob"], empty)
-	must(s.SetPrompt("bob", koe.PromptReminder, "remember"))
-	must(s.SetPrompt("docs_only", koe.PromptSystem, "a character with documents"))
+	must(s.SetPrompt(ctx, "bob", koe.PromptReminder, "remember"))
+	must(s.SetPrompt(ctx, "docs_only", koe.PromptSystem, "a character with documents"))
 	text := "Page one text.\fPage two text, longer."
-	must(s.PutKnowledgeDoc("docs_only", koe.KnowledgeDoc{ID: "d1", Name: "manual.pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual", Bytes: 1234, Tokens: 12, Pages: 2, Chunks: 2, Added: clock}, text, []int{0, 15}))
-	must(s.PutKnowledgeChunks("docs_only", "d1", []koe.KnowledgeChunk{
+	must(s.PutKnowledgeDoc(ctx, "docs_only", koe.KnowledgeDoc{ID: "d1", Name: "manual.pdf", Mime: "application/pdf", Format: "pdf", Title: "Manual", Bytes: 1234, Tokens: 12, Pages: 2, Chunks: 2, Added: clock}, text, []int{0, 15}))
+	must(s.PutKnowledgeChunks(ctx, "docs_only", "d1", []koe.KnowledgeChunk{
 		{Seq: 0, Name: "manual.pdf", Title: "Manual", Heading: "One", Page: 1, Text: "Page one text.", Tokens: 4, Vector: []float32{0.1, 0.2}},
 		{Seq: 1, Name: "manual.pdf", Title: "Manual", Page: 2, Text: "Page two text, longer.", Tokens: 6, Vector: []float32{0.3, 0.4}},
 	}))
-	must(s.PutKnowledgeDoc("alice", koe.KnowledgeDoc{ID: "notes", Name: "notes.txt", Mime: "text/plain", Format: "text", Bytes: 5, Tokens: 1, Added: clock}, "notes", nil))
+	must(s.PutKnowledgeDoc(ctx, "alice", koe.KnowledgeDoc{ID: "notes", Name: "notes.txt", Mime: "text/plain", Format: "text", Bytes: 5, Tokens: 1, Added: clock}, "notes", nil))
 	return f
 }
 
 // snapshot reads everything through r's public API into one value.
 func snapshot(t *testing.T, r reader, f fixture) map[string]any {
 	t.Helper()
+	ctx := t.Context()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -142,43 +146,43 @@ func snapshot(t *testing.T, r reader, f fixture) map[string]any {
 	}
 	out := map[string]any{}
 	for _, conf := range f.confs {
-		list, err := r.List(conf)
+		list, err := r.List(ctx, conf)
 		must(err)
 		out[conf+"/list"] = list
 		for _, uid := range f.histories[conf] {
-			ok, err := r.Exists(conf, uid)
+			ok, err := r.Exists(ctx, conf, uid)
 			must(err)
 			if !ok {
 				t.Fatalf("history %s/%s is missing", conf, uid)
 			}
 			key := conf + "/" + uid
-			msgs, err := r.Messages(conf, uid)
+			msgs, err := r.Messages(ctx, conf, uid)
 			must(err)
 			out[key+"/messages"] = msgs
-			last, err := r.LastSeq(conf, uid)
+			last, err := r.LastSeq(ctx, conf, uid)
 			must(err)
 			out[key+"/last"] = last
-			page, more, err := r.Page(conf, uid, 0, 3)
+			page, more, err := r.Page(ctx, conf, uid, 0, 3)
 			must(err)
 			out[key+"/page"] = []any{page, more}
 			for _, m := range msgs {
 				for _, im := range m.Images {
-					mime, data, err := r.Image(conf, uid, im.Ref)
+					mime, data, err := r.Image(ctx, conf, uid, im.Ref)
 					must(err)
 					out[key+"/image/"+im.Ref] = []any{mime, data}
 				}
 			}
-			sums, err := r.Summaries(conf, uid)
+			sums, err := r.Summaries(ctx, conf, uid)
 			must(err)
 			out[key+"/summaries"] = sums
 		}
 		for _, name := range []string{koe.PromptSystem, koe.PromptReminder} {
-			text, ok, err := r.Prompt(conf, name)
+			text, ok, err := r.Prompt(ctx, conf, name)
 			must(err)
 			out[conf+"/prompt/"+name] = []any{text, ok}
 		}
 		var recall []koe.RecallEntry
-		must(r.ForEachRecall(conf, func(e koe.RecallEntry) error { recall = append(recall, e); return nil }))
+		must(r.ForEachRecall(ctx, conf, func(e koe.RecallEntry) error { recall = append(recall, e); return nil }))
 		sort.Slice(recall, func(i, j int) bool {
 			if recall[i].HistoryUID != recall[j].HistoryUID {
 				return recall[i].HistoryUID < recall[j].HistoryUID
@@ -186,33 +190,33 @@ func snapshot(t *testing.T, r reader, f fixture) map[string]any {
 			return recall[i].Seq < recall[j].Seq
 		})
 		out[conf+"/recall"] = recall
-		marks, err := r.RecallMarks(conf)
+		marks, err := r.RecallMarks(ctx, conf)
 		must(err)
 		out[conf+"/marks"] = marks
-		model, err := r.RecallVectorModel(conf)
+		model, err := r.RecallVectorModel(ctx, conf)
 		must(err)
 		out[conf+"/model"] = model
-		docs, err := r.KnowledgeDocs(conf)
+		docs, err := r.KnowledgeDocs(ctx, conf)
 		must(err)
 		for i := range docs {
 			docs[i].Added = docs[i].Added.UTC()
-			text, pages, err := r.KnowledgeText(conf, docs[i].ID)
+			text, pages, err := r.KnowledgeText(ctx, conf, docs[i].ID)
 			must(err)
 			out[conf+"/doc/"+docs[i].ID] = []any{text, pages}
 		}
 		out[conf+"/docs"] = docs
 		var chunks []koe.KnowledgeChunk
-		must(r.ForEachKnowledgeChunk(conf, func(c koe.KnowledgeChunk) error { chunks = append(chunks, c); return nil }))
+		must(r.ForEachKnowledgeChunk(ctx, conf, func(c koe.KnowledgeChunk) error { chunks = append(chunks, c); return nil }))
 		out[conf+"/chunks"] = chunks
 	}
 	return out
 }
 
-func openPG(t *testing.T, dsn string) *history.PGStore {
+func openPG(t *testing.T, dsn string) *postgres.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := history.OpenPostgres(ctx, dsn, history.PGOptions{})
+	s, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,13 +228,14 @@ func openPG(t *testing.T, dsn string) *history.PGStore {
 // bbolt file's export and from PostgreSQL's table.
 func rawBolt(t *testing.T, path string) map[string][]byte {
 	t.Helper()
-	s, err := history.OpenReadOnly(path, time.Second)
+	ctx := t.Context()
+	s, err := bolt.OpenReadOnly(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	out := map[string][]byte{}
-	err = s.ExportHistories(func(h *history.HistoryExport) error {
+	err = s.ExportHistories(ctx, func(h *history.HistoryExport) error {
 		for _, r := range h.Records {
 			out[fmt.Sprintf("%s/%s/%d", h.Conf, h.UID, r.Seq)] = bytes.Clone(r.Body)
 		}
@@ -272,6 +277,7 @@ func rawPG(t *testing.T, dsn string) map[string][]byte {
 }
 
 func TestMigrateCopiesEverything(t *testing.T) {
+	ctx := t.Context()
 	dsn := pgtest.Schema(t)
 	path := filepath.Join(t.TempDir(), DatabaseFile)
 	f := buildBolt(t, path)
@@ -299,7 +305,7 @@ func TestMigrateCopiesEverything(t *testing.T) {
 		t.Errorf("no progress line for the 8th history in %q", progress.String())
 	}
 
-	src, err := history.OpenReadOnly(path, time.Second)
+	src, err := bolt.OpenReadOnly(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,11 +329,11 @@ func TestMigrateCopiesEverything(t *testing.T) {
 	// The copy goes on as the original would: the next record follows the
 	// last sequence number, and a forgotten entry stays forgotten.
 	uid := f.histories["alice"][0]
-	last, _ := pg.LastSeq("alice", uid)
-	if err := pg.Append("alice", uid, koe.Record{Role: koe.RoleHuman, Content: "after the move"}); err != nil {
+	last, _ := pg.LastSeq(ctx, "alice", uid)
+	if err := pg.Append(ctx, "alice", uid, koe.Record{Role: koe.RoleHuman, Content: "after the move"}); err != nil {
 		t.Fatal(err)
 	}
-	if next, _ := pg.LastSeq("alice", uid); next != last+1 {
+	if next, _ := pg.LastSeq(ctx, "alice", uid); next != last+1 {
 		t.Errorf("appended at %d, want %d", next, last+1)
 	}
 	recall := before["alice/recall"].([]koe.RecallEntry)
@@ -345,11 +351,11 @@ func TestMigrateCopiesEverything(t *testing.T) {
 		}
 	}
 	// The copied mark is where indexing goes on from.
-	mark, ok, err := pg.RecallMark("alice", uid)
+	mark, ok, err := pg.RecallMark(ctx, "alice", uid)
 	if err != nil || !ok {
 		t.Fatalf("the copied recall mark: %+v, %v, %v", mark, ok, err)
 	}
-	saved, err := pg.SaveRecall("alice", uid, mark, koe.RecallMark{Seq: last + 1, Turn: 6}, []koe.RecallEntry{forgotten})
+	saved, err := pg.SaveRecall(ctx, "alice", uid, mark, koe.RecallMark{Seq: last + 1, Turn: 6}, []koe.RecallEntry{forgotten})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +376,7 @@ func TestMigrateCopiesEverything(t *testing.T) {
 	if st.Histories != 0 || st.Skipped != 8 || st.Records != 0 || st.Prompts != 0 || st.Docs != 0 || st.SkippedDocs != 2 || st.Models != 0 {
 		t.Errorf("resume over a complete copy: %+v, want nothing copied", st)
 	}
-	if got, _ := pg.Messages("alice", uid); len(got) != len(msgs)+1 {
+	if got, _ := pg.Messages(ctx, "alice", uid); len(got) != len(msgs)+1 {
 		t.Errorf("alice's first history has %d records after the rerun, want %d", len(got), len(msgs)+1)
 	}
 }
@@ -402,7 +408,7 @@ func TestMigrateInterruptedThenResumed(t *testing.T) {
 	if st.Histories != 5 || st.Skipped != 3 {
 		t.Errorf("resume: %d copied, %d skipped, want 5 and 3", st.Histories, st.Skipped)
 	}
-	src, err := history.OpenReadOnly(path, time.Second)
+	src, err := bolt.OpenReadOnly(path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,13 +429,13 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 func TestMigrateLockedDatabase(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, DatabaseFile)
-	running, err := history.Open(path, history.Options{})
+	running, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer running.Close()
 	const dsn = "postgres://koe@127.0.0.1:1/koe"
-	if _, err := Run(context.Background(), Options{Path: path, DSN: dsn, LockWait: 50 * time.Millisecond}); !errors.Is(err, history.ErrLocked) {
+	if _, err := Run(context.Background(), Options{Path: path, DSN: dsn, LockWait: 50 * time.Millisecond}); !errors.Is(err, bolt.ErrLocked) {
 		t.Fatalf("Run beside a running koe: %v, want ErrLocked", err)
 	}
 	var stdout, stderr bytes.Buffer
@@ -458,7 +464,7 @@ func TestMigrateErrors(t *testing.T) {
 		t.Errorf("extra argument: exit %d, %q", code, msg)
 	}
 	path := filepath.Join(dir, DatabaseFile)
-	s, err := history.Open(path, history.Options{})
+	s, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,9 +476,10 @@ func TestMigrateErrors(t *testing.T) {
 
 // Throughput: 100 histories of 100 records each.
 func TestMigrateThroughput(t *testing.T) {
+	ctx := t.Context()
 	dsn := pgtest.Schema(t)
 	path := filepath.Join(t.TempDir(), DatabaseFile)
-	s, err := history.Open(path, history.Options{})
+	s, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +493,7 @@ func TestMigrateThroughput(t *testing.T) {
 			}
 			rs = append(rs, koe.Record{Role: role, Content: strings.Repeat(fmt.Sprintf("message %d of history %d. ", i, h), 4)})
 		}
-		if err := s.CreateWith("bench", koe.NewHistoryUID(time.Now()), rs...); err != nil {
+		if err := s.CreateWith(ctx, "bench", koe.NewHistoryUID(time.Now()), rs...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -503,11 +510,12 @@ func TestMigrateThroughput(t *testing.T) {
 
 // A merge never puts one character's vectors beside another model's.
 func TestMigrateRefusesMixedVectorModels(t *testing.T) {
+	ctx := t.Context()
 	dsn := pgtest.Schema(t)
 	path := filepath.Join(t.TempDir(), DatabaseFile)
 	buildBolt(t, path)
 	pg := openPG(t, dsn)
-	if err := pg.SetRecallVectors("alice", "other-model", nil); err != nil {
+	if err := pg.SetRecallVectors(ctx, "alice", "other-model", nil); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Run(context.Background(), Options{Path: path, DSN: dsn, Resume: true})
@@ -522,7 +530,7 @@ func TestMigrateRefusesMixedVectorModels(t *testing.T) {
 		t.Errorf("the refused migration wrote %+v", c)
 	}
 	// The same model is no conflict.
-	if err := pg.SetRecallVectors("alice", "embed-small", nil); err != nil {
+	if err := pg.SetRecallVectors(ctx, "alice", "embed-small", nil); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := Run(context.Background(), Options{Path: path, DSN: dsn, Resume: true}); err != nil || st.Histories != 8 || st.Models != 0 {
