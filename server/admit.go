@@ -134,7 +134,7 @@ func (s *Server) guard(c *fiber.Ctx) error {
 	if v.refusal != nil {
 		// The body was not read: the connection cannot carry another
 		// request after it.
-		c.Context().SetConnectionClose()
+		s.closeUnread(c)
 		switch {
 		case v.origin != "":
 			s.logRefusedOrigin(v.origin, c.Path())
@@ -148,11 +148,21 @@ func (s *Server) guard(c *fiber.Ctx) error {
 	}
 	if !isUploadRoute(c.Method(), c.Path()) {
 		if err := s.readBody(c, v.limit); err != nil {
-			c.Context().SetConnectionClose()
+			s.closeUnread(c)
 			return err
 		}
 	}
 	return c.Next()
+}
+
+// closeUnread closes the connection of a request answered before its body
+// was read whole, lingering so that the answer reaches a client still
+// sending the body.
+func (s *Server) closeUnread(c *fiber.Ctx) {
+	c.Context().SetConnectionClose()
+	if tc, ok := c.Context().Conn().(*trackedConn); ok {
+		tc.lingerOnClose()
+	}
 }
 
 // readBody reads a streamed request body whole, up to limit bytes, as fast

@@ -190,6 +190,7 @@ func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
 			break
 		}
 		if err != nil {
+			s.closeUnread(c)
 			return nil, s.uploadReadError(err)
 		}
 		if part.FormName() != uploadField {
@@ -199,6 +200,7 @@ func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
 		data, err := io.ReadAll(part)
 		_ = part.Close()
 		if err != nil {
+			s.closeUnread(c)
 			return nil, s.uploadReadError(err)
 		}
 		// FileName is the last element of the part's filename; an empty

@@ -254,6 +254,7 @@ type trackedConn struct {
 	phase     connPhase // guarded by t.mu
 	closeOnce sync.Once
 	closeErr  error
+	lingers   atomic.Bool // see lingerOnClose
 }
 
 func (c *trackedConn) setPhase(p connPhase) {
@@ -317,12 +318,45 @@ func (c *trackedConn) SyscallConn() (syscall.RawConn, error) {
 
 func (c *trackedConn) Close() error {
 	c.closeOnce.Do(func() {
-		c.t.mu.Lock()
-		delete(c.t.conns, c)
-		c.t.mu.Unlock()
+		if c.lingers.Load() {
+			if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+				go c.drainThenClose()
+				return
+			}
+		}
 		c.closeErr = c.Conn.Close()
+		c.forget()
 	})
 	return c.closeErr
+}
+
+// Refusals of a request whose body was not read linger before the close:
+// closing a socket with unread data resets it, and a client still sending
+// that body may then lose the answer it was sent. The client gets the end
+// of the answer (FIN), and what it still sends is read and dropped, within
+// bounds, until it stops or the time is up; the connection keeps its place
+// meanwhile.
+const (
+	refusalLinger      = time.Second
+	refusalLingerBytes = 16 << 20
+)
+
+// lingerOnClose makes the close of this connection linger (see
+// refusalLinger).
+func (c *trackedConn) lingerOnClose() { c.lingers.Store(true) }
+
+func (c *trackedConn) drainThenClose() {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(refusalLinger))
+	_, _ = io.CopyN(io.Discard, c.Conn, refusalLingerBytes)
+	_ = c.Conn.Close()
+	c.forget()
+}
+
+// forget takes the connection off the tracker's books.
+func (c *trackedConn) forget() {
+	c.t.mu.Lock()
+	delete(c.t.conns, c)
+	c.t.mu.Unlock()
 }
 
 // rateLimited lets an event through at most once per interval and counts

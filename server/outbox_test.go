@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -76,11 +77,20 @@ func TestOutboxSenderWaitsThenGivesUp(t *testing.T) {
 		t.Fatalf("queued %d, want 2", n)
 	}
 
-	impatient, _ := testOutbox(1, 1<<20, time.Millisecond)
-	_ = impatient.send(ctx, dataFrame("1"))
-	if err := impatient.send(ctx, dataFrame("2")); !errors.Is(err, errSlowClient) {
-		t.Fatalf("send into a queue that stays full = %v, want errSlowClient", err)
-	}
+	// The give-up comes after exactly write_timeout: in a synctest
+	// bubble, time passes only when every goroutine waits.
+	synctest.Test(t, func(t *testing.T) {
+		const patience = 10 * time.Second
+		impatient, _ := testOutbox(1, 1<<20, patience)
+		_ = impatient.send(ctx, dataFrame("1"))
+		start := time.Now()
+		if err := impatient.send(ctx, dataFrame("2")); !errors.Is(err, errSlowClient) {
+			t.Fatalf("send into a queue that stays full = %v, want errSlowClient", err)
+		}
+		if waited := time.Since(start); waited != patience {
+			t.Fatalf("gave up after %s, want write_timeout (%s)", waited, patience)
+		}
+	})
 
 	// A sender waiting for room gives up when its own context ends, or
 	// when the outbox closes.
