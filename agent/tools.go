@@ -24,14 +24,6 @@ type Searcher interface {
 	IsSearch(name string) bool
 }
 
-// citationNote ends the system prompt, and citationReminder is the last
-// user message, of every cycle after a search tool ran in the turn.
-const (
-	citationNote     = "\n\nCitations: the search results in this turn are numbered documents. When you use one, cite it by its number in square brackets, like [1], right after what it supports; cite nothing else."
-	citationReminder = "Cite the documents you used by their number, like [1]."
-	documentsNote    = "\n\nCitations: the documents in this conversation are numbered. When you use one, cite it by its number in square brackets, like [1], right after what it supports; cite nothing else."
-)
-
 // ToolEmitter is an Emitter that follows tool use, so that clients can
 // watch it. Its methods are called from Reply's goroutine, in order.
 type ToolEmitter interface {
@@ -45,108 +37,12 @@ type ToolEmitter interface {
 	ToolFinished(call ToolCall, result string, err error)
 }
 
-// CycleEmitter is an Emitter told when each LLM call of a turn starts and
-// how it ended, so that clients can show the calls and what each cost.
-// Its methods are called from Reply's goroutine, in order: CycleEnded
-// before the cycle's ToolsCalled.
-type CycleEmitter interface {
-	Emitter
-	CycleStarted(cycle int)
-	CycleEnded(cycle int, r CycleResult)
-}
-
-// CycleResult is how one LLM call ended.
-type CycleResult struct {
-	// Model is the model the call asked for.
-	Model string
-	// FinishReason and Usage are what the server reported, if it did.
-	FinishReason string
-	Usage        *Usage
-	// Err is the call's failure (nil: it answered).
-	Err error
-}
-
 // DefaultToolTimeout bounds one tool call unless tools.timeout says
 // otherwise.
 const DefaultToolTimeout = 20 * time.Second
 
 // ErrInterrupted is a tool's error when the turn was stopped while it ran.
 var ErrInterrupted = errors.New("the user interrupted before the tool finished")
-
-// Reply streams the assistant's answer to the current memory. With tools,
-// a turn takes up to MaxCycles LLM calls: a cycle that calls tools runs
-// them, adds the calls and their results to memory and goes on; the last
-// allowed cycle must answer in text. The caller records the final reply
-// with AddAssistant once it knows what the user heard.
-func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
-	specs, available := a.offeredTools(true)
-	watcher, _ := emit.(ToolEmitter)
-	cycles, _ := emit.(CycleEmitter)
-	searcher, _ := a.opts.Tools.(Searcher)
-	searched := false
-	memories := a.recall(ctx)
-	docs := a.readKnowledge(ctx, emit)
-	hasDocs := a.offerDocuments(docs, emit)
-	for cycle := 1; ; cycle++ {
-		last := cycle >= a.opts.MaxCycles
-		note, reminder := toolsNote(specs, last), ""
-		switch {
-		case searched:
-			note += citationNote
-			reminder = citationReminder
-		case hasDocs:
-			note += documentsNote
-			reminder = citationReminder
-		}
-		req, rep, err := a.buildContext(specs, note, reminder, memories, docs)
-		if tooLarge := (*ToolsTooLargeError)(nil); errors.As(err, &tooLarge) {
-			tooLarge.MaxTools, tooLarge.Available = a.opts.MaxTools, available
-		}
-		if err != nil {
-			return err
-		}
-		if len(specs) > 0 && last {
-			req.ToolChoice = ToolChoiceNone
-		}
-		var said strings.Builder
-		if cycles != nil {
-			cycles.CycleStarted(cycle)
-		}
-		res, err := a.opts.LLM.Stream(ctx, req, func(d string) {
-			said.WriteString(d)
-			emit.Token(d)
-		})
-		a.recordUsage(rep, res.Usage)
-		if cycles != nil {
-			cycles.CycleEnded(cycle, CycleResult{Model: a.opts.Model, FinishReason: res.FinishReason, Usage: res.Usage, Err: err})
-		}
-		if err != nil || len(res.ToolCalls) == 0 {
-			return err
-		}
-		if len(specs) == 0 || last {
-			// Calls nobody offered, or after being told to answer: the
-			// model cannot be helped by another cycle.
-			return &LLMError{Kind: KindTooManyCycles, Model: a.opts.Model,
-				Detail: fmt.Sprintf("it called %s in LLM call %d of the turn, the last allowed (llm.max_cycles %d)", res.ToolCalls[0].Name, cycle, a.opts.MaxCycles)}
-		}
-		a.add(Message{Role: RoleAssistant, Content: said.String(), ToolCalls: res.ToolCalls, Time: a.opts.Now()})
-		if watcher != nil {
-			watcher.ToolsCalled(res.ToolCalls)
-		}
-		for _, c := range res.ToolCalls {
-			searched = searched || searcher != nil && searcher.IsSearch(c.Name)
-		}
-		results := a.runTools(ctx, res.ToolCalls, watcher)
-		// Every call gets its result in memory, even after an interrupt:
-		// a call without one would break every later request.
-		for i, c := range res.ToolCalls {
-			a.add(Message{Role: RoleTool, ToolCallID: c.ID, Name: c.Name, Content: results[i], Time: a.opts.Now()})
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-}
 
 // offeredTools is what a request offers of the toolbox's tools: the first
 // MaxTools, koe's own coming first in the list, and how many there are in
