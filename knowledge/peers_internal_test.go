@@ -114,9 +114,19 @@ func TestRefreshWaitsForAChangeHere(t *testing.T) {
 	if find("quokka") != 0 || find("zephyr") != 1 {
 		t.Fatal("the index changed under a change made here")
 	}
+	// A wake that was already pending may read it again, and leave it
+	// again, before the release: the first refresh that puts a document
+	// is the one after the release.
 	s.release("c1", d.ID)
-	if got := log.waitFor(t, 2); got["documents"] != "1" || got["left_to_a_change_here"] != "0" {
-		t.Fatalf("refresh after the change here: %v", got)
+	for n := 2; ; n++ {
+		got := log.waitFor(t, n)
+		if got["documents"] == "0" && got["left_to_a_change_here"] == "1" {
+			continue
+		}
+		if got["documents"] != "1" || got["left_to_a_change_here"] != "0" {
+			t.Fatalf("refresh after the change here: %v", got)
+		}
+		break
 	}
 	if find("quokka") != 1 || find("zephyr") != 0 {
 		t.Fatal("the index does not hold the other instance's document")
