@@ -297,6 +297,10 @@ func everyToolOptions(t *testing.T) Options {
 		HTTPClient: &http.Client{Transport: refuseAll{}},
 		WebSearch:  WebSearchSettings{Provider: ProviderSearXNG, BaseURL: "http://search.invalid"},
 		Files:      FilesSettings{Root: t.TempDir()},
+		// A sandboxed python is probed (bwrap, python3) when the box is
+		// made; the short lane runs no outside program, and these tests
+		// only read the tools' specs.
+		Python: PythonSettings{Unsandboxed: testing.Short()},
 	}
 }
 
