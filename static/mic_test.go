@@ -52,6 +52,7 @@ const micJS = `(() => {
 type micState struct {
 	State, Error  string
 	Rate          float64 // the AudioContext's sample rate
+	Heard         int     // chunks the worklet delivered, sent or not
 	Chunks, Bytes int
 	Peak          float64
 	Pressed       string // the button's aria-pressed
@@ -67,7 +68,7 @@ type micState struct {
 }
 
 const micStateJS = `({State: koeDebug.mic.state, Error: koeDebug.mic.error, Rate: koeDebug.mic.rate,
-	Chunks: koeDebug.mic.chunks, Bytes: koeDebug.mic.bytes, Peak: koeDebug.mic.peak,
+	Heard: koeDebug.mic.heard, Chunks: koeDebug.mic.chunks, Bytes: koeDebug.mic.bytes, Peak: koeDebug.mic.peak,
 	Pressed: document.getElementById("mic").getAttribute("aria-pressed"),
 	Constraints: koeMedia.constraints.map((c) => ({Audio: {EchoCancellation: c.audio.echoCancellation,
 		NoiseSuppression: c.audio.noiseSuppression, ChannelCount: c.audio.channelCount}})),
@@ -193,7 +194,8 @@ func TestChatPageMic(t *testing.T) {
 	if s.State != "paused" || s.Pressed != "true" || strings.Contains(strings.Join(s.Tracks, " "), "ended") {
 		t.Fatalf("after stop-mic: %+v", s)
 	}
-	time.Sleep(200 * time.Millisecond) // a few chunks' time
+	// Five chunks the microphone delivered while paused, none of them sent.
+	p.waitFor(`koeDebug.mic.heard >= ` + fmt.Sprint(s.Heard+5))
 	if after := p.mic(); after.Binary.Frames != s.Binary.Frames {
 		t.Fatalf("%d frames sent while paused", after.Binary.Frames-s.Binary.Frames)
 	}
@@ -208,9 +210,11 @@ func TestChatPageMic(t *testing.T) {
 	if s.Pressed != "false" || len(s.Tracks) == 0 || strings.Count(strings.Join(s.Tracks, " "), "ended") != len(s.Tracks) {
 		t.Fatalf("mic off: %+v", s)
 	}
-	time.Sleep(200 * time.Millisecond) // a few chunks' time
-	if after := p.mic(); after.Binary.Frames != s.Binary.Frames {
-		t.Fatalf("%d frames sent after the mic was turned off", after.Binary.Frames-s.Binary.Frames)
+	// Every context is closed and every track ended, so nothing can be
+	// heard any more; what the worklet had posted before is not sent.
+	p.eval(`new Promise((r) => setTimeout(r, 0))`, nil)
+	if after := p.mic(); after.Binary.Frames != s.Binary.Frames || after.Heard != s.Heard {
+		t.Fatalf("after the mic was turned off: %d frames sent, %d chunks heard", after.Binary.Frames-s.Binary.Frames, after.Heard-s.Heard)
 	}
 	if n := len(llm.TranscriptionRequests()); n != 1 {
 		t.Fatalf("%d transcription requests after the one utterance", n)

@@ -261,7 +261,7 @@
   // AudioContext's rate, the chunks and bytes sent, chunks dropped because
   // the connection was backed up, the loudest level seen (0..1) and the
   // name of the last error.
-  debug.mic = { state: "off", rate: 0, chunks: 0, bytes: 0, dropped: 0, peak: 0, error: "" };
+  debug.mic = { state: "off", rate: 0, heard: 0, chunks: 0, bytes: 0, dropped: 0, peak: 0, error: "" };
   // Chunks are dropped rather than queued without bound when the
   // connection cannot keep up (over 10 s of 48 kHz audio waiting).
   const micBacklog = 1 << 20;
@@ -357,6 +357,7 @@
   // micChunk sends a chunk of PCM from the worklet, declaring the rate
   // first on each connection.
   function micChunk(d) {
+    debug.mic.heard++; // every chunk the worklet delivered, sent or not
     const x = d.level > 0 ? Math.min(1, Math.max(0, (20 * Math.log10(d.level) + 60) / 50)) : 0;
     debug.mic.peak = Math.max(debug.mic.peak, x);
     if (mic.paused || !ws || ws.readyState !== WebSocket.OPEN) { micBtn.style.setProperty("--level", "0"); return; }

@@ -161,6 +161,7 @@ type Server struct {
 	strictRoles bool // set by SetStrictRoles
 	requests    []Request
 	active      int
+	hanging     int // requests whose headers are sent and that hang
 	// speechRespond is nil for the default speech behaviour.
 	speechRespond  func(SpeechRequest) SpeechReply
 	speechRequests []SpeechRequest
@@ -283,6 +284,14 @@ func (s *Server) Active() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.active
+}
+
+// Hanging returns the number of requests answered with Hang whose headers
+// have been sent and which now wait for the client to go away.
+func (s *Server) Hanging() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hanging
 }
 
 // WaitActive waits at most within until a request is being served, and
@@ -596,6 +605,14 @@ func (c *call) hold(hang bool, delay time.Duration, contentType string) bool {
 
 // hang blocks until the client or the server goes away.
 func (c *call) hang() {
+	c.s.mu.Lock()
+	c.s.hanging++
+	c.s.mu.Unlock()
+	defer func() {
+		c.s.mu.Lock()
+		c.s.hanging--
+		c.s.mu.Unlock()
+	}()
 	select {
 	case <-c.s.done:
 	case <-c.ctx.Done():

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"koe/testkit"
 )
 
 // fakeWAV is any bytes: the fake does not decode the audio.
@@ -214,7 +216,11 @@ func TestTranscriptionDisconnects(t *testing.T) {
 		if !s.WaitActive(guard) {
 			t.Fatal("the request never reached the server")
 		}
-		time.Sleep(20 * time.Millisecond) // let a hang send its headers
+		if reply.Hang {
+			// Cancel once the headers are sent: the client then
+			// waits for a body that never comes.
+			testkit.Eventually(t, "the hang sent its headers", func() bool { return s.Hanging() > 0 })
+		}
 		cancel()
 		if err := <-errc; !errors.Is(err, context.Canceled) {
 			t.Errorf("%+v: client err = %v", reply, err)
