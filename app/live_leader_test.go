@@ -19,6 +19,7 @@ import (
 	"koe/app"
 	"koe/coord"
 	"koe/livechat"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/testkit/ircdtest"
 	"koe/testkit/koetest"
@@ -241,17 +242,10 @@ func (n *liveNode) status(t testing.TB) livechat.Status {
 // waitStatus polls n's GET /api/live until ok holds.
 func (n *liveNode) waitStatus(t testing.TB, what string, ok func(livechat.Status) bool) livechat.Status {
 	t.Helper()
-	deadline := time.Now().Add(guard)
-	for {
+	return testkit.Await(t, n.name+": "+what, func() (livechat.Status, bool) {
 		st := n.status(t)
-		if ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: waiting for %s: status %+v", n.name, what, st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return st, ok(st)
+	})
 }
 
 // metric is the value of an unlabelled series in n's /metrics.

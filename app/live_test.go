@@ -17,6 +17,7 @@ import (
 	"koe/app"
 	"koe/config"
 	"koe/livechat"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/testkit/ircdtest"
 	"koe/testkit/koetest"
@@ -133,17 +134,10 @@ func (k *liveKoe) call(method, path string, out any) {
 // waitStatus polls the live chat's status until ok holds.
 func (k *liveKoe) waitStatus(what string, ok func(livechat.Status) bool) livechat.Status {
 	k.t.Helper()
-	deadline := time.Now().Add(guard)
-	for {
+	return testkit.Await(k.t, what, func() (livechat.Status, bool) {
 		st := k.status()
-		if ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			k.t.Fatalf("waiting for %s: status %+v", what, st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return st, ok(st)
+	})
 }
 
 // frame is what the watcher reads.

@@ -2,6 +2,7 @@ package conversation_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,12 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"koe/agent"
 	"koe/conversation"
 	"koe/mcp"
 	"koe/protocol"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/testkit/koetest"
 	"koe/testkit/mock"
@@ -56,16 +57,10 @@ func withMCP(t *testing.T, servers map[string]mcp.ServerConfig, want int) (rigOp
 	ready := func() []agent.ToolSpec {
 		t.Helper()
 		tb := m.Toolbox(names)
-		deadline := time.Now().Add(hangGuard)
-		for {
-			if specs := tb.Specs(); len(specs) == want {
-				return specs
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the MCP servers offer %d tools, not %d", len(tb.Specs()), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		return testkit.Await(t, fmt.Sprintf("the MCP servers offer %d tools", want), func() ([]agent.ToolSpec, bool) {
+			specs := tb.Specs()
+			return specs, len(specs) == want
+		})
 	}
 	return opt, ready
 }

@@ -3,27 +3,22 @@ package conversation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
-	"time"
+
+	"koe/testkit"
 )
 
 // waitQueued waits until n waiters are queued.
 func waitQueued(t *testing.T, l *workSlots, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Await(t, fmt.Sprintf("%d waiters queued", n), func() (int, bool) {
 		l.mu.Lock()
 		got := len(l.first) + len(l.later)
 		l.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiters queued, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return got, got == n
+	})
 }
 
 func TestSlotsServeFirstPiecesFirst(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"koe/app"
+	"koe/testkit"
 )
 
 // allocated is how many bytes the process has allocated so far: what koe
@@ -268,13 +269,9 @@ func TestTokenNotQuoted(t *testing.T) {
 	}
 	// fasthttp logs after it has answered: wait for its line about the
 	// last request, then look at everything.
-	deadline := time.Now().Add(20 * time.Second)
-	for strings.Count(logs.String(), "http request refused before any handler") < len(requests)-1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("koe did not log the refusals:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond) // a poll interval, not an assertion
-	}
+	testkit.Eventually(t, "koe logged the refusals", func() bool {
+		return strings.Count(logs.String(), "http request refused before any handler") >= len(requests)-1
+	})
 	if strings.Contains(logs.String(), testToken[:12]) {
 		t.Errorf("the token is in koe's log:\n%s", logs.String())
 	}

@@ -19,6 +19,7 @@ import (
 	"koe/app"
 	"koe/bolt"
 	"koe/protocol"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 )
 
@@ -344,18 +345,11 @@ func TestChatStreamClientLeaves(t *testing.T) {
 // reply as it ends, which a test sees only from outside.
 func waitHistory(t *testing.T, addr, conf, uid string, n int) protocol.ChatHistory {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	return testkit.Await(t, fmt.Sprintf("the history holds %d messages", n), func() (protocol.ChatHistory, bool) {
 		var h protocol.ChatHistory
 		getJSON(t, "http://"+addr+"/api/histories/"+conf+"/"+uid, &h)
-		if len(h.Messages) >= n {
-			return h
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("history holds %+v, want %d messages", h.Messages, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return h, len(h.Messages) >= n
+	})
 }
 
 // TestChatStop: a stop request from another connection ends the turn at

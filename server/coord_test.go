@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"koe/config"
 	"koe/coord"
 	"koe/protocol"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/testkit/logwatch"
 	"koe/testkit/pgtest"
@@ -85,17 +87,10 @@ func TestReadyzChecksRedis(t *testing.T) {
 	srv.Start()
 	// go-redis dials again on the next command: the first probe after the
 	// restart may still find the old connection broken.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testkit.Await(t, "/readyz answers 200 after Redis came back", func() (string, bool) {
 		code, failing := ready()
-		if code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz after Redis came back: %d %v", code, failing)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Sprintf("%d %v", code, failing), code == http.StatusOK
+	})
 }
 
 // TestWatchersAcrossInstances: watchers connected to instance B follow a

@@ -19,6 +19,7 @@ import (
 	"koe"
 	"koe/app"
 	"koe/bolt"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 )
 
@@ -681,16 +682,11 @@ func TestUnusedHistoryRemovedOnDisconnect(t *testing.T) {
 	// Still there while its connection is open.
 	second.request(msg{"type": "fetch-and-set-history", "history_uid": unused}, "history-data")
 	_ = idle.ws.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Await(t, "the unused history "+unused+" is gone", func() (msg, bool) {
 		second.send(msg{"type": "fetch-and-set-history", "history_uid": unused})
-		if got := second.next(); got.typ() == "error" {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("unused history %s still exists: %v", unused, got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		got := second.next()
+		return got, got.typ() == "error"
+	})
 	if got := second.request(msg{"type": "fetch-and-set-history", "history_uid": used}, "history-data"); len(got["messages"].([]any)) != 2 {
 		t.Fatalf("used history = %v", got)
 	}

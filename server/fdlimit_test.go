@@ -19,6 +19,7 @@ import (
 
 	"koe/app"
 	"koe/server"
+	"koe/testkit"
 )
 
 // The child koe of the file-descriptor tests runs under this open-file
@@ -159,28 +160,22 @@ func flood(t *testing.T, addr string, n int) []net.Conn {
 // if koe stopped.
 func (ch *fdChild) answers(t *testing.T, path, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Await(t, fmt.Sprintf("%s answers %q", path, want), func() (string, bool) {
 		select {
 		case e := <-ch.ended:
 			t.Fatalf("koe stopped serving: %s", e)
 		default:
 		}
 		c, err := net.DialTimeout("tcp", ch.addr, 5*time.Second)
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, _ = io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: "+ch.addr+"\r\nConnection: close\r\n\r\n")
-			data, _ := io.ReadAll(c)
-			_ = c.Close()
-			if strings.HasPrefix(string(data), want) {
-				return
-			}
+		if err != nil {
+			return err.Error(), false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never answered %q", path, want)
-		}
-		time.Sleep(100 * time.Millisecond) // a poll interval, not an assertion
-	}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: "+ch.addr+"\r\nConnection: close\r\n\r\n")
+		data, _ := io.ReadAll(c)
+		_ = c.Close()
+		return string(data), strings.HasPrefix(string(data), want)
+	})
 }
 
 // Running out of file descriptors must not stop koe. With the default

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"koe/testkit"
 	"koe/testkit/fakellm"
 )
 
@@ -92,17 +93,15 @@ func upgradeOnly(b *testing.B, addr string) net.Conn {
 // waitIdle waits until koe counts n sessions and no connection has a
 // writer running (every connect sequence is written).
 func waitIdle(b *testing.B, addr string, n int) {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got, err := healthSessions(addr)
-		if err == nil && got == n && connWriters() == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("koe counts %d sessions (err %v), want %d; %d writers run", got, err, n, connWriters())
-		}
-		time.Sleep(20 * time.Millisecond)
+	type state struct {
+		sessions, writers int
+		err               error
 	}
+	testkit.Await(b, fmt.Sprintf("koe counts %d sessions and no writer runs", n), func() (state, bool) {
+		got, err := healthSessions(addr)
+		st := state{got, int(connWriters()), err}
+		return st, err == nil && got == n && st.writers == 0
+	})
 }
 
 func healthSessions(addr string) (int, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"koe/testkit"
 	"koe/testkit/fakellm"
 )
 
@@ -38,13 +39,7 @@ func TestIdleConnectionsHoldNoWriter(t *testing.T) {
 	for range 10 {
 		dialGreeted(t, m.Addr())
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for connWriters() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d writers still run for idle connections", connWriters())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, "no writer runs for the idle connections", func() bool { return connWriters() == 0 })
 
 	// A client of its own, to count the pings it answers.
 	ws, _, err := websocket.DefaultDialer.Dial("ws://"+m.Addr()+"/client-ws", nil)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"koe/app"
+	"koe/testkit"
 )
 
 // server.max_connections counts WebSockets too, for as long as they are
@@ -43,17 +45,10 @@ func TestMaxConnectionsCountsWebSockets(t *testing.T) {
 // waitStatus polls /healthz until it answers want.
 func waitStatus(t *testing.T, addr string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Await(t, fmt.Sprintf("/healthz answers %d", want), func() ([]rawResp, bool) {
 		resps, _ := rawExchange(t, addr, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\nConnection: close\r\n\r\n")
-		if len(resps) == 1 && resps[0].status == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz never answered %d (last %+v)", want, resps)
-		}
-		time.Sleep(50 * time.Millisecond) // a poll interval, not an assertion
-	}
+		return resps, len(resps) == 1 && resps[0].status == want
+	})
 }
 
 // Connections that say nothing, stop halfway through a request or idle
@@ -117,13 +112,9 @@ func TestHTTPServerLogsThroughSlog(t *testing.T) {
 		t.Errorf("fasthttp's own 400 lacks the security headers: %v", resp.Header)
 	}
 	waitClosed(t, c, "garbage")
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(logs.String(), "http server: error when serving connection") {
-		if time.Now().After(deadline) {
-			t.Fatalf("fasthttp's error is not in koe's log:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond) // a poll interval, not an assertion
-	}
+	testkit.Eventually(t, "fasthttp's error is in koe's log", func() bool {
+		return strings.Contains(logs.String(), "http server: error when serving connection")
+	})
 	if !strings.Contains(logs.String(), "open_file_limit=") || !strings.Contains(logs.String(), "max_connections=") {
 		t.Errorf("the start-up log does not give the open-file limit and max_connections:\n%s", logs.String())
 	}

@@ -217,24 +217,15 @@ func TestInterruptDuringSynthesis(t *testing.T) {
 	c := dialGreeted(t, m.Addr())
 	c.send(msg{"type": "text-input", "text": "tell me a long story", "images": []any{}})
 
-	deadline := time.Now().Add(30 * time.Second)
-	for len(espeakChildren(t)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("espeak-ng never started")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, "espeak-ng started", func() bool { return len(espeakChildren(t)) > 0 })
 	c.send(msg{"type": "interrupt-signal", "text": ""})
 	c.send(msg{"type": "heartbeat"})
 	c.until(isType("heartbeat-ack"))
 	c.silent()
-	deadline = time.Now().Add(30 * time.Second)
-	for pids := espeakChildren(t); len(pids) > 0; pids = espeakChildren(t) {
-		if time.Now().After(deadline) {
-			t.Fatalf("espeak-ng processes left after the interrupt: %v", pids)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Await(t, "no espeak-ng process is left after the interrupt", func() ([]int, bool) {
+		pids := espeakChildren(t)
+		return pids, len(pids) == 0
+	})
 }
 
 // Real espeak-ng end to end: every sentence arrives as a WAV with volumes.

@@ -19,11 +19,23 @@ const HangGuard = time.Minute
 // API); where there is an event, wait for the event.
 func Eventually(t testing.TB, what string, ok func() bool) {
 	t.Helper()
+	Await(t, what, func() (struct{}, bool) { return struct{}{}, ok() })
+}
+
+// Await is Eventually for a state with a value: it asks get until get
+// says the value is the one awaited and returns it. A test that hangs
+// fails naming what it waited for and the last value get gave.
+func Await[T any](t testing.TB, what string, get func() (T, bool)) T {
+	t.Helper()
 	deadline := time.Now().Add(HangGuard)
 	pause := time.Millisecond
-	for !ok() {
+	for {
+		v, ok := get()
+		if ok {
+			return v
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so within %s", what, HangGuard)
+			t.Fatalf("%s: not so within %s; last seen: %+v", what, HangGuard, v)
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 100*time.Millisecond)

@@ -12,3 +12,11 @@ func TestEventually(t *testing.T) {
 		t.Fatalf("asked %d times, want 5", got)
 	}
 }
+
+func TestAwait(t *testing.T) {
+	n := 0
+	got := Await(t, "the counter reaches 3", func() (int, bool) { n++; return n * 10, n >= 3 })
+	if got != 30 || n != 3 {
+		t.Fatalf("Await = %d after %d asks, want 30 after 3", got, n)
+	}
+}
