@@ -21,6 +21,8 @@ import (
 //   - protocol.EventMessage: Message, a finished message: the human
 //     message (its additional_kwargs name the history it is stored in),
 //     an ai message with tool calls, each tool result, the final answer;
+//   - protocol.EventCitations: Citations, the documents the answer just
+//     before it cites as [n];
 //   - protocol.EventError: Error, a failure of the turn a person can act
 //     on (the stream still ends with end);
 //   - protocol.EventEnd: nothing; always the last event.
@@ -28,12 +30,13 @@ import (
 // Content is the event's content as sent, for types this package does
 // not know yet.
 type Event struct {
-	Type    string
-	Token   string
-	Status  *protocol.StatusBody
-	Message *protocol.ChatMessage
-	Error   string
-	Content json.RawMessage
+	Type      string
+	Token     string
+	Status    *protocol.StatusBody
+	Message   *protocol.ChatMessage
+	Citations *protocol.CitationsBody
+	Error     string
+	Content   json.RawMessage
 }
 
 // ErrNoEnd is what a stream that stopped before its end event fails with:
@@ -107,6 +110,9 @@ func decodeEvent(data []byte) (Event, error) {
 	case protocol.EventMessage:
 		ev.Message = new(protocol.ChatMessage)
 		err = json.Unmarshal(raw.Content, ev.Message)
+	case protocol.EventCitations:
+		ev.Citations = new(protocol.CitationsBody)
+		err = json.Unmarshal(raw.Content, ev.Citations)
 	}
 	if err != nil {
 		return Event{}, fmt.Errorf("client: chat stream: the content of a %s event: %w", raw.Type, err)

@@ -7,16 +7,25 @@ import "encoding/json"
 // Server-Sent Events every event is one `data:` line of it; a koe.v1
 // WebSocket client gets the token, status and message events as frames.
 
-// Chat event types. token, status and message are also koe.v1 WebSocket
-// frames; error and end exist only in the event stream (the WebSocket has
-// OLV's error frame and conversation-chain-end).
+// Chat event types. token, status, message and citations are also koe.v1
+// WebSocket frames; error and end exist only in the event stream (the
+// WebSocket has OLV's error frame and conversation-chain-end).
 const (
-	EventToken   = TypeToken
-	EventStatus  = TypeStatus
-	EventMessage = TypeMessage
-	EventError   = "error"
-	EventEnd     = "end"
+	EventToken     = TypeToken
+	EventStatus    = TypeStatus
+	EventMessage   = TypeMessage
+	EventCitations = TypeCitations
+	EventError     = "error"
+	EventEnd       = "end"
 )
+
+// CitationsBody is the content of a citations event: the documents the
+// answer cites, right after its message.
+type CitationsBody struct {
+	HistoryUID string     `json:"history_uid"`
+	RunID      string     `json:"run_id"`
+	Citations  []Citation `json:"citations"`
+}
 
 // TypeMessage is koe's own: a finished message of a turn (the human
 // message, each tool call and result, the final answer).

@@ -73,6 +73,8 @@ func (st *sseStream) event(msg any) ([]byte, error) {
 		ev = protocol.ChatEvent{Type: protocol.EventStatus, Content: m.Content}
 	case protocol.MessageEvent:
 		ev = protocol.ChatEvent{Type: protocol.EventMessage, Content: m.Content}
+	case protocol.Citations:
+		ev = protocol.ChatEvent{Type: protocol.EventCitations, Content: protocol.CitationsBody{HistoryUID: m.HistoryUID, RunID: m.RunID, Citations: m.Citations}}
 	case protocol.Error:
 		ev = protocol.ChatEvent{Type: protocol.EventError, Content: m.Message}
 	case protocol.ChatEvent:
