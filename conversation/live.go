@@ -24,8 +24,13 @@ import (
 // one at once.
 
 // errYielded stops a live turn for a turn of another session of its
-// character.
-var errYielded = errors.New("another session of the character started a turn")
+// character. The live chat counts it as yielded, not failed.
+var errYielded error = yieldedError{}
+
+type yieldedError struct{}
+
+func (yieldedError) Error() string { return "another session of the character started a turn" }
+func (yieldedError) Yielded() bool { return true }
 
 // errSkipped stops a live turn the streamer skipped.
 var errSkipped = errors.New("skipped")

@@ -32,9 +32,17 @@ type Source interface {
 }
 
 // Character speaks one turn. Say returns when the turn has ended (spoken,
-// skipped or failed). ctx ending means skip.
+// skipped, yielded or failed). ctx ending means skip. An error with a
+// method Yielded() bool that reports true means the turn gave way to the
+// streamer's own turn: it is no failure.
 type Character interface {
 	Say(ctx context.Context, text string) error
+}
+
+// yielded reports whether err says the turn gave way (see Character).
+func yielded(err error) bool {
+	var y interface{ Yielded() bool }
+	return errors.As(err, &y) && y.Yielded()
 }
 
 // ViewerNotes is the per-viewer memory hook: what is remembered about a
@@ -64,6 +72,7 @@ type Status struct {
 	Turns        uint64            `json:"turns"`   // turns started
 	Spoken       uint64            `json:"spoken"`  // turns Say ended without error
 	Skipped      uint64            `json:"skipped"` // turns stopped by Skip
+	Yielded      uint64            `json:"yielded"` // turns stopped for the streamer's own
 	Failed       uint64            `json:"failed"`  // turns Say ended with an error
 	Dropped      map[string]uint64 `json:"dropped"`
 	LastError    string            `json:"last_error,omitempty"`
@@ -140,6 +149,7 @@ type Runner struct {
 	turns       uint64
 	spoken      uint64
 	skippedN    uint64
+	yieldedN    uint64
 	failed      uint64
 	dropped     map[string]uint64
 	lastErr     string
@@ -411,6 +421,7 @@ func (r *Runner) Status() Status {
 		Turns:        r.turns,
 		Spoken:       r.spoken,
 		Skipped:      r.skippedN,
+		Yielded:      r.yieldedN,
 		Failed:       r.failed,
 		Dropped:      make(map[string]uint64, len(r.dropped)),
 		LastError:    r.lastErr,
@@ -553,13 +564,15 @@ func (r *Runner) turn(ctx, turnCtx context.Context, batch []queued) {
 		r.skippedN++
 	case ctx.Err() != nil:
 		// shutdown: neither spoken nor failed
+	case yielded(err):
+		r.yieldedN++
 	case err != nil:
 		r.failed++
 	default:
 		r.spoken++
 	}
 	r.mu.Unlock()
-	if err != nil && !skipped && ctx.Err() == nil {
+	if err != nil && !skipped && !yielded(err) && ctx.Err() == nil {
 		r.recordError(fmt.Errorf("live chat turn: %w", err))
 	}
 	if skipped {
