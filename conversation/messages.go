@@ -11,11 +11,9 @@ import (
 // chat API streams (the human message, each tool call and result, the
 // answer), sent to clients that asked for koe's events.
 
-// message sends m to a koe client.
+// message sends m to koe clients and watchers.
 func (s *Session) message(ctx context.Context, m protocol.ChatMessage) {
-	if s.koeEvents {
-		s.send(ctx, messageEvent(m))
-	}
+	s.send(ctx, messageEvent(m))
 }
 
 func messageEvent(m protocol.ChatMessage) protocol.MessageEvent {

@@ -136,7 +136,7 @@ func (ws *Watchers) Relayed(f RelayedFrame) {
 	for _, list := range [][]*watcher{byClient, byConf} {
 		for _, w := range list {
 			if f.Kind == RelayFrame || w.opts.KoeEvents {
-				w.w.Offer(ctx, f.Data)
+				w.offer(ctx, f.Data)
 			}
 		}
 	}

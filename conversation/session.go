@@ -49,6 +49,7 @@ type Session struct {
 	hub       *Hub
 	deps      Deps
 	out       Sender
+	air       onAir // the reply on air, for watchers that join (air.go)
 	log       *slog.Logger
 	ctx       context.Context
 	clientUID string
@@ -255,6 +256,7 @@ func (s *Session) switchCharacter(file string) (Character, error) {
 // background work to the hub and tidies up. The session is unusable after.
 func (s *Session) Close() {
 	s.turns.stop(errSessionClosed)
+	s.hub.watch.offAir(s)
 	s.hub.forget(s)
 	c, p := s.current()
 	s.hub.retire(c.agent)

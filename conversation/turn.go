@@ -174,7 +174,12 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	// The client may still be playing everything that was sent; a client
 	// that reads text plays nothing.
 	if s.headless {
-		waitSpoken(ctx, t, spoken)
+		// Its audience is still hearing it: a stop now (a skip, the
+		// streamer's own turn) cuts it off as an interrupt would.
+		if waitSpoken(ctx, t, spoken); ctx.Err() != nil {
+			s.finishCancelled(t, &st, reply, true)
+			return
+		}
 	} else if !s.textOnly {
 		wait := spoken + s.deps.Config.PlaybackTimeout
 		timer := time.NewTimer(wait)
@@ -415,7 +420,7 @@ func (st *turnState) persistReply(text string, interrupted bool) {
 	// Sent even when the session's context has ended (the server is
 	// shutting down): a client still connected learns what was stored.
 	s.message(context.WithoutCancel(s.ctx), answer)
-	if cited := citations(text, st.docs); len(cited) > 0 && s.koeEvents {
+	if cited := citations(text, st.docs); len(cited) > 0 {
 		s.send(context.WithoutCancel(s.ctx), protocol.Citations{Type: protocol.TypeCitations, HistoryUID: st.uid, RunID: st.run, Citations: cited})
 	}
 }
@@ -441,7 +446,6 @@ func logFailure(log *slog.Logger, what string, err error, attrs ...any) {
 type turnEmitter struct {
 	s        *Session
 	ctx      context.Context
-	tokens   bool
 	reply    strings.Builder
 	splitter *sentence.Splitter
 	speaker  *speaker
@@ -467,7 +471,6 @@ func newTurnEmitter(s *Session, t *turn, c cast, watch *turnWatch) *turnEmitter 
 	return &turnEmitter{
 		s:        s,
 		ctx:      t.ctx,
-		tokens:   s.koeEvents,
 		charName: c.char.Name,
 		model:    c.char.LLM.Model,
 		filler:   c.char.Tools.SpokenFiller,
@@ -494,10 +497,8 @@ func (e *turnEmitter) Token(delta string) {
 	}
 	e.reply.WriteString(sep)
 	e.reply.WriteString(delta)
-	if e.tokens {
-		// Joined, the token frames read as the stored reply does.
-		e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: sep + delta})
-	}
+	// Joined, the token frames read as the stored reply does.
+	e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: sep + delta})
 	e.pieces = e.splitter.Push(e.pieces[:0], delta)
 	for _, p := range e.pieces {
 		e.speaker.add(p)
@@ -539,9 +540,7 @@ func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 		rec.ToolCalls = append(rec.ToolCalls, koe.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
 	e.st.later(rec)
-	if e.s.koeEvents {
-		e.speaker.addMessage(messageEvent(histories.ToolCallMessage(rec, e.st.run, responseMetadata(e.st.cycle))))
-	}
+	e.speaker.addMessage(messageEvent(histories.ToolCallMessage(rec, e.st.run, responseMetadata(e.st.cycle))))
 }
 
 // ToolStarted shows a call in the OLV client, and as a status to koe's.
@@ -568,13 +567,23 @@ func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
 		e.toolStatus(c, protocol.ToolCompleted, result)
 		e.status(c, protocol.StatusEnd, c.Name+" finished", "")
 	}
-	if e.s.koeEvents {
-		e.speaker.addMessage(messageEvent(m))
+	e.inOrder(messageEvent(m))
+}
+
+// inOrder sends a step of the turn where it belongs among the reply's
+// pieces. Once the turn is stopped the pieces are dropped, but a tool
+// that was running is still closed, for every audience, past the stop:
+// no client may show it running forever.
+func (e *turnEmitter) inOrder(msg any) {
+	if e.ctx.Err() != nil {
+		e.s.send(context.WithoutCancel(e.s.ctx), msg)
+		return
 	}
+	e.speaker.addMessage(msg)
 }
 
 func (e *turnEmitter) toolStatus(c agent.ToolCall, state, content string) {
-	e.speaker.addMessage(protocol.ToolCallStatus{
+	e.inOrder(protocol.ToolCallStatus{
 		Type: protocol.TypeToolCallStatus, ToolID: c.ID, ToolName: c.Name, Status: state,
 		Content: content, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Name: e.charName,
 	})
@@ -586,10 +595,7 @@ func (e *turnEmitter) status(c agent.ToolCall, state, content, details string) {
 
 // statusOf sends a koe client a step of the turn, in the reply's order.
 func (e *turnEmitter) statusOf(task, state, content, details string) {
-	if !e.s.koeEvents {
-		return
-	}
-	e.speaker.addMessage(protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
+	e.inOrder(protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
 		TaskID: task, State: state, Content: content, ErrorDetails: details,
 	}})
 }

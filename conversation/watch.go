@@ -60,12 +60,60 @@ type Watchers struct {
 	// turns' frames go by the contexts of remoteTurns (relay.go).
 	relay       WatchRelay
 	remoteTurns remoteTurns
+
+	// air lists the sessions with a reply on air (air.go).
+	airMu sync.Mutex
+	air   map[*Session]struct{}
 }
 
 type watcher struct {
 	w      Watcher
 	opts   WatchOptions
 	target protocol.WatchTarget
+	// greeting is the character it is greeted with when it joins.
+	greeting Character
+
+	// While joining, what is offered waits in pending until the state of
+	// the replies on air has gone out (air.go).
+	mu      sync.Mutex
+	joining bool
+	pending []pendingFrame
+}
+
+type pendingFrame struct {
+	ctx  context.Context
+	data []byte
+}
+
+// offer hands the watcher one encoded frame, after its joining state.
+func (w *watcher) offer(ctx context.Context, data []byte) {
+	w.mu.Lock()
+	if w.joining {
+		w.pending = append(w.pending, pendingFrame{ctx, data})
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	w.w.Offer(ctx, data)
+}
+
+// joined ends joining: what waited goes out, in order, and then frames
+// go straight to the watcher.
+func (w *watcher) joined() {
+	for {
+		w.mu.Lock()
+		batch := w.pending
+		w.pending = nil
+		if len(batch) == 0 {
+			w.joining = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		for _, f := range batch {
+			w.w.Offer(f.ctx, f.data)
+		}
+	}
 }
 
 // watcherSet is who watches what. Lookups happen for every frame a
@@ -150,12 +198,9 @@ func (ws *Watchers) Watch(target protocol.WatchTarget, w Watcher, opts WatchOpti
 			greeting = s.Character()
 		}
 	}
-	wr := &watcher{w: w, opts: opts, target: target}
-	if first, seq := ws.set.add(wr); first && ws.relay != nil {
+	wr := &watcher{w: w, opts: opts, target: target, greeting: greeting}
+	if first, seq := ws.joinAir(wr); first && ws.relay != nil {
 		ws.relay.Follow(target, true, seq)
-	}
-	if greeting.ConfUID != "" {
-		wr.greet(greeting)
 	}
 	var once sync.Once
 	return func() {
@@ -195,7 +240,25 @@ func (ws *Watchers) watchable(target protocol.WatchTarget) (Character, error) {
 // sees, without start-mic: it has no microphone to start. It is sent again
 // when the character changes, as a client sees after switch-config.
 func (w *watcher) greet(char Character) {
+	for _, data := range w.greetFrames(char) {
+		w.offer(context.Background(), data)
+	}
+}
+
+// greetWith sends the greeting a joining watcher starts with, if its
+// target is there to be seen, ahead of anything offered to it.
+func (w *watcher) greetWith() {
+	if w.greeting.ConfUID == "" {
+		return
+	}
+	for _, data := range w.greetFrames(w.greeting) {
+		w.w.Offer(context.Background(), data)
+	}
+}
+
+func (w *watcher) greetFrames(char Character) [][]byte {
 	group := protocol.GroupUpdate{Type: protocol.TypeGroupUpdate, Members: []string{}}
+	var out [][]byte
 	for _, msg := range []any{
 		group,
 		protocol.FullText(protocol.ConnectionEstablished),
@@ -207,8 +270,9 @@ func (w *watcher) greet(char Character) {
 		if err != nil {
 			continue // model_info came from YAML: it always encodes
 		}
-		w.w.Offer(context.Background(), data)
+		out = append(out, data)
 	}
+	return out
 }
 
 // greet tells the client watchers of session s, here and on other
@@ -273,18 +337,24 @@ func watchable(msg any) watchKind {
 // is out (or in the sender's goroutine, with a Sender that cannot say).
 func (ws *Watchers) offer(s *Session, ctx context.Context, msg any) {
 	if !ws.watching(s, msg) {
+		ws.noteOnly(s, ctx, msg)
 		return
 	}
 	kind := watchable(msg)
 	conf := s.Character().ConfUID
-	byClient, byConf := ws.set.of(s.clientUID, conf)
-	relay := ws.relay != nil && ws.relay.Wanted(s.clientUID, conf)
-	if len(byClient)+len(byConf) == 0 && !relay {
-		return
-	}
 	tw, _ := ctx.Value(watchContextKey{}).(*watchCtx)
 	if tw != nil {
 		ctx = tw.ctx
+	}
+	// Noted on air and looked up at once: a watcher joining now gets
+	// the frame either in its state or here (air.go).
+	s.air.mu.Lock()
+	ws.note(s, ctx, msg, nil)
+	byClient, byConf := ws.set.of(s.clientUID, conf)
+	s.air.mu.Unlock()
+	relay := ws.relay != nil && ws.relay.Wanted(s.clientUID, conf)
+	if len(byClient)+len(byConf) == 0 && !relay {
+		return
 	}
 	data, err := json.Marshal(msg)
 	if err != nil {
@@ -294,7 +364,7 @@ func (ws *Watchers) offer(s *Session, ctx context.Context, msg any) {
 	for _, list := range [][]*watcher{byClient, byConf} {
 		for _, w := range list {
 			if kind == watchAll || w.opts.KoeEvents {
-				w.w.Offer(ctx, data)
+				w.offer(ctx, data)
 			}
 		}
 	}
@@ -304,27 +374,43 @@ func (ws *Watchers) offer(s *Session, ctx context.Context, msg any) {
 }
 
 // thenSender is a Sender that can call back once a message is written
-// (the server's connections are).
+// (the server's connections are). A nil msg writes nothing and calls
+// back in its place in the order.
 type thenSender interface {
 	SendThen(ctx context.Context, msg any, then func()) error
 }
 
-// emit sends a turn's frame to the client and its watchers: to the
-// watchers once the client's copy is written, when the Sender can say
-// when (a watcher must not delay its speaker: see conn.SendThen).
+// emit is the one way out of a session for a turn's events: every event a
+// turn makes goes through it, in the turn's order, and each audience takes
+// what it renders. The client takes the OLV frames, and koe's own events
+// (tokens, status, messages, citations) when it asked for them; the
+// watchers, here and on other instances, take their copy once the
+// client's is written, when the Sender can say when (a watcher must not
+// delay its speaker: see conn.SendThen).
 func (s *Session) emit(ctx context.Context, msg any) error {
 	ws := s.hub.watch
-	if ws.watching(s, msg) {
-		if ts, ok := s.out.(thenSender); ok {
-			return ts.SendThen(ctx, msg, func() { ws.offer(s, ctx, msg) })
+	toClient := s.koeEvents || watchable(msg) != watchKoe
+	if !ws.watching(s, msg) {
+		ws.noteOnly(s, ctx, msg)
+		if !toClient {
+			return nil
 		}
+		return s.out.Send(ctx, msg)
+	}
+	if ts, ok := s.out.(thenSender); ok {
+		var m any
+		if toClient {
+			m = msg
+		}
+		return ts.SendThen(ctx, m, func() { ws.offer(s, ctx, msg) })
+	}
+	if toClient {
 		if err := s.out.Send(ctx, msg); err != nil {
 			return err
 		}
-		ws.offer(s, ctx, msg)
-		return nil
 	}
-	return s.out.Send(ctx, msg)
+	ws.offer(s, ctx, msg)
+	return nil
 }
 
 // emitWait is emit that waits until the client's copy has been written.
@@ -340,7 +426,7 @@ func (s *Session) emitWait(ctx context.Context, msg any) error {
 // watching reports whether anyone, here or on another instance, may be
 // watching msg go out of session s.
 func (ws *Watchers) watching(s *Session, msg any) bool {
-	if s.textOnly || ws.set.count.Load() == 0 && (ws.relay == nil || !ws.relay.Any()) {
+	if ws.set.count.Load() == 0 && (ws.relay == nil || !ws.relay.Any()) {
 		return false
 	}
 	return watchable(msg) != watchNone

@@ -107,7 +107,9 @@ func (c *conn) Send(ctx context.Context, msg any) error {
 // SendThen is Send that runs then once msg has been written (or dropped),
 // in the writer's goroutine, before the next frame is written. A session
 // hands its watchers their copy this way: after its own client's, so that
-// waking fifty watchers' writers cannot delay the client's.
+// waking fifty watchers' writers cannot delay the client's. A nil msg is
+// written as nothing: then runs in its place in the order (a frame only
+// the watchers take keeps its place among those the client takes too).
 func (c *conn) SendThen(ctx context.Context, msg any, then func()) error {
 	return c.enqueue(ctx, msg, nil, then)
 }
@@ -135,11 +137,14 @@ func (c *conn) enqueue(ctx context.Context, msg any, done chan error, then func(
 	if c.out.isClosed() {
 		return errConnClosed
 	}
-	data, err := json.Marshal(msg)
-	if err != nil {
-		return fmt.Errorf("encode %T: %w", msg, err)
+	var data []byte
+	if msg != nil {
+		var err error
+		if data, err = json.Marshal(msg); err != nil {
+			return fmt.Errorf("encode %T: %w", msg, err)
+		}
 	}
-	err = c.out.send(ctx, frame{ctx: ctx, data: data, done: done, then: then})
+	err := c.out.send(ctx, frame{ctx: ctx, data: data, done: done, then: then})
 	if errors.Is(err, errSlowClient) {
 		c.dropSlow("queued", c.out.len())
 		c.close(closePolicy, "send queue full")
@@ -206,6 +211,10 @@ func (c *conn) writePump() {
 		}
 		if err := f.ctx.Err(); err != nil {
 			f.finish(err)
+			continue
+		}
+		if f.data == nil {
+			f.finish(nil) // a place in the order, nothing to write
 			continue
 		}
 		_ = c.ws.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
