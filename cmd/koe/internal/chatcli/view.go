@@ -127,6 +127,8 @@ func (v *view) show(ev client.Event) {
 		v.status(ev.Status)
 	case protocol.EventMessage:
 		v.message(ev.Message)
+	case protocol.EventCitations:
+		v.citations(ev.Citations)
 	case protocol.EventError:
 		v.line("error: " + ev.Error)
 	case protocol.EventEnd:
@@ -135,6 +137,33 @@ func (v *view) show(ev client.Event) {
 		v.eraseSpinner()
 	}
 	v.drawSpinner()
+}
+
+// citations lists the documents the answer cites, under it.
+func (v *view) citations(c *protocol.CitationsBody) {
+	for _, d := range c.Citations {
+		where := d.File
+		if where == "" {
+			where = d.URL
+		}
+		switch {
+		case d.Page > 0 && where != "":
+			where = fmt.Sprintf("%s, page %d", where, d.Page)
+		case d.Page > 0:
+			where = fmt.Sprintf("page %d", d.Page)
+		}
+		if d.Section != "" {
+			if where != "" {
+				where += ", "
+			}
+			where += d.Section
+		}
+		text := fmt.Sprintf("  [%d] %s", d.Document, d.Title)
+		if where != "" && where != d.Title {
+			text += " (" + where + ")"
+		}
+		v.line(text)
+	}
 }
 
 func (v *view) token(s string) {

@@ -68,6 +68,13 @@ func TestPlainView(t *testing.T) {
 				end(),
 			},
 			"⋯ files\n✓ files\n  ↳ 1\n    2\n    3\n    4\n    5\n    6\n    (2 more lines)\n"},
+		{"citations under the answer",
+			[]client.Event{st("llm:1", "start"), tok("Zephyr [1], see [2]."), st("llm:1", "end"), ai("Zephyr [1], see [2]."),
+				{Type: protocol.EventCitations, Citations: &protocol.CitationsBody{Citations: []protocol.Citation{
+					{Document: 1, Title: "Rules", File: "rules.md", Section: "Mascot"},
+					{Document: 2, Title: "Guide", File: "guide.pdf", Page: 3},
+				}}}, end()},
+			"koe> Zephyr [1], see [2].\n  [1] Rules (rules.md, Mascot)\n  [2] Guide (guide.pdf, page 3)\n"},
 		{"cut off at the length limit",
 			[]client.Event{st("llm:1", "start"), tok("Once upon"), st("llm:1", "end"),
 				msg(protocol.ChatMessage{Type: protocol.MessageAI, Content: "Once upon", ResponseMetadata: protocol.ResponseMetadata{FinishReason: "length"}}), end()},
