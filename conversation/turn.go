@@ -540,7 +540,7 @@ func (e *turnEmitter) ToolsCalled(calls []agent.ToolCall) {
 		rec.ToolCalls = append(rec.ToolCalls, koe.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
 	e.st.later(rec)
-	e.speaker.addMessage(messageEvent(histories.ToolCallMessage(rec, e.st.run, responseMetadata(e.st.cycle))))
+	e.now(messageEvent(histories.ToolCallMessage(rec, e.st.run, responseMetadata(e.st.cycle))))
 }
 
 // ToolStarted shows a call in the OLV client, and as a status to koe's.
@@ -567,13 +567,31 @@ func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
 		e.toolStatus(c, protocol.ToolCompleted, result)
 		e.status(c, protocol.StatusEnd, c.Name+" finished", "")
 	}
-	e.inOrder(messageEvent(m))
+	e.now(messageEvent(m))
 }
 
-// inOrder sends a step of the turn where it belongs among the reply's
-// pieces. Once the turn is stopped the pieces are dropped, but a tool
-// that was running is still closed, for every audience, past the stop:
-// no client may show it running forever.
+// A turn's events follow two clocks. koe's own (tokens, status, messages)
+// follow the text as the model writes it and go out at once, so that
+// among themselves they are in the order things happened: an LLM call's
+// start, its tokens, its end, the tool calls, their results. OLV's frames
+// follow the speech: an audio piece goes out once it is synthesised, and
+// OLV's tool_call_status waits its turn among the pieces, so that a
+// client shows a tool after the words said before it.
+//
+// Once the turn is stopped its pieces are dropped, but a step that is
+// still open is closed, for every audience, past the stop: no client may
+// show a tool running forever.
+
+// now sends one of koe's events of the turn.
+func (e *turnEmitter) now(msg any) {
+	if e.ctx.Err() != nil {
+		e.s.send(context.WithoutCancel(e.s.ctx), msg)
+		return
+	}
+	e.s.send(e.ctx, msg)
+}
+
+// inOrder sends an OLV frame where it belongs among the reply's pieces.
 func (e *turnEmitter) inOrder(msg any) {
 	if e.ctx.Err() != nil {
 		e.s.send(context.WithoutCancel(e.s.ctx), msg)
@@ -595,7 +613,7 @@ func (e *turnEmitter) status(c agent.ToolCall, state, content, details string) {
 
 // statusOf sends a koe client a step of the turn, in the reply's order.
 func (e *turnEmitter) statusOf(task, state, content, details string) {
-	e.inOrder(protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
+	e.now(protocol.Status{Type: protocol.TypeStatus, Content: protocol.StatusBody{
 		TaskID: task, State: state, Content: content, ErrorDetails: details,
 	}})
 }
