@@ -210,8 +210,8 @@ func TestOverlay(t *testing.T) {
 
 // overlayConfig is koe with a token, the fake LLM and speech, and an
 // avatar of plain-coloured pictures.
-func overlayConfig(t *testing.T, llm *fakellm.Server) config.Config {
-	cfg := testConfig(t, t.TempDir(), llm)
+func overlayConfig(t testing.TB, llm *fakellm.Server) config.Config {
+	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
 	cfg.Server.AuthToken = overlayToken
 	cfg.Server.AvatarsDir = t.TempDir()
 	for name, c := range overlayPictures {
@@ -324,11 +324,11 @@ func (s *speaker) turn(text string) []piece {
 // ---- The overlay page ------------------------------------------------------
 
 type overlayPage struct {
-	t *testing.T
+	t testing.TB
 	p *cdp.Page
 }
 
-func openOverlay(t *testing.T, browser *cdp.Browser) *overlayPage {
+func openOverlay(t testing.TB, browser *cdp.Browser) *overlayPage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
