@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"koe/config"
 	"koe/testkit/cdp"
 	"koe/testkit/fakellm"
 	"koe/testkit/ircdtest"
@@ -15,6 +16,15 @@ import (
 // TestOverlayShowsLiveChat: a viewer types in a real IRC channel (ngircd
 // standing in for Twitch) and the OBS overlay watching the live character
 // shows the answer's subtitles, in order, with the avatar talking.
+// withLiveChat turns on cfg's live chat, reading channel #koe of irc.
+func withLiveChat(cfg *config.Config, irc *ircdtest.Server) {
+	cfg.LiveChat.Enabled = true
+	cfg.LiveChat.Twitch.Channel = "koe"
+	cfg.LiveChat.Twitch.Server = fmt.Sprintf("127.0.0.1:%d", irc.TLS)
+	cfg.LiveChat.Twitch.CAFile = irc.CertFile
+	cfg.LiveChat.Twitch.ReconnectMin = 50 * time.Millisecond
+}
+
 func TestOverlayShowsLiveChat(t *testing.T) {
 	irc := ircdtest.Start(t, "")
 	browser := cdp.LaunchTest(t, cdp.Options{Width: 800, Height: 600, MuteAudio: true,
@@ -27,11 +37,7 @@ func TestOverlayShowsLiveChat(t *testing.T) {
 		return fakellm.Reply{Tokens: fakellm.Words("Something else.")}
 	})
 	cfg := overlayConfig(t, llm)
-	cfg.LiveChat.Enabled = true
-	cfg.LiveChat.Twitch.Channel = "koe"
-	cfg.LiveChat.Twitch.Server = fmt.Sprintf("127.0.0.1:%d", irc.TLS)
-	cfg.LiveChat.Twitch.CAFile = irc.CertFile
-	cfg.LiveChat.Twitch.ReconnectMin = 50 * time.Millisecond
+	withLiveChat(&cfg, irc)
 	koe := koetest.StartKoe(t, cfg)
 
 	// The overlay, silent (pacing by the pieces' lengths), on the

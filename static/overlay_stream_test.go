@@ -227,11 +227,7 @@ func startOverlayLive(tb testing.TB) *overlayLive {
 		return fakellm.Reply{Tokens: fakellm.Words("Something else.")}
 	})
 	cfg := overlayConfig(tb, llm)
-	cfg.LiveChat.Enabled = true
-	cfg.LiveChat.Twitch.Channel = "koe"
-	cfg.LiveChat.Twitch.Server = fmt.Sprintf("127.0.0.1:%d", irc.TLS)
-	cfg.LiveChat.Twitch.CAFile = irc.CertFile
-	cfg.LiveChat.Twitch.ReconnectMin = 50 * time.Millisecond
+	withLiveChat(&cfg, irc)
 	// A benchmark's many turns from one viewer are not rate-limited.
 	cfg.LiveChat.MaxPerMinute, cfg.LiveChat.MaxPerViewerPerMinute = 10000, 10000
 	l := &overlayLive{tb: tb, addr: koetest.StartKoe(tb, cfg).Addr(), conf: cfg.Character.ConfUID}
