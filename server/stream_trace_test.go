@@ -38,13 +38,13 @@ import (
 const streamReply = "Good evening! It is lovely to hear from you."
 
 // streamGates hold a turn at two known points so that every consumer gets
-// its frames in the same order on every run. Tokens go out as they
-// stream, while statuses, messages and audio go out in the reply's order
-// behind the speech of the pieces before them; how tokens interleave
-// with those is a matter of timing, not of the protocol. So the LLM's
-// first chunk waits until the turn's first status has reached the koe
-// watcher, and speech waits until every token has: the traces show the
-// first status, the tokens, then the pieces and what follows them.
+// its frames in the same order on every run. koe's events (statuses,
+// tokens, messages) go out as things happen, while audio goes out as it
+// is spoken; how the two interleave is a matter of timing, not of the
+// protocol. So the LLM's first chunk waits until the turn's first status
+// has reached the koe watcher, and speech waits until the LLM call's end
+// has: the traces show the call's events, then the pieces and what
+// follows them.
 type streamGates struct {
 	first, speech         chan struct{}
 	firstOnce, speechOnce sync.Once
@@ -70,11 +70,12 @@ func (g *streamGates) follow(koeWatcher *client) {
 	})
 	g.openFirst()
 	var said strings.Builder
-	awaitFrame(koeWatcher, "the koe watcher's tokens of the whole reply", func(f msg) bool {
+	awaitFrame(koeWatcher, "the koe watcher's status llm:1 end", func(f msg) bool {
 		if f.typ() == "token" {
 			said.WriteString(f.str("content"))
 		}
-		return said.String() == streamReply || isControl("conversation-chain-end")(f)
+		st, _ := f["content"].(map[string]any)
+		return f.typ() == "status" && st["task_id"] == "llm:1" && st["state"] == "end" || isControl("conversation-chain-end")(f)
 	})
 	if said.String() != streamReply {
 		koeWatcher.t.Fatalf("the koe watcher's tokens say %q, want %q", said.String(), streamReply)
