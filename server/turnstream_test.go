@@ -529,3 +529,67 @@ func TestWatcherJoinsMidReply(t *testing.T) {
 		t.Errorf("a watcher joining with nothing on air got %q", types(got))
 	}
 }
+
+// koe's events of a turn come in the order things happened, however far
+// the speech lags behind: here speech waits until the whole answer has
+// been written, and still the first call's end, its tool call, the tool's
+// steps and result, and the second call's start come between the tokens
+// of the two calls, as on the chat API's stream (which has no speech).
+func TestKoeEventsInTheOrderTheyHappen(t *testing.T) {
+	const first, second = "Let me check.", "Six times seven is 42."
+	llm := startLLM(t, fakellm.Script(
+		fakellm.Reply{Tokens: fakellm.Words(first), ToolCalls: []fakellm.ToolCall{
+			{ID: "call_1", Name: "calculator", Arguments: `{"expression":"6 * 7"}`},
+		}},
+		fakellm.Reply{Tokens: fakellm.Words(second)},
+	))
+	speech := make(chan struct{})
+	var open sync.Once
+	release := func() { open.Do(func() { close(speech) }) }
+	t.Cleanup(release)
+	llm.SetSpeech(func(fakellm.SpeechRequest) fakellm.SpeechReply { <-speech; return fakellm.SpeechReply{} })
+	cfg := withFakeSpeech(testConfig(t, t.TempDir(), llm.URL()), llm)
+	cfg.Character.Tools.Enabled = []string{"calculator"}
+	m := startKoe(t, cfg)
+	c := dialKoe(t, m.Addr())
+	c.send(msg{"type": "text-input", "text": "What is six times seven?", "images": []any{}})
+	var frames []msg
+	frames = append(frames, c.until(func(f msg) bool {
+		st, _ := f["content"].(map[string]any)
+		return f.typ() == "status" && st["task_id"] == "llm:2" && st["state"] == "end"
+	})...)
+	release()
+	frames = append(frames, c.until(isType("backend-synth-complete"))...)
+	c.send(msg{"type": "frontend-playback-complete"})
+	frames = append(frames, c.until(isControl("conversation-chain-end"))...)
+
+	var steps []string
+	for _, f := range frames {
+		var step string
+		switch f.typ() {
+		case "token":
+			step = "token"
+		case "status":
+			st, _ := f["content"].(map[string]any)
+			step = fmt.Sprintf("status %v %v", st["task_id"], st["state"])
+		case "message":
+			m, _ := f["content"].(map[string]any)
+			step = fmt.Sprintf("message %v", m["type"])
+			if calls, _ := m["tool_calls"].([]any); len(calls) > 0 {
+				step += " calls"
+			}
+		default:
+			continue
+		}
+		if n := len(steps); n > 0 && step == "token" && steps[n-1] == "token" {
+			continue
+		}
+		steps = append(steps, step)
+	}
+	want := []string{"message human", "status llm:1 start", "token", "status llm:1 end", "message ai calls",
+		"status tool:call_1 start", "status tool:call_1 end", "message tool",
+		"status llm:2 start", "token", "status llm:2 end", "message ai"}
+	if !slices.Equal(steps, want) {
+		t.Fatalf("koe's events came as\n%q\nwant\n%q", steps, want)
+	}
+}
