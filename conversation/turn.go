@@ -375,7 +375,10 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 		return
 	case stoppedFromOutside(cause) || s.headless:
 		if !s.headless {
-			s.send(s.ctx, protocol.Control(protocol.ControlInterrupt))
+			// Not bound to the session's context: a chat API turn's
+			// ends as soon as its stream has written the end, and the
+			// watchers' copies still queued then would be dropped.
+			s.send(context.WithoutCancel(s.ctx), protocol.Control(protocol.ControlInterrupt))
 		}
 		if st.cast.tts != nil {
 			// What the client had played of it when it was told.
