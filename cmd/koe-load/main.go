@@ -12,6 +12,10 @@
 // against a fake LLM of its own at the same speed, with the same N. Every
 // run measures both, each fresh, and the report gives koe / floor.
 //
+// With -scenario it measures something else instead; -scenario
+// stop-latency times a stop until every watcher of the character is told
+// (stoplatency.go).
+//
 // It is a benchmark tool: it talks only to the loopback addresses it is
 // given, its loops are bounded by -n, -runs and -timeout, and it stops by
 // itself.
@@ -67,6 +71,27 @@ type options struct {
 	profileDir string
 	profileSec int
 	idle       bool
+	scenario   string
+}
+
+// Scenarios, by -scenario: what koe-load measures.
+const (
+	scenarioTurns       = "turns"
+	scenarioStopLatency = "stop-latency"
+)
+
+// scenarios describes each scenario, for -h and for a name it does not know.
+var scenarios = []struct{ name, about string }{
+	{scenarioTurns, "N sessions run one turn each at the same moment (the default)"},
+	{scenarioStopLatency, "a stop until every watcher of the character gets control: interrupt (see -instances, -watchers)"},
+}
+
+func scenarioList() string {
+	var b strings.Builder
+	for _, s := range scenarios {
+		fmt.Fprintf(&b, "\n  %s: %s", s.name, s.about)
+	}
+	return b.String()
 }
 
 func run() error {
@@ -90,7 +115,16 @@ func run() error {
 		"before and after them to this directory (needs -koe; koe-load starts koe with -pprof on a loopback port)")
 	flag.IntVar(&o.profileSec, "profile-seconds", 0, "length of the CPU profile in whole seconds; it must cover the turns (0: twice the reply's streaming time plus 3 s)")
 	flag.BoolVar(&o.idle, "idle", false, "only open and greet the sessions and read memory: no turns (what N idle sessions cost)")
+	flag.StringVar(&o.scenario, "scenario", scenarioTurns, "what to measure:"+scenarioList())
+	so := stopLatencyFlags()
 	flag.Parse()
+	switch o.scenario {
+	case scenarioTurns:
+	case scenarioStopLatency:
+		return runStopLatency(o, *so)
+	default:
+		return fmt.Errorf("-scenario %q: koe-load knows%s", o.scenario, scenarioList())
+	}
 	if err := o.check(); err != nil {
 		return err
 	}
@@ -106,10 +140,8 @@ func run() error {
 			fmt.Printf("=== run %d of %d\n", i, o.runs)
 		}
 		// Others' load skews every figure; say how busy the machine was.
-		if avg, err := os.ReadFile("/proc/loadavg"); err == nil {
-			if f := strings.Fields(string(avg)); len(f) >= 3 {
-				fmt.Printf("load average (1, 5, 15 min) before the run: %s on %d CPUs\n", strings.Join(f[:3], " "), runtime.NumCPU())
-			}
+		if avg := loadAverage(); avg != "" {
+			fmt.Printf("load average (1, 5, 15 min) before the run: %s\n", avg)
 		}
 		r, err := oneRun(o, i)
 		if err != nil {
@@ -200,6 +232,20 @@ func measureTarget(o options, name string, index int) (*measurement, error) {
 	}
 	m.print()
 	return m, nil
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes and
+// its number of CPUs, or "" where /proc does not say.
+func loadAverage() string {
+	avg, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(avg))
+	if len(f) < 3 {
+		return ""
+	}
+	return fmt.Sprintf("%s on %d CPUs", strings.Join(f[:3], " "), runtime.NumCPU())
 }
 
 // checkLoopback refuses any target that is not on this machine.
