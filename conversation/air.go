@@ -30,20 +30,15 @@ type onAir struct {
 	mu     sync.Mutex
 	open   bool            // a chain started and has not ended
 	ctx    context.Context // the turn's context for its watchers' frames
-	start  airFrame        // conversation-chain-start
+	start  any             // conversation-chain-start
 	pieces []airPiece      // the audio pieces, in order
 	first  time.Time       // when the first piece went out
 	closed bool            // the session is closed: nothing goes on air
 }
 
-// airFrame is a frame as sent (msg) and, once encoded, as offered (data).
-type airFrame struct {
-	msg  any
-	data []byte
-}
-
+// airPiece is an audio piece as sent, with its length.
 type airPiece struct {
-	airFrame
+	msg any
 	dur time.Duration
 }
 
@@ -65,19 +60,19 @@ func airKind(msg any) (start, end bool, piece *protocol.Audio) {
 	return false, false, nil
 }
 
-// note records msg (data: its encoding, if made) as gone out of s. The
-// caller holds s.air.mu. ws's list of sessions on air follows.
-func (ws *Watchers) note(s *Session, ctx context.Context, msg any, data []byte) {
+// note records msg as gone out of s. The caller holds s.air.mu. ws's list
+// of sessions on air follows.
+func (ws *Watchers) note(s *Session, ctx context.Context, msg any) {
 	start, end, piece := airKind(msg)
 	a := &s.air
 	switch {
 	case a.closed:
 	case start:
-		a.open, a.ctx, a.start, a.pieces, a.first = true, ctx, airFrame{msg, data}, nil, time.Time{}
+		a.open, a.ctx, a.start, a.pieces, a.first = true, ctx, msg, nil, time.Time{}
 		ws.onAirSet(s, true)
 	case end:
 		if a.open {
-			a.open, a.ctx, a.start, a.pieces = false, nil, airFrame{}, nil
+			a.open, a.ctx, a.start, a.pieces = false, nil, nil, nil
 			ws.onAirSet(s, false)
 		}
 	case piece != nil && a.open:
@@ -85,7 +80,7 @@ func (ws *Watchers) note(s *Session, ctx context.Context, msg any, data []byte) 
 			a.first = time.Now()
 		}
 		dur := time.Duration(len(piece.Volumes)*piece.SliceLength) * time.Millisecond
-		a.pieces = append(a.pieces, airPiece{airFrame{msg, data}, dur})
+		a.pieces = append(a.pieces, airPiece{msg, dur})
 	}
 }
 
@@ -95,7 +90,7 @@ func (ws *Watchers) offAir(s *Session) {
 	s.air.mu.Lock()
 	defer s.air.mu.Unlock()
 	s.air.closed = true
-	s.air.open, s.air.ctx, s.air.start, s.air.pieces = false, nil, airFrame{}, nil
+	s.air.open, s.air.ctx, s.air.start, s.air.pieces = false, nil, nil, nil
 	ws.onAirSet(s, false)
 }
 
@@ -132,11 +127,11 @@ func (ws *Watchers) onAirFor(target protocol.WatchTarget) []*Session {
 // state is what a watcher joining now takes of the reply on air: the
 // chain's start and the pieces from the one being played on, by the time
 // since the first went out. The caller holds a.mu.
-func (a *onAir) state(now time.Time) (context.Context, []airFrame) {
+func (a *onAir) state(now time.Time) (context.Context, []any) {
 	if !a.open {
 		return nil, nil
 	}
-	frames := []airFrame{a.start}
+	frames := []any{a.start}
 	elapsed := now.Sub(a.first)
 	var end time.Duration
 	for i, p := range a.pieces {
@@ -145,7 +140,7 @@ func (a *onAir) state(now time.Time) (context.Context, []airFrame) {
 		// durations (text only) the last piece is the one on screen.
 		if end > elapsed || i == len(a.pieces)-1 {
 			for _, q := range a.pieces[i:] {
-				frames = append(frames, q.airFrame)
+				frames = append(frames, q.msg)
 			}
 			break
 		}
@@ -163,17 +158,8 @@ func (ws *Watchers) noteOnly(s *Session, ctx context.Context, msg any) {
 		ctx = tw.ctx
 	}
 	s.air.mu.Lock()
-	ws.note(s, ctx, msg, nil)
+	ws.note(s, ctx, msg)
 	s.air.mu.Unlock()
-}
-
-// encoded is the frame's encoding, made now if it was not when it went
-// out (nobody watched then).
-func (f airFrame) encoded() ([]byte, error) {
-	if f.data != nil {
-		return f.data, nil
-	}
-	return json.Marshal(f.msg)
 }
 
 // joinAir registers wr and hands it the state of every reply on air that
@@ -189,7 +175,7 @@ func (ws *Watchers) joinAir(wr *watcher) (first bool, seq uint64) {
 	first, seq = ws.set.add(wr)
 	type state struct {
 		ctx    context.Context
-		frames []airFrame
+		frames []any
 	}
 	now := time.Now()
 	states := make([]state, 0, len(sessions))
@@ -203,7 +189,7 @@ func (ws *Watchers) joinAir(wr *watcher) (first bool, seq uint64) {
 	wr.greetWith()
 	for _, st := range states {
 		for _, f := range st.frames {
-			data, err := f.encoded()
+			data, err := json.Marshal(f)
 			if err != nil {
 				continue // frames a turn sent encode: it was sent
 			}

@@ -349,7 +349,7 @@ func (ws *Watchers) offer(s *Session, ctx context.Context, msg any) {
 	// Noted on air and looked up at once: a watcher joining now gets
 	// the frame either in its state or here (air.go).
 	s.air.mu.Lock()
-	ws.note(s, ctx, msg, nil)
+	ws.note(s, ctx, msg)
 	byClient, byConf := ws.set.of(s.clientUID, conf)
 	s.air.mu.Unlock()
 	relay := ws.relay != nil && ws.relay.Wanted(s.clientUID, conf)
