@@ -6,132 +6,242 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"koe/protocol"
 )
 
-// A watcher that connects while a session's turn is being spoken (an OBS
-// overlay reloaded mid-reply) must not stay idle until the next turn: it
-// gets the turn's current state (the chain's start and the piece being
-// spoken with those sent after it) and follows from there.
+// A watcher that connects while a reply is being spoken (an OBS overlay
+// reloaded mid-reply) must not stay idle until the next turn: it gets the
+// turn's current state (the chain's start and the piece being spoken with
+// those sent after it) and follows from there, whichever instance the
+// speaker talks through.
 //
 // What a session has on air is noted as its frames go out to watchers,
 // and, when nobody watches, as they go to the client. The note of a frame
-// and the lookup of who gets it happen together under the session's air
-// lock, and a watcher is registered under the air locks of the sessions
+// and the lookup of who gets it happen together under the reply's air
+// lock, and a watcher is registered under the air locks of the replies
 // whose state it takes: every frame is then either in that state or
 // offered to the watcher after it, never both, never neither. Until its
 // state is out, the frames offered to a joining watcher wait in its own
 // queue (watcher.pending), so that none overtakes the state.
+//
+// Across instances: each frame that changes what is on air is numbered
+// within its turn (seq) and relayed with its number. The instance of a
+// watcher keeps a mirror of each relayed speaker's reply (noted under the
+// same rule, so its later watchers join as local ones do), and when its
+// first watcher of a target appears, the speaker's instance sends it the
+// state of the replies on air that the target follows. A frame the mirror
+// has already noted (by turn and number) is a copy that every watcher
+// here has had, and is dropped.
 
-// onAir is a session's running reply as a joining watcher needs it.
+// onAir is a speaker's running reply as a joining watcher needs it: a
+// session of this instance, or the mirror of another instance's.
 type onAir struct {
+	id     uint64        // orders the air locks a joining watcher takes
+	client string        // the speaker's client_uid
+	conf   func() string // the character it talks as now
+	mirror bool          // another instance's speaker
+
 	mu     sync.Mutex
 	open   bool            // a chain started and has not ended
 	ctx    context.Context // the turn's context for its watchers' frames
-	start  any             // conversation-chain-start
+	tw     *watchCtx       // the turn's, for a session of this instance
+	turn   string          // the turn's id
+	seq    uint64          // the number of the turn's latest frame noted
+	start  airPiece        // conversation-chain-start
 	pieces []airPiece      // the audio pieces, in order
 	first  time.Time       // when the first piece went out
+	seen   time.Time       // a mirror's latest frame
 	closed bool            // the session is closed: nothing goes on air
 }
 
-// airPiece is an audio piece as sent, with its length.
-type airPiece struct {
-	msg any
-	dur time.Duration
+// airIDs numbers every onAir of the process.
+var airIDs atomic.Uint64
+
+func (a *onAir) init(client string, conf func() string, mirror bool) {
+	a.id, a.client, a.conf, a.mirror = airIDs.Add(1), client, conf, mirror
 }
 
-// airKind says what a frame changes on air.
-func airKind(msg any) (start, end bool, piece *protocol.Audio) {
+// airPiece is a frame on air: as sent (msg), or as relayed (data).
+type airPiece struct {
+	msg  any
+	data []byte
+	seq  uint64
+	dur  time.Duration
+}
+
+func (p airPiece) encoded() ([]byte, error) {
+	if p.data != nil {
+		return p.data, nil
+	}
+	return json.Marshal(p.msg)
+}
+
+// airChange is what a frame changes on air.
+type airChange int
+
+const (
+	airNone airChange = iota
+	airStart
+	airEnd
+	airAudio
+)
+
+// airKind is what msg changes on air and, for a piece, its length.
+func airKind(msg any) (airChange, time.Duration) {
 	switch m := msg.(type) {
 	case protocol.Text:
-		if m.Type == protocol.TypeControl {
-			switch m.Text {
-			case protocol.ControlChainStart:
-				return true, false, nil
-			case protocol.ControlChainEnd, protocol.ControlInterrupt:
-				return false, true, nil
-			}
-		}
+		return controlChange(m.Type, m.Text), 0
 	case protocol.Audio:
-		return false, false, &m
+		return airAudio, pieceLength(m.Volumes, m.SliceLength)
 	}
-	return false, false, nil
+	return airNone, 0
 }
 
-// note records msg as gone out of s. The caller holds s.air.mu. ws's list
-// of sessions on air follows.
-func (ws *Watchers) note(s *Session, ctx context.Context, msg any) {
-	start, end, piece := airKind(msg)
-	a := &s.air
-	switch {
-	case a.closed:
-	case start:
-		a.open, a.ctx, a.start, a.pieces, a.first = true, ctx, msg, nil, time.Time{}
-		ws.onAirSet(s, true)
-	case end:
-		if a.open {
-			a.open, a.ctx, a.start, a.pieces = false, nil, nil, nil
-			ws.onAirSet(s, false)
+// airKindOf is airKind of an encoded frame.
+func airKindOf(data []byte) (airChange, time.Duration) {
+	var f struct {
+		Type        string    `json:"type"`
+		Text        string    `json:"text"`
+		Volumes     []float64 `json:"volumes"`
+		SliceLength int       `json:"slice_length"`
+	}
+	if json.Unmarshal(data, &f) != nil {
+		return airNone, 0
+	}
+	if f.Type == protocol.TypeAudio {
+		return airAudio, pieceLength(f.Volumes, f.SliceLength)
+	}
+	return controlChange(f.Type, f.Text), 0
+}
+
+func controlChange(typ, text string) airChange {
+	if typ != protocol.TypeControl {
+		return airNone
+	}
+	switch text {
+	case protocol.ControlChainStart:
+		return airStart
+	case protocol.ControlChainEnd, protocol.ControlInterrupt:
+		return airEnd
+	}
+	return airNone
+}
+
+func pieceLength(volumes []float64, slice int) time.Duration {
+	return time.Duration(len(volumes)*slice) * time.Millisecond
+}
+
+// note records a frame of turn gone out on a, whose watchers' frames go by
+// ctx (tw: the turn's, on this instance). p.seq is its number on the
+// speaker's instance, 0 for a frame of this instance, which gets the
+// next. It returns the number the frame goes with (0: none), and whether
+// a mirror had it already. The caller holds a.mu.
+func (ws *Watchers) note(a *onAir, ctx context.Context, turn string, tw *watchCtx, change airChange, p airPiece) (seq uint64, dup bool) {
+	if a.closed || change == airNone {
+		return 0, false
+	}
+	if p.seq != 0 {
+		a.seen = time.Now()
+		if change != airEnd && turn != "" && turn == a.turn && p.seq <= a.seq {
+			return 0, true
 		}
-	case piece != nil && a.open:
+	}
+	switch change {
+	case airStart:
+		a.open, a.ctx, a.tw, a.turn, a.pieces, a.first, a.seq = true, ctx, tw, turn, nil, time.Time{}, 0
+		p.seq = a.number(p.seq)
+		a.start = p
+		ws.onAirSet(a, true)
+	case airEnd:
+		if a.open {
+			a.open, a.ctx, a.tw, a.start, a.pieces = false, nil, nil, airPiece{}, nil
+			ws.onAirSet(a, false)
+		}
+		return 0, false
+	case airAudio:
+		if turn != a.turn {
+			// A piece of a turn whose start was not seen (a mirror that
+			// began mid-turn): numbered, to know its copies, not on air.
+			a.open, a.turn, a.pieces = false, turn, nil
+			ws.onAirSet(a, false)
+		}
+		p.seq = a.number(p.seq)
+		if !a.open {
+			return p.seq, false
+		}
 		if a.first.IsZero() {
 			a.first = time.Now()
 		}
-		dur := time.Duration(len(piece.Volumes)*piece.SliceLength) * time.Millisecond
-		a.pieces = append(a.pieces, airPiece{msg, dur})
+		a.pieces = append(a.pieces, p)
 	}
+	return p.seq, false
+}
+
+// number is the number of the turn's next frame: seq, when it came with
+// one, or the next.
+func (a *onAir) number(seq uint64) uint64 {
+	if seq == 0 {
+		seq = a.seq + 1
+	}
+	a.seq = seq
+	return seq
 }
 
 // offAir takes a closing session off air for good: a frame its writer
 // hands the watchers late must not put it back.
 func (ws *Watchers) offAir(s *Session) {
-	s.air.mu.Lock()
-	defer s.air.mu.Unlock()
-	s.air.closed = true
-	s.air.open, s.air.ctx, s.air.start, s.air.pieces = false, nil, nil, nil
-	ws.onAirSet(s, false)
+	a := &s.air
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	a.open, a.ctx, a.tw, a.start, a.pieces = false, nil, nil, airPiece{}, nil
+	ws.onAirSet(a, false)
 }
 
-// onAirSet keeps the list of sessions with a reply on air.
-func (ws *Watchers) onAirSet(s *Session, on bool) {
+// onAirSet keeps the list of replies on air.
+func (ws *Watchers) onAirSet(a *onAir, on bool) {
 	ws.airMu.Lock()
 	defer ws.airMu.Unlock()
 	if on {
 		if ws.air == nil {
-			ws.air = map[*Session]struct{}{}
+			ws.air = map[*onAir]struct{}{}
 		}
-		ws.air[s] = struct{}{}
+		ws.air[a] = struct{}{}
 		return
 	}
-	delete(ws.air, s)
+	delete(ws.air, a)
 }
 
-// onAirFor lists the sessions with a reply on air that target follows,
-// in a stable order (their air locks are taken in it).
-func (ws *Watchers) onAirFor(target protocol.WatchTarget) []*Session {
+// onAirFor lists the replies on air that target follows (those of this
+// instance only, with local), in the order their air locks are taken in.
+func (ws *Watchers) onAirFor(target protocol.WatchTarget, local bool) []*onAir {
 	ws.airMu.Lock()
-	var out []*Session
-	for s := range ws.air {
-		if target.ClientUID != "" && s.clientUID == target.ClientUID ||
-			target.ConfUID != "" && s.Character().ConfUID == target.ConfUID {
-			out = append(out, s)
+	var out []*onAir
+	for a := range ws.air {
+		if local && a.mirror {
+			continue
+		}
+		if target.ClientUID != "" && a.client == target.ClientUID ||
+			target.ConfUID != "" && a.conf() == target.ConfUID {
+			out = append(out, a)
 		}
 	}
 	ws.airMu.Unlock()
-	slices.SortFunc(out, func(a, b *Session) int { return cmp.Compare(a.clientUID, b.clientUID) })
+	slices.SortFunc(out, func(a, b *onAir) int { return cmp.Compare(a.id, b.id) })
 	return out
 }
 
 // state is what a watcher joining now takes of the reply on air: the
 // chain's start and the pieces from the one being played on, by the time
 // since the first went out. The caller holds a.mu.
-func (a *onAir) state(now time.Time) (context.Context, []any) {
+func (a *onAir) state(now time.Time) []airPiece {
 	if !a.open {
-		return nil, nil
+		return nil
 	}
-	frames := []any{a.start}
+	frames := []airPiece{a.start}
 	elapsed := now.Sub(a.first)
 	var end time.Duration
 	for i, p := range a.pieces {
@@ -139,26 +249,27 @@ func (a *onAir) state(now time.Time) (context.Context, []any) {
 		// The piece being played, and every one after it; with no
 		// durations (text only) the last piece is the one on screen.
 		if end > elapsed || i == len(a.pieces)-1 {
-			for _, q := range a.pieces[i:] {
-				frames = append(frames, q.msg)
-			}
+			frames = append(frames, a.pieces[i:]...)
 			break
 		}
 	}
-	return a.ctx, frames
+	return frames
 }
 
-// noteOnly notes a frame nobody watches go out, if it changes what is
-// on air.
+// noteOnly notes a frame nobody watches go out of s, if it changes what
+// is on air.
 func (ws *Watchers) noteOnly(s *Session, ctx context.Context, msg any) {
-	if start, end, piece := airKind(msg); !start && !end && piece == nil {
+	change, dur := airKind(msg)
+	if change == airNone {
 		return
 	}
-	if tw, _ := ctx.Value(watchContextKey{}).(*watchCtx); tw != nil {
-		ctx = tw.ctx
+	turn := ""
+	tw, _ := ctx.Value(watchContextKey{}).(*watchCtx)
+	if tw != nil {
+		ctx, turn = tw.ctx, tw.id
 	}
 	s.air.mu.Lock()
-	ws.note(s, ctx, msg)
+	ws.note(&s.air, ctx, turn, tw, change, airPiece{msg: msg, dur: dur})
 	s.air.mu.Unlock()
 }
 
@@ -168,28 +279,27 @@ func (ws *Watchers) joinAir(wr *watcher) (first bool, seq uint64) {
 	wr.mu.Lock()
 	wr.joining = true
 	wr.mu.Unlock()
-	sessions := ws.onAirFor(wr.target)
-	for _, s := range sessions {
-		s.air.mu.Lock()
+	replies := ws.onAirFor(wr.target, false)
+	for _, a := range replies {
+		a.mu.Lock()
 	}
 	first, seq = ws.set.add(wr)
 	type state struct {
 		ctx    context.Context
-		frames []any
+		frames []airPiece
 	}
 	now := time.Now()
-	states := make([]state, 0, len(sessions))
-	for _, s := range sessions {
-		ctx, frames := s.air.state(now)
-		states = append(states, state{ctx, frames})
+	states := make([]state, 0, len(replies))
+	for _, a := range replies {
+		states = append(states, state{a.ctx, a.state(now)})
 	}
-	for _, s := range sessions {
-		s.air.mu.Unlock()
+	for _, a := range replies {
+		a.mu.Unlock()
 	}
 	wr.greetWith()
 	for _, st := range states {
 		for _, f := range st.frames {
-			data, err := json.Marshal(f)
+			data, err := f.encoded()
 			if err != nil {
 				continue // frames a turn sent encode: it was sent
 			}
@@ -198,4 +308,71 @@ func (ws *Watchers) joinAir(wr *watcher) (first bool, seq uint64) {
 	}
 	wr.joined()
 	return first, seq
+}
+
+// sendAir relays to instance, whose first watcher of target just
+// appeared, the state of this instance's replies on air that target
+// follows. (Frames noted after the state are relayed to it as well; the
+// mirror there drops what it gets twice.)
+func (ws *Watchers) sendAir(target protocol.WatchTarget, instance string) {
+	for _, a := range ws.onAirFor(target, true) {
+		a.mu.Lock()
+		frames, tw, conf := a.state(time.Now()), a.tw, a.conf()
+		a.mu.Unlock()
+		if tw == nil || tw.ctx.Err() != nil {
+			continue
+		}
+		tw.relayEnd(ws.relay, a.client, conf)
+		for _, f := range frames {
+			data, err := f.encoded()
+			if err != nil {
+				continue
+			}
+			ws.relay.Send(RelayedFrame{Kind: RelayFrame, ClientUID: a.client, ConfUID: conf, Turn: tw.id, Seq: f.seq, To: instance, Data: data})
+		}
+	}
+}
+
+// mirroredConf is the character that another instance's speaker client
+// talks as in the reply mirrored here ("": none on air).
+func (ws *Watchers) mirroredConf(client string) string {
+	ws.airMu.Lock()
+	defer ws.airMu.Unlock()
+	for a := range ws.air {
+		if a.mirror && a.client == client {
+			return a.conf()
+		}
+	}
+	return ""
+}
+
+// mirrorOf is the mirror of another instance's speaker client, talking
+// as conf; mirrors idle for long are swept.
+func (ws *Watchers) mirrorOf(client, conf string) *onAir {
+	now := time.Now()
+	ws.airMu.Lock()
+	defer ws.airMu.Unlock()
+	if now.Sub(ws.mirrorsSwept) > remoteTurnIdle {
+		ws.mirrorsSwept = now
+		for k, a := range ws.mirrors {
+			if a.mu.TryLock() {
+				if now.Sub(a.seen) > remoteTurnIdle {
+					delete(ws.mirrors, k)
+					delete(ws.air, a)
+				}
+				a.mu.Unlock()
+			}
+		}
+	}
+	key := client + "\x00" + conf
+	a := ws.mirrors[key]
+	if a == nil {
+		if ws.mirrors == nil {
+			ws.mirrors = map[string]*onAir{}
+		}
+		a = &onAir{seen: now}
+		a.init(client, func() string { return conf }, true)
+		ws.mirrors[key] = a
+	}
+	return a
 }

@@ -44,6 +44,9 @@ type RelayedFrame struct {
 	Turn string
 	// To is the instance it is for; "" is every instance that wants it.
 	To string
+	// Seq numbers, within Turn, a frame that changes what is on air (a
+	// chain's start, an audio piece), so that a copy is known (air.go).
+	Seq uint64
 	// Data is the encoded frame (RelayFrame, RelayKoeFrame).
 	Data []byte
 }
@@ -90,8 +93,8 @@ func (tw *watchCtx) relayEnd(relay WatchRelay, clientUID, conf string) {
 
 // relayFrame sends the frame of client's session to the other instances'
 // watchers, if any want it.
-func (ws *Watchers) relayFrame(client string, tw *watchCtx, conf string, kind watchKind, data []byte) {
-	f := RelayedFrame{Kind: RelayFrame, ClientUID: client, ConfUID: conf, Data: data}
+func (ws *Watchers) relayFrame(client string, tw *watchCtx, conf string, kind watchKind, seq uint64, data []byte) {
+	f := RelayedFrame{Kind: RelayFrame, ClientUID: client, ConfUID: conf, Seq: seq, Data: data}
 	if kind == watchKoe {
 		f.Kind = RelayKoeFrame
 	}
@@ -128,11 +131,24 @@ func (ws *Watchers) Relayed(f RelayedFrame) {
 	default:
 		return
 	}
-	byClient, byConf := ws.set.of(f.ClientUID, f.ConfUID)
-	if len(byClient)+len(byConf) == 0 {
-		return
-	}
 	ctx := ws.remoteTurns.context(f.Turn)
+	var byClient, byConf []*watcher
+	if f.Kind == RelayFrame {
+		// Mirrored and looked up at once, as a session's own frames
+		// are (air.go); a copy the mirror has had, every watcher here
+		// has had too.
+		change, dur := airKindOf(f.Data)
+		a := ws.mirrorOf(f.ClientUID, f.ConfUID)
+		a.mu.Lock()
+		_, dup := ws.note(a, ctx, f.Turn, nil, change, airPiece{data: f.Data, seq: f.Seq, dur: dur})
+		byClient, byConf = ws.set.of(f.ClientUID, f.ConfUID)
+		a.mu.Unlock()
+		if dup {
+			return
+		}
+	} else {
+		byClient, byConf = ws.set.of(f.ClientUID, f.ConfUID)
+	}
 	for _, list := range [][]*watcher{byClient, byConf} {
 		for _, w := range list {
 			if f.Kind == RelayFrame || w.opts.KoeEvents {
@@ -145,16 +161,19 @@ func (ws *Watchers) Relayed(f RelayedFrame) {
 // RemoteFollow is the relay's news that watchers on instance now follow
 // target: a client of this instance that they follow is greeted to them
 // (a watcher connecting to another instance learns what its client talks
-// as).
+// as), and the replies on air that target follows are sent to them, so
+// that a watcher joining mid-reply there starts from the piece being
+// played (air.go).
 func (ws *Watchers) RemoteFollow(target protocol.WatchTarget, instance string) {
-	if ws.relay == nil || target.ClientUID == "" {
+	if ws.relay == nil {
 		return
 	}
-	s := ws.session(target.ClientUID)
-	if s == nil || s.textOnly {
-		return
+	if target.ClientUID != "" {
+		if s := ws.session(target.ClientUID); s != nil && !s.textOnly {
+			ws.relay.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: s.Character().ConfUID, To: instance})
+		}
 	}
-	ws.relay.Send(RelayedFrame{Kind: RelayGreet, ClientUID: s.clientUID, ConfUID: s.Character().ConfUID, To: instance})
+	ws.sendAir(target, instance)
 }
 
 // remoteTurnIdle is how long a relayed turn's context is kept after its

@@ -107,6 +107,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		rules:     opts.Rules,
 	}
 	s.log = slog.New(turnLogs{Handler: log.Handler(), cur: &s.turnAttrs})
+	s.air.init(s.clientUID, func() string { return s.Character().ConfUID }, false)
 	s.voice = voice{s: s, rate: defaultRawRate}
 	s.cast = s.buildCast(char)
 	return s

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"koe"
 	"koe/internal/quote"
@@ -61,9 +62,12 @@ type Watchers struct {
 	relay       WatchRelay
 	remoteTurns remoteTurns
 
-	// air lists the sessions with a reply on air (air.go).
-	airMu sync.Mutex
-	air   map[*Session]struct{}
+	// air lists the replies on air, mirrors the speakers of other
+	// instances (air.go).
+	airMu        sync.Mutex
+	air          map[*onAir]struct{}
+	mirrors      map[string]*onAir
+	mirrorsSwept time.Time
 }
 
 type watcher struct {
@@ -196,6 +200,10 @@ func (ws *Watchers) Watch(target protocol.WatchTarget, w Watcher, opts WatchOpti
 	if target.ClientUID != "" {
 		if s := ws.session(target.ClientUID); s != nil {
 			greeting = s.Character()
+		} else if conf := ws.mirroredConf(target.ClientUID); conf != "" {
+			// It talks through another instance, which greets too;
+			// what this one mirrors of it must not come first.
+			greeting, _ = ws.chars.Find(conf)
 		}
 	}
 	wr := &watcher{w: w, opts: opts, target: target, greeting: greeting}
@@ -348,8 +356,13 @@ func (ws *Watchers) offer(s *Session, ctx context.Context, msg any) {
 	}
 	// Noted on air and looked up at once: a watcher joining now gets
 	// the frame either in its state or here (air.go).
+	change, dur := airKind(msg)
+	turn := ""
+	if tw != nil {
+		turn = tw.id
+	}
 	s.air.mu.Lock()
-	ws.note(s, ctx, msg)
+	seq, _ := ws.note(&s.air, ctx, turn, tw, change, airPiece{msg: msg, dur: dur})
 	byClient, byConf := ws.set.of(s.clientUID, conf)
 	s.air.mu.Unlock()
 	relay := ws.relay != nil && ws.relay.Wanted(s.clientUID, conf)
@@ -369,7 +382,7 @@ func (ws *Watchers) offer(s *Session, ctx context.Context, msg any) {
 		}
 	}
 	if relay {
-		ws.relayFrame(s.clientUID, tw, conf, kind, data)
+		ws.relayFrame(s.clientUID, tw, conf, kind, seq, data)
 	}
 }
 

@@ -242,11 +242,12 @@ type header struct {
 	Client string                 `json:"c,omitempty"`
 	Conf   string                 `json:"f,omitempty"`
 	Turn   string                 `json:"t,omitempty"`
+	Seq    uint64                 `json:"s,omitempty"`
 }
 
 // encode is a relayed message: a JSON header line, then the frame.
 func encode(f conversation.RelayedFrame) []byte {
-	h, _ := json.Marshal(header{Kind: f.Kind, Client: f.ClientUID, Conf: f.ConfUID, Turn: f.Turn})
+	h, _ := json.Marshal(header{Kind: f.Kind, Client: f.ClientUID, Conf: f.ConfUID, Turn: f.Turn, Seq: f.Seq})
 	out := make([]byte, 0, len(h)+1+len(f.Data))
 	out = append(append(out, h...), '\n')
 	return append(out, f.Data...)
@@ -261,7 +262,7 @@ func decode(payload string) (conversation.RelayedFrame, error) {
 	if err := json.Unmarshal([]byte(head), &h); err != nil {
 		return conversation.RelayedFrame{}, fmt.Errorf("header: %w", err)
 	}
-	return conversation.RelayedFrame{Kind: h.Kind, ClientUID: h.Client, ConfUID: h.Conf, Turn: h.Turn, Data: []byte(data)}, nil
+	return conversation.RelayedFrame{Kind: h.Kind, ClientUID: h.Client, ConfUID: h.Conf, Turn: h.Turn, Seq: h.Seq, Data: []byte(data)}, nil
 }
 
 // publish sends the queued frames, in order, a pipeline at a time.
@@ -376,8 +377,12 @@ func (r *WatchRelay) onFollow(payload string, recv RelayReceiver) {
 		if op == opFollow && !had {
 			r.log.Debug("watchers of another instance follow", "instance", inst, "kind", kind, "key", key)
 		}
-		if op == opFollow && !had && kind == kindClient {
-			recv.RemoteFollow(protocol.WatchTarget{ClientUID: key}, inst)
+		if op == opFollow && !had {
+			target := protocol.WatchTarget{ClientUID: key}
+			if kind == kindConf {
+				target = protocol.WatchTarget{ConfUID: key}
+			}
+			recv.RemoteFollow(target, inst)
 		}
 	}
 }
