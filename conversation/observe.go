@@ -28,7 +28,10 @@ type Observer interface {
 
 // How a turn ends, as Observer.TurnEnded is told.
 const (
-	TurnCompleted   = "completed"
+	TurnCompleted = "completed"
+	// TurnUnsaved: the reply was sent whole, but a record of the turn
+	// (the user's message, a tool step, the reply) could not be stored.
+	TurnUnsaved     = "unsaved"
 	TurnInterrupted = "interrupted"
 	TurnStopped     = "stopped"
 	TurnFailed      = "failed"

@@ -2,19 +2,23 @@ package conversation_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"koe"
 	"koe/agent"
 	"koe/conversation"
 	"koe/protocol"
 	"koe/testkit/fakellm"
+	"koe/testkit/mock"
 )
 
 // observed records what a hub tells its Observer.
@@ -118,5 +122,35 @@ func TestTurnIsObservedAndLogged(t *testing.T) {
 	turnID, _ := failed["turn_id"].(string)
 	if failed["history_uid"] != uid || !strings.HasPrefix(turnID, "run-") || turnID != runID {
 		t.Errorf("the failed turn's log line: history_uid %v (want %s), turn_id %v (run_id %q)", failed["history_uid"], uid, failed["turn_id"], runID)
+	}
+}
+
+// A turn whose records could not be stored is not counted as completed:
+// the client was told, and so is the operator.
+func TestUnsavedTurnIsCountedApart(t *testing.T) {
+	obs := &observed{}
+	r := newRig(t, func(fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Tokens: fakellm.Words("Hello there.")}
+	}, func(d *conversation.Deps) { d.Observer = obs })
+	r.turn("hi")
+	r.store.AppendFn = func(ctx context.Context, conf, uid string, rec koe.Record) error {
+		if rec.Role == koe.RoleAI {
+			return errors.New("disk full")
+		}
+		return r.real.Append(ctx, conf, uid, rec)
+	}
+	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "and again"})
+	got := r.until(protocol.TypeBackendSynthComplete, "")
+	played(r.sess)
+	got = append(got, r.until(protocol.TypeControl, protocol.ControlChainEnd)...)
+	if !slices.ContainsFunc(got, func(f mock.Frame) bool {
+		return f.Type == protocol.TypeError && strings.Contains(f.Text, "could not save the reply")
+	}) {
+		t.Errorf("the client was not told the reply was not saved: %v", frameTypes(got))
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if strings.Join(obs.ended, ",") != "completed,unsaved" {
+		t.Errorf("the turns ended as %v, want completed then unsaved", obs.ended)
 	}
 }

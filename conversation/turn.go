@@ -96,6 +96,8 @@ type turnState struct {
 	docs map[int]agent.Document
 	// lease is the turn's hold on its history (running.go).
 	lease Lease
+	// unsaved: a record of the turn could not be stored.
+	unsaved bool
 }
 
 func (s *Session) runTurn(t *turn, in turnInput) {
@@ -198,7 +200,11 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	st.persistReply(reply, false)
 	s.Notify(memoryStateMessage(st.cast.agent.State()))
 	t.finishing.Store(true)
-	watch.end(TurnCompleted)
+	if st.unsaved {
+		watch.end(TurnUnsaved)
+	} else {
+		watch.end(TurnCompleted)
+	}
 	s.endChain(ctx)
 }
 
@@ -346,6 +352,7 @@ func (st *turnState) waitSaved() {
 		return
 	}
 	if err := <-st.saved; err != nil {
+		st.unsaved = true
 		s := st.s
 		s.log.Error("could not save the turn to the history", "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save your message to the history; the reason is in its log"))
@@ -405,6 +412,7 @@ func (st *turnState) persistReply(text string, interrupted bool) {
 	ch := st.cast.char
 	rec := koe.Record{Role: koe.RoleAI, Content: text, Name: ch.Name, Avatar: ch.Avatar, Interrupted: interrupted}
 	if err := s.deps.Store.Append(context.WithoutCancel(s.ctx), st.conf, st.uid, rec); err != nil {
+		st.unsaved = true
 		s.log.Error("could not save the reply", "err", err)
 		s.send(s.ctx, protocol.NewError("koe could not save the reply to the history; the reason is in its log"))
 	} else {

@@ -26,7 +26,7 @@ var (
 	// SessionKinds are the kinds of open session koe counts.
 	SessionKinds = []string{"websocket", "watcher", "sse", "live"}
 	// Outcomes are how a turn ends.
-	Outcomes = []string{OutcomeCompleted, OutcomeInterrupted, OutcomeStopped, OutcomeFailed}
+	Outcomes = []string{OutcomeCompleted, OutcomeUnsaved, OutcomeInterrupted, OutcomeStopped, OutcomeFailed}
 	// Queues are where frames are dropped.
 	Queues = []string{"websocket", "watcher"}
 )
@@ -34,6 +34,7 @@ var (
 // Turn outcomes.
 const (
 	OutcomeCompleted   = "completed"   // the reply was sent (and played) whole
+	OutcomeUnsaved     = "unsaved"     // sent whole, but a record of the turn could not be stored
 	OutcomeInterrupted = "interrupted" // its own client interrupted it or sent something new
 	OutcomeStopped     = "stopped"     // stopped from outside: a stop request, another turn in the history, a switch, a disconnect, shutdown
 	OutcomeFailed      = "failed"      // the LLM, speech input or koe failed; the client got an error
@@ -73,7 +74,7 @@ func New() *Metrics {
 		Name: "koe_turns_started_total", Help: "Turns started (a text, a recording, a proactive line, a chat API request, a live chat message).",
 	})
 	m.turnsEnded = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "koe_turns_ended_total", Help: "Turns ended, by outcome: completed, interrupted, stopped, failed.",
+		Name: "koe_turns_ended_total", Help: "Turns ended, by outcome: completed, unsaved, interrupted, stopped, failed.",
 	}, []string{"outcome"})
 	m.firstToken = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "koe_first_token_seconds", Help: "From a turn's input reaching koe (a recording's transcription included) to the LLM's first token.", Buckets: latencyBuckets,

@@ -28,7 +28,7 @@ var (
 // TestOutcomesMatchConversation: the outcomes listed at start (so that
 // their series exist at 0) are the ones conversation reports.
 func TestOutcomesMatchConversation(t *testing.T) {
-	want := []string{conversation.TurnCompleted, conversation.TurnInterrupted, conversation.TurnStopped, conversation.TurnFailed}
+	want := []string{conversation.TurnCompleted, conversation.TurnUnsaved, conversation.TurnInterrupted, conversation.TurnStopped, conversation.TurnFailed}
 	if !slices.Equal(metrics.Outcomes, want) {
 		t.Fatalf("metrics.Outcomes = %v, conversation reports %v", metrics.Outcomes, want)
 	}
