@@ -51,8 +51,10 @@ type onAir struct {
 	turn   string          // the turn's id
 	seq    uint64          // the number of the turn's latest frame noted
 	start  airPiece        // conversation-chain-start
-	pieces []airPiece      // the audio pieces, in order
-	first  time.Time       // when the first piece went out
+	pieces []airPiece      // the audio pieces not yet played, in order
+	bytes  int             // their size
+	full   bool            // the turn's pieces outgrew on_air_bytes
+	first  time.Time       // when the first of them went out
 	seen   time.Time       // a mirror's latest frame
 	closed bool            // the session is closed: nothing goes on air
 }
@@ -70,6 +72,7 @@ type airPiece struct {
 	data []byte
 	seq  uint64
 	dur  time.Duration
+	size int
 }
 
 func (p airPiece) encoded() ([]byte, error) {
@@ -98,6 +101,17 @@ func airKind(msg any) (airChange, time.Duration) {
 		return airAudio, pieceLength(m.Volumes, m.SliceLength)
 	}
 	return airNone, 0
+}
+
+// pieceSize is about what an audio piece takes: its audio, as sent.
+func pieceSize(p airPiece) int {
+	if p.data != nil {
+		return len(p.data)
+	}
+	if m, ok := p.msg.(protocol.Audio); ok && m.Audio != nil {
+		return len(*m.Audio) + len(m.DisplayText.Text)
+	}
+	return 0
 }
 
 // airKindOf is airKind of an encoded frame.
@@ -152,6 +166,7 @@ func (ws *Watchers) note(a *onAir, ctx context.Context, turn string, tw *watchCt
 	switch change {
 	case airStart:
 		a.open, a.ctx, a.tw, a.turn, a.pieces, a.first, a.seq = true, ctx, tw, turn, nil, time.Time{}, 0
+		a.bytes, a.full = 0, false
 		p.seq = a.number(p.seq)
 		a.start = p
 		ws.onAirSet(a, true)
@@ -169,15 +184,40 @@ func (ws *Watchers) note(a *onAir, ctx context.Context, turn string, tw *watchCt
 			ws.onAirSet(a, false)
 		}
 		p.seq = a.number(p.seq)
-		if !a.open {
+		if !a.open || a.full {
 			return p.seq, false
 		}
+		now := time.Now()
 		if a.first.IsZero() {
-			a.first = time.Now()
+			a.first = now
+		}
+		a.prune(now)
+		p.size = pieceSize(p)
+		if a.bytes+p.size > ws.airBytes {
+			// Too much to keep: a watcher that joins gets the chain's
+			// start and follows from the next piece.
+			clear(a.pieces)
+			a.pieces, a.bytes, a.full = nil, 0, true
+			return p.seq, false
 		}
 		a.pieces = append(a.pieces, p)
+		a.bytes += p.size
 	}
 	return p.seq, false
+}
+
+// prune lets go of the pieces that have played by now, but the last: a
+// watcher joining then gets the one on screen. The caller holds a.mu.
+func (a *onAir) prune(now time.Time) {
+	elapsed := now.Sub(a.first)
+	for len(a.pieces) > 1 && a.pieces[0].dur <= elapsed {
+		played := a.pieces[0]
+		elapsed -= played.dur
+		a.first = a.first.Add(played.dur)
+		a.bytes -= played.size
+		a.pieces[0] = airPiece{}
+		a.pieces = a.pieces[1:]
+	}
 }
 
 // number is the number of the turn's next frame: seq, when it came with

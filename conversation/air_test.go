@@ -3,6 +3,7 @@ package conversation
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func airSecond(text string) protocol.Audio {
 // A joining watcher starts from the piece being played, by the time since
 // the first piece went out; once they have all played, from the last.
 func TestOnAirStartsFromThePieceBeingPlayed(t *testing.T) {
-	ws := &Watchers{}
+	ws := &Watchers{airBytes: DefaultOnAirBytes}
 	s := &Session{clientUID: "c"}
 	s.air.init("c", func() string { return "conf" }, false)
 	say := func(msg any) uint64 {
@@ -90,7 +91,7 @@ func TestOnAirStartsFromThePieceBeingPlayed(t *testing.T) {
 // turn and number, whichever came first: the frames relayed as they went
 // out, or the state sent to this instance when it began to follow.
 func TestMirrorKnowsCopies(t *testing.T) {
-	ws := &Watchers{}
+	ws := &Watchers{airBytes: DefaultOnAirBytes}
 	relayed := func(turn string, seq uint64, msg any) bool {
 		data, err := json.Marshal(msg)
 		if err != nil {
@@ -138,5 +139,55 @@ func TestMirrorKnowsCopies(t *testing.T) {
 	got[0].mu.Unlock()
 	if want := []string{protocol.ControlChainStart, "hello"}; !slices.Equal(texts, want) {
 		t.Errorf("the mirror's state: %q, want %q", texts, want)
+	}
+}
+
+// What a reply keeps on air for watchers that join is bounded
+// (conversation.on_air_bytes): the pieces that have played go, and a
+// reply whose pieces to come outgrow the bound keeps none.
+func TestOnAirIsBounded(t *testing.T) {
+	audio := func(text string, n int) protocol.Audio {
+		a := airSecond(text)
+		b64 := strings.Repeat("A", n)
+		a.Audio = &b64
+		return a
+	}
+	ws := &Watchers{airBytes: 1000}
+	s := &Session{clientUID: "c"}
+	s.air.init("c", func() string { return "conf" }, false)
+	say := func(msg any) {
+		change, dur := airKind(msg)
+		s.air.mu.Lock()
+		defer s.air.mu.Unlock()
+		ws.note(&s.air, t.Context(), "turn-1", nil, change, airPiece{msg: msg, dur: dur})
+	}
+	say(protocol.Control(protocol.ControlChainStart))
+	say(audio("one", 400))
+	say(audio("two", 400))
+	// "one" has played (it is a second long): it goes as "three" comes.
+	s.air.mu.Lock()
+	s.air.first = s.air.first.Add(-1500 * time.Millisecond)
+	s.air.mu.Unlock()
+	say(audio("three", 400))
+	s.air.mu.Lock()
+	got, bytes := airTexts(t, s.air.state(time.Now())), s.air.bytes
+	s.air.mu.Unlock()
+	if want := []string{protocol.ControlChainStart, "two", "three"}; !slices.Equal(got, want) || bytes != 2*(400+3)+2 {
+		t.Errorf("on air: %q (%d bytes), want %q", got, bytes, want)
+	}
+	// Two more seconds to come would pass the bound: nothing is kept.
+	say(audio("four", 400))
+	s.air.mu.Lock()
+	got, bytes = airTexts(t, s.air.state(time.Now())), s.air.bytes
+	s.air.mu.Unlock()
+	if want := []string{protocol.ControlChainStart}; !slices.Equal(got, want) || bytes != 0 {
+		t.Errorf("past the bound: %q (%d bytes), want %q", got, bytes, want)
+	}
+	say(audio("five", 10))
+	s.air.mu.Lock()
+	got = airTexts(t, s.air.state(time.Now()))
+	s.air.mu.Unlock()
+	if want := []string{protocol.ControlChainStart}; !slices.Equal(got, want) {
+		t.Errorf("after the bound was passed: %q, want %q", got, want)
 	}
 }

@@ -50,6 +50,11 @@ type Config struct {
 	ProactivePrompt string `yaml:"proactive_prompt"`
 	// VAD tunes the server-side voice activity detection of raw-audio-data.
 	VAD VADConfig `yaml:"vad"`
+	// OnAirBytes bounds the audio of one reply kept, as sent, for the
+	// watchers that join while it plays (the pieces not yet played); one
+	// that joins a reply that needs more gets its start and what is sent
+	// after it joined. 0 keeps none.
+	OnAirBytes int `yaml:"on_air_bytes"`
 }
 
 // VADConfig tunes how a continuous microphone stream is cut into
@@ -86,8 +91,12 @@ func DefaultConfig() Config {
 		MaxUtterance:        60 * time.Second,
 		ProactivePrompt:     defaultProactivePrompt,
 		VAD:                 VADConfig{StartMillis: 100, HangMillis: 600, PreRollMillis: 200},
+		OnAirBytes:          DefaultOnAirBytes,
 	}
 }
+
+// DefaultOnAirBytes is about a minute of 24 kHz speech, as sent.
+const DefaultOnAirBytes = 4 << 20
 
 // Validate reports settings that can never work.
 func (c Config) Validate() error {
@@ -117,6 +126,9 @@ func (c Config) Validate() error {
 	}
 	if c.FirstPieceMaxWords < 0 {
 		return fmt.Errorf("conversation.first_piece_max_words must not be negative, got %d", c.FirstPieceMaxWords)
+	}
+	if c.OnAirBytes < 0 {
+		return fmt.Errorf("conversation.on_air_bytes must not be negative (0 keeps nothing for watchers that join mid-reply), got %d", c.OnAirBytes)
 	}
 	return nil
 }

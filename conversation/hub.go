@@ -179,7 +179,7 @@ func NewHub(deps Deps) *Hub {
 		asr:      newWorkSlots(procs),
 		sessions: map[string]*Session{},
 	}
-	h.watch = &Watchers{chars: deps.Characters, session: h.Session, relay: deps.WatchRelay, log: deps.Logger}
+	h.watch = &Watchers{chars: deps.Characters, session: h.Session, relay: deps.WatchRelay, log: deps.Logger, airBytes: deps.Config.OnAirBytes}
 	return h
 }
 

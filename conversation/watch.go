@@ -64,6 +64,7 @@ type Watchers struct {
 
 	// air lists the replies on air, mirrors the speakers of other
 	// instances (air.go).
+	airBytes     int // conversation.on_air_bytes
 	airMu        sync.Mutex
 	air          map[*onAir]struct{}
 	mirrors      map[string]*onAir
