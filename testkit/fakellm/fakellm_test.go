@@ -50,6 +50,31 @@ func userReq(text string) openai.ChatCompletionRequest {
 	}
 }
 
+// cancelInFlight runs call and cancels it while s serves it (with hang,
+// once s has sent the headers of its hanging answer): the client gets
+// context.Canceled and s sees it leave.
+func cancelInFlight(t *testing.T, s *Server, hang bool, call func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- call(ctx) }()
+	if !s.WaitActive(guard) {
+		t.Fatal("the request never reached the server")
+	}
+	if hang {
+		// Cancel once the headers are sent: the client then waits for
+		// a body that never comes.
+		testkit.Eventually(t, "the hang sent its headers", func() bool { return s.Hanging() > 0 })
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("hang %v: client err = %v", hang, err)
+	}
+	waitDisconnect(t, s)
+	waitIdle(t, s)
+}
+
 func waitDisconnect(t *testing.T, s *Server) {
 	t.Helper()
 	select {

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-
-	"koe/testkit"
 )
 
 func speechReq(input, format string) openai.CreateSpeechRequest {
@@ -237,30 +235,14 @@ func TestSpeechDisconnects(t *testing.T) {
 	for _, reply := range []SpeechReply{{Hang: true}, {Delay: time.Minute}} {
 		s, c := start(t, nil)
 		s.SetSpeech(func(SpeechRequest) SpeechReply { return reply })
-		ctx, cancel := context.WithCancel(testCtx(t))
-		errc := make(chan error, 1)
-		go func() {
+		cancelInFlight(t, s, reply.Hang, func(ctx context.Context) error {
 			resp, err := c.CreateSpeech(ctx, speechReq("hi", "wav"))
 			if err == nil {
 				_, err = io.ReadAll(resp)
 				resp.Close()
 			}
-			errc <- err
-		}()
-		if !s.WaitActive(guard) {
-			t.Fatal("the request never reached the server")
-		}
-		if reply.Hang {
-			// Cancel once the headers are sent: the client then
-			// waits for a body that never comes.
-			testkit.Eventually(t, "the hang sent its headers", func() bool { return s.Hanging() > 0 })
-		}
-		cancel()
-		if err := <-errc; !errors.Is(err, context.Canceled) {
-			t.Errorf("%+v: client err = %v", reply, err)
-		}
-		waitDisconnect(t, s)
-		waitIdle(t, s)
+			return err
+		})
 	}
 }
 

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-
-	"koe/testkit"
 )
 
 // fakeWAV is any bytes: the fake does not decode the audio.
@@ -207,26 +205,10 @@ func TestTranscriptionDisconnects(t *testing.T) {
 	for _, reply := range []TranscriptionReply{{Hang: true}, {Delay: time.Minute}} {
 		s, c := start(t, nil)
 		s.SetTranscription(func(TranscriptionRequest) TranscriptionReply { return reply })
-		ctx, cancel := context.WithCancel(testCtx(t))
-		errc := make(chan error, 1)
-		go func() {
+		cancelInFlight(t, s, reply.Hang, func(ctx context.Context) error {
 			_, err := c.CreateTranscription(ctx, transcriptionReq(""))
-			errc <- err
-		}()
-		if !s.WaitActive(guard) {
-			t.Fatal("the request never reached the server")
-		}
-		if reply.Hang {
-			// Cancel once the headers are sent: the client then
-			// waits for a body that never comes.
-			testkit.Eventually(t, "the hang sent its headers", func() bool { return s.Hanging() > 0 })
-		}
-		cancel()
-		if err := <-errc; !errors.Is(err, context.Canceled) {
-			t.Errorf("%+v: client err = %v", reply, err)
-		}
-		waitDisconnect(t, s)
-		waitIdle(t, s)
+			return err
+		})
 	}
 }
 
