@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	koeclient "koe/client"
+	"koe/config"
 	"koe/protocol"
 	"koe/testkit"
 	"koe/testkit/fakellm"
@@ -431,6 +432,36 @@ func tsBrief(frames []string) []string {
 	return out
 }
 
+// tsHeldReply is a fake LLM whose reply says pieces, the first two at
+// once and the rest after join is called: watchers join between the
+// pieces, whatever the machine. (The second piece is complete once the
+// third's first word is out.)
+func tsHeldReply(t *testing.T, pieces []string) (llm *fakellm.Server, join func()) {
+	t.Helper()
+	tokens := fakellm.Words(strings.Join(pieces, " "))
+	third := strings.Fields(pieces[2])[0]
+	hold := slices.IndexFunc(tokens, func(tok string) bool { return strings.Contains(tok, third) }) + 1
+	joined := make(chan struct{})
+	var once sync.Once
+	join = func() { once.Do(func() { close(joined) }) }
+	llm = startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens, BeforeChunk: func(i int) {
+		if i == hold {
+			<-joined
+		}
+	}}))
+	t.Cleanup(join) // before the fake server closes: it waits for its handlers
+	return llm, join
+}
+
+// tsHeldOpen keeps a held reply's turn open: it ends when the speaker says
+// it played the reply, not when a timer runs out, and the held stream
+// does not count as a model that went quiet.
+func tsHeldOpen(cfg config.Config) config.Config {
+	cfg.Conversation.PlaybackTimeout = testkit.HangGuard
+	cfg.Character.LLM.IdleTimeout = testkit.HangGuard
+	return cfg
+}
+
 // TestWatcherJoinsMidReply: a watcher that connects while a reply is
 // being spoken (an overlay reloaded mid-reply) starts with the chain's
 // start and the piece being played, not idle until the next turn, and
@@ -441,27 +472,8 @@ func TestWatcherJoinsMidReply(t *testing.T) {
 	pieces := []string{"First comes the overture of our evening.", "Second, the weather along the coast.",
 		"Third, a song about the old lighthouse.", "Fourth, the letters our listeners sent.",
 		"Fifth, the quiz with a prize for the winner.", "And last, a good night to all of you."}
-	// The model writes the first two pieces, and the rest once the
-	// watchers have joined: they join between the pieces, whatever the
-	// machine. The second piece is complete once the third's first word
-	// is out.
-	tokens := fakellm.Words(strings.Join(pieces, " "))
-	hold := slices.IndexFunc(tokens, func(tok string) bool { return strings.Contains(tok, "Third") }) + 1
-	joined := make(chan struct{})
-	var once sync.Once
-	join := func() { once.Do(func() { close(joined) }) }
-	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens, BeforeChunk: func(i int) {
-		if i == hold {
-			<-joined
-		}
-	}}))
-	t.Cleanup(join) // before the fake server closes: it waits for its handlers
-	cfg := withFakeSpeech(testConfig(t, t.TempDir(), llm.URL()), llm)
-	// The turn ends when the speaker says it played the reply, not when
-	// a timer runs out: the watchers join with the chain still open.
-	cfg.Conversation.PlaybackTimeout = testkit.HangGuard
-	// Nor does the held stream count as a model that went quiet.
-	cfg.Character.LLM.IdleTimeout = testkit.HangGuard
+	llm, join := tsHeldReply(t, pieces)
+	cfg := tsHeldOpen(withFakeSpeech(testConfig(t, t.TempDir(), llm.URL()), llm))
 	m := startKoe(t, cfg)
 
 	speaker := dialURL(t, websocket.DefaultDialer, "ws://"+m.Addr()+"/client-ws?client_uid=ts-midway", nil)

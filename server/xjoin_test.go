@@ -3,15 +3,11 @@ package server_test
 import (
 	"net/url"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gorilla/websocket"
 
 	"koe/config"
-	"koe/testkit"
-	"koe/testkit/fakellm"
 	"koe/testkit/redistest"
 )
 
@@ -34,22 +30,9 @@ func xjoinTurn(t *testing.T, clientFirst bool) {
 	srv := redistest.Start(t)
 	pieces := []string{"First comes the overture of our evening.", "Second, the weather along the coast.",
 		"Third, a song about the old lighthouse.", "Fourth, the letters our listeners sent."}
-	tokens := fakellm.Words(strings.Join(pieces, " "))
-	hold := slices.IndexFunc(tokens, func(tok string) bool { return strings.Contains(tok, "Third") }) + 1
-	joined := make(chan struct{})
-	var once sync.Once
-	join := func() { once.Do(func() { close(joined) }) }
-	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: tokens, BeforeChunk: func(i int) {
-		if i == hold {
-			<-joined
-		}
-	}}))
-	t.Cleanup(join)
-	config := func() (cfg config.Config) {
-		cfg = withFakeSpeech(withRedis(testConfig(t, t.TempDir(), llm.URL()), srv), llm)
-		cfg.Conversation.PlaybackTimeout = testkit.HangGuard
-		cfg.Character.LLM.IdleTimeout = testkit.HangGuard
-		return cfg
+	llm, join := tsHeldReply(t, pieces)
+	config := func() config.Config {
+		return tsHeldOpen(withFakeSpeech(withRedis(testConfig(t, t.TempDir(), llm.URL()), srv), llm))
 	}
 	cfgA := config()
 	a, b := startKoe(t, cfgA), startKoe(t, config())
