@@ -146,8 +146,10 @@ func TestMirrorKnowsCopies(t *testing.T) {
 // (conversation.on_air_bytes): the pieces that have played go, and a
 // reply whose pieces to come outgrow the bound keeps none.
 func TestOnAirIsBounded(t *testing.T) {
+	// A minute of speech each: the test takes no time next to that.
 	audio := func(text string, n int) protocol.Audio {
 		a := airSecond(text)
+		a.Volumes = make([]float64, 60*50)
 		b64 := strings.Repeat("A", n)
 		a.Audio = &b64
 		return a
@@ -164,9 +166,9 @@ func TestOnAirIsBounded(t *testing.T) {
 	say(protocol.Control(protocol.ControlChainStart))
 	say(audio("one", 400))
 	say(audio("two", 400))
-	// "one" has played (it is a second long): it goes as "three" comes.
+	// "one" has played, "two" is playing: "one" goes as "three" comes.
 	s.air.mu.Lock()
-	s.air.first = s.air.first.Add(-1500 * time.Millisecond)
+	s.air.first = s.air.first.Add(-90 * time.Second)
 	s.air.mu.Unlock()
 	say(audio("three", 400))
 	s.air.mu.Lock()
