@@ -67,18 +67,15 @@ func (k *tlsKoe) install(t *testing.T, c *tlstest.Cert) {
 	}
 }
 
-// servedSerial makes a fresh full handshake (no session to resume) and
-// returns the serial of the certificate koe presented.
+// servedSerial is the serial of the certificate a fresh handshake with
+// addr gets.
 func servedSerial(t *testing.T, addr string, trust *tls.Config) int64 {
 	t.Helper()
-	cfg := trust.Clone()
-	cfg.ClientSessionCache = nil
-	c, err := tls.Dial("tcp", addr, cfg)
+	serial, err := tlstest.ServedSerial(addr, trust)
 	if err != nil {
-		t.Fatalf("TLS handshake with koe: %v", err)
+		t.Fatal(err)
 	}
-	defer c.Close()
-	return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	return serial
 }
 
 func (k *tlsKoe) client() *http.Client {

@@ -71,18 +71,15 @@ func wsURL(addr string) string {
 	return "ws://" + addr
 }
 
-// servedSerial makes a fresh full handshake with addr and returns the
-// serial of the certificate presented.
+// servedSerial is the serial of the certificate a fresh handshake with
+// addr gets.
 func servedSerial(t *testing.T, addr string, trust *tls.Config) int64 {
 	t.Helper()
-	cfg := trust.Clone()
-	cfg.ClientSessionCache = nil
-	c, err := tls.Dial("tcp", addr, cfg)
+	serial, err := tlstest.ServedSerial(addr, trust)
 	if err != nil {
-		t.Fatalf("TLS handshake with %s: %v", addr, err)
+		t.Fatal(err)
 	}
-	defer c.Close()
-	return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	return serial
 }
 
 // SIGHUP to a real koe process swaps its certificate for the files' new

@@ -110,3 +110,16 @@ func ClientConfig(certs ...*Cert) *tls.Config {
 	}
 	return &tls.Config{RootCAs: pool}
 }
+
+// ServedSerial makes a fresh full handshake with addr (no session to
+// resume) and returns the serial of the certificate presented.
+func ServedSerial(addr string, trust *tls.Config) (int64, error) {
+	cfg := trust.Clone()
+	cfg.ClientSessionCache = nil
+	c, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64(), nil
+}
