@@ -277,6 +277,9 @@ func (m *Main) Open() error {
 		MetricsHandler: metricsHandler,
 		Ready:          ready,
 	}))
+	if m.metrics != nil && m.server.TLS() {
+		m.metrics.WatchCertificate(m.server.CertificateNotAfter)
+	}
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)
@@ -289,8 +292,12 @@ func (m *Main) Open() error {
 	srv := m.server
 	go func() { m.served <- srv.Serve(ln) }()
 	m.stopProbe = llm.StartProbe(cfg.Character.LLM, m.llm, probeTimeout, m.Logger)
+	ws := "ws://"
+	if m.server.TLS() {
+		ws = "wss://"
+	}
 	m.Logger.Info("koe is listening",
-		"ws", "ws://"+ln.Addr().String()+"/client-ws",
+		"ws", ws+ln.Addr().String()+"/client-ws",
 		"llm", cfg.Character.LLM.BaseURL, "model", cfg.Character.LLM.Model,
 		"data", cfg.DataDir)
 	return nil

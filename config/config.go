@@ -229,6 +229,13 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 	if err := checkCharacterFiles(cfg, getenv); err != nil {
 		return Config{}, err
 	}
+	// The TLS files are read now, so that a wrong path or a key that
+	// does not match stops koe at start with the key and file named.
+	if cfg.Server.TLSCert != "" {
+		if _, err := server.LoadCertificate(cfg.Server.TLSCert, cfg.Server.TLSKey); err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
 	if lc := cfg.LiveChat; lc.Enabled && lc.Character != "" && lc.Character != cfg.Character.ConfUID {
 		if _, ok := NewCharacters(cfg, getenv).Find(lc.Character); !ok {
 			return Config{}, fmt.Errorf("config %s: live_chat.character %q: no character has that conf_uid", path, lc.Character)

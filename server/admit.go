@@ -126,7 +126,7 @@ func (s *Server) guard(c *fiber.Ctx) error {
 	if err := s.reservedOnly(c); err != nil {
 		return err
 	}
-	if tc, ok := c.Context().Conn().(*trackedConn); ok && tc.line.bareLF {
+	if tc, ok := tracked(c.Context().Conn()); ok && tc.line.bareLF {
 		c.Context().SetConnectionClose()
 		return fiber.NewError(fiber.StatusBadRequest, "ambiguous request framing: "+errBareLF.Error()+" (RFC 9112); koe closes the connection")
 	}
@@ -160,7 +160,7 @@ func (s *Server) guard(c *fiber.Ctx) error {
 // sending the body.
 func (s *Server) closeUnread(c *fiber.Ctx) {
 	c.Context().SetConnectionClose()
-	if tc, ok := c.Context().Conn().(*trackedConn); ok {
+	if tc, ok := tracked(c.Context().Conn()); ok {
 		tc.lingerOnClose()
 	}
 }

@@ -75,6 +75,11 @@ type Config struct {
 	// ReadyTimeout bounds each check /readyz runs (the store, and the
 	// coordinator when there is one); a check slower than this fails.
 	ReadyTimeout time.Duration `yaml:"ready_timeout"`
+	// TLSCert and TLSKey, both or neither, are PEM files: koe then serves
+	// HTTPS and WSS on its port, and rereads them on SIGHUP. TLSCert may
+	// hold the chain after the certificate.
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -131,6 +136,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server.max_connections %d is negative (0 derives it from the open-file limit)", c.MaxConnections)
 	case c.HealthConnections < 0 || c.HealthConnections > 1024:
 		return fmt.Errorf("server.health_connections %d is out of range: 0 to 1024 (default 16)", c.HealthConnections)
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return fmt.Errorf("server.tls_cert and server.tls_key go together: set both (PEM files: the certificate and its private key) or neither")
 	}
 	for _, h := range c.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/:@ ") && net.ParseIP(h) == nil {

@@ -60,7 +60,7 @@ func isProbeRoute(method, path string) bool {
 // server.max_connections (see connTracker.reserve), and closes such a
 // connection after its one request.
 func (s *Server) reservedOnly(c *fiber.Ctx) error {
-	tc, ok := c.Context().Conn().(*trackedConn)
+	tc, ok := tracked(c.Context().Conn())
 	if !ok || !tc.reserved() {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -75,7 +76,12 @@ func newConnTracker(maxConns, reserve int, log *slog.Logger) *connTracker {
 	}
 }
 
-// listen wraps ln; closing the result closes ln.
+// listen wraps ln; closing the result closes ln. ln may be a TLS
+// listener: its connections are tracked as they arrive, before their
+// handshake, which runs on the connection's own goroutine (fasthttp's
+// first read, within server.read_timeout), never in the accept loop; a
+// connection over the cap gets its 503 after the handshake, from a
+// rejecter.
 func (t *connTracker) listen(ln net.Listener) net.Listener {
 	return &trackedListener{Listener: ln, t: t, done: make(chan struct{})}
 }
@@ -170,7 +176,7 @@ func (t *connTracker) shutdown() {
 
 // connState follows fasthttp's view of each connection.
 func (t *connTracker) connState(c net.Conn, state fasthttp.ConnState) {
-	tc, ok := c.(*trackedConn)
+	tc, ok := tracked(c)
 	if !ok {
 		return
 	}
@@ -190,7 +196,7 @@ func (t *connTracker) connState(c net.Conn, state fasthttp.ConnState) {
 
 // handling marks the connection of a request whose handler starts.
 func handling(c net.Conn) {
-	if tc, ok := c.(*trackedConn); ok {
+	if tc, ok := tracked(c); ok {
 		tc.setPhase(phaseHandling)
 	}
 }
@@ -229,6 +235,9 @@ func (l *trackedListener) Accept() (net.Conn, error) {
 		}
 		backoff = 0
 		if tc := l.t.admit(c); tc != nil {
+			if _, isTLS := c.(*tls.Conn); isTLS {
+				return tlsTrackedConn{tc}, nil
+			}
 			return tc, nil
 		}
 	}

@@ -9,6 +9,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,6 +99,10 @@ type Server struct {
 	maxUpload      int          // Options.MaxUploadBytes, defaulted
 	metrics        Metrics      // Options.Metrics, or one that counts nothing
 	ready          readyStates  // what /readyz found at its last probe
+	// certs is the TLS certificate when server.tls_cert is set; certErr
+	// is why it did not load (Serve returns it).
+	certs   *certStore
+	certErr error
 }
 
 // New builds the server and its routes.
@@ -130,6 +135,9 @@ func New(opts Options) *Server {
 		maxConns = defaultMaxConnections(soft)
 	}
 	s.tracker = newConnTracker(maxConns, s.cfg.HealthConnections, s.log)
+	if s.cfg.TLSCert != "" {
+		s.certs, s.certErr = newCertStore(s.cfg.TLSCert, s.cfg.TLSKey, s.log)
+	}
 	s.app = fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		AppName:               "koe",
@@ -336,8 +344,15 @@ func (s *Server) Serve(ln net.Listener) error {
 		_ = ln.Close()
 		return err
 	}
+	if s.certErr != nil {
+		_ = ln.Close()
+		return s.certErr
+	}
 	s.log.Info("connection limits", "open_file_limit", s.fileLimit, "max_connections", s.tracker.max,
 		"read_timeout", s.cfg.ReadTimeout, "idle_timeout", s.cfg.IdleTimeout)
+	if s.certs != nil {
+		ln = tls.NewListener(ln, s.certs.tlsConfig())
+	}
 	if err := s.app.Listener(s.tracker.listen(ln)); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

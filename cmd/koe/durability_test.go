@@ -47,9 +47,10 @@ type koeProcess struct {
 	addr   string
 	exited chan struct{}
 	err    error
+	log    syncBuffer // its stderr, line by line
 }
 
-var listening = regexp.MustCompile(`ws=ws://([0-9.:]+)/client-ws`)
+var listening = regexp.MustCompile(`ws=wss?://([0-9.:]+)/client-ws`)
 
 // startKoeProcess runs koe with conf in a child process and waits until it
 // listens.
@@ -70,6 +71,7 @@ func startKoeProcess(t *testing.T, conf string) *koeProcess {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
+			_, _ = p.log.Write(append(sc.Bytes(), '\n'))
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case addr <- m[1]:

@@ -128,6 +128,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	// One log format from the first line on: reading the configuration
 	// logs too, so the handler goes in at info before it, and takes the
 	// configured level once the file is read.
+	// SIGHUP rereads the TLS certificate (see app.Main.Reload). Taken
+	// from the start: its default action would end koe, and systemd's
+	// ExecReload or a renewal hook may send it at any time.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	level := new(slog.LevelVar)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
@@ -158,14 +165,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	if err := m.Open(); err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	case err := <-m.Done():
-		_ = m.Close()
-		return fmt.Errorf("server stopped: %w", err)
+	for {
+		select {
+		case <-ctx.Done():
+			logger.Info("shutting down")
+			return m.Close()
+		case err := <-m.Done():
+			_ = m.Close()
+			return fmt.Errorf("server stopped: %w", err)
+		case <-hup:
+			_ = m.Reload() // logged; a failed reload keeps the old certificate
+		}
 	}
-	return m.Close()
 }
 
 // commandLine holds the flags that are not configuration settings.

@@ -28,10 +28,10 @@ func TestNginxAccessLogWithoutToken(t *testing.T) {
 	t.Cleanup(func() { _ = upstream.Close() })
 	addr, dir := startNginxIn(t, []string{l.Addr().String(), l.Addr().String(), l.Addr().String()})
 
-	req, _ := http.NewRequest("GET", "http://"+addr+"/api/sessions?x=1&token="+token, nil)
+	req, _ := http.NewRequest("GET", httpURL(addr)+"/api/sessions?x=1&token="+token, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Cookie", "koe_token="+token)
-	req.Header.Set("Referer", "http://"+addr+"/?token="+token)
+	req.Header.Set("Referer", httpURL(addr)+"/?token="+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestNginxAccessLogWithoutToken(t *testing.T) {
 	if strings.Contains(line, token[:12]) {
 		t.Errorf("nginx's access log holds the token: %s", line)
 	}
-	if !strings.Contains(line, `"GET /api/sessions HTTP/1.1" 200`) || !strings.Contains(line, `"http://`+addr+`/"`) {
+	if !strings.Contains(line, `"GET /api/sessions HTTP/1.1" 200`) || !strings.Contains(line, `"`+httpURL(addr)+`/"`) {
 		t.Errorf("the access line lost what it should say: %s", line)
 	}
 }

@@ -112,7 +112,7 @@ func TestPostgresStoreAcrossInstances(t *testing.T) {
 // else one that must hold the message said), and returns the history's uid.
 func turn(t *testing.T, addr, uid, said, text string) string {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws", nil)
+	ws, _, err := websocket.DefaultDialer.Dial(wsURL(addr)+"/client-ws", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,7 +220,7 @@ func stopAcross(t *testing.T, addr, stopAt, text string) time.Duration {
 // stop asks koe (or nginx) at addr to stop the turn in history uid.
 func stop(t *testing.T, addr, uid string) {
 	t.Helper()
-	resp, err := http.Post("http://"+addr+"/api/chat/"+uid+"/stop", "application/json", nil)
+	resp, err := http.Post(httpURL(addr)+"/api/chat/"+uid+"/stop", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ type chatStream struct {
 func openChat(t *testing.T, addr string, req protocol.ChatRequest) *chatStream {
 	t.Helper()
 	body, _ := json.Marshal(req)
-	resp, err := http.Post("http://"+addr+"/api/chat/stream", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(httpURL(addr)+"/api/chat/stream", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func chatTurn(t *testing.T, addr, uid, text string) string {
 // historyOf reads history uid from koe at addr as "type: content" lines.
 func historyOf(t *testing.T, addr, uid string) []string {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/api/histories/koe_default/" + uid + "?limit=1000")
+	resp, err := http.Get(httpURL(addr) + "/api/histories/koe_default/" + uid + "?limit=1000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ var turnsLine = regexp.MustCompile(`(?m)^koe_turns_started_total ([0-9.e+]+)$`)
 // turnsStarted reads koe_turns_started_total from koe at addr.
 func turnsStarted(t *testing.T, addr string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := http.Get(httpURL(addr) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,10 +395,13 @@ func turnsStarted(t *testing.T, addr string) float64 {
 }
 
 // startNginx runs Debian's nginx in the foreground with deploy/nginx.conf,
-// its three upstream servers replaced by koes and its listen address by a
-// free loopback port, and returns that address once it accepts
-// connections. Its files are in a temporary directory, its access log
-// (in the format deploy/nginx.conf gives) at accessLogPath(that directory).
+// the whole file, its three upstream servers replaced by koes, its listen
+// addresses by free loopback ports, its certificate by one made for the
+// test (see nginxCert), and the paths of its pid file, logs and temporary
+// files by ones in a temporary directory. It returns the TLS address once
+// nginx accepts connections there: speak to it with httpURL and wsURL,
+// which know it. Its access log (in the format deploy/nginx.conf gives) is
+// at accessLogPath(that directory).
 func startNginx(t *testing.T, koes []string) string {
 	addr, _ := startNginxIn(t, koes)
 	return addr
@@ -410,6 +413,19 @@ func accessLogPath(dir string) string { return filepath.Join(dir, "access.log") 
 // startNginxIn is startNginx, also returning nginx's directory.
 func startNginxIn(t *testing.T, koes []string) (addr, dir string) {
 	t.Helper()
+	n := runNginx(t, koes)
+	return n.tls, n.dir
+}
+
+// nginxRun is nginx started by runNginx: its TLS and plain HTTP
+// addresses and its directory.
+type nginxRun struct {
+	tls, plain, dir string
+}
+
+// runNginx starts nginx as startNginx says.
+func runNginx(t *testing.T, koes []string) nginxRun {
+	t.Helper()
 	bin := "/usr/sbin/nginx"
 	if _, err := os.Stat(bin); err != nil {
 		bin = proctest.LookPath(t, "nginx", "nginx")
@@ -419,16 +435,37 @@ func startNginxIn(t *testing.T, koes []string) (addr, dir string) {
 		t.Fatal(err)
 	}
 	conf := string(shipped)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var n nginxRun
+	for _, a := range []*string{&n.tls, &n.plain} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		*a = l.Addr().String()
+		l.Close()
 	}
-	addr = l.Addr().String()
-	l.Close()
-	dir = t.TempDir()
+	n.dir = t.TempDir()
+	dir := n.dir
+	certFile, keyFile := writeNginxCert(t, dir)
+	// As root, nginx's workers would switch to an unprivileged user that
+	// cannot use this directory: they stay root.
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root root;"
+	}
 	subst := map[string]string{
-		"listen 80;": "listen " + addr + ";",
-		"access_log /var/log/nginx/access.log koe;": "access_log " + accessLogPath(dir) + " koe;",
+		"user www-data;":                              user,
+		"pid /run/nginx.pid;":                         "pid " + filepath.Join(dir, "nginx.pid") + ";",
+		"error_log /var/log/nginx/error.log;":         "error_log stderr notice;",
+		"listen 443 ssl;":                             "listen " + n.tls + " ssl;",
+		"listen 80;":                                  "listen " + n.plain + ";",
+		"ssl_certificate     /etc/nginx/tls/koe.crt;": "ssl_certificate " + certFile + ";",
+		"ssl_certificate_key /etc/nginx/tls/koe.key;": "ssl_certificate_key " + keyFile + ";",
+		"access_log /var/log/nginx/access.log koe;":   "access_log " + accessLogPath(dir) + " koe;",
+		// Debian's nginx keeps request bodies and buffered responses
+		// under /var/lib/nginx; the test's go in its directory.
+		"http {\n": fmt.Sprintf("http {\n    client_body_temp_path %[1]s/body;\n    proxy_temp_path %[1]s/proxy;\n"+
+			"    fastcgi_temp_path %[1]s/fastcgi;\n    uwsgi_temp_path %[1]s/uwsgi;\n    scgi_temp_path %[1]s/scgi;\n", dir),
 	}
 	for i, k := range koes {
 		subst[fmt.Sprintf("server koe%d:12393 ", i+1)] = "server " + k + " "
@@ -439,34 +476,10 @@ func startNginxIn(t *testing.T, koes []string) (addr, dir string) {
 		}
 		conf = strings.Replace(conf, old, repl, 1)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "koe.conf"), []byte(conf), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// As root, nginx's workers would switch to an unprivileged user that
-	// cannot use this directory: they stay root.
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root root;\n"
-	}
-	main := fmt.Sprintf(`%sdaemon off;
-worker_processes 1;
-pid %[2]s/nginx.pid;
-error_log stderr notice;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path %[2]s/body;
-    proxy_temp_path %[2]s/proxy;
-    fastcgi_temp_path %[2]s/fastcgi;
-    uwsgi_temp_path %[2]s/uwsgi;
-    scgi_temp_path %[2]s/scgi;
-    include %[2]s/koe.conf;
-}
-`, user, dir)
-	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr")
+	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr", "-g", "daemon off;")
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// Its own process group, so that its workers go with it.
@@ -484,6 +497,7 @@ http {
 		}
 	})
 	// nginx says nothing when it is ready: it is once it accepts.
+	addr := n.tls
 	testkit.Eventually(t, "nginx accepts on "+addr, func() bool {
 		select {
 		case err := <-exited:
@@ -497,7 +511,8 @@ http {
 		c.Close()
 		return true
 	})
-	return addr, dir
+	nginxTLS.Store(n.tls, true)
+	return n
 }
 
 // followNews subscribes to the channel where koe instances say what
@@ -541,7 +556,7 @@ type watcher struct {
 // greeting.
 func watchThrough(t *testing.T, addr, conf string) *watcher {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws?watch_conf="+conf, nil)
+	ws, _, err := websocket.DefaultDialer.Dial(wsURL(addr)+"/client-ws?watch_conf="+conf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
