@@ -51,7 +51,7 @@ var ErrNoEnd = errors.New("client: the event stream ended before its end event")
 // response, and koe then stops the turn.
 func (c *Client) Stream(ctx context.Context, req protocol.ChatRequest) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		resp, err := c.send(ctx, http.MethodPost, "/api/chat/stream", req, "text/event-stream")
+		resp, err := c.send(ctx, http.MethodPost, pathStream, req, "text/event-stream")
 		if err != nil {
 			yield(Event{}, err)
 			return
