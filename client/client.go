@@ -124,6 +124,8 @@ type APIError struct {
 	// instance, or this one once restarted, takes the request.
 	RetryAfter time.Duration
 	Draining   bool
+	// retryAfterSet: the answer had a readable Retry-After, which may be 0.
+	retryAfterSet bool
 }
 
 func (e *APIError) Error() string {
@@ -289,7 +291,8 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, data []byte,
 // readAPIError makes an *APIError of a refused request.
 func readAPIError(resp *http.Response) *APIError {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	e := &APIError{StatusCode: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	e := &APIError{StatusCode: resp.StatusCode}
+	e.RetryAfter, e.retryAfterSet = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	var body struct {
 		Error    string `json:"error"`
 		Draining bool   `json:"draining"`

@@ -60,31 +60,31 @@ func WithRetryTrace(ctx context.Context, trace func(Retry)) context.Context {
 // retryable reports whether a refusal says to try again later: a 503
 // that names a wait (Retry-After) or says koe drains.
 func (e *APIError) retryable() bool {
-	return e.StatusCode == http.StatusServiceUnavailable && (e.Draining || e.RetryAfter > 0)
+	return e.StatusCode == http.StatusServiceUnavailable && (e.Draining || e.retryAfterSet)
 }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
-// It is 0 when the header is absent or unreadable.
-func parseRetryAfter(h string, now time.Time) time.Duration {
+// ok is false when the header is absent or unreadable.
+func parseRetryAfter(h string, now time.Time) (d time.Duration, ok bool) {
 	if h == "" {
-		return 0
+		return 0, false
 	}
 	if s, err := strconv.Atoi(h); err == nil {
 		if s < 0 {
-			return 0
+			return 0, false
 		}
-		return time.Duration(min(s, 24*3600)) * time.Second
+		return time.Duration(min(s, 24*3600)) * time.Second, true
 	}
-	if t, err := http.ParseTime(h); err == nil && t.After(now) {
-		return t.Sub(now)
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0), true
 	}
-	return 0
+	return 0, false
 }
 
 // retryWait is how long to wait before trying a refused request again.
 func (c *Client) retryWait(e *APIError) time.Duration {
 	w := e.RetryAfter
-	if w <= 0 {
+	if !e.retryAfterSet {
 		w = retryWithoutHeader
 	}
 	return min(w, c.maxRetryWait)
