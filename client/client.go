@@ -98,7 +98,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: koe's URL %q must have no query or fragment (pass the token with WithToken)", baseURL)
 	}
 	c := &Client{
-		base:     strings.TrimRight(u.String(), "/"),
+		base:         strings.TrimRight(u.String(), "/"),
 		http:         http.DefaultClient,
 		maxEvent:     DefaultMaxEventBytes,
 		retries:      DefaultRetries,
