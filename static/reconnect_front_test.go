@@ -94,8 +94,10 @@ func (f *wsFront) relay(w http.ResponseWriter, r *http.Request) {
 	}
 	dialer := websocket.Dialer{HandshakeTimeout: guard, Subprotocols: websocket.Subprotocols(r)}
 	h := http.Header{}
-	if o := r.Header.Get("Origin"); o != "" {
-		h.Set("Origin", o)
+	for _, k := range []string{"Origin", "Cookie", "Authorization"} {
+		if v := r.Header.Get(k); v != "" {
+			h.Set(k, v)
+		}
 	}
 	server, resp, err := dialer.DialContext(r.Context(), "ws://"+f.backend+r.URL.RequestURI(), h)
 	if err != nil {

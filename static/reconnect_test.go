@@ -176,3 +176,50 @@ func TestChatPageReconnects(t *testing.T) {
 		t.Fatalf("reconnects %+v, want the last at once after 1012", reconnects)
 	}
 }
+
+// TestOverlayReconnects: the overlay's connection is closed as a
+// draining koe closes it (1012) and then broken without a close frame.
+// It reconnects at once after the first and after a delay after the
+// second, and follows the character again: the next reply is shown.
+func TestOverlayReconnects(t *testing.T) {
+	browser := cdp.LaunchTest(t, cdp.Options{Width: 800, Height: 600, MuteAudio: true,
+		Args: []string{"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows"}})
+	llm := koetest.StartLLM(t, func(r fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Tokens: fakellm.Words(overlayReplies[r.UserWords()])}
+	})
+	cfg := overlayConfig(t, llm)
+	koe := koetest.StartKoe(t, cfg)
+	front := startWSFront(t, koe.Addr())
+	sp := dialSpeaker(t, koe.Addr())
+
+	p := openOverlay(t, browser)
+	p.navigate("http://" + front.addr() + "/overlay?conf=" + cfg.Character.ConfUID + "&token=" + overlayToken + "&fade=100&blink=3600")
+	p.waitFor(`koeOverlay.connection === "connected" && koeOverlay.connects === 1`)
+
+	played := 0
+	follows := func(text string) {
+		t.Helper()
+		pieces := sp.turn(text)
+		played += len(pieces)
+		p.waitFor(fmt.Sprintf(`koeOverlay.played.length === %d`, played))
+		p.expectSubtitles(played-len(pieces), pieces)
+	}
+	follows("greet")
+
+	front.restart()
+	p.waitFor(`koeOverlay.connection === "connected" && koeOverlay.connects === 2`)
+	var reconnects []pageReconnect
+	p.eval(`koeOverlay.reconnects`, &reconnects)
+	if len(reconnects) != 1 || reconnects[0] != (pageReconnect{Code: 1012}) {
+		t.Fatalf("reconnects %+v, want one at once after 1012", reconnects)
+	}
+	follows("again")
+
+	front.drop()
+	p.waitFor(`koeOverlay.connection === "connected" && koeOverlay.connects === 3`)
+	p.eval(`koeOverlay.reconnects`, &reconnects)
+	if len(reconnects) != 2 || reconnects[1].Code == 1012 || reconnects[1].Delay <= 0 {
+		t.Fatalf("reconnects %+v, want the second after a delay", reconnects)
+	}
+	follows("quiet")
+}

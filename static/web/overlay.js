@@ -48,6 +48,7 @@
   const state = window.koeOverlay = {
     connection: "connecting", // connecting | connected | reconnecting
     connects: 0,              // WebSockets opened
+    reconnects: [],           // each lost connection: {code, delay} (ms)
     confUID: "",
     view: null,               // GET /api/characters/:conf_uid/overlay
     audio: opt.audio ? "on" : "off", // on | off | blocked (autoplay refused)
@@ -320,10 +321,15 @@
     // was opened with ?token=, as for koe's own page.
     const ws = new WebSocket(proto + location.host + "/client-ws?" + query);
     ws.onopen = () => { retry = 500; state.connects++; state.connection = "connected"; };
-    ws.onclose = () => {
+    // koe closes with 1012 ("service restart") when it drains for a
+    // restart: another instance (or this one, back) takes the watch at
+    // once; after any other close the overlay waits longer each time.
+    ws.onclose = (ev) => {
       state.connection = "reconnecting";
+      const delay = ev.code === 1012 ? 0 : backoff();
+      state.reconnects.push({ code: ev.code, delay });
       stop();
-      setTimeout(connect, backoff());
+      setTimeout(connect, delay);
     };
     ws.onmessage = (ev) => {
       let m;
