@@ -169,7 +169,10 @@ func (s *rsession) run(o options, ro reconnectOptions, f *reconnectFigures) {
 		s.ws = nil
 		whole, ok := s.reconnect(code, o.timeout)
 		if !ok {
-			f.add(func() { f.lost++; f.errs = append(f.errs, fmt.Errorf("could not reconnect after %d tries", reconnectTries)) })
+			f.add(func() {
+				f.lost++
+				f.errs = append(f.errs, fmt.Errorf("could not reconnect after %d tries", reconnectTries))
+			})
 			return
 		}
 		took := time.Since(lostAt)
