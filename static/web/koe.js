@@ -999,6 +999,7 @@
     connects: 0,
     restoring: false, // waiting for the conversation to be back before sending
     queued: [],       // {text, el}: typed while disconnected
+    quickUsed: false, // reconnected at once since the conversation was last back
   };
   // For tests: each reconnect ({code, delay}), each conversation reopened
   // ({history, ok}), and the session.
@@ -1027,8 +1028,12 @@
     };
     sock.onclose = (ev) => {
       if (sock !== ws) return;
-      const delay = ev.code === serviceRestart ? 0 : retry;
-      if (ev.code !== serviceRestart) retry = Math.min(retry * 2, 8000);
+      // At once after a 1012, but not again before a connection has
+      // worked: a load balancer may send the page back to the instance
+      // that is draining.
+      const quick = ev.code === serviceRestart && !session.quickUsed;
+      const delay = quick ? 0 : retry;
+      if (quick) session.quickUsed = true; else retry = Math.min(retry * 2, 8000);
       debug.reconnects.push({ code: ev.code, delay });
       setStatus(ev.code === serviceRestart ? "koe is restarting, reconnecting…" : "disconnected, retrying…", "bad");
       resetVoice(); dropPending(); endTools(); setTurn(false); reply = null;
@@ -1044,6 +1049,7 @@
   function restored() {
     if (!session.restoring) return;
     session.restoring = false;
+    session.quickUsed = false;
     const q = session.queued;
     session.queued = [];
     for (const item of q) {

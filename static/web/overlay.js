@@ -287,6 +287,7 @@
   // ---- Connection -------------------------------------------------------
 
   let retry = 500;
+  let quickUsed = false; // reconnected at once since the last turn followed
   const backoff = () => { const d = retry; retry = Math.min(retry * 2, 8000); return d; };
 
   async function fetchView(conf) {
@@ -326,7 +327,12 @@
     // once; after any other close the overlay waits longer each time.
     ws.onclose = (ev) => {
       state.connection = "reconnecting";
-      const delay = ev.code === 1012 ? 0 : backoff();
+      // At once after a 1012, but not again before a turn has been
+      // followed: a load balancer may send the overlay back to the
+      // instance that drains, which greets and closes again.
+      const quick = ev.code === 1012 && !quickUsed;
+      if (quick) quickUsed = true;
+      const delay = quick ? 0 : backoff();
       state.reconnects.push({ code: ev.code, delay });
       stop();
       setTimeout(connect, delay);
@@ -339,6 +345,7 @@
   }
 
   function handle(m) {
+    if (m.type === "audio" || m.type === "control") quickUsed = false;
     switch (m.type) {
       case "audio":
         enqueue(m);
