@@ -23,6 +23,11 @@ var (
 	// saves read it: another indexer (of another instance, say) saved
 	// first. Nothing was written.
 	ErrMarkMoved = errors.New("the recall mark moved: another indexer saved first")
+	// ErrRestarting means koe is draining before it stops (the first
+	// SIGTERM): it finishes the turns running and starts no new one. The
+	// client sends its input again on a new connection, to another
+	// instance or to this one restarted; nothing of it was stored.
+	ErrRestarting = &Error{Kind: Unavailable, Err: errors.New("koe is restarting and starts no new turn here: connect again and send it again")}
 )
 
 // Kind says what sort of failure an error is, so that whoever tells the

@@ -32,6 +32,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"koe/protocol"
 )
@@ -55,6 +56,10 @@ type Client struct {
 	token    string
 	http     *http.Client
 	maxEvent int
+	// retries and maxRetryWait: how a turn refused while koe drains is
+	// sent again (retry.go).
+	retries      int
+	maxRetryWait time.Duration
 }
 
 // Option configures a Client.
@@ -93,9 +98,11 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: koe's URL %q must have no query or fragment (pass the token with WithToken)", baseURL)
 	}
 	c := &Client{
-		base:     strings.TrimRight(u.String(), "/"),
-		http:     http.DefaultClient,
-		maxEvent: DefaultMaxEventBytes,
+		base:         strings.TrimRight(u.String(), "/"),
+		http:         http.DefaultClient,
+		maxEvent:     DefaultMaxEventBytes,
+		retries:      DefaultRetries,
+		maxRetryWait: DefaultMaxRetryWait,
 	}
 	for _, opt := range opts {
 		opt(c)
@@ -112,6 +119,13 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 type APIError struct {
 	StatusCode int
 	Message    string
+	// RetryAfter is the answer's Retry-After (0 without one), and Draining
+	// says koe refused because it is shutting down or restarting: another
+	// instance, or this one once restarted, takes the request.
+	RetryAfter time.Duration
+	Draining   bool
+	// retryAfterSet: the answer had a readable Retry-After, which may be 0.
+	retryAfterSet bool
 }
 
 func (e *APIError) Error() string {
@@ -123,7 +137,7 @@ func (e *APIError) Error() string {
 // the history). koe answers 502 when the LLM failed.
 func (c *Client) Invoke(ctx context.Context, req protocol.ChatRequest) (*protocol.ChatMessage, error) {
 	var msg protocol.ChatMessage
-	if err := c.do(ctx, http.MethodPost, "/api/chat/invoke", req, &msg); err != nil {
+	if err := c.do(ctx, http.MethodPost, pathInvoke, req, &msg); err != nil {
 		return nil, err
 	}
 	return &msg, nil
@@ -207,22 +221,56 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	return nil
 }
 
+// Turn requests: the ones sent again when koe drains (retry.go).
+const (
+	pathStream = "/api/chat/stream"
+	pathInvoke = "/api/chat/invoke"
+)
+
 // send sends a request and returns its 200 response; any other status is
-// an *APIError, the response then closed.
+// an *APIError, the response then closed. A turn koe refused while
+// draining is sent again, up to c.retries times.
 func (c *Client) send(ctx context.Context, method, path string, body any, accept string) (*http.Response, error) {
-	var rd io.Reader
+	var data []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, fmt.Errorf("client: encoding the request: %w", err)
 		}
-		rd = bytes.NewReader(b)
+		data = b
+	}
+	retries := 0
+	if method == http.MethodPost && (path == pathStream || path == pathInvoke) {
+		retries = c.retries
+	}
+	trace, _ := ctx.Value(retryTraceKey{}).(func(Retry))
+	for attempt := 1; ; attempt++ {
+		resp, err := c.sendOnce(ctx, method, path, data, accept)
+		var apiErr *APIError
+		if err == nil || attempt > retries || !errors.As(err, &apiErr) || !apiErr.retryable() {
+			return resp, err
+		}
+		wait := c.retryWait(apiErr)
+		if trace != nil {
+			trace(Retry{Attempt: attempt, Wait: wait, Refusal: apiErr})
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("client: %s %s: waiting to send it again (%w) after: %w", method, path, err, apiErr)
+		}
+	}
+}
+
+// sendOnce sends a request once; data is its JSON body (nil: none).
+func (c *Client) sendOnce(ctx context.Context, method, path string, data []byte, accept string) (*http.Response, error) {
+	var rd io.Reader
+	if data != nil {
+		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
-	if body != nil {
+	if data != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", accept)
@@ -244,11 +292,15 @@ func (c *Client) send(ctx context.Context, method, path string, body any, accept
 func readAPIError(resp *http.Response) *APIError {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	e := &APIError{StatusCode: resp.StatusCode}
+	e.RetryAfter, e.retryAfterSet = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	var body struct {
-		Error string `json:"error"`
+		Error    string `json:"error"`
+		Draining bool   `json:"draining"`
 	}
+	isJSON := json.Unmarshal(data, &body) == nil
+	e.Draining = isJSON && body.Draining
 	switch {
-	case json.Unmarshal(data, &body) == nil && body.Error != "":
+	case isJSON && body.Error != "":
 		e.Message = body.Error
 	case len(bytes.TrimSpace(data)) > 0 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html"):
 		e.Message = strings.TrimSpace(string(data))

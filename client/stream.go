@@ -51,7 +51,7 @@ var ErrNoEnd = errors.New("client: the event stream ended before its end event")
 // response, and koe then stops the turn.
 func (c *Client) Stream(ctx context.Context, req protocol.ChatRequest) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		resp, err := c.send(ctx, http.MethodPost, "/api/chat/stream", req, "text/event-stream")
+		resp, err := c.send(ctx, http.MethodPost, pathStream, req, "text/event-stream")
 		if err != nil {
 			yield(Event{}, err)
 			return
@@ -65,10 +65,15 @@ func (c *Client) Stream(ctx context.Context, req protocol.ChatRequest) iter.Seq2
 		for {
 			data, err := events.next()
 			if err != nil {
-				if ctx.Err() != nil {
+				switch {
+				case ctx.Err() != nil:
 					err = ctx.Err()
-				} else if err == io.EOF {
+				case err == io.EOF:
 					err = ErrNoEnd
+				case !errors.Is(err, errLimit):
+					// The connection broke mid-stream (a cut chunk, a
+					// reset): the same for the caller as a clean close.
+					err = fmt.Errorf("%w: %w", ErrNoEnd, err)
 				}
 				yield(Event{}, fmt.Errorf("client: chat stream: %w", err))
 				return

@@ -65,6 +65,10 @@ func (h *Hub) OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender
 // cancelled (ctx) is no failure.
 func (c *Chat) Run() error {
 	t := c.s.start(c.in)
+	if t == nil { // a chat's session is never drained; the server refuses chats instead
+		c.Close()
+		return koe.ErrRestarting
+	}
 	<-t.done
 	c.Close()
 	return t.err

@@ -132,6 +132,9 @@ func (l *Live) Say(ctx context.Context, text string) error {
 		return err
 	}
 	t := l.s.start(turnInput{text: text})
+	if t == nil {
+		return koe.ErrRestarting
+	}
 	select {
 	case <-t.done:
 	case <-ctx.Done():
@@ -147,6 +150,11 @@ func (l *Live) Say(ctx context.Context, text string) error {
 	}
 	return nil
 }
+
+// Drain makes the live session start no turn from now on (Say fails with
+// koe.ErrRestarting), as Session.Drain does: it reports whether a turn is
+// running, and idle is called once that one has ended.
+func (l *Live) Drain(idle func()) bool { return l.s.Drain(idle) }
 
 // Character is the character the live session talks as.
 func (l *Live) Character() Character { return l.s.Character() }

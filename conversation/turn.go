@@ -34,13 +34,26 @@ func (s *Session) startText(text string, images []protocol.Image) error {
 	if strings.TrimSpace(text) == "" && len(imgs) == 0 {
 		return invalid("empty input: type something first")
 	}
-	s.start(turnInput{text: text, images: imgs})
+	return s.startInput(turnInput{text: text, images: imgs})
+}
+
+// startInput starts a turn for the client's input, or refuses it with
+// koe.ErrRestarting once the session drains.
+func (s *Session) startInput(in turnInput) error {
+	if s.start(in) == nil {
+		return koe.ErrRestarting
+	}
 	return nil
 }
 
+// start runs a turn for in, or returns nil once the session drains (see
+// Drain).
 func (s *Session) start(in turnInput) *turn {
 	if s.headless {
 		return s.turns.start(s.ctx, func(t *turn) { s.runTurn(t, in) })
+	}
+	if s.turns.isDraining() {
+		return nil // before the live session is told to give way
 	}
 	// The character's live session gives way, and waits for this turn
 	// (live.go). A character switch stops the turn first, so its
@@ -48,11 +61,23 @@ func (s *Session) start(in turnInput) *turn {
 	conf := s.Character().ConfUID
 	s.hub.yieldLive(conf)
 	s.hub.characters.started(conf)
-	return s.turns.start(s.ctx, func(t *turn) {
+	t := s.turns.start(s.ctx, func(t *turn) {
 		defer s.hub.characters.ended(conf)
 		s.runTurn(t, in)
 	})
+	if t == nil {
+		s.hub.characters.ended(conf)
+	}
+	return t
 }
+
+// Drain makes the session start no turn from now on: an input that would
+// start one is refused with koe.ErrRestarting, before anything of it is
+// stored. It reports whether a turn is running; if one is, it runs to its
+// end and idle is called once it has stored its records (from the turn's
+// goroutine: idle must not block). The server calls it when koe drains
+// before a restart.
+func (s *Session) Drain(idle func()) bool { return s.turns.drain(idle) }
 
 // interrupt stops the running turn at once. heard is what the user actually
 // heard of the reply; memory and history keep only that.

@@ -16,14 +16,29 @@ import (
 type turns struct {
 	mu  sync.Mutex
 	cur *turn
+	// draining: koe is restarting, and no turn starts any more (see
+	// drain); idle is called once the running turn has ended.
+	draining bool
+	idle     func()
 }
 
 // start stops the running turn, if any, and runs run in a new turn under
 // parent. run owns the turn's goroutine; when it returns the turn is over.
+// Once the session drains it starts nothing and returns nil; the running
+// turn is then left alone, since the new input is refused, not answered.
 func (ts *turns) start(parent context.Context, run func(*turn)) *turn {
+	if ts.isDraining() {
+		return nil
+	}
 	ts.stop(errSuperseded)
 	t := newTurn(parent)
 	ts.mu.Lock()
+	// Asked to drain while the turn before was stopping: that one's end
+	// has told the drain the session is idle, so this one must not run.
+	if ts.draining {
+		ts.mu.Unlock()
+		return nil
+	}
 	ts.cur = t
 	ts.mu.Unlock()
 	go func() {
@@ -31,6 +46,26 @@ func (ts *turns) start(parent context.Context, run func(*turn)) *turn {
 		run(t)
 	}()
 	return t
+}
+
+func (ts *turns) isDraining() bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.draining
+}
+
+// drain makes start refuse every turn from now on. It reports whether a
+// turn is running; if one is, idle is called (once, from the turn's
+// goroutine) when it has ended and stored its records.
+func (ts *turns) drain(idle func()) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.draining = true
+	if ts.cur == nil {
+		return false
+	}
+	ts.idle = idle
+	return true
 }
 
 // running returns the running turn, or nil.
@@ -53,13 +88,18 @@ func (ts *turns) stop(cause error) bool {
 }
 
 func (ts *turns) finish(t *turn) {
+	var idle func()
 	ts.mu.Lock()
 	if ts.cur == t {
 		ts.cur = nil
+		idle, ts.idle = ts.idle, nil
 	}
 	ts.mu.Unlock()
 	t.cancel(nil)
 	close(t.done)
+	if idle != nil {
+		idle()
+	}
 }
 
 // turn is one user input and everything koe sends in answer to it.

@@ -71,8 +71,7 @@ func (v *voice) endMic(images []protocol.Image) error {
 	if len(samples) == 0 {
 		return invalid("mic-audio-end without any mic-audio-data before it")
 	}
-	v.s.start(turnInput{recording: asr.EncodeWAV(samples, asr.SampleRate), images: imgs})
-	return nil
+	return v.s.startInput(turnInput{recording: asr.EncodeWAV(samples, asr.SampleRate), images: imgs})
 }
 
 // speak asks the AI to speak on its own (ai-speak-signal).
@@ -82,8 +81,7 @@ func (s *Session) speak(idleSeconds float64, images []protocol.Image) error {
 		return err
 	}
 	prompt := strings.ReplaceAll(s.deps.Config.ProactivePrompt, "{idle_time}", strconv.FormatFloat(idleSeconds, 'f', 0, 64))
-	s.start(turnInput{text: prompt, images: imgs, proactive: true})
-	return nil
+	return s.startInput(turnInput{text: prompt, images: imgs, proactive: true})
 }
 
 // configureRaw declares the rate of the continuous stream (raw-audio-config)
@@ -154,7 +152,9 @@ func (v *voice) feed(samples []int16) error {
 			}
 			rs.carry, rs.last = nil, audio
 			s.reply(protocol.Control(protocol.ControlMicAudioEnd))
-			s.start(turnInput{recording: asr.EncodeWAV(audio, asr.SampleRate)})
+			if err := s.startInput(turnInput{recording: asr.EncodeWAV(audio, asr.SampleRate)}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -56,6 +56,7 @@ type Metrics struct {
 	storeSeconds *prometheus.HistogramVec
 	storeErrors  *prometheus.CounterVec
 	liveLeader   prometheus.Gauge
+	drain        drainMetrics // drain.go
 }
 
 // latencyBuckets cover what a user notices, from instant to given up.
@@ -103,6 +104,7 @@ func New() *Metrics {
 		m.sessions, m.turnsStarted, m.turnsEnded, m.firstToken, m.firstAudio,
 		m.depErrors, m.drops, m.storeSeconds, m.storeErrors, m.liveLeader,
 	)
+	m.drain = newDrainMetrics(m.reg)
 	for _, k := range SessionKinds {
 		m.sessions.WithLabelValues(k)
 	}

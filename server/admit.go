@@ -51,6 +51,8 @@ type verdict struct {
 	tokenFromQuery bool
 	// origin is the refused Origin, for the log.
 	origin string
+	// draining: the refusal is a turn refused while koe drains.
+	draining bool
 }
 
 // judge decides about a request from its header block.
@@ -73,6 +75,11 @@ func (s *Server) judge(r head) verdict {
 		if origin := string(r.h.Peek(fiber.HeaderOrigin)); !a.originAllowed(origin, string(r.h.Host())) {
 			return verdict{refusal: originRefusal(origin), origin: origin}
 		}
+	}
+	// Draining, a chat turn is refused before its body is read: the
+	// client sends it again, and another instance takes it.
+	if isTurnRoute(r.method(), path) && s.drain.draining() {
+		return verdict{refusal: fiber.NewError(fiber.StatusServiceUnavailable, errDraining.Error()), draining: true}
 	}
 	hasBody := f.declaredLength() > 0 || len(f.codings) > 0
 	if enc := r.h.Peek(fiber.HeaderContentEncoding); hasBody && len(enc) > 0 && !bytes.EqualFold(bytes.TrimSpace(enc), []byte("identity")) {
@@ -140,6 +147,8 @@ func (s *Server) guard(c *fiber.Ctx) error {
 			s.logRefusedOrigin(v.origin, c.Path())
 		case v.refusal.Code == fiber.StatusUnauthorized:
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="koe"`)
+		case v.draining:
+			return errDraining
 		}
 		return v.refusal
 	}

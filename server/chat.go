@@ -98,15 +98,26 @@ func chatRequest(c *fiber.Ctx) (protocol.ChatRequest, error) {
 }
 
 // startChat registers a chat turn with the server, so that Shutdown waits
-// for it to store what it has. It returns false once shutdown has begun.
-func (s *Server) startChat() bool {
+// for it to store what it has and a drain for it to end. It refuses once
+// a drain or shutdown has begun; endChat counts it off.
+func (s *Server) startChat() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return false
+		return errShuttingDown
+	}
+	if !s.drain.chatStarted() {
+		return errDraining
 	}
 	s.conns.Add(1)
-	return true
+	return nil
+}
+
+// endChat counts off a chat turn startChat registered, once it has stored
+// its records.
+func (s *Server) endChat() {
+	s.chatEnded()
+	s.conns.Done()
 }
 
 var errShuttingDown = fiber.NewError(fiber.StatusServiceUnavailable, "koe is shutting down")
@@ -128,10 +139,10 @@ func (s *Server) chatStream(c *fiber.Ctx) error {
 		cancel()
 		return err
 	}
-	if !s.startChat() {
+	if err := s.startChat(); err != nil {
 		cancel()
 		chat.Close()
-		return errShuttingDown
+		return err
 	}
 	c.Set(fiber.HeaderContentType, "text/event-stream; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "no-cache")
@@ -142,7 +153,7 @@ func (s *Server) chatStream(c *fiber.Ctx) error {
 	// ends with it (end).
 	closed := s.metrics.SessionOpened("sse")
 	go func() {
-		defer s.conns.Done()
+		defer s.endChat()
 		defer closed()
 		if err := chat.Run(); err != nil && s.isInternal(err) {
 			log.Error("chat turn failed", "err", err)
@@ -175,13 +186,13 @@ func (s *Server) chatInvoke(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if !s.startChat() {
+	if err := s.startChat(); err != nil {
 		chat.Close()
-		return errShuttingDown
+		return err
 	}
 	err = chat.Run()
 	done()
-	s.conns.Done()
+	s.endChat()
 	if err != nil {
 		return err
 	}

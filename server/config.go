@@ -52,6 +52,11 @@ type Config struct {
 	PingInterval      time.Duration `yaml:"ping_interval"`
 	PongTimeout       time.Duration `yaml:"pong_timeout"`
 	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
+	// DrainTimeout bounds the drain that the first SIGTERM or SIGINT
+	// begins (drain.go): the turns running are given this long to finish,
+	// then stopped and stored as heard, and shutdown (ShutdownTimeout)
+	// follows. 0: no drain, every running turn is stopped at once.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// MaxConnections caps open connections, WebSockets included; one more
 	// gets a 503. 0 derives it from the open-file limit (see
 	// defaultMaxConnections).
@@ -98,6 +103,7 @@ func DefaultConfig() Config {
 		PingInterval:      30 * time.Second,
 		PongTimeout:       75 * time.Second,
 		ShutdownTimeout:   5 * time.Second,
+		DrainTimeout:      30 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		SSEHeartbeat:      15 * time.Second,
@@ -106,6 +112,10 @@ func DefaultConfig() Config {
 		HealthConnections: 16,
 	}
 }
+
+// maxDrainTimeout bounds server.drain_timeout: a turn longer than this is
+// stuck, and a restart must not wait for it.
+const maxDrainTimeout = time.Hour
 
 // ApplyEnv applies the environment overrides; getenv may be nil.
 func (c *Config) ApplyEnv(getenv func(string) string) {
@@ -130,6 +140,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server.watcher_queue_bytes %d is too small (at least 65536: a spoken sentence is often more)", c.WatcherQueueBytes)
 	case c.WriteTimeout <= 0 || c.PingInterval <= 0 || c.ShutdownTimeout <= 0 || c.ReadTimeout <= 0 || c.IdleTimeout <= 0 || c.SSEHeartbeat <= 0 || c.ReadyTimeout <= 0:
 		return fmt.Errorf("server timeouts must be positive")
+	case c.DrainTimeout < 0 || c.DrainTimeout > maxDrainTimeout:
+		return fmt.Errorf("server.drain_timeout %s is out of range: 0 (no drain: running turns are stopped at once) to %s (default 30s)", c.DrainTimeout, maxDrainTimeout)
 	case c.PongTimeout <= c.PingInterval:
 		return fmt.Errorf("server.pong_timeout (%s) must be longer than server.ping_interval (%s)", c.PongTimeout, c.PingInterval)
 	case c.MaxConnections < 0:

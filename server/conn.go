@@ -71,12 +71,13 @@ func newConn(ws *fws.Conn, cfg Config, log *slog.Logger, m Metrics) *conn {
 }
 
 // start begins the keep-alive pings and ties the connection to base, the
-// server's life: when base ends, the client is told "going away".
-func (c *conn) start(base context.Context) {
+// server's life: when base ends, the client is told goodbye's code and
+// reason ("going away", or "service restart" after a drain).
+func (c *conn) start(base context.Context, goodbye func() (int, string)) {
 	c.mu.Lock()
 	c.ping = time.AfterFunc(c.cfg.PingInterval, c.pingNow)
 	c.mu.Unlock()
-	c.stopWatch = context.AfterFunc(base, func() { c.close(closeGoingAway, "server shutting down") })
+	c.stopWatch = context.AfterFunc(base, func() { c.close(goodbye()) })
 }
 
 // wait returns once the connection's last writer has said goodbye; after

@@ -50,6 +50,9 @@ var problemStatus = map[koe.Kind]int{
 // body checks) as they are, everything else through the one mapping the
 // WebSocket side uses too, with internal details logged, not sent.
 func (s *Server) httpError(c *fiber.Ctx, err error) error {
+	if errors.Is(err, errDraining) {
+		return refuseDraining(c)
+	}
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		return c.Status(fe.Code).JSON(fiber.Map{"error": fe.Message})

@@ -288,6 +288,10 @@ func (s *fakeSession) FeedPCM(data []byte) error {
 
 func (s *fakeSession) Close() { s.close.Do(func() { close(s.closed) }) }
 
+// Drain: a fakeSession's turns end within Dispatch, so none is ever
+// running (drain_test.go's heldSession has turns that last).
+func (s *fakeSession) Drain(func()) bool { return false }
+
 func (s *fakeSession) MemoryState() protocol.MemoryState {
 	return protocol.MemoryState{Type: protocol.TypeMemoryState, HistoryUID: "h-" + s.opts.ClientUID, CompressionRate: s.rate}
 }

@@ -20,12 +20,22 @@ type Metrics interface {
 	// QueueDropped counts a connection dropped for a full queue
 	// (websocket, watcher).
 	QueueDropped(queue string)
+	// Draining marks the instance draining, until it exits.
+	Draining()
+	// DrainTurnFinished counts a turn that ended while koe drained.
+	DrainTurnFinished()
+	// DrainEnded counts the turns still running at the drain's end, which
+	// shutdown stops, and how long the drain took.
+	DrainEnded(cut int, took time.Duration)
 }
 
 type noMetrics struct{}
 
-func (noMetrics) SessionOpened(string) func() { return func() {} }
-func (noMetrics) QueueDropped(string)         {}
+func (noMetrics) SessionOpened(string) func()   { return func() {} }
+func (noMetrics) QueueDropped(string)           {}
+func (noMetrics) Draining()                     {}
+func (noMetrics) DrainTurnFinished()            {}
+func (noMetrics) DrainEnded(int, time.Duration) {}
 
 // ReadyCheck is one dependency /readyz checks: the store, the
 // coordinator. Check gets a context bounded by server.ready_timeout and
@@ -41,6 +51,10 @@ type ReadyCheck struct {
 // the token like the API.
 func (s *Server) healthRoutes() {
 	s.app.Get("/healthz", func(c *fiber.Ctx) error {
+		// A draining koe is alive: it must not be restarted for it.
+		if s.drain.draining() {
+			return c.JSON(fiber.Map{"status": "ok", "sessions": s.sessions.Load(), "draining": true})
+		}
 		return c.JSON(fiber.Map{"status": "ok", "sessions": s.sessions.Load()})
 	})
 	s.app.Get("/readyz", s.readyz)
@@ -82,6 +96,9 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	s.mu.Unlock()
 	if closing {
 		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "shutting down"})
+	}
+	if s.drain.draining() {
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "draining"})
 	}
 	checks := make(fiber.Map, len(s.opts.Ready))
 	var failing []string

@@ -90,6 +90,8 @@ type Server struct {
 	mu      sync.Mutex
 	closing bool // Shutdown has begun: no new sessions
 
+	drain drainer // what Drain found and waits for (drain.go)
+
 	access *access // Host, Origin and token checks
 	// refusedOrigins bounds the log lines of refused web pages: any page
 	// in the user's browser can send requests in a loop.
@@ -383,7 +385,8 @@ func (s *Server) checkExposure(addr net.Addr) error {
 
 // Shutdown stops accepting connections, closes connections that hold no
 // running request, stops every running turn (each persists what it has)
-// and closes every WebSocket with "going away".
+// and closes every WebSocket with "going away" (after a Drain, with
+// "service restart").
 func (s *Server) Shutdown(ctx context.Context) error {
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- s.app.ShutdownWithContext(ctx) }()

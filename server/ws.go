@@ -53,6 +53,12 @@ type Session interface {
 	FeedPCM(data []byte) error
 	// Close stops the running turn and ends the session.
 	Close()
+	// Drain makes the session start no turn from now on (koe is
+	// restarting): an input that would start one fails with
+	// koe.ErrRestarting, before anything of it is stored. It reports
+	// whether a turn is running; if so, idle is called once that turn
+	// has ended and stored its records. idle must not block for long.
+	Drain(idle func()) bool
 }
 
 // Sender delivers messages to one client, in the order they were sent: a
@@ -88,7 +94,15 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	defer cancel()
 
 	cn := newConn(c.Conn, s.cfg, log, s.metrics)
-	cn.start(s.base)
+	cn.start(s.base, s.goodbye)
+	if s.drain.draining() {
+		// Accepted, then closed: a browser sees the close code of a
+		// socket that opened, never why an upgrade was refused.
+		log.Debug("connection sent elsewhere: koe is draining")
+		cn.close(closeServiceRestart, restartReason)
+		cn.wait()
+		return
+	}
 
 	koeEvents := c.Subprotocol() == protocol.Subprotocol || c.Query("koe") == "1"
 	if target, ok := watchTarget(c.Query); ok {
@@ -106,6 +120,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	}
 	log.Info("client connected", "ip", c.IP(), "koe_events", koeEvents)
 	sess.Greet()
+	defer s.addSession(sess, cn)()
 
 	r := &reader{sess: sess, conn: cn, log: log, explain: s.explain, errors: rateLimited{every: 10 * time.Second}}
 	err := cn.readPump(r.text, r.binary, r.reject)
@@ -148,10 +163,25 @@ func (r *reader) binary(data []byte) {
 	}
 }
 
+// restarting closes the connection of an input refused because koe drains
+// (see drain.go): with 1012, no error frame, the client sends it again on
+// its new connection.
+func (r *reader) restarting(what string, err error) bool {
+	if !errors.Is(err, koe.ErrRestarting) {
+		return false
+	}
+	r.log.Info("input refused: koe is draining; the client is sent elsewhere", "type", quote.Shorten(what, 40))
+	r.conn.close(closeServiceRestart, restartReason)
+	return true
+}
+
 // fail answers a failed message with an error frame: what Explain says,
 // prefixed with what the client sent. Internal failures are logged in
 // full; the client's own mistakes only at debug level.
 func (r *reader) fail(what string, err error) {
+	if r.restarting(what, err) {
+		return
+	}
 	p := r.explain(err)
 	what = quote.Shorten(what, 40)
 	if p.Kind == koe.Internal {

@@ -117,7 +117,11 @@ func run() error {
 	flag.BoolVar(&o.idle, "idle", false, "only open and greet the sessions and read memory: no turns (what N idle sessions cost)")
 	flag.StringVar(&o.scenario, "scenario", scenarioTurns, "what to measure:"+scenarioList())
 	so := stopLatencyFlags()
+	ro := reconnectFlags()
 	flag.Parse()
+	if err := ro.check(); err != nil {
+		return err
+	}
 	switch o.scenario {
 	case scenarioTurns:
 	case scenarioStopLatency:
@@ -127,6 +131,9 @@ func run() error {
 	}
 	if err := o.check(); err != nil {
 		return err
+	}
+	if ro.on {
+		return runReconnect(o, *ro)
 	}
 	if o.profileDir != "" {
 		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {

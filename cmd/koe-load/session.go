@@ -74,6 +74,8 @@ type result struct {
 	total      time.Duration
 	audios     int
 	err        error
+	// started: koe began the turn (conversation-chain-start came).
+	started bool
 }
 
 // turn sends one text input and plays the OLV client until chain-end.
@@ -112,6 +114,9 @@ func (s *session) turn(text string, timeout time.Duration) result {
 			r.err = errors.New(m.Message)
 			return r
 		case "control":
+			if m.Text == "conversation-chain-start" {
+				r.started = true
+			}
 			if m.Text == "conversation-chain-end" {
 				r.total = time.Since(start)
 				if r.audios == 0 {

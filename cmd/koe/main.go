@@ -112,7 +112,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nkoe SUBCOMMAND -h describes a subcommand's flags.")
 }
 
-// signalContext ends at SIGINT or SIGTERM: koe then shuts down gracefully.
+// signalContext ends at SIGINT or SIGTERM: koe then drains and shuts down
+// gracefully (see run).
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
@@ -168,7 +169,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	for {
 		select {
 		case <-ctx.Done():
-			logger.Info("shutting down")
+			// Listened for before the drain says a word, so that a second
+			// signal is never missed: it stops at once, storing what the
+			// running turns' clients heard.
+			again, stopAgain := signalContext()
+			defer stopAgain()
+			logger.Info("shutting down: draining first; a second SIGTERM or SIGINT stops at once", "drain_timeout", cfg.Server.DrainTimeout)
+			m.Drain(again)
 			return m.Close()
 		case err := <-m.Done():
 			_ = m.Close()

@@ -979,23 +979,103 @@
   $("context-refresh").addEventListener("click", fetchContext);
 
   // ---- Connection ----------------------------------------------------------
+  //
+  // A lost connection is opened again, and the new one goes on where the
+  // old one was: the same character (if the user switched), the same
+  // conversation (fetch-and-set-history), the same client_uid (so that an
+  // overlay following this session keeps following it). Behind a load
+  // balancer it may reach another koe instance; they share the histories.
+  // koe closes with 1012 ("service restart") when it drains for a
+  // restart: the page reconnects at once then, and with a growing delay
+  // after any other close. Messages typed meanwhile wait, shown as
+  // waiting, and go out once the conversation is back.
+
+  const serviceRestart = 1012;
+  const maxQueued = 20;
+  const session = {
+    clientUID: "", // koe's name for this page's session
+    file: "",      // the character file the user switched to ("": koe's default)
+    history: "",   // the conversation open now ("": none yet)
+    connects: 0,
+    restoring: false, // waiting for the conversation to be back before sending
+    queued: [],       // {text, el}: typed while disconnected
+    quickUsed: false, // reconnected at once since the conversation was last back
+  };
+  // For tests: each reconnect ({code, delay}), each conversation reopened
+  // ({history, ok}), and the session.
+  debug.reconnects = []; debug.restored = []; debug.session = session;
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
+    const query = session.clientUID ? "?client_uid=" + encodeURIComponent(session.clientUID) : "";
     // koe.v1 asks for koe's own events (token deltas, memory-state) on
     // top of the Open-LLM-VTuber message set.
-    ws = new WebSocket(proto + location.host + "/client-ws", ["koe.v1"]);
-    ws.onopen = () => {
+    const sock = ws = new WebSocket(proto + location.host + "/client-ws" + query, ["koe.v1"]);
+    sock.onopen = () => {
       retry = 500; setStatus("connected", "ok");
-      ["fetch-configs", "fetch-history-list", "create-new-history"].forEach((type) => send({ type }));
-      resetMemory(true); // a new connection is a new session, at the configured rate
+      const again = session.connects++ > 0;
+      send({ type: "fetch-configs" });
+      if (again && session.file) send({ type: "switch-config", file: session.file });
+      send({ type: "fetch-history-list" });
+      session.restoring = true;
+      if (again && session.history) {
+        send({ type: "fetch-and-set-history", history_uid: session.history });
+        resetMemory(false); // koe sends the conversation's memory-state
+      } else {
+        send({ type: "create-new-history" });
+        resetMemory(true); // a new connection is a new session, at the configured rate
+      }
     };
-    ws.onclose = () => {
-      setStatus("disconnected, retrying…", "bad"); resetVoice(); dropPending(); endTools(); setTurn(false);
+    sock.onclose = (ev) => {
+      if (sock !== ws) return;
+      // At once after a 1012, but not again before a connection has
+      // worked: a load balancer may send the page back to the instance
+      // that is draining.
+      const quick = ev.code === serviceRestart && !session.quickUsed;
+      const delay = quick ? 0 : retry;
+      if (quick) session.quickUsed = true; else retry = Math.min(retry * 2, 8000);
+      debug.reconnects.push({ code: ev.code, delay });
+      setStatus(ev.code === serviceRestart ? "koe is restarting, reconnecting…" : "disconnected, retrying…", "bad");
+      resetVoice(); dropPending(); endTools(); setTurn(false); reply = null;
+      session.restoring = false;
       memory.waiting = [];
-      setTimeout(connect, retry); retry = Math.min(retry * 2, 8000);
+      setTimeout(connect, delay);
     };
-    ws.onmessage = (ev) => handle(JSON.parse(ev.data));
+    sock.onmessage = (ev) => { if (sock === ws) handle(JSON.parse(ev.data)); };
+  }
+
+  // restored: the conversation is back (or a new one began); what was
+  // typed meanwhile goes out now, in order.
+  function restored() {
+    if (!session.restoring) return;
+    session.restoring = false;
+    session.quickUsed = false;
+    const q = session.queued;
+    session.queued = [];
+    for (const item of q) {
+      item.el.classList.remove("queued");
+      log.append(item.el); // after the conversation as koe stored it
+      send({ type: "text-input", text: item.text, images: [] });
+    }
+    log.scrollTop = log.scrollHeight;
+  }
+
+  // sendText sends a typed message, or keeps it for when the connection
+  // is back.
+  function sendText(t) {
+    if (ws && ws.readyState === WebSocket.OPEN && !session.restoring) {
+      bubble("human", t);
+      send({ type: "text-input", text: t, images: [] });
+      return true;
+    }
+    if (session.queued.length >= maxQueued) {
+      tell("queue", "Not connected to koe: " + maxQueued + " messages are waiting already. Try again once it is back.");
+      return false;
+    }
+    const el = bubble("human queued", t);
+    el.title = "Waiting for the connection to koe: sent once it is back";
+    session.queued.push({ text: t, el });
+    return true;
   }
 
   function handle(m) {
@@ -1046,6 +1126,15 @@
         playNext();
         break;
       case "error":
+        if (session.restoring && session.history) {
+          // The conversation could not be reopened (deleted meanwhile):
+          // say so and go on in a new one.
+          debug.restored.push({ history: session.history, ok: false });
+          tell("restore", "The conversation could not be reopened: " + String(m.message || "refused") + ". A new one begins.");
+          session.history = "";
+          send({ type: "create-new-history" });
+          break;
+        }
         if (memoryError(m)) break;
         // A failed turn still ends with conversation-chain-end.
         bubble("error", m.message);
@@ -1057,6 +1146,7 @@
         showContext(m);
         break;
       case "set-model-and-conf":
+        if (m.client_uid) session.clientUID = String(m.client_uid);
         document.title = "koe · " + m.conf_name;
         characters.dataset.current = m.conf_name;
         if (m.conf_uid !== docs.conf) { docs.conf = String(m.conf_uid || ""); docs.refused.replaceChildren(); refreshDocs(); }
@@ -1073,6 +1163,19 @@
         endTools();
         log.replaceChildren();
         m.messages.forEach((r) => { const b = bubble(r.role === "human" ? "human" : "ai", r.content, r.name); if (r.interrupted) b.classList.add("interrupted"); });
+        if (session.restoring && session.connects > 1) debug.restored.push({ history: session.history, ok: true });
+        restored();
+        break;
+      case "new-history-created":
+        session.history = String(m.history_uid || "");
+        restored();
+        break;
+      case "message":
+        // The human message of a turn names the history it is stored in
+        // (a first turn after a switch of character starts one).
+        if (m.content && m.content.type === "human" && m.content.additional_kwargs && m.content.additional_kwargs.history_uid) {
+          session.history = String(m.content.additional_kwargs.history_uid);
+        }
         break;
     }
   }
@@ -1084,21 +1187,24 @@
     // The new input cancels the running reply; tell the server what was heard.
     if (inTurn || voice.current) stopReply(true);
     dropPending(); // the typed message supersedes an utterance being transcribed
-    bubble("human", t);
-    send({ type: "text-input", text: t, images: [] });
-    text.value = "";
+    if (sendText(t)) text.value = "";
   });
   stopBtn.addEventListener("click", () => stopReply(true));
   // Leaving the conversation silences it; the server stops the turn itself.
   function leave() { stopReply(false); log.replaceChildren(); }
-  function newHistory() { leave(); send({ type: "create-new-history" }); resetMemory(true); }
+  function newHistory() { leave(); session.history = ""; send({ type: "create-new-history" }); resetMemory(true); }
   $("new").addEventListener("click", newHistory);
   histories.addEventListener("change", () => {
-    if (histories.value) { stopReply(false); resetMemory(false); send({ type: "fetch-and-set-history", history_uid: histories.value }); }
+    if (histories.value) {
+      stopReply(false); resetMemory(false);
+      session.history = histories.value;
+      send({ type: "fetch-and-set-history", history_uid: histories.value });
+    }
     else newHistory();
   });
   characters.addEventListener("change", () => {
     leave();
+    session.file = characters.value; session.history = ""; // the next turn starts a history
     send({ type: "switch-config", file: characters.value }); send({ type: "fetch-history-list" });
     resetMemory(true);
   });

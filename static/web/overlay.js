@@ -48,6 +48,7 @@
   const state = window.koeOverlay = {
     connection: "connecting", // connecting | connected | reconnecting
     connects: 0,              // WebSockets opened
+    reconnects: [],           // each lost connection: {code, delay} (ms)
     confUID: "",
     view: null,               // GET /api/characters/:conf_uid/overlay
     audio: opt.audio ? "on" : "off", // on | off | blocked (autoplay refused)
@@ -286,6 +287,7 @@
   // ---- Connection -------------------------------------------------------
 
   let retry = 500;
+  let quickUsed = false; // reconnected at once since the last turn followed
   const backoff = () => { const d = retry; retry = Math.min(retry * 2, 8000); return d; };
 
   async function fetchView(conf) {
@@ -320,10 +322,20 @@
     // was opened with ?token=, as for koe's own page.
     const ws = new WebSocket(proto + location.host + "/client-ws?" + query);
     ws.onopen = () => { retry = 500; state.connects++; state.connection = "connected"; };
-    ws.onclose = () => {
+    // koe closes with 1012 ("service restart") when it drains for a
+    // restart: another instance (or this one, back) takes the watch at
+    // once; after any other close the overlay waits longer each time.
+    ws.onclose = (ev) => {
       state.connection = "reconnecting";
+      // At once after a 1012, but not again before a turn has been
+      // followed: a load balancer may send the overlay back to the
+      // instance that drains, which greets and closes again.
+      const quick = ev.code === 1012 && !quickUsed;
+      if (quick) quickUsed = true;
+      const delay = quick ? 0 : backoff();
+      state.reconnects.push({ code: ev.code, delay });
       stop();
-      setTimeout(connect, backoff());
+      setTimeout(connect, delay);
     };
     ws.onmessage = (ev) => {
       let m;
@@ -333,6 +345,7 @@
   }
 
   function handle(m) {
+    if (m.type === "audio" || m.type === "control") quickUsed = false;
     switch (m.type) {
       case "audio":
         enqueue(m);

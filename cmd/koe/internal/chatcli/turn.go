@@ -39,9 +39,18 @@ func (c *chat) turn(ctx context.Context, text string) {
 
 	req := protocol.ChatRequest{Message: text, ConfUID: c.conf, HistoryUID: c.history, CompressionRate: c.rate}
 	events := make(chan streamed)
+	// A koe that restarts refuses the turn and the client sends it again
+	// (client.WithRetry); the user hears of each try from this loop.
+	retries := make(chan client.Retry)
+	retryCtx := client.WithRetryTrace(ctx, func(r client.Retry) {
+		select {
+		case retries <- r:
+		case <-ctx.Done():
+		}
+	})
 	wg.Go(func() {
 		defer close(events)
-		for ev, err := range c.api.Stream(ctx, req) {
+		for ev, err := range c.api.Stream(retryCtx, req) {
 			select {
 			case events <- streamed{ev, err}:
 			case <-ctx.Done():
@@ -62,6 +71,7 @@ func (c *chat) turn(ctx context.Context, text string) {
 		stopWanted  bool // Ctrl-C came
 		stopSent    bool
 		abandoned   bool
+		retried     bool // koe refused the turn while restarting
 		historyUID  = c.history
 		sendStopNow = func() {
 			stopSent = true
@@ -83,8 +93,12 @@ func (c *chat) turn(ctx context.Context, text string) {
 				continue
 			}
 			if item.err != nil {
-				c.view.line("error: " + c.describe(item.err))
+				c.failed(item.err)
 				continue
+			}
+			if retried {
+				retried = false
+				c.view.line(markReconnect + " reconnected")
 			}
 			if m := item.ev.Message; m != nil && m.Type == protocol.MessageHuman {
 				c.stored(m)
@@ -94,6 +108,9 @@ func (c *chat) turn(ctx context.Context, text string) {
 				}
 			}
 			c.view.show(item.ev)
+		case r := <-retries:
+			retried = true
+			c.view.line(fmt.Sprintf("%s koe is restarting: sending it again in %s (retry %d)", markReconnect, r.Wait, r.Attempt))
 		case <-tick:
 			c.view.tick()
 		case <-c.term.Interrupts:
@@ -128,6 +145,21 @@ func (c *chat) stored(m *protocol.ChatMessage) {
 	if conf := m.AdditionalKwargs.ConfUID; conf != "" {
 		c.conf = conf
 	}
+}
+
+// failed shows why a turn failed. A stream that broke (koe stopped, a
+// proxy cut it) is not sent again: koe may have stored the turn, cut; the
+// user is told that the next message goes on in the same history.
+func (c *chat) failed(err error) {
+	if !errors.Is(err, client.ErrNoEnd) {
+		c.view.line("error: " + c.describe(err))
+		return
+	}
+	if c.history == "" {
+		c.view.line(markReconnect + " the connection to koe broke before the reply began; the next message starts a new history")
+		return
+	}
+	c.view.line(markReconnect + " the connection to koe broke; the next message goes on in history " + c.history)
 }
 
 // drainInterrupts drops a Ctrl-C that came as the turn ended: it was meant

@@ -22,6 +22,7 @@ const (
 	markFailed      = "✗"
 	markResult      = "  ↳ "
 	markInterrupted = "⏹"
+	markReconnect   = "⚡"
 )
 
 // spinnerFrames animate the line of a running task on a terminal.
