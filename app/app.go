@@ -276,6 +276,7 @@ func (m *Main) Open() error {
 		Metrics:        serverMetrics,
 		MetricsHandler: metricsHandler,
 		Ready:          ready,
+		Backup:         backupOf(store),
 	}))
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
