@@ -103,7 +103,7 @@ func openStore(cfg config.Config, log *slog.Logger) (appStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	log.Info("koe keeps its data in PostgreSQL (store: postgres)")
+	logSchema(log, pg)
 	return pg, nil
 }
 
