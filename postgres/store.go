@@ -70,7 +70,9 @@ func recordKind(role string) int16 {
 }
 
 // storeMigrations is the store's schema, oldest first. Append-only: a
-// released migration is never edited.
+// released migration is never edited. Each only expands the schema unless
+// it sets CompatibleFrom (see migrate.go): a koe of the previous release
+// must keep working on what a new migration leaves.
 var storeMigrations = []migration{
 	{
 		Version: 1,
