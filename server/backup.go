@@ -39,7 +39,9 @@ func (s *Server) backup(c *fiber.Ctx) error {
 		return fiber.NewError(fiber.StatusNotImplemented, "koe keeps its data in PostgreSQL (store: postgres), "+
 			"which koe backup does not copy: back it up with pg_dump (see Backups in docs/operations.md)")
 	}
-	if !s.startBackup() {
+	// Registered as a chat turn is, so that Shutdown waits for the read
+	// transaction to end before the store closes.
+	if !s.startChat() {
 		return errShuttingDown
 	}
 	pr, pw := io.Pipe()
@@ -80,19 +82,6 @@ func (s *Server) backup(c *fiber.Ctx) error {
 		_ = pr.Close()
 		return fmt.Errorf("back up the database: %w", err)
 	}
-}
-
-// startBackup registers a backup with the server, so that Shutdown waits
-// for its read transaction to end. It returns false once shutdown has
-// begun.
-func (s *Server) startBackup() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.conns.Add(1)
-	return true
 }
 
 // adminOnly refuses an admin request that did not come straight from this

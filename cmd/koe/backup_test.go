@@ -15,6 +15,35 @@ import (
 	"koe/testkit/fakellm"
 )
 
+// echoLLM is a fake LLM that echoes at once, closed at cleanup.
+func echoLLM(t *testing.T) *fakellm.Server {
+	t.Helper()
+	llm, err := fakellm.Start("127.0.0.1:0", fakellm.Echo(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = llm.Close() })
+	llm.SetRecording(false)
+	return llm
+}
+
+// textKoeConf writes dir/conf.yaml for a text-only koe on the LLM at
+// llmURL, with its data in dir/data and extra top-level keys (YAML lines),
+// and returns its path.
+func textKoeConf(t *testing.T, dir, llmURL, extra string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "conf.yaml")
+	yaml := fmt.Sprintf("data_dir: %s\ncharacters_dir: %s\nlog_level: info\n%sserver:\n  backgrounds_dir: %s\ncharacter:\n  llm:\n    base_url: %s\n    model: %s\n  tts:\n    engine: none\n",
+		filepath.Join(dir, "data"), filepath.Join(dir, "characters"), extra, filepath.Join(dir, "bg"), llmURL, fakellm.ModelID)
+	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return conf
+}
+
 // backupRun runs `koe backup args` through koe's command table and
 // returns its exit code and what it printed.
 func backupRun(t *testing.T, args ...string) (int, string) {
@@ -70,20 +99,10 @@ func TestBackupWhileTurnsAreWritten(t *testing.T) {
 		t.Skip("starts koe in a child process")
 	}
 	const sessions = 20
-	llm, err := fakellm.Start("127.0.0.1:0", fakellm.Echo(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = llm.Close() })
-	llm.SetRecording(false)
+	llm := echoLLM(t)
 	dir := t.TempDir()
-	conf := filepath.Join(dir, "conf.yaml")
+	conf := textKoeConf(t, dir, llm.URL(), "")
 	data := filepath.Join(dir, "data")
-	yaml := fmt.Sprintf("data_dir: %s\ncharacters_dir: %s\nlog_level: info\nserver:\n  backgrounds_dir: %s\ncharacter:\n  llm:\n    base_url: %s\n    model: %s\n  tts:\n    engine: none\n",
-		data, filepath.Join(dir, "characters"), filepath.Join(dir, "bg"), llm.URL(), fakellm.ModelID)
-	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	koe := startKoeProcess(t, conf)
 	seen := make(chan seenTurn, sessions*4)
 	var wg sync.WaitGroup

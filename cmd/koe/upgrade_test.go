@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"koe/postgres"
-	"koe/testkit/fakellm"
 	"koe/testkit/pgtest"
 )
 
@@ -95,27 +94,13 @@ func TestUpgradeExpandContract(t *testing.T) {
 	expandBin := buildKoe(t, bins, "koe-expand", map[string]string{"zz_upgrade_a.go": upgradeExpand})
 	contractBin := buildKoe(t, bins, "koe-contract", map[string]string{"zz_upgrade_a.go": upgradeExpand, "zz_upgrade_b.go": upgradeContract})
 
-	llm, err := fakellm.Start("127.0.0.1:0", fakellm.Echo(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = llm.Close() })
-	llm.SetRecording(false)
+	llm := echoLLM(t)
 	n := 0
 	// command is a koe of bin with a data directory of its own on the
 	// shared database.
 	command := func(bin string) *exec.Cmd {
 		n++
-		dir := filepath.Join(t.TempDir(), fmt.Sprint(n))
-		conf := filepath.Join(dir, "conf.yaml")
-		yaml := fmt.Sprintf("data_dir: %s\ncharacters_dir: %s\nlog_level: info\nstore: postgres\nserver:\n  backgrounds_dir: %s\ncharacter:\n  llm:\n    base_url: %s\n    model: %s\n  tts:\n    engine: none\n",
-			filepath.Join(dir, "data"), filepath.Join(dir, "characters"), filepath.Join(dir, "bg"), llm.URL(), fakellm.ModelID)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		conf := textKoeConf(t, filepath.Join(t.TempDir(), fmt.Sprint(n)), llm.URL(), "store: postgres\n")
 		cmd := exec.CommandContext(ctx, bin, "-config", conf, "-port", "0")
 		cmd.Env = append(os.Environ(), "KOE_DATABASE_URL="+dsn)
 		return cmd

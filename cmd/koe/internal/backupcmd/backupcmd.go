@@ -30,6 +30,7 @@ import (
 
 	"koe/bolt"
 	"koe/config"
+	"koe/internal/quote"
 	"koe/server"
 )
 
@@ -140,19 +141,7 @@ type Result struct {
 
 func (r Result) String() string {
 	return fmt.Sprintf("backed up %s to %s: %d histories, %d records, %s, verified, in %s",
-		r.From, r.Out, r.Histories, r.Records, formatBytes(r.Bytes), r.Elapsed.Round(time.Millisecond))
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
+		r.From, r.Out, r.Histories, r.Records, quote.Bytes(r.Bytes), r.Elapsed.Round(time.Millisecond))
 }
 
 // Run makes the backup opts describes.
