@@ -103,7 +103,7 @@ func openStore(cfg config.Config, log *slog.Logger) (appStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	log.Info("koe keeps its data in PostgreSQL (store: postgres)")
+	logSchema(log, pg)
 	return pg, nil
 }
 
@@ -276,6 +276,7 @@ func (m *Main) Open() error {
 		Metrics:        serverMetrics,
 		MetricsHandler: metricsHandler,
 		Ready:          ready,
+		Backup:         backupOf(store),
 	}))
 	if m.metrics != nil && m.server.TLS() {
 		m.metrics.WatchCertificate(m.server.CertificateNotAfter)

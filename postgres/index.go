@@ -71,12 +71,17 @@ func OpenKnowledgeIndex(ctx context.Context, dsn string, log *slog.Logger) (*Kno
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: postgres: connect: %w", err)
 	}
-	version, applied, err := migrate(ctx, conn, indexMigrationsTable, indexMigrateLockKey, indexMigrations, extensionHint)
-	if err == nil && applied == 0 {
+	st, err := migrate(ctx, conn, indexMigrationsTable, indexMigrateLockKey, indexMigrations, extensionHint)
+	switch {
+	case err != nil:
+	case st.Version > st.Known:
+		log.Info("knowledge: postgres schema is newer than this koe knows, and compatible with it", where,
+			"version", st.Version, "known", st.Known, "compatible_from", st.CompatibleFrom)
+	case st.Applied == 0:
 		// Nothing to do is the usual start.
-		log.Debug("knowledge: postgres schema is current", where, "version", version)
-	} else if err == nil {
-		log.Info("knowledge: postgres schema migrated", where, "version", version, "applied", applied)
+		log.Debug("knowledge: postgres schema is current", where, "version", st.Version)
+	default:
+		log.Info("knowledge: postgres schema migrated", where, "version", st.Version, "applied", st.Applied)
 	}
 	var vectorVersion string
 	var dims []int

@@ -29,6 +29,7 @@ type Store struct {
 	pool    *pgxpool.Pool
 	now     func() time.Time
 	timeout time.Duration
+	schema  schemaState // where Open left the schema
 }
 
 var _ history.Store = (*Store)(nil)
@@ -69,7 +70,9 @@ func recordKind(role string) int16 {
 }
 
 // storeMigrations is the store's schema, oldest first. Append-only: a
-// released migration is never edited.
+// released migration is never edited. Each only expands the schema unless
+// it sets CompatibleFrom (see migrate.go): a koe of the previous release
+// must keep working on what a new migration leaves.
 var storeMigrations = []migration{
 	{
 		Version: 1,
@@ -225,11 +228,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if _, _, err := migrate(ctx, pool, storeMigrationsTable, storeMigrateLockKey, storeMigrations, nil); err != nil {
+	st, err := migrate(ctx, pool, storeMigrationsTable, storeMigrateLockKey, storeMigrations, nil)
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
+	s.schema = st
 	return s, nil
+}
+
+// Schema says where the store's schema is: its version, the newest this
+// koe knows (the schema may be newer, expanded by a newer koe), the
+// oldest version a koe must know to run on it, and how many versions this
+// koe applied at Open.
+func (s *Store) Schema() (version, known, compatibleFrom, applied int) {
+	return s.schema.Version, s.schema.Known, s.schema.CompatibleFrom, s.schema.Applied
 }
 
 // Close closes every connection of the store.

@@ -26,6 +26,7 @@ import (
 // chat API (chat.go).
 func (s *Server) apiRoutes() {
 	api := s.app.Group("/api")
+	s.backupRoutes(api)
 	api.Get("/sessions", func(c *fiber.Ctx) error {
 		return c.JSON(s.opts.Sessions.List())
 	})

@@ -113,6 +113,19 @@ func (s *Server) startChat() error {
 	return nil
 }
 
+// startBackground registers work that is no turn but needs the server
+// open (a backup's read transaction): Shutdown waits for it; a drain
+// neither refuses nor counts it.
+func (s *Server) startBackground() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return errShuttingDown
+	}
+	s.conns.Add(1)
+	return nil
+}
+
 // endChat counts off a chat turn startChat registered, once it has stored
 // its records.
 func (s *Server) endChat() {

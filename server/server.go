@@ -73,6 +73,9 @@ type Options struct {
 	// Ready are the checks /readyz runs, in order: the store, and the
 	// coordinator when there is one.
 	Ready []ReadyCheck
+	// Backup copies koe.db for koe backup (backup.go); nil with a store
+	// that is backed up otherwise (PostgreSQL: pg_dump).
+	Backup Backup
 }
 
 // Server serves koe over HTTP and WebSocket.

@@ -58,6 +58,12 @@ func startKoeProcess(t *testing.T, conf string) *koeProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-config", conf, "-port", "0")
 	cmd.Env = append(os.Environ(), childEnv+"=1")
+	return startKoeCmd(t, cmd)
+}
+
+// startKoeCmd starts cmd, a koe, and waits until it listens.
+func startKoeCmd(t *testing.T, cmd *exec.Cmd) *koeProcess {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

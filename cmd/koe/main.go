@@ -1,7 +1,7 @@
 // Command koe is a real-time voice conversation server speaking the
 // Open-LLM-VTuber WebSocket protocol. `koe chat` chats with a running koe
 // from a terminal; `koe migrate` copies a data directory's koe.db into a
-// PostgreSQL store.
+// PostgreSQL store; `koe backup` copies koe.db.
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"koe/app"
+	"koe/cmd/koe/internal/backupcmd"
 	"koe/cmd/koe/internal/chatcli"
 	"koe/cmd/koe/internal/memorycmd"
 	"koe/cmd/koe/internal/migratecmd"
@@ -56,6 +57,7 @@ var commands = []command{
 		return memorycmd.Eval(ctx, args, stdout, stderr)
 	})},
 	{"migrate", "[flags]", "copy a data directory's koe.db into a PostgreSQL store", withSignals(migratecmd.Main)},
+	{"backup", "-o FILE [flags]", "copy koe.db, of a running koe or a stopped data directory", withSignals(backupcmd.Main)},
 }
 
 // dispatch runs the subcommand args name, or the server when the first
