@@ -88,6 +88,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		Koe:   localURL(cfg.Server),
 		Token: cfg.Server.AuthToken,
 	}
+	if cfg.Server.TLSCert != "" && *url == "" {
+		if opts.Client, err = pinnedClient(cfg.Server.TLSCert); err != nil {
+			fmt.Fprintln(stderr, "koe backup:", err)
+			return 1
+		}
+	}
 	res, err := Run(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "koe backup:", err)
@@ -113,7 +119,11 @@ func localURL(cfg server.Config) string {
 	if ip, err := netip.ParseAddr(host); host == "" || err == nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.Port))
+	scheme := "http://"
+	if cfg.TLSCert != "" {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, strconv.Itoa(cfg.Port))
 }
 
 // Options configures Run.
