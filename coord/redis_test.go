@@ -35,7 +35,7 @@ func (w *logWatch) waitFor(message string, n int) { w.WaitFor(message, n) }
 
 func testConfig(url string) Config {
 	c := DefaultConfig()
-	c.Backend, c.RedisURL, c.Lease, c.Wait = Redis, url, testLease, hangGuard
+	c.Backend, c.RedisURL, c.Lease, c.Wait, c.Heartbeat = Redis, url, testLease, hangGuard, testLease
 	return c
 }
 
