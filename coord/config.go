@@ -43,7 +43,9 @@ type Config struct {
 	RelayQueue int `yaml:"relay_queue"`
 	// Heartbeat is how long an instance's heartbeat key lives unless it
 	// is refreshed (every third of it): how soon after an instance dies
-	// its turns' histories can be taken over, instead of coord.lease.
+	// its turns' histories can be taken over, instead of coord.lease. One
+	// longer than Lease is taken as Lease (files that set a short lease
+	// before heartbeats existed still load).
 	Heartbeat time.Duration `yaml:"heartbeat"`
 	// PendingReleases bounds the releases of ended turns' leases that
 	// failed while Redis was unreachable and are tried again once it
@@ -89,9 +91,6 @@ func (c Config) Validate() error {
 	}
 	if c.Heartbeat < 300*time.Millisecond {
 		return fmt.Errorf("coord.heartbeat %s is too short (at least 300ms: it is refreshed every third of it)", c.Heartbeat)
-	}
-	if c.Heartbeat > c.Lease {
-		return fmt.Errorf("coord.heartbeat %s is longer than coord.lease %s: a dead instance's leases would expire before its heartbeat", c.Heartbeat, c.Lease)
 	}
 	if c.PendingReleases < 1 {
 		return fmt.Errorf("coord.pending_releases %d must be at least 1 (releases kept to retry once Redis answers again)", c.PendingReleases)

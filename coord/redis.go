@@ -174,7 +174,7 @@ func NewRedis(ctx context.Context, c Config, log *slog.Logger) (*RedisCoordinato
 	}
 	instance := newInstanceID()
 	r := &RedisCoordinator{
-		conn: cn, lease: c.Lease, wait: c.Wait, heartbeat: c.Heartbeat,
+		conn: cn, lease: c.Lease, wait: c.Wait, heartbeat: min(c.Heartbeat, c.Lease),
 		instance: instance, beatKey: beatPrefix + instance, beatValue: beatValue(),
 		beatKick: make(chan struct{}, 1), pendingMax: c.PendingReleases,
 		log:  log.With("coord_instance", instance),
