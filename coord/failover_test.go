@@ -95,12 +95,8 @@ func TestReleaseRetriedAfterRedisRestart(t *testing.T) {
 	srv := redistest.StartAOF(t)
 	a, _, aObs := failoverInstance(t, srv.URL(), "A", failoverLease)
 	b, bLog, bObs := failoverInstance(t, srv.URL(), "B", failoverLease)
-	lease := claim(t, b, "h-outage", "run-ended", newTurn())
 
-	srv.Stop()
-	lease.Release()
-	bLog.waitFor("could not release a turn's lease; released once redis answers again", 1)
-	srv.Start()
+	endDuringOutage(t, srv, b, bLog, "h-outage")
 
 	next := claim(t, a, "h-outage", "run-next", newTurn())
 	defer next.Release()
@@ -115,17 +111,25 @@ func TestReleaseRetriedAfterRedisRestart(t *testing.T) {
 	}
 }
 
+// endDuringOutage runs a turn in history on c that ends while srv is
+// down, and starts srv again (with its append-only file: the lease is
+// there again).
+func endDuringOutage(t *testing.T, srv *redistest.Server, c *RedisCoordinator, log *logWatch, history string) {
+	t.Helper()
+	lease := claim(t, c, history, "run-ended", newTurn())
+	srv.Stop()
+	lease.Release()
+	log.waitFor("could not release a turn's lease; released once redis answers again", 1)
+	srv.Start()
+}
+
 // A turn of this instance whose release failed while Redis was away is
 // released by this instance's next claim in that history at once, even
 // before the heartbeat comes round to it.
 func TestOwnPendingReleaseDoneByNextClaim(t *testing.T) {
 	srv := redistest.StartAOF(t)
 	b, bLog, bObs := failoverInstance(t, srv.URL(), "B", failoverLease)
-	lease := claim(t, b, "h-own", "run-ended", newTurn())
-	srv.Stop()
-	lease.Release()
-	bLog.waitFor("could not release a turn's lease; released once redis answers again", 1)
-	srv.Start()
+	endDuringOutage(t, srv, b, bLog, "h-own")
 	next := claim(t, b, "h-own", "run-next", newTurn())
 	next.Release()
 	if _, retries, _, _ := bObs.snapshot(); retries[RetryReleased] != 1 {
@@ -212,17 +216,8 @@ func TestLiveInstanceKeepsItsLeaseAfterRedisRestart(t *testing.T) {
 // keyspace events, not time.
 func keyExpired(t testing.TB, srv *redistest.Server, key string) <-chan struct{} {
 	t.Helper()
-	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", srv.Port)})
-	t.Cleanup(func() { c.Close() })
-	if err := c.ConfigSet(ctx, "notify-keyspace-events", "Kx").Err(); err != nil {
-		t.Fatal(err)
-	}
-	sub := c.Subscribe(ctx, "__keyspace@0__:"+key)
+	_, sub := keyspaceEvents(t, srv, key, "Kx")
 	t.Cleanup(func() { _ = sub.Close() })
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan struct{})
 	go func() {
 		for m := range sub.Channel() {
