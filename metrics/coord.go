@@ -39,7 +39,7 @@ func newCoordMetrics(reg *prometheus.Registry) *coordMetrics {
 			Buckets: leaseWaitBuckets,
 		}, []string{"outcome"}),
 		redisRoundTrip: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "koe_coord_redis_round_trip_seconds", Help: "Time Redis took to answer each command of the turns' coordinator (claims, renewals, releases, stops, the instance heartbeat every third of coord.heartbeat); commands that got no answer are not counted.",
+			Name: "koe_coord_redis_round_trip_seconds", Help: "Time Redis took to answer each command of the turns' coordinator (claims, renewals, releases, stops, the live chat's election, the instance heartbeat every third of coord.heartbeat); commands that got no answer are not counted.",
 			Buckets: redisBuckets,
 		}),
 		releaseRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
