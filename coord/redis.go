@@ -65,7 +65,7 @@ if beat >= 0 then
 elseif beat == -1 then
   return {0, cur, pttl, pttl}
 end
-local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) * 1000
+local up = (tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0) * 1000
 if up < 2 * tonumber(ARGV[5]) then
   return {0, cur, pttl, 2 * tonumber(ARGV[5]) - up}
 end
