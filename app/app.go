@@ -212,6 +212,9 @@ func (m *Main) Open() error {
 		m.metrics = metrics.New()
 		timed = m.metrics.TimeStore(store)
 		observer, serverMetrics, metricsHandler = m.metrics, m.metrics, m.metrics.Handler()
+		if m.coord != nil {
+			m.coord.Observe(m.metrics)
+		}
 	}
 	m.histories = histories.New(histories.Options{Store: timed, Characters: characters, PageLimit: cfg.Conversation.HistoryMessages,
 		Saved: func(conf string) { m.hub.PromptsChanged(conf) }, News: m.news(), Logger: m.Logger})

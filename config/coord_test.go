@@ -71,7 +71,8 @@ func redisEnv(k string) string {
 
 func wantCoord(t *testing.T, got coord.Config, url string) {
 	t.Helper()
-	want := coord.Config{Backend: coord.Redis, RedisURL: url, Lease: 4 * time.Second, Wait: time.Minute, RelayQueue: 16}
+	want := coord.Config{Backend: coord.Redis, RedisURL: url, Lease: 4 * time.Second, Wait: time.Minute, RelayQueue: 16,
+		Heartbeat: 2 * time.Second, PendingReleases: 10000}
 	if got != want {
 		t.Fatalf("coord settings %+v, want %+v", got, want)
 	}
@@ -160,7 +161,8 @@ func TestLoadCoordOldKeysBesideSection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		want := coord.Config{Backend: coord.Redis, RedisURL: "redis://file:6379", Lease: 4 * time.Second, Wait: time.Minute, RelayQueue: 16}
+		want := coord.Config{Backend: coord.Redis, RedisURL: "redis://file:6379", Lease: 4 * time.Second, Wait: time.Minute, RelayQueue: 16,
+			Heartbeat: 2 * time.Second, PendingReleases: 10000}
 		if name == "no coord key.yaml" || name == "empty section.yaml" {
 			want.Backend = coord.Memory
 		}

@@ -41,11 +41,22 @@ type Config struct {
 	// RelayQueue bounds the frames waiting to be relayed to watchers on
 	// other instances; past it, frames are dropped (and counted).
 	RelayQueue int `yaml:"relay_queue"`
+	// Heartbeat is how long an instance's heartbeat key lives unless it
+	// is refreshed (every third of it): how soon after an instance dies
+	// its turns' histories can be taken over, instead of coord.lease. One
+	// longer than Lease is taken as Lease (files that set a short lease
+	// before heartbeats existed still load).
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	// PendingReleases bounds the releases of ended turns' leases that
+	// failed while Redis was unreachable and are tried again once it
+	// answers; past it, a lease is left to expire within coord.lease.
+	PendingReleases int `yaml:"pending_releases"`
 }
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
-	return Config{Backend: Memory, Lease: 10 * time.Second, Wait: 30 * time.Second, RelayQueue: 1024}
+	return Config{Backend: Memory, Lease: 10 * time.Second, Wait: 30 * time.Second, RelayQueue: 1024,
+		Heartbeat: 2 * time.Second, PendingReleases: 10000}
 }
 
 // ApplyEnv applies the environment overrides; getenv may be nil.
@@ -77,6 +88,12 @@ func (c Config) Validate() error {
 	}
 	if c.Wait <= 0 {
 		return fmt.Errorf("coord.wait %s must be positive", c.Wait)
+	}
+	if c.Heartbeat < 300*time.Millisecond {
+		return fmt.Errorf("coord.heartbeat %s is too short (at least 300ms: it is refreshed every third of it)", c.Heartbeat)
+	}
+	if c.PendingReleases < 1 {
+		return fmt.Errorf("coord.pending_releases %d must be at least 1 (releases kept to retry once Redis answers again)", c.PendingReleases)
 	}
 	if c.RelayQueue < 1 {
 		return fmt.Errorf("coord.relay_queue %d must be at least 1 (frames waiting to reach other instances' watchers)", c.RelayQueue)

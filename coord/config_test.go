@@ -27,6 +27,10 @@ func TestConfigValidate(t *testing.T) {
 	noWait.Wait = 0
 	noQueue := DefaultConfig()
 	noQueue.RelayQueue = 0
+	shortBeat := DefaultConfig()
+	shortBeat.Heartbeat = 100 * time.Millisecond
+	noPending := DefaultConfig()
+	noPending.PendingReleases = 0
 	for _, c := range []struct {
 		cfg  Config
 		want string
@@ -40,6 +44,8 @@ func TestConfigValidate(t *testing.T) {
 		{short, "coord.lease 100ms is too short"},
 		{noWait, "coord.wait 0s must be positive"},
 		{noQueue, "coord.relay_queue 0 must be at least 1"},
+		{shortBeat, "coord.heartbeat 100ms is too short"},
+		{noPending, "coord.pending_releases 0 must be at least 1"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {

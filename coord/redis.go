@@ -33,27 +33,52 @@ const (
 // reached (go-redis retries each command a few times first).
 const retryEvery = 200 * time.Millisecond
 
-// acquire: KEYS lease, want; ARGV token, lease ms, "1" to record the
-// claim as the newest, its expiry ms. {1} acquired; {-1} a newer claim
-// wants the history; {0, holder, pttl} another turn holds it.
+// acquire: KEYS lease, want, this instance's heartbeat; ARGV token,
+// lease ms, "1" to record the claim as the newest, its expiry ms,
+// heartbeat ms, heartbeat value, heartbeat key prefix. {1} acquired; {2,
+// holder} taken over from holder, whose instance's heartbeat is gone
+// while Redis has been up for two heartbeats (see heartbeat.go); {-1} a
+// newer claim wants the history; {0, holder, pttl, recheck} another turn
+// holds it: its lease expires in pttl, and its instance's heartbeat
+// cannot be missed before recheck (ms).
 var acquire = redis.NewScript(`
 if ARGV[3] == '1' then
   redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
 end
 local w = redis.call('GET', KEYS[2])
 if w and w ~= ARGV[1] then
-  return {-1, '', 0}
+  return {-1, '', 0, 0}
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, ARGV[1], 0}
+  redis.call('SET', KEYS[3], ARGV[6], 'PX', ARGV[5])
+  return {1, ARGV[1], 0, 0}
 end
-return {0, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}
+local cur = redis.call('GET', KEYS[1])
+local pttl = redis.call('PTTL', KEYS[1])
+local inst = string.match(cur, '^([^/]+)/.*/hb$')
+if not inst then
+  return {0, cur, pttl, pttl}
+end
+local beat = redis.call('PTTL', ARGV[7] .. inst)
+if beat >= 0 then
+  return {0, cur, pttl, beat}
+elseif beat == -1 then
+  return {0, cur, pttl, pttl}
+end
+local up = (tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0) * 1000
+if up < 2 * tonumber(ARGV[5]) then
+  return {0, cur, pttl, 2 * tonumber(ARGV[5]) - up}
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[3], ARGV[6], 'PX', ARGV[5])
+return {2, cur, 0, 0}
 `)
 
-// renew: KEYS lease, stop; ARGV token, lease ms, channel, history. {1,
-// stop} renewed (or set again when it had gone: Redis lost it, nobody
-// else took it; a stop waiting for it is woken); {0, ”} another turn
-// holds the history.
+// renew: KEYS lease, stop, this instance's heartbeat; ARGV token, lease
+// ms, channel, history, heartbeat ms, heartbeat value. {1, stop} renewed
+// (or set again when it had gone: Redis lost it, nobody else took it; a
+// stop waiting for it is woken), with the instance's heartbeat; {0, ”}
+// another turn holds the history.
 var renew = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if cur == false then
@@ -64,6 +89,7 @@ elseif cur ~= ARGV[1] then
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
+redis.call('SET', KEYS[3], ARGV[6], 'PX', ARGV[5])
 local s = redis.call('GET', KEYS[2])
 if s == false then s = '' end
 return {1, s}
@@ -111,19 +137,25 @@ return {cur, redis.call('PTTL', KEYS[1])}
 // goroutine of the turn renews every third of coord.lease, and that the
 // turn deletes when it ends, only if it is still its own. A claim of a
 // held history asks the holder to stop and waits for its release, or for
-// the lease to expire (an instance that died). Stops go by PUBLISH to
+// the lease to expire, or takes it over at once when the holder's instance
+// died (its heartbeat expired: heartbeat.go). Stops go by PUBLISH to
 // every instance, and by a short-lived key that the holder reads when it
 // (re)subscribes and at every renewal, so one sent while it was not
 // listening is not lost.
 type RedisCoordinator struct {
-	*conn       // its goroutines: the subscriber, the renewals
-	lease, wait time.Duration
-	instance    string
-	log         *slog.Logger
+	*conn                  // its goroutines: the subscriber, the renewals, the heartbeat
+	lease, wait, heartbeat time.Duration
+	instance               string
+	beatKey, beatValue     string
+	beatKick               chan struct{} // refresh the heartbeat now
+	pendingMax             int
+	log                    *slog.Logger
+	obs                    observers
 
 	mu      sync.Mutex
 	held    map[string]*redisLease // this instance's leases, by history
 	waiters map[string]map[chan struct{}]struct{}
+	pending map[string]pendingRelease // releases to retry, by token (pending.go)
 }
 
 var _ conversation.Coordinator = (*RedisCoordinator)(nil)
@@ -142,11 +174,22 @@ func NewRedis(ctx context.Context, c Config, log *slog.Logger) (*RedisCoordinato
 	}
 	instance := newInstanceID()
 	r := &RedisCoordinator{
-		conn: cn, lease: c.Lease, wait: c.Wait,
-		instance: instance, log: log.With("coord_instance", instance),
+		conn: cn, lease: c.Lease, wait: c.Wait, heartbeat: min(c.Heartbeat, c.Lease),
+		instance: instance, beatKey: beatPrefix + instance, beatValue: beatValue(),
+		beatKick: make(chan struct{}, 1), pendingMax: c.PendingReleases,
+		log:  log.With("coord_instance", instance),
 		held: map[string]*redisLease{}, waiters: map[string]map[chan struct{}]struct{}{},
+		pending: map[string]pendingRelease{},
+	}
+	cn.client.AddHook(roundTrips{&r.obs})
+	// Alive before its first claim: a lease is never set without it.
+	if err := r.refreshBeat(ctx); err != nil {
+		_ = cn.close(nil)
+		return nil, fmt.Errorf("coord: %w", err)
 	}
 	r.receive(r.onSubscribed, r.onMessage)
+	r.wg.Add(1)
+	go r.beat()
 	r.markUp(ctx)
 	return r, nil
 }
@@ -165,8 +208,9 @@ func (r *RedisCoordinator) Ping(ctx context.Context) error {
 	return r.client.Ping(ctx).Err()
 }
 
-// Close stops listening and renewing and closes the connection. Leases
-// still held are not released: they expire (as if this instance died).
+// Close stops listening, renewing and keeping the heartbeat, and closes
+// the connection. Leases still held are not released: as if this instance
+// died, they are taken over once its heartbeat expires.
 func (r *RedisCoordinator) Close() error { return r.close(nil) }
 
 // onSubscribed: go-redis subscribed again after a connection loss; the
@@ -201,10 +245,11 @@ func (r *RedisCoordinator) onStop(payload string) {
 
 // resync wakes every waiter and renews every held lease at once: Redis
 // may have lost them (a restart without persistence), and the renewal
-// sets them again and reads their stop keys.
+// sets them again and reads their stop keys. The heartbeat is set again
+// too, and the releases that failed meanwhile are retried.
 func (r *RedisCoordinator) resync() {
 	r.mu.Lock()
-	var wakes []chan struct{}
+	wakes := []chan struct{}{r.beatKick}
 	for _, l := range r.held {
 		wakes = append(wakes, l.kick)
 	}
@@ -275,7 +320,7 @@ func (r *RedisCoordinator) askStop(ctx context.Context, history, token, reason s
 func (r *RedisCoordinator) Claim(ctx context.Context, history, turn string, stop func(takenOver bool)) (conversation.Lease, error) {
 	var nonce [6]byte
 	_, _ = rand.Read(nonce[:])
-	token := r.instance + "/" + turn + "/" + hex.EncodeToString(nonce[:])
+	token := r.leaseToken(turn, hex.EncodeToString(nonce[:]))
 	ctx, cancel := context.WithTimeout(ctx, r.wait)
 	defer cancel()
 	wake := r.addWaiter(history)
@@ -285,61 +330,100 @@ func (r *RedisCoordinator) Claim(ctx context.Context, history, turn string, stop
 	l := &redisLease{r: r, history: history, token: token, stop: stop, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	first, asked := "1", ""
 	var lastErr error
+	var waited claimWait
 	for {
-		res, err := acquire.Run(ctx, r.client, []string{leasePrefix + history, wantPrefix + history},
-			token, r.lease.Milliseconds(), first, (r.wait + r.lease).Milliseconds()).Slice()
+		res, err := acquire.Run(ctx, r.client, []string{leasePrefix + history, wantPrefix + history, r.beatKey},
+			token, r.lease.Milliseconds(), first, (r.wait + r.lease).Milliseconds(),
+			r.heartbeat.Milliseconds(), r.beatValue, beatPrefix).Slice()
 		var wait time.Duration
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
+				r.waitEnded(&waited, history, WaitStopped)
 				return nil, r.claimFailed(ctx, history, asked, err)
 			}
 			lastErr = err
 			r.log.Warn("could not claim a history; retrying", "history_uid", history, "err", err)
 			wait = retryEvery
 		case toInt(res[0]) == 1:
+			l.renewed = time.Now()
 			r.hold(l)
+			r.waitEnded(&waited, history, waited.endedBy())
+			return l, nil
+		case toInt(res[0]) == 2:
+			l.renewed = time.Now()
+			r.hold(l)
+			dead, _ := res[1].(string)
+			r.log.Warn("took over the lease of a dead instance", "history_uid", history,
+				"dead_instance", instanceOfLease(dead), "coord.heartbeat", r.heartbeat)
+			r.obs.get().DeadInstanceTakeover()
+			waited.look(dead)
+			r.waitEnded(&waited, history, WaitTakenOver)
 			return l, nil
 		case toInt(res[0]) == -1:
+			r.waitEnded(&waited, history, WaitStopped)
 			return nil, conversation.ErrOvertaken
 		default:
 			first = ""
+			holder, _ := res[1].(string)
+			if p, ok := r.pendingOf(holder); ok {
+				// A turn of this instance that ended while Redis was
+				// away: release it now rather than wait for it.
+				if _, err := r.retryRelease(ctx, p); err == nil {
+					continue
+				}
+			}
 			// Asked at every look: a request lost with a restarted
 			// Redis is made again.
-			holder, _ := res[1].(string)
 			if err := r.askStop(ctx, history, holder, reasonTake); err != nil {
 				lastErr = err
 				wait = retryEvery
 				break
 			}
 			asked = holder
-			// Woken by its release, or at its expiry (its instance died).
-			wait = time.Duration(toInt(res[2])) * time.Millisecond
-			if wait <= 0 {
-				wait = r.lease
+			waited.look(holder)
+			// Woken by its release; else looks again at its expiry, or
+			// when its instance's heartbeat could have expired (the
+			// instance died).
+			leaseLeft := time.Duration(toInt(res[2])) * time.Millisecond
+			recheck := time.Duration(toInt(res[3]))*time.Millisecond + time.Millisecond
+			if leaseLeft <= 0 {
+				leaseLeft = r.lease
 			}
+			wait = min(leaseLeft, recheck)
+			waited.onExpiry = leaseLeft <= recheck
 		}
-		if err := pause(ctx, wake, wait); err != nil {
+		woken, err := pauseWoken(ctx, wake, wait)
+		if err != nil {
 			if lastErr == nil {
 				lastErr = err
 			}
+			r.waitEnded(&waited, history, WaitStopped)
 			return nil, r.claimFailed(ctx, history, asked, lastErr)
 		}
+		waited.timedOut = !woken
 	}
 }
 
 // pause returns when wake fires or after d, or with ctx's error when it
 // ends first.
 func pause(ctx context.Context, wake <-chan struct{}, d time.Duration) error {
+	_, err := pauseWoken(ctx, wake, d)
+	return err
+}
+
+// pauseWoken is pause that tells whether wake fired.
+func pauseWoken(ctx context.Context, wake <-chan struct{}, d time.Duration) (bool, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-wake:
+		return true, nil
 	case <-timer.C:
+		return false, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
-	return nil
 }
 
 func (r *RedisCoordinator) claimFailed(ctx context.Context, history, holder string, err error) error {
@@ -459,6 +543,7 @@ type redisLease struct {
 	history string
 	token   string
 	stop    func(takenOver bool)
+	renewed time.Time // the last time Redis set or renewed it (the renewals' goroutine's)
 	fired   sync.Once
 	cancel  context.CancelFunc
 	kick    chan struct{} // renew now
@@ -497,8 +582,8 @@ func (l *redisLease) renew(ctx context.Context) {
 		case <-tick.C:
 		case <-l.kick:
 		}
-		res, err := renew.Run(ctx, l.r.client, []string{leasePrefix + l.history, stopPrefix + l.history},
-			l.token, l.r.lease.Milliseconds(), chReleased, l.history).Slice()
+		res, err := renew.Run(ctx, l.r.client, []string{leasePrefix + l.history, stopPrefix + l.history, l.r.beatKey},
+			l.token, l.r.lease.Milliseconds(), chReleased, l.history, l.r.heartbeat.Milliseconds(), l.r.beatValue).Slice()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -510,6 +595,9 @@ func (l *redisLease) renew(ctx context.Context) {
 		if failing {
 			failing = false
 			l.r.log.Info("turn's lease renewed again", "history_uid", l.history)
+		}
+		if toInt(res[0]) == 1 {
+			l.renewed = time.Now()
 		}
 		if toInt(res[0]) == 0 {
 			l.r.log.Warn("another turn took the history while this turn's lease could not be renewed; stopping this turn", "history_uid", l.history)
@@ -524,7 +612,8 @@ func (l *redisLease) renew(ctx context.Context) {
 
 // Release implements conversation.Lease: it deletes the lease if it is
 // still this turn's and tells the waiting instances. If Redis cannot be
-// reached, the lease expires on its own within coord.lease.
+// reached, the release is kept and tried again once it answers (see
+// pending.go); the lease expires on its own within coord.lease anyway.
 func (l *redisLease) Release() {
 	l.once.Do(func() {
 		l.cancel()
@@ -537,8 +626,16 @@ func (l *redisLease) Release() {
 		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), r.lease)
 		defer cancel()
-		if err := release.Run(ctx, r.client, []string{leasePrefix + l.history}, l.token, chReleased, l.history).Err(); err != nil {
-			r.log.Warn("could not release a turn's lease; it expires within coord.lease", "history_uid", l.history, "coord.lease", r.lease, "err", err)
+		err := release.Run(ctx, r.client, []string{leasePrefix + l.history}, l.token, chReleased, l.history).Err()
+		if err == nil {
+			return
 		}
+		if r.keepRelease(l.history, l.token, l.renewed.Add(r.lease)) {
+			r.log.Warn("could not release a turn's lease; released once redis answers again", "history_uid", l.history, "err", err)
+			return
+		}
+		r.obs.get().ReleaseRetried(RetryDropped)
+		r.log.Warn("could not release a turn's lease, and coord.pending_releases are waiting for redis already; it expires within coord.lease",
+			"history_uid", l.history, "coord.lease", r.lease, "coord.pending_releases", r.pendingMax, "err", err)
 	})
 }

@@ -35,7 +35,7 @@ func (w *logWatch) waitFor(message string, n int) { w.WaitFor(message, n) }
 
 func testConfig(url string) Config {
 	c := DefaultConfig()
-	c.Backend, c.RedisURL, c.Lease, c.Wait = Redis, url, testLease, hangGuard
+	c.Backend, c.RedisURL, c.Lease, c.Wait, c.Heartbeat = Redis, url, testLease, hangGuard, testLease
 	return c
 }
 
@@ -411,15 +411,7 @@ func TestRedisRestart(t *testing.T) {
 func leaseSet(t testing.TB, srv *redistest.Server, history string) <-chan struct{} {
 	t.Helper()
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", srv.Port)})
-	t.Cleanup(func() { c.Close() })
-	if err := c.ConfigSet(ctx, "notify-keyspace-events", "K$").Err(); err != nil {
-		t.Fatal(err)
-	}
-	sub := c.Subscribe(ctx, "__keyspace@0__:"+leasePrefix+history)
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c, sub := keyspaceEvents(t, srv, leasePrefix+history, "K$")
 	done := make(chan struct{})
 	go func() {
 		defer sub.Close()
@@ -435,6 +427,23 @@ func leaseSet(t testing.TB, srv *redistest.Server, history string) <-chan struct
 		}
 	}()
 	return done
+}
+
+// keyspaceEvents subscribes to the events of key that flags (Redis's
+// notify-keyspace-events) turn on, and returns the client too.
+func keyspaceEvents(t testing.TB, srv *redistest.Server, key, flags string) (*redis.Client, *redis.PubSub) {
+	t.Helper()
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", srv.Port)})
+	t.Cleanup(func() { c.Close() })
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", flags).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sub := c.Subscribe(ctx, "__keyspace@0__:"+key)
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c, sub
 }
 
 // A stop whose message the holder missed (it was not listening when it

@@ -56,7 +56,8 @@ type Metrics struct {
 	storeSeconds *prometheus.HistogramVec
 	storeErrors  *prometheus.CounterVec
 	liveLeader   prometheus.Gauge
-	drain        drainMetrics // drain.go
+	drain        drainMetrics  // drain.go
+	coord        *coordMetrics // coord.go
 }
 
 // latencyBuckets cover what a user notices, from instant to given up.
@@ -105,6 +106,7 @@ func New() *Metrics {
 		m.depErrors, m.drops, m.storeSeconds, m.storeErrors, m.liveLeader,
 	)
 	m.drain = newDrainMetrics(m.reg)
+	m.coord = newCoordMetrics(m.reg)
 	for _, k := range SessionKinds {
 		m.sessions.WithLabelValues(k)
 	}

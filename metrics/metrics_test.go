@@ -109,7 +109,7 @@ func TestCounts(t *testing.T) {
 }
 
 // gathered is the value of the series of name whose label values, joined
-// by "/", are labels.
+// by "/", are labels (of a histogram, its count of observations).
 func gathered(t *testing.T, m *metrics.Metrics, name, labels string) float64 {
 	t.Helper()
 	fams, err := m.Registry().Gather()
@@ -133,6 +133,8 @@ func gathered(t *testing.T, m *metrics.Metrics, name, labels string) float64 {
 				return s.Counter.GetValue()
 			case s.Gauge != nil:
 				return s.Gauge.GetValue()
+			case s.Histogram != nil:
+				return float64(s.Histogram.GetSampleCount())
 			}
 		}
 	}

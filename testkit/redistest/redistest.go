@@ -1,5 +1,6 @@
 // Package redistest runs a real Redis server (Debian's redis-server) on
-// loopback for tests: a free port, a temporary directory, no persistence.
+// loopback for tests: a free port, a temporary directory, no persistence
+// (or an append-only file, as koe's deployments run it: StartAOF).
 package redistest
 
 import (
@@ -22,11 +23,24 @@ type Server struct {
 	bin  string
 	dir  string
 	Port int
+	aof  bool
 	d    *proctest.Daemon
 }
 
 // Start runs redis-server on a free port; the test's cleanup stops it.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return start(t, false)
+}
+
+// StartAOF runs redis-server with an append-only file (appendonly yes, as
+// deploy/ ships it): what it held is there again after Stop and Start.
+func StartAOF(t testing.TB) *Server {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, aof bool) *Server {
 	t.Helper()
 	bin := proctest.LookPath(t, "redis-server", "redis-server")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -35,7 +49,7 @@ func Start(t testing.TB) *Server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), Port: port}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), Port: port, aof: aof}
 	s.Start()
 	return s
 }
@@ -44,11 +58,16 @@ func Start(t testing.TB) *Server {
 func (s *Server) URL() string { return "redis://127.0.0.1:" + strconv.Itoa(s.Port) }
 
 // Start runs redis-server (again, after Stop, on the same port, with no
-// data: nothing is saved) and waits until it accepts connections.
+// data unless it keeps an append-only file) and waits until it accepts
+// connections (with the file loaded).
 func (s *Server) Start() {
 	s.t.Helper()
+	aof := "no"
+	if s.aof {
+		aof = "yes"
+	}
 	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir)
+		"--save", "", "--appendonly", aof, "--dir", s.dir)
 	s.d = proctest.StartDaemon(s.t, "redis-server", cmd, "Ready to accept connections", safety)
 }
 
