@@ -41,6 +41,11 @@ type Config struct {
 	// RelayQueue bounds the frames waiting to be relayed to watchers on
 	// other instances; past it, frames are dropped (and counted).
 	RelayQueue int `yaml:"relay_queue"`
+	// Name is this koe's instance name (the top-level key instance, which
+	// app copies here): the live chat's election shows it, with the
+	// coordinator's random id, as who leads. It is not a key of the
+	// coord section.
+	Name string `yaml:"-"`
 }
 
 // DefaultConfig returns the documented defaults.

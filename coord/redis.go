@@ -119,6 +119,7 @@ type RedisCoordinator struct {
 	*conn       // its goroutines: the subscriber, the renewals
 	lease, wait time.Duration
 	instance    string
+	name        string // Config.Name
 	log         *slog.Logger
 
 	mu      sync.Mutex
@@ -143,7 +144,7 @@ func NewRedis(ctx context.Context, c Config, log *slog.Logger) (*RedisCoordinato
 	instance := newInstanceID()
 	r := &RedisCoordinator{
 		conn: cn, lease: c.Lease, wait: c.Wait,
-		instance: instance, log: log.With("coord_instance", instance),
+		instance: instance, name: c.Name, log: log.With("coord_instance", instance),
 		held: map[string]*redisLease{}, waiters: map[string]map[chan struct{}]struct{}{},
 	}
 	r.receive(r.onSubscribed, r.onMessage)
