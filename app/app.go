@@ -211,7 +211,8 @@ func (m *Main) Open() error {
 	var serverMetrics server.Metrics
 	var metricsHandler http.Handler
 	if cfg.Server.Metrics {
-		m.metrics = metrics.New()
+		m.metrics = metrics.NewInstance(cfg.InstanceName())
+		m.watchPools()
 		timed = m.metrics.TimeStore(store)
 		observer, serverMetrics, metricsHandler = m.metrics, m.metrics, m.metrics.Handler()
 	}
