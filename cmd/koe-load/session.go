@@ -38,7 +38,7 @@ func dialAll(o options, url string) ([]*session, []error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ws, _, err := dialer.Dial(url, nil)
+			ws, _, err := dialer.Dial(url, o.dialHeader())
 			if err == nil {
 				err = readGreeting(ws)
 			}
