@@ -35,6 +35,9 @@ func TestTokenAgainstServedLLM(t *testing.T) {
 	if without.open != 0 || len(without.dialErrs) != o.n {
 		t.Fatalf("without -token: %d open, %d refused; want all %d refused", without.open, len(without.dialErrs), o.n)
 	}
+	if err := without.dialErrs[0]; !strings.Contains(err.Error(), "-token") {
+		t.Errorf("a refusal for want of the token does not say so: %v", err)
+	}
 
 	o.token = cfg.Server.AuthToken
 	m, err := measure(context.Background(), o, tgt, nil)

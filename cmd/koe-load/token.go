@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 )
@@ -26,4 +27,16 @@ func (o options) dialHeader() http.Header {
 		return nil
 	}
 	return http.Header{"Authorization": {"Bearer " + tok}}
+}
+
+// explainDial words a refused connection for the one who runs koe-load:
+// gorilla's "bad handshake" does not say that koe wants its token.
+func explainDial(err error, resp *http.Response) error {
+	if err == nil || resp == nil {
+		return err
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%w: koe answered 401, it needs its server.auth_token: give -token or set %s", err, envAuthToken)
+	}
+	return fmt.Errorf("%w: HTTP %d", err, resp.StatusCode)
 }
