@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -26,22 +25,9 @@ func TestClientAddressThroughNginx(t *testing.T) {
 		{"no proxy trusted", "[]", "127.0.0.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			keepDefaultLogger(t)
-			port := freePort(t)
-			path := writeConf(t, "data_dir: "+filepath.ToSlash(t.TempDir())+"\nserver:\n  trusted_proxies: "+tc.proxies+
-				"\nasr:\n  engine: none\ncharacter:\n  tts:\n    engine: none\n")
-			ctx, cancel := context.WithCancel(context.Background())
-			var stderr syncBuffer
-			done := make(chan error, 1)
-			go func() { done <- run(ctx, []string{"-config", path, "-port", port}, &stderr, noEnv) }()
-			t.Cleanup(func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("run: %v", err)
-				}
-			})
-			waitHealthy(t, "http://127.0.0.1:"+port+"/healthz", done)
-			koeAddr := "127.0.0.1:" + port
+			k := runInProcess(t, "data_dir: "+filepath.ToSlash(t.TempDir())+"\nserver:\n  trusted_proxies: "+tc.proxies+
+				"\nasr:\n  engine: none\ncharacter:\n  tts:\n    engine: none\n", noEnv)
+			koeAddr := "127.0.0.1:" + k.port
 			nginx := startNginx(t, []string{koeAddr, koeAddr, koeAddr})
 
 			d := websocket.Dialer{NetDial: func(network, addr string) (net.Conn, error) {
@@ -55,7 +41,7 @@ func TestClientAddressThroughNginx(t *testing.T) {
 			defer ws.Close()
 			connected := regexp.MustCompile(`msg="client connected".* ip=(\S+)`)
 			ip := testkit.Await(t, "koe logs the client", func() (string, bool) {
-				m := connected.FindStringSubmatch(stderr.String())
+				m := connected.FindStringSubmatch(k.log.String())
 				if m == nil {
 					return "", false
 				}

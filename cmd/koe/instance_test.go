@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,20 +28,11 @@ func TestEveryLogLineNamesTheInstance(t *testing.T) {
 		{"env over file", map[string]string{"KOE_INSTANCE": "koe-env"}, "koe-env", "koe-env", "in its old form"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			keepDefaultLogger(t)
-			port := freePort(t)
-			path := writeConf(t, conf+"data_dir: "+filepath.ToSlash(t.TempDir())+"\n")
-			getenv := func(k string) string { return tc.env[k] }
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var stderr syncBuffer
-			done := make(chan error, 1)
-			go func() { done <- run(ctx, []string{"-config", path, "-port", port}, &stderr, getenv) }()
-			waitHealthy(t, "http://127.0.0.1:"+port+"/healthz", done)
-			cancel()
-			if err := <-done; err != nil {
+			k := runInProcess(t, conf+"data_dir: "+filepath.ToSlash(t.TempDir())+"\n", func(key string) string { return tc.env[key] })
+			if err := k.stop(); err != nil {
 				t.Fatalf("run: %v", err)
 			}
+			stderr := k.log
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 			if len(lines) < 3 || !strings.Contains(lines[0], tc.earlyLine) {
 				t.Fatalf("want the old key's warning first, then koe's lines; log:\n%s", stderr.String())
