@@ -30,11 +30,14 @@ func TestClientAddressThroughNginx(t *testing.T) {
 			koeAddr := "127.0.0.1:" + k.port
 			nginx := startNginx(t, []string{koeAddr, koeAddr, koeAddr})
 
-			d := websocket.Dialer{NetDial: func(network, addr string) (net.Conn, error) {
+			// The tests' dialer, which trusts nginx's certificate, from
+			// another loopback address.
+			d := *websocket.DefaultDialer
+			d.NetDial = func(network, addr string) (net.Conn, error) {
 				nd := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
 				return nd.Dial(network, addr)
-			}}
-			ws, _, err := d.Dial("ws://"+nginx+"/client-ws", http.Header{"X-Forwarded-For": {"6.6.6.6"}})
+			}
+			ws, _, err := d.Dial(wsURL(nginx)+"/client-ws", http.Header{"X-Forwarded-For": {"6.6.6.6"}})
 			if err != nil {
 				t.Fatal(err)
 			}
