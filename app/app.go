@@ -187,7 +187,9 @@ func (m *Main) Open() error {
 	var coordinator conversation.Coordinator
 	if cfg.Coord.Backend == coord.Redis {
 		ctx, cancel := context.WithTimeout(context.Background(), coordOpenTimeout)
-		rc, err := coord.NewRedis(ctx, cfg.Coord, m.Logger)
+		cc := cfg.Coord
+		cc.Name = cfg.InstanceName()
+		rc, err := coord.NewRedis(ctx, cc, m.Logger)
 		cancel()
 		if err != nil {
 			m.abandon(store)
@@ -209,7 +211,8 @@ func (m *Main) Open() error {
 	var serverMetrics server.Metrics
 	var metricsHandler http.Handler
 	if cfg.Server.Metrics {
-		m.metrics = metrics.New()
+		m.metrics = metrics.NewInstance(cfg.InstanceName())
+		m.watchPools()
 		timed = m.metrics.TimeStore(store)
 		observer, serverMetrics, metricsHandler = m.metrics, m.metrics, m.metrics.Handler()
 		if m.coord != nil {

@@ -256,8 +256,11 @@ func (n *liveNode) metric(t testing.TB, name string) string {
 		t.Fatalf("%s /metrics: %d", n.name, code)
 	}
 	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return v
+		// Every series carries the instance's label (koe_instance).
+		if rest, ok := strings.CutPrefix(line, name+"{"); ok {
+			if _, v, ok := strings.Cut(rest, "} "); ok {
+				return v
+			}
 		}
 	}
 	t.Fatalf("%s /metrics has no %s", n.name, name)

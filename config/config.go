@@ -71,6 +71,10 @@ type Config struct {
 	// turns. Files from before the section may still hold its keys at
 	// the top level (moveLegacyCoord).
 	Coord coord.Config `yaml:"coord"`
+	// Instance names this koe on every log line and as the koe_instance
+	// label of every metric (env KOE_INSTANCE overrides it); "" means the
+	// host name (InstanceName).
+	Instance string `yaml:"instance"`
 
 	// fileName is the base name of the configuration file; the client sees
 	// it as the default character's "file".
@@ -219,6 +223,9 @@ func Load(path string, required bool, getenv func(string) string, overrides ...O
 		if v := getenv(EnvDatabaseURL); v != "" {
 			cfg.StoreDSN = v
 		}
+		if v := getenv(EnvInstance); v != "" {
+			cfg.Instance = v
+		}
 	}
 	for _, override := range overrides {
 		override(&cfg)
@@ -262,6 +269,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("store_timeout %v: must be positive (e.g. 10s)", c.StoreTimeout)
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if err := checkInstance(c.Instance); err != nil {
 		return err
 	}
 	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings, c.Knowledge, c.LiveChat, c.Coord} {

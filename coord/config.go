@@ -51,6 +51,11 @@ type Config struct {
 	// failed while Redis was unreachable and are tried again once it
 	// answers; past it, a lease is left to expire within coord.lease.
 	PendingReleases int `yaml:"pending_releases"`
+	// Name is this koe's instance name (the top-level key instance, which
+	// app copies here): the live chat's election shows it, with the
+	// coordinator's random id, as who leads. It is not a key of the
+	// coord section.
+	Name string `yaml:"-"`
 }
 
 // DefaultConfig returns the documented defaults.

@@ -53,13 +53,17 @@ func instanceOfLease(token string) string {
 }
 
 // beatValue is what an instance's heartbeat key holds, for an operator
-// looking at Redis: which machine the instance runs on.
-func beatValue() string {
+// looking at Redis: the instance's name (the top-level key instance, as
+// on its log lines and metrics) and which machine and process it is.
+func beatValue(name string) string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown"
 	}
-	return fmt.Sprintf("%s pid %d", host, os.Getpid())
+	if name == "" {
+		return fmt.Sprintf("%s pid %d", host, os.Getpid())
+	}
+	return fmt.Sprintf("%s on %s pid %d", name, host, os.Getpid())
 }
 
 // refreshBeat sets this instance's heartbeat key again.

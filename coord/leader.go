@@ -111,7 +111,7 @@ var ErrNoLeader = errors.New("no instance leads")
 type Leader struct {
 	r     *RedisCoordinator
 	name  string
-	id    string // this instance: host name and coordinator id
+	id    string // this instance: its name (or host name) and coordinator id
 	lease time.Duration
 	log   *slog.Logger
 
@@ -126,7 +126,9 @@ type Leader struct {
 // Redis; Run takes part in it.
 func (r *RedisCoordinator) NewLeader(name string) *Leader {
 	id := r.instance
-	if host, err := os.Hostname(); err == nil && host != "" {
+	if r.name != "" {
+		id = r.name + "/" + r.instance
+	} else if host, err := os.Hostname(); err == nil && host != "" {
 		id = host + "/" + r.instance
 	}
 	return &Leader{

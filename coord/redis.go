@@ -146,6 +146,7 @@ type RedisCoordinator struct {
 	*conn                  // its goroutines: the subscriber, the renewals, the heartbeat
 	lease, wait, heartbeat time.Duration
 	instance               string
+	name                   string // Config.Name
 	beatKey, beatValue     string
 	beatKick               chan struct{} // refresh the heartbeat now
 	pendingMax             int
@@ -175,7 +176,7 @@ func NewRedis(ctx context.Context, c Config, log *slog.Logger) (*RedisCoordinato
 	instance := newInstanceID()
 	r := &RedisCoordinator{
 		conn: cn, lease: c.Lease, wait: c.Wait, heartbeat: min(c.Heartbeat, c.Lease),
-		instance: instance, beatKey: beatPrefix + instance, beatValue: beatValue(),
+		instance: instance, name: c.Name, beatKey: beatPrefix + instance, beatValue: beatValue(c.Name),
 		beatKick: make(chan struct{}, 1), pendingMax: c.PendingReleases,
 		log:  log.With("coord_instance", instance),
 		held: map[string]*redisLease{}, waiters: map[string]map[chan struct{}]struct{}{},

@@ -32,7 +32,7 @@ var redisBuckets = prometheus.ExponentialBuckets(0.00005, 3, 11)
 // coord.wait's (30 s).
 var leaseWaitBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 10, 15, 20, 30}
 
-func newCoordMetrics(reg *prometheus.Registry) *coordMetrics {
+func newCoordMetrics(reg prometheus.Registerer) *coordMetrics {
 	c := &coordMetrics{
 		leaseWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "koe_coord_lease_wait_seconds", Help: "Time a turn's claim waited for its history while another turn held it (coord.backend: redis), by how the wait ended: released (the turn there ended when asked), expired (its lease expired unrenewed), taken_over (its instance's heartbeat had expired), stopped (the claim gave up: a newer turn, its client gone, or coord.wait).",

@@ -21,7 +21,7 @@ type drainMetrics struct {
 	seconds  prometheus.Gauge
 }
 
-func newDrainMetrics(reg *prometheus.Registry) drainMetrics {
+func newDrainMetrics(reg prometheus.Registerer) drainMetrics {
 	d := drainMetrics{
 		draining: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "koe_draining", Help: "1 from the first SIGTERM or SIGINT until koe exits: /readyz answers 503, new sessions and turns are sent elsewhere, running turns finish.",

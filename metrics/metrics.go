@@ -44,7 +44,10 @@ const (
 // and cheap (an atomic add or a histogram observation): they run on turns'
 // paths.
 type Metrics struct {
-	reg *prometheus.Registry
+	// reg registers on registry with the instance's label added (see
+	// NewInstance): register every collector through it.
+	reg      prometheus.Registerer
+	registry *prometheus.Registry
 
 	sessions     *prometheus.GaugeVec
 	turnsStarted prometheus.Counter
@@ -66,9 +69,27 @@ var latencyBuckets = []float64{0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 
 // storeBuckets go from a cached read (100 µs) to a stalled disk (~10 s).
 var storeBuckets = prometheus.ExponentialBuckets(0.0001, 3, 12)
 
-// New builds the collectors on a registry of their own.
-func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+// InstanceLabel is the label that names the instance on every metric.
+// Not "instance": Prometheus sets that one to the scraped address, and a
+// scraped "instance" would be renamed exported_instance.
+const InstanceLabel = "koe_instance"
+
+// New builds the collectors on a registry of their own, without an
+// instance label.
+func New() *Metrics { return NewInstance("") }
+
+// NewInstance builds the collectors on a registry of their own; every
+// metric registered on it, the Go and process collectors' too, carries
+// koe_instance="instance" unless instance is "". Several instances behind
+// one proxy then stay apart in one Prometheus, even where their scraped
+// addresses do not tell them apart (a proxy, a container's address that
+// changes at each restart).
+func NewInstance(instance string) *Metrics {
+	registry := prometheus.NewRegistry()
+	m := &Metrics{reg: registry, registry: registry}
+	if instance != "" {
+		m.reg = prometheus.WrapRegistererWith(prometheus.Labels{InstanceLabel: instance}, registry)
+	}
 	m.sessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "koe_sessions_open", Help: "Open sessions by kind: websocket (a client), watcher (an overlay or second screen), sse (a chat API stream), live (a live chat's character).",
 	}, []string{"kind"})
@@ -119,14 +140,15 @@ func New() *Metrics {
 	return m
 }
 
-// Registry is koe's registry, for tests and for adding collectors.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+// Registry is koe's registry, for tests to gather from. Collectors are
+// registered through m.reg, which adds the instance's label.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 
 // Handler serves the registry in the Prometheus text format (or
 // OpenMetrics, if the scraper asks for it). A collector that fails is
 // reported in the response, the rest is still served.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
 		ErrorHandling:     promhttp.ContinueOnError,
 		EnableOpenMetrics: true,
 	})

@@ -25,8 +25,9 @@ import (
 //     origin; REST and the WebSocket accept only loopback origins, koe's own
 //     and server.allowed_origins. Non-browsers send no Origin.
 //   - Token: with server.auth_token set, every request but GET /healthz
-//     carries it, as a bearer token, a cookie set by opening a page with
-//     ?token=, a query parameter or a subprotocol on the WebSocket.
+//     and GET /readyz (probes, which learn only states) carries it, as a
+//     bearer token, a cookie set by opening a page with ?token=, a query
+//     parameter or a subprotocol on the WebSocket.
 
 const (
 	// tokenSubprotocolPrefix carries the token in Sec-WebSocket-Protocol,

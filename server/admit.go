@@ -144,7 +144,7 @@ func (s *Server) guard(c *fiber.Ctx) error {
 		s.closeUnread(c)
 		switch {
 		case v.origin != "":
-			s.logRefusedOrigin(v.origin, c.Path())
+			s.logRefusedOrigin(v.origin, c.Path(), s.clientIP(c))
 		case v.refusal.Code == fiber.StatusUnauthorized:
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="koe"`)
 		case v.draining:
@@ -243,9 +243,9 @@ func bodyReadProblem(err error) string {
 
 // logRefusedOrigin says, at most once a minute, that a foreign web page
 // was refused: any page in the user's browser can send requests in a loop.
-func (s *Server) logRefusedOrigin(origin, path string) {
+func (s *Server) logRefusedOrigin(origin, path, ip string) {
 	if n, ok := s.refusedOrigins.due(); ok {
 		s.log.Warn("request from a foreign web page refused; add its origin to server.allowed_origins if it is yours",
-			"origin", quote.Shorten(origin, 120), "path", quote.Shorten(path, 120), "refused_since_last_log", n)
+			"origin", quote.Shorten(origin, 120), "path", quote.Shorten(path, 120), "ip", ip, "refused_since_last_log", n)
 	}
 }

@@ -145,7 +145,7 @@ func (s *Server) chatStream(c *fiber.Ctx) error {
 	}
 	tokens := req.StreamTokens == nil || *req.StreamTokens
 	ctx, cancel := context.WithCancel(s.base)
-	log := s.log.With("chat", uuid.NewString())
+	log := s.log.With("chat", uuid.NewString(), "ip", s.clientIP(c))
 	st := newSSEStream(s.cfg, log, c.Context().Conn(), tokens, cancel)
 	chat, err := s.opts.Chats.OpenChat(ctx, req, st)
 	if err != nil {

@@ -85,6 +85,11 @@ type Config struct {
 	// hold the chain after the certificate.
 	TLSCert string `yaml:"tls_cert"`
 	TLSKey  string `yaml:"tls_key"`
+	// TrustedProxies are the reverse proxies (addresses, CIDR ranges) whose
+	// X-Forwarded-For koe believes: a request from one is logged with the
+	// client's address that header gives (see clientaddr.go). Empty: the
+	// header is ignored, since any client can write it.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -110,6 +115,7 @@ func DefaultConfig() Config {
 		Metrics:           true,
 		ReadyTimeout:      2 * time.Second,
 		HealthConnections: 16,
+		TrustedProxies:    []string{},
 	}
 }
 
@@ -157,6 +163,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := validToken(c.AuthToken); err != nil {
+		return err
+	}
+	if _, err := parseTrustedProxies(c.TrustedProxies); err != nil {
 		return err
 	}
 	if c.AuthToken == "" && !c.InsecureNoAuth && !isLoopbackHost(c.Host) {

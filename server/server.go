@@ -96,6 +96,9 @@ type Server struct {
 	drain drainer // what Drain found and waits for (drain.go)
 
 	access *access // Host, Origin and token checks
+	// proxies are server.trusted_proxies: whose X-Forwarded-For names
+	// the client.
+	proxies trustedProxies
 	// refusedOrigins bounds the log lines of refused web pages: any page
 	// in the user's browser can send requests in a loop.
 	refusedOrigins rateLimited
@@ -119,6 +122,9 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, cfg: opts.Config, log: opts.Logger, base: base, stop: stop}
 	s.refusedOrigins.every = time.Minute
 	s.access = newAccess(s.cfg)
+	// Validate has refused a bad entry; a Config built without it
+	// trusts no proxy.
+	s.proxies, _ = parseTrustedProxies(s.cfg.TrustedProxies)
 	s.metrics = opts.Metrics
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
@@ -229,7 +235,7 @@ func (s *Server) routes() {
 	s.app.Use(s.guard)
 	s.healthRoutes()
 	s.apiRoutes()
-	s.app.Use("/client-ws", checkUpgrade, s.checkSocketQuery)
+	s.app.Use("/client-ws", checkUpgrade, s.checkSocketQuery, s.keepClientIP)
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize:  wsReadBufferSize,
 		WriteBufferSize: wsWriteBufferSize,

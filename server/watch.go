@@ -87,7 +87,7 @@ func (s *Server) handleWatch(c *websocket.Conn, cn *conn, clientUID string, targ
 		cn.wait()
 		return
 	}
-	log.Info("watcher connected", "ip", c.IP(), "koe_events", koeEvents)
+	log.Info("watcher connected", "ip", socketClientIP(c.Locals(clientIPLocal)), "koe_events", koeEvents)
 	w := &watchReader{conn: cn, target: target, errors: rateLimited{every: 10 * time.Second}}
 	err = cn.readPump(w.text, w.binary, w.refuse)
 	stop()

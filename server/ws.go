@@ -118,7 +118,7 @@ func (s *Server) handleWS(c *websocket.Conn) {
 		cn.wait()
 		return
 	}
-	log.Info("client connected", "ip", c.IP(), "koe_events", koeEvents)
+	log.Info("client connected", "ip", socketClientIP(c.Locals(clientIPLocal)), "koe_events", koeEvents)
 	sess.Greet()
 	defer s.addSession(sess, cn)()
 

@@ -12,6 +12,9 @@
 // against a fake LLM of its own at the same speed, with the same N. Every
 // run measures both, each fresh, and the report gives koe / floor.
 //
+// With -serve-llm it only serves that fake LLM, for a koe deployed on its
+// own (-token then gives koe-load that koe's server.auth_token).
+//
 // With -scenario it measures something else instead; -scenario
 // stop-latency times a stop until every watcher of the character is told
 // (stoplatency.go).
@@ -72,6 +75,8 @@ type options struct {
 	profileSec int
 	idle       bool
 	scenario   string
+	token      string // -token: koe's server.auth_token (token.go)
+	serveLLM   string // -serve-llm: only serve the fake LLM here (servellm.go)
 }
 
 // Scenarios, by -scenario: what koe-load measures.
@@ -116,9 +121,14 @@ func run() error {
 	flag.IntVar(&o.profileSec, "profile-seconds", 0, "length of the CPU profile in whole seconds; it must cover the turns (0: twice the reply's streaming time plus 3 s)")
 	flag.BoolVar(&o.idle, "idle", false, "only open and greet the sessions and read memory: no turns (what N idle sessions cost)")
 	flag.StringVar(&o.scenario, "scenario", scenarioTurns, "what to measure:"+scenarioList())
+	flag.StringVar(&o.token, "token", "", "koe's server.auth_token, sent as \"Authorization: Bearer\" on every connection (default $"+envAuthToken+")")
+	flag.StringVar(&o.serveLLM, "serve-llm", "", "only serve the fake LLM on this host:port (answering -reply at -tps) until Ctrl-C, for a koe deployed on its own to be pointed at")
 	so := stopLatencyFlags()
 	ro := reconnectFlags()
 	flag.Parse()
+	if o.serveLLM != "" {
+		return serveLLMUntilSignal(o)
+	}
 	if err := ro.check(); err != nil {
 		return err
 	}

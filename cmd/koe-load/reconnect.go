@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -75,6 +76,7 @@ type reconnectFigures struct {
 type rsession struct {
 	url     string
 	dialer  websocket.Dialer
+	header  http.Header // koe's token (-token), on every dial
 	ws      *websocket.Conn
 	history string
 	done    int // turns completed
@@ -82,12 +84,12 @@ type rsession struct {
 
 // open dials and puts the session back: its history, or a new one.
 func (s *rsession) open(within time.Duration) (messages int, err error) {
-	ws, resp, err := s.dialer.Dial(s.url, nil)
+	ws, resp, err := s.dialer.Dial(s.url, s.header)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
-		return 0, err
+		return 0, explainDial(err, resp)
 	}
 	fail := func(what string, err error) (int, error) {
 		_ = ws.Close()
@@ -273,7 +275,7 @@ func measureReconnect(o options, ro reconnectOptions, url string) (*reconnectFig
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			s := &rsession{url: url, dialer: dialer}
+			s := &rsession{url: url, dialer: dialer, header: o.dialHeader()}
 			if _, err := s.open(30 * time.Second); err != nil {
 				f.add(func() { f.errs = append(f.errs, fmt.Errorf("connect: %w", err)); f.lost++ })
 				return

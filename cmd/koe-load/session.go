@@ -38,7 +38,8 @@ func dialAll(o options, url string) ([]*session, []error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ws, _, err := dialer.Dial(url, nil)
+			ws, resp, err := dialer.Dial(url, o.dialHeader())
+			err = explainDial(err, resp)
 			if err == nil {
 				err = readGreeting(ws)
 			}

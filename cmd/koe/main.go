@@ -138,8 +138,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
+	// Every line names the instance: those logged while the file is read
+	// by KOE_INSTANCE or the host name (the file is not read yet), the
+	// rest by the configured name.
 	level := new(slog.LevelVar)
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	handler := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	early := config.InstanceName(getenv(config.EnvInstance))
+	logger := slog.New(handler).With(instanceAttr, early)
 	slog.SetDefault(logger)
 
 	cfg, cl, err := loadConfig(args, stderr, getenv)
@@ -151,6 +156,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		return err
 	}
 	level.Set(configured)
+	if name := cfg.InstanceName(); name != early {
+		logger = slog.New(handler).With(instanceAttr, name)
+		slog.SetDefault(logger)
+	}
 	if os.Geteuid() == 0 {
 		logger.Warn("koe runs as root, and needs none of root's power: run it as an unprivileged user (the python tool's code runs as tools.python.uid meanwhile)")
 	}
@@ -187,6 +196,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		}
 	}
 }
+
+// instanceAttr is the attribute that names the instance on every log line.
+const instanceAttr = "instance"
 
 // commandLine holds the flags that are not configuration settings.
 type commandLine struct {

@@ -372,7 +372,7 @@ func historyOf(t *testing.T, addr, uid string) []string {
 	return out
 }
 
-var turnsLine = regexp.MustCompile(`(?m)^koe_turns_started_total ([0-9.e+]+)$`)
+var turnsLine = regexp.MustCompile(`(?m)^koe_turns_started_total\{koe_instance="[^"]*"\} ([0-9.e+]+)$`)
 
 // turnsStarted reads koe_turns_started_total from koe at addr.
 func turnsStarted(t *testing.T, addr string) float64 {
