@@ -283,23 +283,30 @@ func isRestart(ce *websocket.CloseError) bool {
 	return ce.Code == websocket.CloseServiceRestart && ce.Text == "service restart"
 }
 
-// SIGTERM while a reply is in flight: /readyz answers 503 at once, a new
-// connection is sent elsewhere with 1012, the reply finishes and is stored
-// whole, its client is then sent elsewhere too, and koe exits.
-func TestSIGTERMDrainsTheReplyInFlight(t *testing.T) {
+// drainingTurn starts koe, runs a turn asking question in a new history
+// until its reply is held in flight, and sends koe its first SIGTERM.
+func drainingTurn(t *testing.T, question string) (*heldLLM, *drainingKoe, *drainClient, string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts koe in a child process")
 	}
-	const question = "please drain me"
 	llm := startHeldLLM(t, question)
 	k := startDrainingKoe(t, llm.Server)
 	c := dialDraining(t, k.addr)
 	history := c.newHistory()
 	c.send(map[string]any{"type": "text-input", "text": question})
 	llm.waitReached(t)
-
 	k.signal(t)
 	k.waitLine(t, "drain started")
+	return llm, k, c, history
+}
+
+// SIGTERM while a reply is in flight: /readyz answers 503 at once, a new
+// connection is sent elsewhere with 1012, the reply finishes and is stored
+// whole, its client is then sent elsewhere too, and koe exits.
+func TestSIGTERMDrainsTheReplyInFlight(t *testing.T) {
+	const question = "please drain me"
+	llm, k, c, history := drainingTurn(t, question)
 	resp, err := http.Get("http://" + k.addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -335,19 +342,8 @@ func TestSIGTERMDrainsTheReplyInFlight(t *testing.T) {
 // cut, stored as heard (interrupted), its client is sent elsewhere, and
 // koe exits without waiting for server.drain_timeout.
 func TestSecondSIGTERMCutsTheDrain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts koe in a child process")
-	}
 	const question = "cut me short"
-	llm := startHeldLLM(t, question)
-	k := startDrainingKoe(t, llm.Server)
-	c := dialDraining(t, k.addr)
-	history := c.newHistory()
-	c.send(map[string]any{"type": "text-input", "text": question})
-	llm.waitReached(t)
-
-	k.signal(t)
-	k.waitLine(t, "drain started")
+	_, k, c, history := drainingTurn(t, question)
 	k.signal(t)
 	if ce := c.closedWith(); !isRestart(ce) {
 		t.Errorf("the cut turn's client got %v, want 1012 service restart", ce)
