@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"crypto/tls"
 	"koe/testkit/loadrun"
 )
 
@@ -58,6 +59,8 @@ func main() {
 
 type options struct {
 	n          int
+	caCert     string      // -cacert
+	tls        *tls.Config // from -cacert; nil: the system's roots
 	url        string
 	koeBin     string
 	pid        int
@@ -121,6 +124,7 @@ func run() error {
 	flag.IntVar(&o.profileSec, "profile-seconds", 0, "length of the CPU profile in whole seconds; it must cover the turns (0: twice the reply's streaming time plus 3 s)")
 	flag.BoolVar(&o.idle, "idle", false, "only open and greet the sessions and read memory: no turns (what N idle sessions cost)")
 	flag.StringVar(&o.scenario, "scenario", scenarioTurns, "what to measure:"+scenarioList())
+	flag.StringVar(&o.caCert, "cacert", "", "PEM certificates to trust for a wss:// -url besides the system's (a self-signed deployment's, e.g. deploy/make-cert.sh's)")
 	flag.StringVar(&o.token, "token", "", "koe's server.auth_token, sent as \"Authorization: Bearer\" on every connection (default $"+envAuthToken+")")
 	flag.StringVar(&o.serveLLM, "serve-llm", "", "only serve the fake LLM on this host:port (answering -reply at -tps) until Ctrl-C, for a koe deployed on its own to be pointed at")
 	so := stopLatencyFlags()
@@ -188,7 +192,7 @@ func (o *options) check() error {
 	case o.profileSec < 0 || o.profileSec > 600:
 		return errors.New("-profile-seconds must be between 0 and 600")
 	}
-	return nil
+	return o.loadCACert()
 }
 
 // runResult is one run: koe, and the floor with -baseline.

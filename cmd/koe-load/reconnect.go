@@ -264,10 +264,7 @@ func runReconnect(o options, ro reconnectOptions) error {
 // runs every session's turns at once.
 func measureReconnect(o options, ro reconnectOptions, url string) (*reconnectFigures, time.Duration) {
 	f := &reconnectFigures{}
-	dialer := websocket.Dialer{HandshakeTimeout: 30 * time.Second}
-	if o.tokens {
-		dialer.Subprotocols = []string{subprotocol}
-	}
+	dialer := o.dialer()
 	sessions := make([]*rsession, o.n)
 	sem := make(chan struct{}, o.dialRate)
 	var wg sync.WaitGroup

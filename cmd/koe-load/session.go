@@ -28,10 +28,7 @@ func dialAll(o options, url string) ([]*session, []error) {
 		wg       sync.WaitGroup
 	)
 	sem := make(chan struct{}, o.dialRate)
-	dialer := websocket.Dialer{HandshakeTimeout: 30 * time.Second}
-	if o.tokens {
-		dialer.Subprotocols = []string{subprotocol}
-	}
+	dialer := o.dialer()
 	for i := 0; i < o.n; i++ {
 		wg.Add(1)
 		sem <- struct{}{}

@@ -87,7 +87,10 @@ func TestRollingRestartUnderReconnect(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", load, "koe/cmd/koe-load").CombinedOutput(); err != nil {
 		t.Fatalf("go build koe-load: %v\n%s", err, out)
 	}
-	cmd := exec.Command(load, "-url", "ws://"+lb+"/client-ws", "-n", strconv.Itoa(rollingSessions),
+	// nginx serves TLS with the tests' certificate: koe-load trusts it as
+	// an operator trusts a self-signed deployment's, with -cacert.
+	caCert, _ := writeNginxCert(t, t.TempDir())
+	cmd := exec.Command(load, "-url", wsURL(lb)+"/client-ws", "-cacert", caCert, "-n", strconv.Itoa(rollingSessions),
 		"-reconnect", "-turns", strconv.Itoa(rollingTurns), "-timeout", "90s", "-dial-parallel", "8")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
