@@ -84,7 +84,12 @@ func (c *conn) receive(onSub func(*redis.Subscription), onMsg func(*redis.Messag
 // close runs first (unless nil), ends c's goroutines and closes the
 // subscription and the client. Calling it again returns what the first
 // call did.
-func (c *conn) close(first func()) error {
+func (c *conn) close(first func()) error { return c.closeThen(first, nil) }
+
+// closeThen is close, calling last once the goroutines have stopped and
+// before the client closes: the place for a last command that none of
+// them may undo.
+func (c *conn) closeThen(first, last func()) error {
 	c.closeOnce.Do(func() {
 		if first != nil {
 			first()
@@ -92,6 +97,9 @@ func (c *conn) close(first func()) error {
 		c.cancel()
 		err := c.sub.Close()
 		c.wg.Wait()
+		if last != nil {
+			last()
+		}
 		if cerr := c.client.Close(); err == nil {
 			err = cerr
 		}

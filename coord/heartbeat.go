@@ -76,6 +76,17 @@ func (r *RedisCoordinator) refreshBeat(ctx context.Context) error {
 	return nil
 }
 
+// endBeat deletes this instance's heartbeat, once beat has stopped: the
+// instance is gone. Best effort: unanswered, the key expires within
+// coord.heartbeat anyway.
+func (r *RedisCoordinator) endBeat() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.heartbeat)
+	defer cancel()
+	if err := r.client.Del(ctx, r.beatKey).Err(); err != nil {
+		r.log.Debug("could not delete the instance's heartbeat; it expires within coord.heartbeat", "err", err)
+	}
+}
+
 // beat keeps this instance's heartbeat, every third of coord.heartbeat
 // and at once when the subscription comes back after a connection loss;
 // once Redis answers it, it retries the releases that failed meanwhile.
