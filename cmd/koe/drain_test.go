@@ -211,9 +211,15 @@ type drainClient struct {
 	ws *websocket.Conn
 }
 
-func dialDraining(t *testing.T, addr string) *drainClient {
+// dialDraining connects a client; koeEvents offers koe.v1, for the
+// streamed deltas as token frames.
+func dialDraining(t *testing.T, addr string, koeEvents ...bool) *drainClient {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws", nil)
+	d := *websocket.DefaultDialer
+	if len(koeEvents) > 0 && koeEvents[0] {
+		d.Subprotocols = []string{"koe.v1"}
+	}
+	ws, _, err := d.Dial("ws://"+addr+"/client-ws", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,10 +298,18 @@ func drainingTurn(t *testing.T, question string) (*heldLLM, *drainingKoe, *drain
 	}
 	llm := startHeldLLM(t, question)
 	k := startDrainingKoe(t, llm.Server)
-	c := dialDraining(t, k.addr)
+	c := dialDraining(t, k.addr, true)
 	history := c.newHistory()
 	c.send(map[string]any{"type": "text-input", "text": question})
 	llm.waitReached(t)
+	// koe has read the reply up to the hold once its client has the last
+	// delta before it: a turn cut then has something heard to store.
+	for {
+		got := c.must("token", "")
+		if got[len(got)-1]["content"] == drainedReply[heldChunk-1] {
+			break
+		}
+	}
 	k.signal(t)
 	k.waitLine(t, "drain started")
 	return llm, k, c, history
