@@ -51,9 +51,20 @@ var overlayPictures = map[string]color.NRGBA{
 
 // overlayRecorderJS records, from the start of every document, each src the
 // avatar shows and each subtitle, with the piece and the volume slice the
-// overlay was at (window.koeOverlay) when it changed.
-const overlayRecorderJS = `window.koeTest = {srcs: [], subs: []};
+// overlay was at (window.koeOverlay) when it changed; and each volume slice
+// the overlay visits (its pacing follows the clock, so a renderer stalled
+// on a loaded machine skips slices: what the avatar should have shown is
+// judged on the slices it was at).
+const overlayRecorderJS = `window.koeTest = {srcs: [], subs: [], slices: []};
 document.addEventListener("DOMContentLoaded", () => {
+	if (window.koeOverlay) {
+		let slice = koeOverlay.slice;
+		Object.defineProperty(koeOverlay, "slice", {enumerable: true, configurable: true, get: () => slice, set: (v) => {
+			slice = v;
+			const last = koeTest.slices[koeTest.slices.length - 1];
+			if (v >= 0 && !(last && last.chunk === koeOverlay.chunk && last.slice === v)) koeTest.slices.push({chunk: koeOverlay.chunk, slice: v});
+		}});
+	}
 	const img = document.getElementById("avatar"), sub = document.getElementById("subtitle");
 	const at = () => window.koeOverlay ? {chunk: koeOverlay.chunk, slice: koeOverlay.slice} : {chunk: -1, slice: -1};
 	new MutationObserver(() => {
@@ -65,6 +76,21 @@ document.addEventListener("DOMContentLoaded", () => {
 		if (sub.textContent !== "") koeTest.subs.push(Object.assign({text: sub.textContent}, at()));
 	}).observe(sub, {childList: true, characterData: true, subtree: true});
 });`
+
+// visitedVolumes are the volumes of the slices of piece chunk that the
+// overlay was at, in order; all of them if none was recorded.
+func visitedVolumes(visited []srcEntry, chunk int, volumes []float64) []float64 {
+	var out []float64
+	for _, v := range visited {
+		if v.Chunk == chunk && v.Slice >= 0 && v.Slice < len(volumes) {
+			out = append(out, volumes[v.Slice])
+		}
+	}
+	if len(out) == 0 {
+		return volumes
+	}
+	return out
+}
 
 type srcEntry struct {
 	Src   string `json:"src"`
@@ -424,8 +450,9 @@ func (o *overlayPage) expectSubtitles(first int, pieces []piece) {
 func (o *overlayPage) expectLipSync(first int, pieces []piece, idle, talking string) {
 	o.t.Helper()
 	const threshold = 0.15
-	var srcs []srcEntry
+	var srcs, visited []srcEntry
 	o.eval(`koeTest.srcs`, &srcs)
+	o.eval(`koeTest.slices`, &visited)
 	for i, p := range pieces {
 		chunk := first + i
 		var got []string
@@ -451,7 +478,7 @@ func (o *overlayPage) expectLipSync(first int, pieces []piece, idle, talking str
 		if i == 0 {
 			last = srcBefore(srcs, chunk)
 		}
-		for _, v := range append(p.Volumes, -1) {
+		for _, v := range append(visitedVolumes(visited, chunk, p.Volumes), -1) {
 			src := idle
 			if v >= threshold {
 				src = talking
