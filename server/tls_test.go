@@ -67,17 +67,6 @@ func (k *tlsKoe) install(t *testing.T, c *tlstest.Cert) {
 	}
 }
 
-// servedSerial is the serial of the certificate a fresh handshake with
-// addr gets.
-func servedSerial(t *testing.T, addr string, trust *tls.Config) int64 {
-	t.Helper()
-	serial, err := tlstest.ServedSerial(addr, trust)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return serial
-}
-
 func (k *tlsKoe) client() *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{TLSClientConfig: k.trust.Clone()},
@@ -178,7 +167,7 @@ func grepLines(s, sub string) string {
 func TestTLSReloadKeepsAGoodCertificate(t *testing.T) {
 	first, second := makeCert(t, 1, tlstest.ECDSAP256), makeCert(t, 2, tlstest.RSA2048)
 	k := startTLSKoe(t, nil, first, second)
-	if got := servedSerial(t, k.Addr(), k.trust); got != 1 {
+	if got := tlstest.Serial(t, k.Addr(), k.trust); got != 1 {
 		t.Fatalf("serial %d served at start, want 1", got)
 	}
 	// A connection open across the reload keeps working.
@@ -198,7 +187,7 @@ func TestTLSReloadKeepsAGoodCertificate(t *testing.T) {
 	if err := k.Reload(); err != nil {
 		t.Fatalf("reload of a good pair: %v", err)
 	}
-	if got := servedSerial(t, k.Addr(), k.trust); got != 2 {
+	if got := tlstest.Serial(t, k.Addr(), k.trust); got != 2 {
 		t.Fatalf("serial %d served after the reload, want 2", got)
 	}
 	get()
@@ -223,7 +212,7 @@ func TestTLSReloadKeepsAGoodCertificate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("reload of %s: %v, want an error naming %s", bad.name, err, bad.want)
 		}
-		if got := servedSerial(t, k.Addr(), k.trust); got != 2 {
+		if got := tlstest.Serial(t, k.Addr(), k.trust); got != 2 {
 			t.Fatalf("after a failed reload (%s) koe serves serial %d, want 2 (the one it had)", bad.name, got)
 		}
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -64,21 +62,9 @@ func TestRollingRestartUnderReconnect(t *testing.T) {
 
 	t.Setenv("KOE_DATABASE_URL", dsn)
 	t.Setenv(coord.EnvRedisURL, rds.URL())
-	var koes []*koeProcess
+	koes := startSharedInstances(t, 3, llm.URL(), "")
 	var addrs []string
-	for i := range 3 {
-		dir := filepath.Join(t.TempDir(), fmt.Sprint("koe", i+1))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		conf := filepath.Join(dir, "conf.yaml")
-		yaml := fmt.Sprintf("data_dir: %s\ncharacters_dir: %s\nlog_level: info\nstore: postgres\ncoord:\n  backend: redis\nserver:\n  backgrounds_dir: %s\ncharacter:\n  llm:\n    base_url: %s\n    model: %s\n  tts:\n    engine: none\nasr:\n  engine: none\n",
-			filepath.Join(dir, "data"), filepath.Join(dir, "characters"), filepath.Join(dir, "bg"), llm.URL(), fakellm.ModelID)
-		if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		k := startKoeProcess(t, conf)
-		koes = append(koes, k)
+	for _, k := range koes {
 		addrs = append(addrs, k.addr)
 	}
 	lb := startNginx(t, addrs)

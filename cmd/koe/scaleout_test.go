@@ -64,20 +64,7 @@ func TestScaleOutBehindNginx(t *testing.T) {
 	// deploy/compose.yaml.
 	t.Setenv("KOE_DATABASE_URL", dsn)
 	t.Setenv(coord.EnvRedisURL, rds.URL())
-	var koes []*koeProcess
-	for i := range 3 {
-		dir := filepath.Join(t.TempDir(), fmt.Sprint("koe", i+1))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		conf := filepath.Join(dir, "conf.yaml")
-		yaml := fmt.Sprintf("data_dir: %s\ncharacters_dir: %s\nlog_level: info\nstore: postgres\ncoord:\n  backend: redis\n  lease: 2s\n  wait: 60s\nserver:\n  backgrounds_dir: %s\ncharacter:\n  llm:\n    base_url: %s\n    model: %s\n  tts:\n    engine: none\n",
-			filepath.Join(dir, "data"), filepath.Join(dir, "characters"), filepath.Join(dir, "bg"), llm.URL(), fakellm.ModelID)
-		if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		koes = append(koes, startKoeProcess(t, conf))
-	}
+	koes := startSharedInstances(t, 3, llm.URL(), "  lease: 2s\n  wait: 60s\n")
 	lb := startNginx(t, []string{koes[0].addr, koes[1].addr, koes[2].addr})
 
 	// want is every message the clients saw stored, in order.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -71,17 +70,6 @@ func wsURL(addr string) string {
 	return "ws://" + addr
 }
 
-// servedSerial is the serial of the certificate a fresh handshake with
-// addr gets.
-func servedSerial(t *testing.T, addr string, trust *tls.Config) int64 {
-	t.Helper()
-	serial, err := tlstest.ServedSerial(addr, trust)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return serial
-}
-
 // SIGHUP to a real koe process swaps its certificate for the files' new
 // one, and a bad pair is logged and the old certificate kept; koe keeps
 // running through both (SIGHUP's default action would end it).
@@ -113,7 +101,7 @@ func TestSIGHUPReloadsCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	koe := startKoeProcess(t, conf)
-	if got := servedSerial(t, koe.addr, trust); got != 1 {
+	if got := tlstest.Serial(t, koe.addr, trust); got != 1 {
 		t.Fatalf("koe serves serial %d at start, want 1", got)
 	}
 	hup := func(logLine string, n int) {
@@ -135,7 +123,7 @@ func TestSIGHUPReloadsCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	hup(`msg="TLS certificate reloaded`, 1)
-	if got := servedSerial(t, koe.addr, trust); got != 2 {
+	if got := tlstest.Serial(t, koe.addr, trust); got != 2 {
 		t.Fatalf("after SIGHUP koe serves serial %d, want 2", got)
 	}
 
@@ -145,7 +133,7 @@ func TestSIGHUPReloadsCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	hup(`msg="TLS certificate reload failed; koe keeps serving the certificate it had"`, 1)
-	if got := servedSerial(t, koe.addr, trust); got != 2 {
+	if got := tlstest.Serial(t, koe.addr, trust); got != 2 {
 		t.Fatalf("after a SIGHUP with a bad pair koe serves serial %d, want 2 (the one it had)", got)
 	}
 	if !strings.Contains(koe.log.String(), "server.tls_cert "+certFile) {

@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"testing"
 )
 
 // Key is the kind of private key a certificate is made with.
@@ -122,4 +124,14 @@ func ServedSerial(addr string, trust *tls.Config) (int64, error) {
 	}
 	defer c.Close()
 	return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64(), nil
+}
+
+// Serial is ServedSerial for a test, which it fails on an error.
+func Serial(t testing.TB, addr string, trust *tls.Config) int64 {
+	t.Helper()
+	serial, err := ServedSerial(addr, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serial
 }
