@@ -173,6 +173,30 @@ func TestDeadInstanceTakenOver(t *testing.T) {
 	}
 }
 
+// A stop of a turn whose instance died is not left waiting for the
+// lease's expiry (past coord.wait here): once the instance's heartbeat has
+// expired the turn is known to be gone, its lease is cleared, and the
+// stop answers.
+func TestStopFindsDeadInstance(t *testing.T) {
+	srv := redistest.Start(t)
+	a, aLog, aObs := failoverInstance(t, srv.URL(), "A", testLease)
+	way := redistest.NewProxy(t, srv)
+	b, _, _ := failoverInstance(t, way.URL(), "B", testLease)
+	claim(t, b, "h-stop", "run-dead", newTurn())
+	way.Cut()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if _, err := a.Stop(ctx, "h-stop"); err != nil {
+		t.Fatalf("stop of a dead instance's turn: %v", err)
+	}
+	aLog.waitFor(stopFoundDead, 1)
+	if _, _, takeovers, _ := aObs.snapshot(); takeovers != 1 {
+		t.Fatalf("take-overs %d, want the stop's one", takeovers)
+	}
+	next := claim(t, a, "h-stop", "run-next", newTurn())
+	next.Release()
+}
+
 // An instance that shuts down with a turn it could not end deletes its
 // heartbeat as it closes, so that the next claim in that history need not
 // wait out coord.heartbeat; the claim takes the lease over. (A Redis

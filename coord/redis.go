@@ -123,11 +123,30 @@ end
 return 0
 `)
 
-// peek: KEYS lease. {holder or ”, pttl}.
+// stopFoundDead is logged when a stop finds the turn it would stop gone
+// with its instance.
+const stopFoundDead = "a stop found the turn's instance dead (its heartbeat expired); its lease is cleared"
+
+// peek: KEYS lease; ARGV heartbeat ms, heartbeat key prefix, channel,
+// history. {holder or ”, pttl, cleared, the cleared holder}. A lease whose instance's
+// heartbeat is gone (while Redis has been up for two heartbeats, as in
+// acquire) holds a turn that no longer runs: it is deleted, the waiters
+// are told, and cleared is 1.
 var peek = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
-if cur == false then return {'', 0} end
-return {cur, redis.call('PTTL', KEYS[1])}
+if cur == false then return {'', 0, 0, ''} end
+local pttl = redis.call('PTTL', KEYS[1])
+local inst = string.match(cur, '^([^/]+)/.*/hb$')
+if not inst or redis.call('EXISTS', ARGV[2] .. inst) == 1 then
+  return {cur, pttl, 0, ''}
+end
+local up = (tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')) or 0) * 1000
+if up < 2 * tonumber(ARGV[1]) then
+  return {cur, pttl, 0, ''}
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return {'', 0, 1, cur}
 `)
 
 // RedisCoordinator is a conversation.Coordinator shared through Redis by
@@ -464,7 +483,8 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 	defer r.removeWaiter(history, wake)
 	holder, asked := "", false
 	for {
-		res, err := peek.Run(ctx, r.client, []string{leasePrefix + history}).Slice()
+		res, err := peek.Run(ctx, r.client, []string{leasePrefix + history},
+			r.heartbeat.Milliseconds(), beatPrefix, chReleased, history).Slice()
 		var wait time.Duration
 		if err != nil {
 			if ctx.Err() != nil {
@@ -474,6 +494,12 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 			wait = retryEvery
 		} else {
 			cur, _ := res[0].(string)
+			if toInt(res[2]) == 1 {
+				dead, _ := res[3].(string)
+				r.log.Info(stopFoundDead,
+					"history_uid", history, "holder_instance", instanceOfLease(dead))
+				r.obs.get().DeadInstanceTakeover()
+			}
 			switch {
 			case !asked && cur == "":
 				// Unless Redis lost the leases lately and the turns'
@@ -500,6 +526,9 @@ func (r *RedisCoordinator) Stop(ctx context.Context, history string) (bool, erro
 				if wait <= 0 {
 					wait = r.lease
 				}
+				// A holder that dies now never answers: look again once
+				// its heartbeat could have expired.
+				wait = min(wait, r.heartbeat)
 			}
 		}
 		if err := pause(ctx, wake, wait); err != nil {
