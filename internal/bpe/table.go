@@ -132,6 +132,7 @@ func ReadTable(fsys fs.FS, name string) (*Table, error) {
 		rankBits: rankBits,
 		seed:     maphash.MakeSeed(),
 	}
+	rankMask := uint32(1)<<rankBits - 1
 	next := 0 // the next rank to fill in off
 	err = scanRanks(fsys, name, func(token []byte, _ int, rank int) error {
 		if rank < next || rank > maxRank { // the file changed between the passes
@@ -143,16 +144,18 @@ func ReadTable(fsys fs.FS, name string) (*Table, error) {
 		for ; next <= rank; next++ {
 			t.off[next] = uint32(len(t.arena))
 		}
-		if t.Rank(string(token)) != noRank {
-			return fmt.Errorf("bpe: %s: rank %d repeats the bytes of rank %d", name, rank, t.Rank(string(token)))
-		}
-		t.arena = append(t.arena, token...)
 		h := maphash.Bytes(t.seed, token)
+		tag := t.tag(h)
 		i := h & t.mask
-		for t.slots[i] != 0 {
-			i = (i + 1) & t.mask
+		for ; t.slots[i] != 0; i = (i + 1) & t.mask {
+			if v := t.slots[i]; v&^rankMask == tag {
+				if r := v&rankMask - 1; bytes.Equal(t.arena[t.off[r]:t.off[r+1]], token) {
+					return fmt.Errorf("bpe: %s: rank %d repeats the bytes of rank %d", name, rank, r)
+				}
+			}
 		}
-		t.slots[i] = t.tag(h) | (uint32(rank) + 1)
+		t.slots[i] = tag | (uint32(rank) + 1)
+		t.arena = append(t.arena, token...)
 		return nil
 	})
 	if err != nil {
