@@ -46,13 +46,7 @@ func splitO200k(s string, i int) int {
 	if e := o200kUpperEnd(s, i); e >= 0 {
 		return e
 	}
-	if c&cNumber != 0 {
-		return numbers(s, i, 3)
-	}
-	if e := punctuation(s, i, "\r\n/"); e >= 0 {
-		return e
-	}
-	return spaces(s, i)
+	return numbersOrElse(s, i, c, "\r\n/")
 }
 
 // o200kLowerEnd matches [upper]*[lower]+(contraction)? from i: the end, or
@@ -106,10 +100,17 @@ func splitCL100k(s string, i int) int {
 		e, _ := run(s, i, cLetter)
 		return e
 	}
+	return numbersOrElse(s, i, c, "\r\n")
+}
+
+// numbersOrElse matches the alternatives o200k_base and cl100k_base end
+// with, \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[tail]*|\s*[\r\n]+|\s+(?!\S)|\s+, at
+// i, where s[i] is of class c.
+func numbersOrElse(s string, i int, c class, tail string) int {
 	if c&cNumber != 0 {
 		return numbers(s, i, 3)
 	}
-	if e := punctuation(s, i, "\r\n"); e >= 0 {
+	if e := punctuation(s, i, tail); e >= 0 {
 		return e
 	}
 	return spaces(s, i)
