@@ -120,7 +120,7 @@ var (
 // (e.g. gpt-4o* → o200k_base, gpt-4/gpt-3.5 → cl100k_base); any unknown model
 // name falls back to o200k_base. A provider prefix such as "openai/gpt-4" is
 // ignored. NewTokenizer only looks the encoding up (under 100 ns); the first
-// count of an encoding in the process builds it (o200k_base: about 25 ms and
+// count of an encoding in the process builds it (o200k_base: about 50 ms and
 // 8 MiB of RSS; cl100k_base half that).
 func NewTokenizer(model string) *Tokenizer {
 	return &Tokenizer{enc: sharedTokenEncoding(encodingNameForModel(model))}

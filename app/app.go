@@ -131,7 +131,7 @@ func (m *Main) Open() error {
 		return err
 	}
 	// The tokenizer's vocabulary is not built here: the first count of
-	// each encoding builds it (o200k_base: about 25 ms and 8 MiB of
+	// each encoding builds it (o200k_base: about 50 ms and 8 MiB of
 	// resident memory), so an idle koe does not hold it.
 	tok := agent.NewTokenizer(cfg.Character.LLM.Model)
 

@@ -56,7 +56,7 @@ func Known(name string) bool {
 
 // Load builds the encoding called name (o200k_base, cl100k_base,
 // p50k_base, p50k_edit or r50k_base) from the embedded vocabulary. Each
-// call builds a new one: o200k_base takes about 25 ms and keeps 4 MiB of
+// call builds a new one: o200k_base takes 25–50 ms and keeps 4 MiB of
 // heap (and the 4 MiB of the binary's pages it was read from, until the
 // kernel drops them); callers share what they build.
 func Load(name string) (*Encoding, error) {
