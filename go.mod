@@ -3,6 +3,7 @@ module koe
 go 1.26.8
 
 require (
+	github.com/dlclark/regexp2 v1.10.0
 	github.com/expr-lang/expr v1.17.8
 	github.com/fasthttp/websocket v1.5.8
 	github.com/go-audio/audio v1.0.0
@@ -36,7 +37,6 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dlclark/regexp2 v1.10.0 // indirect
 	github.com/go-audio/riff v1.0.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

@@ -3,15 +3,13 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+
+	"koe/internal/bpe"
 )
 
 // Encoding names. Every model tiktoken does not know (llama3, qwen2.5:7b,
@@ -70,18 +68,27 @@ const (
 // Tokenizer counts tokens the way the model's tokenizer would (estimates for
 // non-OpenAI models; calibrated later against provider-reported usage).
 // It is safe for concurrent use and cheap to create: the encodings behind it
-// are built once per process and shared.
+// are built once per process, on first use, and shared.
 type Tokenizer struct {
 	enc *tokenEncoding
 }
 
-// tokenEncoding is one built tiktoken vocabulary, shared by every Tokenizer using it.
+// tokenEncoding is one vocabulary, shared by every Tokenizer using it.
+// Counting is package bpe's: tiktoken's split and byte-pair merge over a
+// rank table without pointers (tiktoken-go's maps of the same vocabulary
+// cost five times the memory, all of it scanned by every garbage
+// collection). tiktoken-go only names the encodings and models here, and
+// is the reference the tests compare every count with.
 type tokenEncoding struct {
 	name string
-	tk   *tiktoken.Tiktoken // nil only if even the fallback failed to build
+
+	// once builds bpe on the first count: a process that never counts
+	// with an encoding never holds it.
+	once sync.Once
+	bpe  *bpe.Encoding // nil if it could not be built: counts are then approximate
 
 	// counts remembers recent counts: every request re-counts the whole
-	// history (about a millisecond per thousand tokens), almost all of it
+	// history (about 0.1 ms per thousand tokens), almost all of it
 	// unchanged since the previous request. Bounded: cleared when full.
 	mu     sync.Mutex
 	counts map[string]int
@@ -98,54 +105,26 @@ const (
 	countCacheBytes = 8 << 20
 )
 
-// countCacheMin is the shortest text worth remembering. Even short texts
-// are: tiktoken-go sets up its regular expression's matcher on every call,
-// so counting a 60-byte line costs about 20 µs and 130 allocations, and a
-// role name about 1 µs, against about 50 ns to look one up. Requests repeat
-// them all: role names, the date line (new once a minute), every short
-// message of the history.
+// countCacheMin is the shortest text worth remembering. Counting a 60-byte
+// line costs about 2 µs and a role name a few hundred ns, against about 50 ns
+// to look one up; requests repeat them all: role names, the date line (new once
+// a minute), every message of the history.
 const countCacheMin = 2
 
-// tokenEncodingEntry builds its encoding at most once, so a slow build of one
-// encoding never blocks Tokenizers of another.
-type tokenEncodingEntry struct {
-	once sync.Once
-	enc  *tokenEncoding
-	err  error
-}
-
 var (
-	bpeLoaderOnce sync.Once
-
 	tokenEncodingsMu sync.Mutex
-	tokenEncodings   = map[string]*tokenEncodingEntry{}
+	tokenEncodings   = map[string]*tokenEncoding{}
 )
 
 // NewTokenizer returns the tokenizer for model: tiktoken's model→encoding table
 // (e.g. gpt-4o* → o200k_base, gpt-4/gpt-3.5 → cl100k_base); any unknown model
 // name falls back to o200k_base. A provider prefix such as "openai/gpt-4" is
-// ignored. The first Tokenizer of an encoding builds it (o200k_base: about
-// 0.3 s and 22 MiB of live heap; cl100k_base about half that); later ones only
-// look it up (under 100 ns).
+// ignored. NewTokenizer only looks the encoding up (under 100 ns); the first
+// count of an encoding in the process builds it (o200k_base: about 50 ms and
+// 8 MiB of RSS; cl100k_base half that).
 func NewTokenizer(model string) *Tokenizer {
-	name := encodingNameForModel(model)
-	enc, err := sharedTokenEncoding(name)
-	if err != nil && name != fallbackEncoding {
-		enc, err = sharedTokenEncoding(fallbackEncoding)
-	}
-	if err != nil {
-		// The vocabularies are embedded in the binary, so this is a broken
-		// build rather than a runtime condition (logged once, when building
-		// failed); still, a token budget must never take the server down:
-		// count approximately instead.
-		enc = &tokenEncoding{name: approxEncoding}
-	}
-	return &Tokenizer{enc: enc}
+	return &Tokenizer{enc: sharedTokenEncoding(encodingNameForModel(model))}
 }
-
-// approxEncoding names the byte-length estimate used if no vocabulary could
-// be built.
-const approxEncoding = "approx"
 
 // Encoding returns the name of the encoding in use, e.g. "o200k_base".
 func (t *Tokenizer) Encoding() string { return t.enc.name }
@@ -157,15 +136,15 @@ func (t *Tokenizer) Count(text string) int {
 	if text == "" {
 		return 0
 	}
-	if t.enc.tk == nil {
+	enc := t.enc.encoding()
+	if enc == nil {
 		return (len(text) + 3) / 4
 	}
 	if len(text) == 1 {
 		return 1 // every encoding has a token for each single byte
 	}
 	if len(text) < countCacheMin {
-		n, _ := t.countChunked(text, maxTokenChunk)
-		return n
+		return enc.Count(text)
 	}
 	e := t.enc
 	e.mu.Lock()
@@ -174,7 +153,7 @@ func (t *Tokenizer) Count(text string) int {
 	if ok {
 		return n
 	}
-	n, _ = t.countChunked(text, maxTokenChunk)
+	n = enc.Count(text)
 	if len(text) > t.enc.maxBytes/8 {
 		return n // rare, and counting it again costs little beside its size
 	}
@@ -191,77 +170,6 @@ func (t *Tokenizer) Count(text string) int {
 	}
 	e.mu.Unlock()
 	return n
-}
-
-// maxTokenChunk bounds the bytes handed to tiktoken-go at once. Its byte-pair
-// merge is quadratic in the length of a piece, so a single long piece (a run
-// of letters with no space, base64, minified data in an uploaded file) would
-// take seconds or minutes to count: 16 KB of "abab…" takes a quarter of a
-// second, 1 MB would take hours. Natural text splits into chunks exactly, at
-// piece boundaries (see isPieceBoundary); only text with no boundary in
-// maxTokenChunk bytes is cut mid-piece, which can shift its count by a token or so.
-const maxTokenChunk = 1024
-
-// countChunked counts text limit bytes at a time. exact is false if some chunk
-// had to be cut inside a piece.
-func (t *Tokenizer) countChunked(text string, limit int) (n int, exact bool) {
-	exact = true
-	for text != "" {
-		cut, ok := tokenSplitPoint(text, limit)
-		// EncodeOrdinary treats special-token strings as text; Encode would
-		// panic on them.
-		n += len(t.enc.tk.EncodeOrdinary(text[:cut]))
-		exact = exact && ok
-		text = text[cut:]
-	}
-	return n, exact
-}
-
-// tokenSplitPoint returns where to cut text so that the head has at most limit
-// bytes: at the last piece boundary (ok), or else at the last rune start.
-func tokenSplitPoint(text string, limit int) (cut int, ok bool) {
-	if len(text) <= limit {
-		return len(text), true
-	}
-	prev, size := utf8.DecodeRuneInString(text)
-	last := size // last rune start ≤ limit, if no boundary is found
-	for i := size; i <= limit; i += size {
-		var next rune
-		next, size = utf8.DecodeRuneInString(text[i:])
-		if isPieceBoundary(prev, next) {
-			cut = i
-		}
-		last = i
-		prev = next
-	}
-	if cut > 0 {
-		return cut, true
-	}
-	return last, false
-}
-
-// isPieceBoundary reports whether, between runes prev and next, every
-// tiktoken encoding's split pattern (o200k, cl100k, p50k, r50k) always ends a
-// piece, independent of the text around them, so that encoding the two sides
-// separately gives exactly the tokens of encoding them together:
-//
-//   - before a space that follows a non-space: a space inside a piece is
-//     either its first character or part of an all-whitespace piece, and
-//     the only lookahead, (?!\S), follows whitespace;
-//   - after a letter or number, before a character that is neither letter,
-//     number, mark, whitespace nor apostrophe (which could start 's, 're …):
-//     letter and number pieces end there, punctuation pieces start there.
-//
-// regexp2 uses Go's unicode tables for \p{…} and unicode.IsSpace for \s, so
-// the tests below are the patterns' own classes. The cases are chosen so that
-// CJK text (letters then full-width punctuation) and code split as well as
-// English. TestTokenizerChunkingIsExact checks this against whole-text counts.
-func isPieceBoundary(prev, next rune) bool {
-	if next == ' ' {
-		return !unicode.IsSpace(prev)
-	}
-	return unicode.In(prev, unicode.L, unicode.N) &&
-		next != '\'' && !unicode.IsSpace(next) && !unicode.In(next, unicode.L, unicode.N, unicode.M)
 }
 
 // CountMessage returns the tokens one chat message costs in a request: its
@@ -357,45 +265,39 @@ func encodingNameForModel(model string) string {
 			}
 		}
 	}
-	if !buildableEncodings[enc] { // unknown model, or an encoding tiktoken-go cannot build (gpt2)
+	if !bpe.Known(enc) { // unknown model, or an encoding with no embedded vocabulary (gpt2)
 		return fallbackEncoding
 	}
 	return enc
 }
 
-// buildableEncodings lists the encodings tiktoken-go builds from tiktoken-go-loader's
-// embedded vocabularies.
-var buildableEncodings = map[string]bool{
-	tiktoken.MODEL_O200K_BASE:  true,
-	tiktoken.MODEL_CL100K_BASE: true,
-	tiktoken.MODEL_P50K_BASE:   true,
-	tiktoken.MODEL_P50K_EDIT:   true,
-	tiktoken.MODEL_R50K_BASE:   true,
-}
-
-// sharedTokenEncoding returns the process-wide encoding called name, building it
-// on first use.
-func sharedTokenEncoding(name string) (*tokenEncoding, error) {
+// sharedTokenEncoding returns the process-wide encoding called name (not
+// built yet if nothing counted with it).
+func sharedTokenEncoding(name string) *tokenEncoding {
 	tokenEncodingsMu.Lock()
+	defer tokenEncodingsMu.Unlock()
 	e, ok := tokenEncodings[name]
 	if !ok {
-		e = &tokenEncodingEntry{}
+		e = &tokenEncoding{name: name, maxBytes: countCacheBytes}
 		tokenEncodings[name] = e
 	}
-	tokenEncodingsMu.Unlock()
+	return e
+}
 
+// encoding returns e's vocabulary, building it on first use, or nil if it
+// could not be built. Building one encoding never waits for another's.
+func (e *tokenEncoding) encoding() *bpe.Encoding {
 	e.once.Do(func() {
-		// No network at run time: the vocabularies come from the files
-		// embedded by tiktoken-go-loader. The loader is a package variable of
-		// tiktoken-go, so set it once, before any encoding is built.
-		bpeLoaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
-		tk, err := tiktoken.GetEncoding(name)
+		// No network at run time: the vocabularies are embedded in the
+		// binary (tiktoken-go-loader's files), so failing here is a broken
+		// build rather than a runtime condition; still, a token budget
+		// must never take the server down: count approximately instead.
+		enc, err := bpe.Load(e.name)
 		if err != nil {
-			e.err = fmt.Errorf("tiktoken encoding %s: %w", name, err)
-			slog.Error("token counting degraded", "err", e.err)
+			slog.Error("token counting degraded to an estimate by length", "encoding", e.name, "err", err)
 			return
 		}
-		e.enc = &tokenEncoding{name: name, tk: tk, maxBytes: countCacheBytes}
+		e.bpe = enc
 	})
-	return e.enc, e.err
+	return e.bpe
 }

@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	tiktoken "github.com/pkoukk/tiktoken-go"
 )
 
 // knownTokenCounts were computed once with tiktoken-go v0.1.8 (offline vocabularies).
@@ -73,7 +70,7 @@ func TestTokenizerSharesEncodings(t *testing.T) {
 	if a.enc != b.enc || a.enc != c.enc {
 		t.Error("o200k_base tokenizers do not share one encoding")
 	}
-	if a.enc.tk == nil {
+	if a.enc.encoding() == nil {
 		t.Error("o200k_base was not built")
 	}
 	if d := NewTokenizer("gpt-4"); d.enc == a.enc {
@@ -81,6 +78,33 @@ func TestTokenizerSharesEncodings(t *testing.T) {
 	}
 	if d, e := NewTokenizer("gpt-4"), NewTokenizer("gpt-3.5-turbo"); d.enc != e.enc {
 		t.Error("cl100k_base tokenizers do not share one encoding")
+	}
+}
+
+// A Tokenizer builds its vocabulary on its first count, not when it is
+// made: a process holds only the vocabularies it counted with.
+func TestTokenizerBuildsOnFirstCount(t *testing.T) {
+	// No other test uses p50k_edit.
+	tk := NewTokenizer("code-davinci-edit-001")
+	if tk.Encoding() != "p50k_edit" {
+		t.Fatalf("code-davinci-edit-001 counts with %s", tk.Encoding())
+	}
+	if tk.enc.bpe != nil {
+		t.Fatal("NewTokenizer built the vocabulary")
+	}
+	if n := tk.Count("hello world"); n != 2 {
+		t.Errorf(`p50k_edit Count("hello world") = %d, want 2`, n)
+	}
+	if tk.enc.bpe == nil {
+		t.Error("counting did not build the vocabulary")
+	}
+}
+
+// An encoding that cannot be built counts by length rather than failing.
+func TestTokenizerWithoutVocabularyEstimates(t *testing.T) {
+	tk := &Tokenizer{enc: &tokenEncoding{name: "no-such-encoding", maxBytes: countCacheBytes}}
+	if n := tk.Count("twelve bytes"); n != 3 {
+		t.Errorf("Count without a vocabulary = %d, want 3 (a token per 4 bytes)", n)
 	}
 }
 
@@ -292,6 +316,19 @@ func BenchmarkCount(b *testing.B) {
 	b.ReportMetric(float64(tokens), "tokens/op")
 }
 
+// tokenBenchLine is a short message, 15 o200k_base tokens.
+const tokenBenchLine = "Sure, I'll check tomorrow's weather in Berlin for you."
+
+// BenchmarkCountShort counts a short line the count cache has not seen.
+func BenchmarkCountShort(b *testing.B) {
+	tk := NewTokenizer("gpt-4o")
+	tk.Count(tokenBenchLine)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		tk.Count(tokenBenchLine + strconv.Itoa(i))
+	}
+}
+
 // BenchmarkCountCached is a request re-counting an unchanged message.
 func BenchmarkCountCached(b *testing.B) {
 	tk := NewTokenizer("gpt-4o")
@@ -299,37 +336,6 @@ func BenchmarkCountCached(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		tk.Count(tokenBenchText)
-	}
-}
-
-// BenchmarkTokenizerBuild measures what the first NewTokenizer of an
-// encoding builds (later ones share it): the byte-pair encoder made from
-// the vocabulary, in time and in the memory it keeps (live-MiB). Reading
-// the embedded vocabulary itself happens once per process (tiktoken-go
-// keeps it) and is not in the loop.
-func BenchmarkTokenizerBuild(b *testing.B) {
-	for model, name := range map[string]string{"gpt-4o": EncodingO200k, "gpt-4": EncodingCL100k} {
-		b.Run(name, func(b *testing.B) {
-			if NewTokenizer(model).Encoding() != name { // installs the offline loader
-				b.Fatalf("no %s tokenizer", name)
-			}
-			b.ReportAllocs()
-			var before, after runtime.MemStats
-			var live float64
-			for b.Loop() {
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				tk, err := tiktoken.GetEncoding(name)
-				if err != nil {
-					b.Fatal(err)
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				live += float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
-				runtime.KeepAlive(tk)
-			}
-			b.ReportMetric(live/float64(b.N), "live-MiB")
-		})
 	}
 }
 
@@ -341,10 +347,11 @@ func BenchmarkNewTokenizer(b *testing.B) {
 	}
 }
 
-// TestTokenizerChunkingIsExact checks that cutting text at piece boundaries
-// counts exactly what encoding it whole does, on random text built from the
-// characters that matter to the split patterns.
-func TestTokenizerChunkingIsExact(t *testing.T) {
+// TestTokenizerCountsMatchTiktoken checks koe's counts against
+// tiktoken-go's on random text built from the characters that matter to
+// the split patterns, including texts long enough to have been cut into
+// chunks before (package bpe compares more: corpora and a fuzz target).
+func TestTokenizerCountsMatchTiktoken(t *testing.T) {
 	alphabet := []string{
 		"a", "B", "z", "é", "e\u0301", "今", "天", "ß", "Ω", "1", "42", "٣",
 		" ", " ", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000",
@@ -352,40 +359,27 @@ func TestTokenizerChunkingIsExact(t *testing.T) {
 		"，", "。", "“", "”", "、", "🍕", "👨‍👩‍👧", "\xff", "<|endoftext|>",
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, model := range []string{"gpt-4o", "gpt-4"} {
+	for _, model := range []string{"gpt-4o", "gpt-4", "text-davinci-003", "davinci"} {
 		tk := NewTokenizer(model)
-		splits := 0
-		for range 1000 {
+		ref := refTiktoken(t, tk.Encoding())
+		texts := []string{tokenBenchText, strings.Repeat("ab", 1500), strings.Repeat("x ", 2000)}
+		for range 500 {
 			var sb strings.Builder
-			for range 5 + rng.IntN(60) {
+			for range 5 + rng.IntN(600) {
 				sb.WriteString(alphabet[rng.IntN(len(alphabet))])
 			}
-			text := sb.String()
-			whole := len(tk.enc.tk.EncodeOrdinary(text))
-			for _, limit := range []int{8, 24} {
-				got, exact := tk.countChunked(text, limit)
-				if !exact {
-					continue
-				}
-				if len(text) > limit {
-					splits++
-				}
-				if got != whole {
-					t.Fatalf("%s: %q cut every %d bytes counts %d, whole %d", tk.Encoding(), text, limit, got, whole)
-				}
+			texts = append(texts, sb.String())
+		}
+		for _, text := range texts {
+			if got, want := tk.Count(text), len(ref.EncodeOrdinary(text)); got != want {
+				t.Fatalf("%s: Count(%q) = %d, tiktoken-go %d", tk.Encoding(), text, got, want)
 			}
-		}
-		if splits < 300 {
-			t.Errorf("%s: only %d texts were split exactly; the test exercises too little", tk.Encoding(), splits)
-		}
-		if n := tk.Count(tokenBenchText); n != len(tk.enc.tk.EncodeOrdinary(tokenBenchText)) {
-			t.Errorf("%s: chunked count of tokenBenchText %d differs from whole", tk.Encoding(), n)
 		}
 	}
 }
 
 // TestTokenizerLongPiece counts text with no piece boundary at all, which
-// tiktoken-go alone takes time quadratic in its length to encode.
+// tiktoken-go takes time quadratic in its length to encode.
 func TestTokenizerLongPiece(t *testing.T) {
 	tk := NewTokenizer("gpt-4o")
 	text := strings.Repeat("ab", 50_000)
@@ -405,7 +399,7 @@ func TestCountCache(t *testing.T) {
 	if again := tok.Count(text); again != first {
 		t.Fatalf("cached count %d != first count %d", again, first)
 	}
-	if fresh, _ := tok.countChunked(text, maxTokenChunk); fresh != first {
+	if fresh := tok.enc.encoding().Count(text); fresh != first {
 		t.Fatalf("count %d != fresh count %d", first, fresh)
 	}
 	for i := 0; i < countCacheSize+10; i++ {
@@ -424,7 +418,9 @@ func TestCountCache(t *testing.T) {
 func TestCountCacheIsBoundedInBytes(t *testing.T) {
 	const bound = 64 << 10
 	shared := NewTokenizer("gpt-4o").enc
-	tok := &Tokenizer{enc: &tokenEncoding{name: shared.name, tk: shared.tk, maxBytes: bound}}
+	small := &tokenEncoding{name: shared.name, bpe: shared.encoding(), maxBytes: bound}
+	small.once.Do(func() {}) // built: shared's
+	tok := &Tokenizer{enc: small}
 	// Texts a little under an eighth of the bound are cached; eleven of
 	// them are more than the bound.
 	size := bound/8 - 1024
