@@ -1,0 +1,61 @@
+package tts
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"koe/internal/openaicompat"
+)
+
+// SynthesizeStream asks the server for text and reads its answer as it
+// arrives: servers that synthesise incrementally send the first audio
+// long before the last, in chunks, as raw PCM or as a WAV whose header
+// cannot yet know the length. A server that sends everything at once
+// streams too, in one go.
+func (o *openAISpeech) SynthesizeStream(ctx context.Context, text string) (*Stream, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, errEmptyText
+	}
+	resp, err := o.client.Speech(ctx, openaicompat.SpeechRequest{
+		Model:  o.cfg.Model,
+		Input:  text,
+		Voice:  o.cfg.Voice,
+		Format: o.cfg.Format,
+		Speed:  o.cfg.Speed,
+	})
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if err == nil {
+			resp.Body.Close()
+		}
+		return nil, o.server.Aborted(ctxErr)
+	}
+	if err != nil {
+		return nil, o.server.Describe(err)
+	}
+	// The request's context also governs the body: a cancel aborts a
+	// read under way.
+	var s *Stream
+	if o.cfg.Format == "pcm" {
+		s, err = newPCMStream(resp.Body, openAIPCMRate)
+	} else {
+		s, err = newWAVStream(resp.Body)
+	}
+	if err != nil {
+		resp.Body.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, o.server.Aborted(ctxErr)
+		}
+		return nil, fmt.Errorf("tts: the speech server at %s answered with audio koe cannot read (Content-Type %q, tts.openai.format %q): %w",
+			o.cfg.BaseURL, resp.ContentType, o.cfg.Format, err)
+	}
+	s.who = "tts: the speech server at " + o.cfg.BaseURL
+	s.closer = resp.Body.Close
+	s.fail = func(err error) error {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return o.server.Aborted(ctxErr)
+		}
+		return fmt.Errorf("tts: the speech server at %s broke off its answer: %w", o.cfg.BaseURL, err)
+	}
+	return s, nil
+}
