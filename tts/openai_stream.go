@@ -3,9 +3,6 @@ package tts
 import (
 	"context"
 	"fmt"
-	"strings"
-
-	"koe/internal/openaicompat"
 )
 
 // SynthesizeStream asks the server for text and reads its answer as it
@@ -14,24 +11,9 @@ import (
 // cannot yet know the length. A server that sends everything at once
 // streams too, in one go.
 func (o *openAISpeech) SynthesizeStream(ctx context.Context, text string) (*Stream, error) {
-	if strings.TrimSpace(text) == "" {
-		return nil, errEmptyText
-	}
-	resp, err := o.client.Speech(ctx, openaicompat.SpeechRequest{
-		Model:  o.cfg.Model,
-		Input:  text,
-		Voice:  o.cfg.Voice,
-		Format: o.cfg.Format,
-		Speed:  o.cfg.Speed,
-	})
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if err == nil {
-			resp.Body.Close()
-		}
-		return nil, o.server.Aborted(ctxErr)
-	}
+	resp, err := o.ask(ctx, text)
 	if err != nil {
-		return nil, o.server.Describe(err)
+		return nil, err
 	}
 	// The request's context also governs the body: a cancel aborts a
 	// read under way.

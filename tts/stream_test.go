@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,22 +53,10 @@ func TestOpenAIStreamMatchesWhole(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", format, err)
 		}
-		if got.SampleRate != 24000 || !slicesEqual(got.Samples, whole.Samples) {
+		if got.SampleRate != 24000 || !slices.Equal(got.Samples, whole.Samples) {
 			t.Fatalf("%s: streamed %d samples at %d Hz, whole answer %d", format, len(got.Samples), got.SampleRate, len(whole.Samples))
 		}
 	}
-}
-
-func slicesEqual(a, b []int16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // heldServer answers every speech request with head, then waits for
@@ -113,12 +102,12 @@ func TestOpenAIStreamReadsAsItArrives(t *testing.T) {
 		}
 		n += m
 	}
-	if !slicesEqual(buf, first) {
+	if !slices.Equal(buf, first) {
 		t.Fatal("the first samples differ")
 	}
 	close(release)
 	a, err := s.ReadAll()
-	if err != nil || !slicesEqual(a.Samples, rest) {
+	if err != nil || !slices.Equal(a.Samples, rest) {
 		t.Fatalf("the rest: %d samples, %v", len(a.Samples), err)
 	}
 }
@@ -140,7 +129,7 @@ func TestStreamWAVFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.ReadAll()
-	if err != nil || got.SampleRate != 16000 || !slicesEqual(got.Samples, want.Samples) {
+	if err != nil || got.SampleRate != 16000 || !slices.Equal(got.Samples, want.Samples) {
 		t.Fatalf("got %v at %d Hz (%v), want %v", got.Samples, got.SampleRate, err, want.Samples)
 	}
 
@@ -152,7 +141,7 @@ func TestStreamWAVFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.ReadAll(); err != nil || !slicesEqual(got.Samples, []int16{1, 2, 3}) {
+	if got, err := s.ReadAll(); err != nil || !slices.Equal(got.Samples, []int16{1, 2, 3}) {
 		t.Fatalf("exact size: %v, %v", got.Samples, err)
 	}
 }
@@ -244,7 +233,7 @@ func TestEspeakStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.SampleRate != whole.SampleRate || !slicesEqual(got.Samples, whole.Samples) {
+	if got.SampleRate != whole.SampleRate || !slices.Equal(got.Samples, whole.Samples) {
 		t.Fatalf("streamed %d samples at %d Hz, whole %d at %d Hz", len(got.Samples), got.SampleRate, len(whole.Samples), whole.SampleRate)
 	}
 
