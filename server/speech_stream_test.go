@@ -193,3 +193,40 @@ func drainDisconnects(llm *fakellm.Server) {
 		}
 	}
 }
+
+// espeak-ng's sentences stream too: a long sentence goes out in parts,
+// each a complete WAV at espeak-ng's rate, its text on the first.
+func TestEspeakStreamedTurn(t *testing.T) {
+	requireEspeak(t)
+	sentence := "This sentence is long enough for espeak-ng to speak it in several parts, one after another."
+	llm := startLLM(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(sentence)}))
+	cfg := testConfig(t, t.TempDir(), llm.URL())
+	cfg.Character.TTS.Engine = "espeak-ng"
+	cfg.Character.TTS.StreamFirstMillis = 250
+	cfg.Character.TTS.StreamPieceMillis = 1000
+	cfg.Conversation.FasterFirstResponse = false
+	m := startKoe(t, cfg)
+	c := dialGreeted(t, m.Addr())
+	pieces := audioPieces(c.turn("speak"))
+	if len(pieces) < 3 {
+		t.Fatalf("%d audio frames for a sentence of about 5 s", len(pieces))
+	}
+	for i, p := range pieces {
+		dt, hasText := p["display_text"].(map[string]any)
+		if (i == 0) != hasText || (i == 0 && dt["text"] != sentence) {
+			t.Fatalf("frame %d: display_text %v", i, p["display_text"])
+		}
+		b64, _ := p["audio"].(string)
+		data, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, pcm, err := wavio.Parse(data)
+		if err != nil || f.Rate != 22050 || f.Channels != 1 || f.Bits != 16 || len(pcm) == 0 {
+			t.Fatalf("frame %d: %+v, %d bytes, %v", i, f, len(pcm), err)
+		}
+		if v := len(p["volumes"].([]any)); v != (len(pcm)/2+440)/441 {
+			t.Fatalf("frame %d: %d volumes for %d samples", i, v, len(pcm)/2)
+		}
+	}
+}
