@@ -56,6 +56,7 @@ type onAir struct {
 	full   bool            // the turn's pieces outgrew on_air_bytes
 	first  time.Time       // when the first of them went out
 	seen   time.Time       // a mirror's latest frame
+	last   caption         // the display text of the turn's latest piece
 	closed bool            // the session is closed: nothing goes on air
 }
 
@@ -73,6 +74,8 @@ type airPiece struct {
 	seq  uint64
 	dur  time.Duration
 	size int
+	// caption is its display text, for a joining watcher (air_caption.go)
+	caption caption
 }
 
 func (p airPiece) encoded() ([]byte, error) {
@@ -166,7 +169,7 @@ func (ws *Watchers) note(a *onAir, ctx context.Context, turn string, tw *watchCt
 	switch change {
 	case airStart:
 		a.open, a.ctx, a.tw, a.turn, a.pieces, a.first, a.seq = true, ctx, tw, turn, nil, time.Time{}, 0
-		a.bytes, a.full = 0, false
+		a.bytes, a.full, a.last = 0, false, caption{}
 		p.seq = a.number(p.seq)
 		a.start = p
 		ws.onAirSet(a, true)
@@ -192,6 +195,8 @@ func (ws *Watchers) note(a *onAir, ctx context.Context, turn string, tw *watchCt
 			a.first = now
 		}
 		a.prune(now)
+		p.caption = captionOf(p, a.last)
+		a.last = p.caption
 		p.size = pieceSize(p)
 		if a.bytes+p.size > ws.airBytes {
 			// Too much to keep: a watcher that joins gets the chain's
@@ -289,7 +294,8 @@ func (a *onAir) state(now time.Time) []airPiece {
 		// The piece being played, and every one after it; with no
 		// durations (text only) the last piece is the one on screen.
 		if end > elapsed || i == len(a.pieces)-1 {
-			frames = append(frames, a.pieces[i:]...)
+			frames = append(frames, captioned(a.pieces[i]))
+			frames = append(frames, a.pieces[i+1:]...)
 			break
 		}
 	}

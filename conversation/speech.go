@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"koe/conversation/sentence"
-	"koe/internal/quote"
 	"koe/protocol"
 	"koe/tts"
 )
@@ -45,12 +44,15 @@ type speaker struct {
 }
 
 // slot is one piece's place in the reply's order, or another message's
-// that must go out in that order (other set: a tool's status).
+// that must go out in that order (other set: a tool's status). A piece
+// whose speech is streamed goes out as parts while it is synthesised
+// (speech_stream.go); ready closes once nothing more will come.
 type slot struct {
 	ready chan struct{}
 	msg   protocol.Audio
 	dur   time.Duration
 	other any
+	parts partQueue
 }
 
 func newSpeaker(s *Session, t *turn, c cast, concurrency int, watch *turnWatch) *speaker {
@@ -89,6 +91,9 @@ func (sp *speaker) add(p sentence.Piece) {
 	if p.Speech == "" {
 		close(sl.ready)
 	} else {
+		if sp.streaming() {
+			sl.parts.more = make(chan struct{}, 1)
+		}
 		sp.synths.Add(1)
 		go sp.synthesize(sl, p.Speech, sp.count == 0)
 	}
@@ -113,13 +118,12 @@ func (sp *speaker) synthesize(sl *slot, text string, first bool) {
 	}
 	defer sp.limit.release()
 	start := time.Now()
+	if sp.stream(sl, text) {
+		return
+	}
 	audio, err := sp.engine.Synthesize(sp.ctx, text)
 	if err != nil {
-		if sp.ctx.Err() == nil {
-			// A failed piece stays in the reply as text; the turn goes on.
-			sp.s.log.Warn("speech synthesis failed; sending the piece as text", "text", quote.Shorten(text, 60), "err", err)
-			sp.s.deps.Observer.DependencyFailed(ServiceTTS, err)
-		}
+		sp.synthFailed(text, err)
 		return
 	}
 	b64 := base64.StdEncoding.EncodeToString(audio.WAV)
@@ -162,9 +166,7 @@ func (sp *speaker) sendNow(msg protocol.Audio) {
 func (sp *speaker) sendInOrder() {
 	defer close(sp.sent)
 	for sl := range sp.slots {
-		select {
-		case <-sl.ready:
-		case <-sp.ctx.Done():
+		if !sp.awaitSlot(sl) {
 			return
 		}
 		if sl.other != nil {
@@ -173,15 +175,31 @@ func (sp *speaker) sendInOrder() {
 			}
 			continue
 		}
-		if err := sp.s.emit(sp.ctx, sl.msg); err != nil {
+		if sl.parts.streamed() {
+			// Its parts went out as they came; ready is closed, so
+			// this takes the last of them.
+			if !sp.sendParts(sl) {
+				return
+			}
+			continue
+		}
+		if !sp.sendPiece(sl.msg, sl.dur) {
 			return
 		}
-		sp.turn.addSent(sl.msg.DisplayText.Text, sl.dur)
-		sp.spoken += sl.dur
-		if sl.msg.Audio != nil {
-			sp.watch.firstAudio()
-		}
 	}
+}
+
+// sendPiece sends one audio message and notes it as sent.
+func (sp *speaker) sendPiece(msg protocol.Audio, dur time.Duration) bool {
+	if err := sp.s.emit(sp.ctx, msg); err != nil {
+		return false
+	}
+	sp.turn.addSent(msg.DisplayText.Text, dur)
+	sp.spoken += dur
+	if msg.Audio != nil {
+		sp.watch.firstAudio()
+	}
+	return true
 }
 
 // finish waits until every piece has been sent (or the turn was stopped)

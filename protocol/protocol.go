@@ -225,12 +225,15 @@ type Actions struct {
 }
 
 // Audio is one spoken (or silent, Audio == nil) piece of a reply.
+// DisplayText is left out of the later parts of a sentence streamed in
+// several pieces: clients show a piece's text when it starts, and the OLV
+// client shows nothing for a piece without one.
 type Audio struct {
 	Type        string      `json:"type"`
 	Audio       *string     `json:"audio"`
 	Volumes     []float64   `json:"volumes"`
 	SliceLength int         `json:"slice_length"`
-	DisplayText DisplayText `json:"display_text"`
+	DisplayText DisplayText `json:"display_text,omitzero"`
 	Actions     *Actions    `json:"actions"`
 	Forwarded   bool        `json:"forwarded"`
 }

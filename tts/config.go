@@ -26,7 +26,26 @@ type Config struct {
 	Timeout time.Duration `yaml:"timeout"`
 	Espeak  EspeakConfig  `yaml:"espeak_ng"`
 	OpenAI  OpenAIConfig  `yaml:"openai"`
+	// StreamFirstMillis: a sentence's first audio goes out as soon as the
+	// engine has produced this much of it, rather than once the whole
+	// sentence is synthesised (0: wait for the whole sentence). Enough for
+	// a smooth start: the rest has to be ready before it has played.
+	StreamFirstMillis int `yaml:"stream_first_ms"`
+	// StreamPieceMillis is the most audio one later piece of a streamed
+	// sentence holds. Pieces grow from stream_first_ms up to it (each at
+	// most what was sent before it), so that an engine a little faster
+	// than real time stays ahead of playback; each piece is one more join
+	// for the client to play across.
+	StreamPieceMillis int `yaml:"stream_piece_ms"`
 }
+
+// Limits of the streaming settings: below 20 ms (one lip-sync slice) a
+// piece holds nothing worth a frame; above a minute streaming means
+// nothing.
+const (
+	minStreamMillis = 20
+	maxStreamMillis = 60000
+)
 
 // EspeakConfig runs the local espeak-ng binary (Debian package espeak-ng).
 type EspeakConfig struct {
@@ -67,6 +86,9 @@ func DefaultConfig() Config {
 	return Config{
 		Engine:  EngineEspeak,
 		Timeout: 15 * time.Second,
+
+		StreamFirstMillis: 250,
+		StreamPieceMillis: 1000,
 		Espeak: EspeakConfig{
 			Binary: "espeak-ng",
 			Voice:  "en-us",
@@ -91,6 +113,9 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("tts.timeout %s is negative (0 means no limit)", c.Timeout)
+	}
+	if err := c.validateStream(); err != nil {
+		return err
 	}
 	switch c.Engine {
 	case EngineEspeak:
@@ -162,4 +187,17 @@ func (c OpenAIConfig) validate() error {
 		return fmt.Errorf("tts.openai.format %q is compressed, but koe needs uncompressed audio: use wav or pcm", c.Format)
 	}
 	return fmt.Errorf("tts.openai.format %q is unknown: use wav or pcm", c.Format)
+}
+
+func (c Config) validateStream() error {
+	if c.StreamFirstMillis == 0 {
+		return nil // streaming is off; stream_piece_ms is not used
+	}
+	if c.StreamFirstMillis < minStreamMillis || c.StreamFirstMillis > maxStreamMillis {
+		return fmt.Errorf("tts.stream_first_ms %d is out of range: use %d..%d milliseconds of audio, or 0 to send whole sentences", c.StreamFirstMillis, minStreamMillis, maxStreamMillis)
+	}
+	if c.StreamPieceMillis < c.StreamFirstMillis || c.StreamPieceMillis > maxStreamMillis {
+		return fmt.Errorf("tts.stream_piece_ms %d is out of range: use tts.stream_first_ms (%d) up to %d milliseconds of audio", c.StreamPieceMillis, c.StreamFirstMillis, maxStreamMillis)
+	}
+	return nil
 }

@@ -45,9 +45,11 @@ func newOpenAI(c OpenAIConfig, httpClient *http.Client) *openAISpeech {
 	}
 }
 
-func (o *openAISpeech) Synthesize(ctx context.Context, text string) (Audio, error) {
+// ask sends text to the server and returns its answer, whose body the
+// caller closes.
+func (o *openAISpeech) ask(ctx context.Context, text string) (openaicompat.Speech, error) {
 	if strings.TrimSpace(text) == "" {
-		return Audio{}, errEmptyText
+		return openaicompat.Speech{}, errEmptyText
 	}
 	resp, err := o.client.Speech(ctx, openaicompat.SpeechRequest{
 		Model:  o.cfg.Model,
@@ -60,10 +62,18 @@ func (o *openAISpeech) Synthesize(ctx context.Context, text string) (Audio, erro
 		if err == nil {
 			resp.Body.Close()
 		}
-		return Audio{}, o.server.Aborted(ctxErr)
+		return openaicompat.Speech{}, o.server.Aborted(ctxErr)
 	}
 	if err != nil {
-		return Audio{}, o.server.Describe(err)
+		return openaicompat.Speech{}, o.server.Describe(err)
+	}
+	return resp, nil
+}
+
+func (o *openAISpeech) Synthesize(ctx context.Context, text string) (Audio, error) {
+	resp, err := o.ask(ctx, text)
+	if err != nil {
+		return Audio{}, err
 	}
 	defer resp.Body.Close()
 	// The request's context also governs the body: a cancel during the

@@ -72,6 +72,15 @@ func FromPCM16LE(raw []byte, sampleRate int) (Audio, error) {
 	return newAudio(samples, sampleRate)
 }
 
+// FromSamples wraps 16-bit mono samples at rate, such as a piece of a
+// Stream, in a complete WAV. It keeps samples.
+func FromSamples(samples []int16, rate int) (Audio, error) {
+	if rate < 1 || rate > maxSampleRate {
+		return Audio{}, fmt.Errorf("sample rate %d Hz is not supported (1..%d)", rate, maxSampleRate)
+	}
+	return newAudio(samples, rate)
+}
+
 func newAudio(samples []int16, rate int) (Audio, error) {
 	w, err := wavio.EncodeMono16(samples, rate)
 	if err != nil {

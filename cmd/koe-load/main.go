@@ -78,8 +78,9 @@ type options struct {
 	profileSec int
 	idle       bool
 	scenario   string
-	token      string // -token: koe's server.auth_token (token.go)
-	serveLLM   string // -serve-llm: only serve the fake LLM here (servellm.go)
+	token      string         // -token: koe's server.auth_token (token.go)
+	serveLLM   string         // -serve-llm: only serve the fake LLM here (servellm.go)
+	speech     *speechOptions // -speech (speech.go)
 }
 
 // Scenarios, by -scenario: what koe-load measures.
@@ -129,7 +130,11 @@ func run() error {
 	flag.StringVar(&o.serveLLM, "serve-llm", "", "only serve the fake LLM on this host:port (answering -reply at -tps) until Ctrl-C, for a koe deployed on its own to be pointed at")
 	so := stopLatencyFlags()
 	ro := reconnectFlags()
+	o.speech = speechFlags()
 	flag.Parse()
+	if err := o.speech.validate(o); err != nil {
+		return err
+	}
 	if o.serveLLM != "" {
 		return serveLLMUntilSignal(o)
 	}

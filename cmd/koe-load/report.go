@@ -70,6 +70,9 @@ func summarise(o options, runs []runResult) {
 	if o.koeConf != "" {
 		mode = "koe config " + o.koeConf
 	}
+	if o.speech.on() {
+		mode = o.speech.describe()
+	}
 	if o.tokens {
 		mode += ", token frames"
 	}

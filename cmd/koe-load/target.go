@@ -49,6 +49,9 @@ func startTarget(ctx context.Context, o options, name string) (target, error) {
 	if o.koeConf == "" {
 		lo.Config = textOnlyConfig(o.n)
 	}
+	if o.speech.on() {
+		lo.ConfigFor, lo.Speech = o.speech.config(o.n), o.speech.respond()
+	}
 	t := target{name: name}
 	var profileArgs []string
 	if o.profileDir != "" {

@@ -24,11 +24,19 @@ func Run[T any](ctx context.Context, limit time.Duration, setting, task string, 
 	defer cancel()
 	v, err := f(ctx)
 	if err != nil && context.Cause(ctx) == reached {
-		if !errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-		}
 		var zero T
-		return zero, fmt.Errorf("%s took longer than %s (%s): %w", task, setting, limit, err)
+		return zero, Reached(err, setting, task, limit)
 	}
 	return v, err
+}
+
+// Reached is the error of a task that the limit of setting stopped, for
+// callers that bound work Run cannot wrap (a stream read after the call
+// that opened it returned): it names the setting and wraps
+// context.DeadlineExceeded, as Run's errors do.
+func Reached(err error, setting, task string, limit time.Duration) error {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
+	return fmt.Errorf("%s took longer than %s (%s): %w", task, setting, limit, err)
 }

@@ -240,7 +240,10 @@
     if (frame.display_text && frame.display_text.name && opt.showName) nameEl.textContent = frame.display_text.name;
     const e = pieceEmotion(frame.actions);
     if (e) emotion = e;
-    showSubtitle(spoken(text));
+    // A later part of a sentence streamed in parts has no display_text:
+    // its sentence's subtitle stays up.
+    if (frame.display_text) showSubtitle(spoken(text));
+    else clearTimeout(fadeTimer);
     const p = playing = { seq, el, text, start: performance.now(), duration, volumes, slice, timer: 0 };
     if (el) {
       el.addEventListener("ended", () => tick(p));

@@ -64,6 +64,9 @@ type SpeechReply struct {
 	// Flood, if set (and Status is not), is the whole answer instead: a
 	// hostile or broken server's answer of any size (see Flood).
 	Flood *Flood
+	// Stream, if set, sends the synthetic speech as a streaming engine
+	// does, paced (see SpeechStream).
+	Stream *SpeechStream
 }
 
 // SetSpeech makes respond decide the answer to each speech request; nil
@@ -137,6 +140,14 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		out, contentType, msg = synthesize(req)
 		if msg != "" {
 			writeError(w, http.StatusBadRequest, msg)
+			return
+		}
+		if reply.Stream != nil {
+			wav := req.ResponseFormat == "wav"
+			if wav {
+				out = out[wavio.HeaderSize:]
+			}
+			c.streamSpeech(*reply.Stream, out, contentType, wav)
 			return
 		}
 	}

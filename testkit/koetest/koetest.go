@@ -51,6 +51,10 @@ func Config(t testing.TB, dataDir, llmURL string) config.Config {
 	cfg.Character.LLM.Model = fakellm.ModelID
 	cfg.Character.LLM.IdleTimeout = 5 * time.Second
 	cfg.Conversation.PlaybackTimeout = 2 * time.Second
+	// One audio frame per sentence, as the suite's traces record them:
+	// sentences streamed in parts (tts.stream_first_ms) have tests of
+	// their own, which turn it on.
+	cfg.Character.TTS.StreamFirstMillis = 0
 	if testing.Short() {
 		// The short lane runs no program from outside koe: the
 		// character speaks through the fake server's speech endpoint

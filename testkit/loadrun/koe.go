@@ -33,6 +33,12 @@ type Options struct {
 	// The LLM, the port and the data directory are always set by Launch.
 	ConfigFile string
 	Config     string
+	// ConfigFor, when set (and ConfigFile is not), writes the
+	// configuration instead of Config, for settings that name the fake
+	// LLM's URL (a speech engine pointed at its speech endpoint).
+	ConfigFor func(llmURL string) string
+	// Speech, when set, decides the fake LLM's speech answers.
+	Speech func(fakellm.SpeechRequest) fakellm.SpeechReply
 	// TempPrefix names the temporary directory that holds koe's data, its
 	// configuration and its log.
 	TempPrefix string
@@ -80,6 +86,12 @@ func Launch(ctx context.Context, o Options) (*Koe, error) {
 	}
 	// A long run would otherwise keep every request body.
 	llm.SetRecording(false)
+	if o.Speech != nil {
+		llm.SetSpeech(o.Speech)
+	}
+	if o.ConfigFor != nil {
+		o.Config = o.ConfigFor(llm.URL())
+	}
 	port, err := FreePort()
 	if err != nil {
 		_ = llm.Close()
