@@ -76,7 +76,7 @@ func (s *Service) countDocument(ctx context.Context, name, text string, count fu
 
 // countStretch is how much text is counted at once: small enough that
 // the count stops soon after it passes its limit, and that ctx is
-// checked often (a stretch of one long word costs tiktoken about 30 ms).
+// checked often (a stretch of one long word is the slowest to count).
 const countStretch = 64 << 10
 
 // countWithin counts text's tokens a stretch at a time, and stops once
