@@ -206,6 +206,10 @@ func TestInstancesShareMemories(t *testing.T) {
 	if got := b.recalled("bees"); len(got.Memories) != 0 {
 		t.Fatalf("B recalls %q from an empty store", texts(got))
 	}
+	// B's first subscription reads everything again, as every later one
+	// does; done after A's first save, it would take that save in instead
+	// of its news.
+	b.log.WaitFor(logResynced, 1)
 	// News that is not recall's is refused, not applied.
 	ctx := context.Background()
 	for _, bad := range []string{"", "saved", "saved\n" + conf, "saved\n../etc\nh1", "saved\n" + conf + "\n", "moved\n" + conf + "\nh1", "forgot\n" + conf + "\na/b"} {

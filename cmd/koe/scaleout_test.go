@@ -499,6 +499,9 @@ func runNginx(t *testing.T, koes []string) nginxRun {
 		return true
 	})
 	nginxTLS.Store(n.tls, true)
+	// Once this nginx is gone its port may go to a koe of a later test,
+	// which speaks plain HTTP.
+	t.Cleanup(func() { nginxTLS.Delete(n.tls) })
 	return n
 }
 
