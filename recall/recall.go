@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -225,15 +226,16 @@ func (s *Service) run() {
 				continue
 			}
 		}
-		n := s.pending[0]
-		s.pending = s.pending[1:]
-		delete(s.queued, n)
+		k := min(len(s.pending), indexAtOnce)
+		batch := slices.Clone(s.pending[:k])
+		s.pending = s.pending[k:]
+		for _, n := range batch {
+			delete(s.queued, n)
+		}
 		s.working = true
 		s.mu.Unlock()
 
-		if err := s.indexHistory(s.ctx, n.conf, n.uid); err != nil && s.ctx.Err() == nil {
-			s.log.Warn("recall: could not index a history; it is retried at its next message", "conf_uid", n.conf, "history_uid", n.uid, "err", err)
-		}
+		s.indexNoted(batch)
 	}
 }
 
