@@ -2,13 +2,12 @@ package recall
 
 import "sync"
 
-// indexAtOnce bounds the noted histories the indexer indexes at the same
-// time. When many turns end together (a thousand sessions, say), each
-// history's save is a transaction of its own: one after another, a
-// thousand turns cost a thousand disk syncs, more than storing the turns
-// themselves. Saved at the same time, the bolt store commits them
-// together, a sync for many; PostgreSQL runs them on its pool.
-const indexAtOnce = 32
+// IndexAtOnce is the Options.IndexAtOnce for the bolt store. When many
+// turns end together (a thousand sessions, say), each history's save is
+// a transaction of its own: one after another, a thousand turns cost a
+// thousand disk syncs, more than storing the turns themselves. Saved at
+// the same time, the bolt store commits them together, a sync for many.
+const IndexAtOnce = 32
 
 // indexNoted indexes a batch of distinct noted histories: their records
 // at the same time, then their older entries' vectors one history after

@@ -30,7 +30,7 @@ func BenchmarkIndexTurnsAtOnce(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	svc := New(Options{Store: st, Logger: quietLogger()})
+	svc := New(Options{Store: st, Logger: quietLogger(), IndexAtOnce: IndexAtOnce})
 	defer svc.Close()
 	c := newChatter(17)
 	at := time.Date(2030, 1, 1, 12, 0, 0, 0, time.Local)

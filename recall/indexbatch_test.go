@@ -14,7 +14,7 @@ import (
 // full. The first save of each waits until the other's is under way: an
 // indexer taking them one after another never gets there.
 func TestIndexerSavesNotedHistoriesTogether(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, Options{IndexAtOnce: IndexAtOnce})
 	ctx := ctxT(t)
 
 	busy, release := make(chan struct{}), make(chan struct{})

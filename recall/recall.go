@@ -73,6 +73,11 @@ type Options struct {
 	// with it.
 	Count  func(string) int
 	Logger *slog.Logger
+	// IndexAtOnce is how many noted histories the indexer indexes at the
+	// same time (0: one at a time). The bolt store commits saves made at
+	// the same time together, with one disk sync (see indexNoted);
+	// PostgreSQL's pool is better left to the turns.
+	IndexAtOnce int
 }
 
 // Service is every character's recall index and the indexer that keeps
@@ -226,7 +231,7 @@ func (s *Service) run() {
 				continue
 			}
 		}
-		k := min(len(s.pending), indexAtOnce)
+		k := min(len(s.pending), max(s.opts.IndexAtOnce, 1))
 		batch := slices.Clone(s.pending[:k])
 		s.pending = s.pending[k:]
 		for _, n := range batch {
