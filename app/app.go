@@ -323,6 +323,9 @@ func (m *Main) liveOptions(cfg config.Config) live.Options {
 // vectors too when an embeddings endpoint is configured.
 func recallOptions(cfg config.Config, store recall.Store, tok *agent.Tokenizer, client *http.Client, log *slog.Logger) recall.Options {
 	opts := recall.Options{Store: store, Count: tok.Count, Logger: log}
+	if cfg.Store != config.StorePostgres {
+		opts.IndexAtOnce = recall.IndexAtOnce
+	}
 	if !cfg.Embeddings.Enabled() {
 		log.Info("recall ranks memories by keywords (set embeddings.base_url to add vectors)")
 		return opts

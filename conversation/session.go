@@ -47,7 +47,7 @@ func (interruptCause) Error() string { return "interrupted by the user" }
 // MemoryState, LastContext, …) from anywhere.
 type Session struct {
 	hub       *Hub
-	deps      Deps
+	deps      *Deps // the hub's, shared: a copy per session cost each idle session 352 bytes
 	out       Sender
 	air       onAir // the reply on air, for watchers that join (air.go)
 	log       *slog.Logger
@@ -96,7 +96,7 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 	}
 	s := &Session{
 		hub:       h,
-		deps:      h.deps,
+		deps:      &h.deps,
 		out:       out,
 		ctx:       ctx,
 		clientUID: opts.ClientUID,
@@ -131,7 +131,7 @@ func (s *Session) buildCast(char Character) cast {
 		Rules:         s.rules,
 		CharacterName: char.Name,
 		HumanName:     char.HumanName,
-		Store:         notingSummaries{store: s.deps.Store, deps: &s.deps},
+		Store:         notingSummaries{store: s.deps.Store, deps: s.deps},
 		Recall:        s.deps.recaller(char),
 		RecallBudget:  char.Memory.RecallBudget,
 		Knowledge:     s.deps.knowledgeOf(char),

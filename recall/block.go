@@ -160,28 +160,62 @@ func (c *character) memoriesLocked(ps []picked) []Memory {
 // format writes memories (chronological, each carrying its session's
 // start as Time) as the block: a dated header per session, then
 // "Name: text" lines.
+//
+// It writes straight into one buffer sized up front: built from the
+// strings header, lineOf and oneLine return, a block cost every turn a
+// dozen kilobytes of garbage.
 func format(ms []Memory) string {
+	size := len(blockIntro) + 1
+	for _, m := range ms {
+		size += len(headerLayout) + 8 + len(m.Name) + len(": ") + len(m.Text) + 1
+	}
 	var b strings.Builder
+	b.Grow(size)
 	b.WriteString(blockIntro)
 	b.WriteByte('\n')
 	var last time.Time
 	var lastHistory string
+	var stamp [64]byte
 	for i, m := range ms {
 		if i == 0 || !m.Time.Equal(last) || m.HistoryUID != lastHistory {
-			b.WriteString(header(m.Time))
+			writeHeader(&b, m.Time, stamp[:0])
 			last, lastHistory = m.Time, m.HistoryUID
 		}
-		b.WriteString(lineOf(m.Name, oneLine(m.Text)))
+		// lineOf(m.Name, oneLine(m.Text))
+		b.WriteString(m.Name)
+		b.WriteString(": ")
+		first := true
+		for w := range strings.FieldsSeq(m.Text) {
+			if !first {
+				b.WriteByte(' ')
+			}
+			b.WriteString(w)
+			first = false
+		}
+		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
+
+const headerLayout = "Monday 2 January 2006, 15:04"
 
 // header dates a session.
 func header(t time.Time) string {
 	if t.IsZero() {
 		return "[undated]\n"
 	}
-	return fmt.Sprintf("[%s]\n", t.Format("Monday 2 January 2006, 15:04"))
+	return fmt.Sprintf("[%s]\n", t.Format(headerLayout))
+}
+
+// writeHeader writes header(t) to b, formatting into buf.
+func writeHeader(b *strings.Builder, t time.Time, buf []byte) {
+	if t.IsZero() {
+		b.WriteString("[undated]\n")
+		return
+	}
+	b.WriteByte('[')
+	b.Write(t.AppendFormat(buf, headerLayout))
+	b.WriteString("]\n")
 }
 
 // oneLine keeps a message on its line: a line break inside it would read

@@ -22,15 +22,27 @@ const backfillBatch = 256
 // summaries, tells the other instances if it stored any, then makes
 // vectors that are missing.
 func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
+	c, err := s.indexRecords(ctx, conf, uid)
+	if c == nil || err != nil {
+		return err
+	}
+	return s.backfill(ctx, conf, uid, c)
+}
+
+// indexRecords is indexHistory up to the vectors of older entries: it
+// returns the history's character, or nil when the history is gone
+// (nothing to backfill). Different histories' indexRecords may run at
+// the same time (indexNoted); one history's never do.
+func (s *Service) indexRecords(ctx context.Context, conf, uid string) (*character, error) {
 	c, err := s.character(ctx, conf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Only this history's mark: reading every history's would cost a
 	// character with many conversations a scan per message.
 	mark, _, err := s.opts.Store.RecallMark(ctx, conf, uid)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Another instance may have indexed past what this index holds:
 	// take its entries, so that this one's follow them.
@@ -44,7 +56,7 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	}
 	if mark.Seq > c.lastSeq(uid) {
 		if gone, err := takeStored(); gone || err != nil {
-			return err
+			return nil, err
 		}
 	}
 	stored := false
@@ -52,10 +64,10 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 		recs, err := s.opts.Store.Since(ctx, conf, uid, mark.Seq, readBatch)
 		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(recs) == 0 {
 			break
@@ -77,28 +89,28 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 			// Name the vectors' model before storing them: vectors of
 			// another model are dropped then, not these.
 			if err := s.opts.Store.SetRecallVectors(ctx, conf, s.opts.Embedder.Model(), nil); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		saved, err := s.opts.Store.SaveRecall(ctx, conf, uid, from, mark, entries)
 		if errors.Is(err, koe.ErrNotFound) {
 			c.dropHistory(uid)
-			return nil
+			return nil, nil
 		}
 		if errors.Is(err, koe.ErrMarkMoved) {
 			// Another instance indexed these records first: take what
 			// it stored and go on from where it left off.
 			s.log.Debug("recall: another instance indexed the history first; going on from its mark", "conf_uid", conf, "history_uid", uid)
 			if mark, _, err = s.opts.Store.RecallMark(ctx, conf, uid); err != nil {
-				return err
+				return nil, err
 			}
 			if gone, err := takeStored(); gone || err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c.add(saved)
 		stored = stored || len(saved) > 0
@@ -108,12 +120,12 @@ func (s *Service) indexHistory(ctx context.Context, conf, uid string) error {
 	}
 	sums, err := s.opts.Store.Summaries(ctx, conf, uid)
 	if err != nil && !errors.Is(err, koe.ErrNotFound) {
-		return err
+		return nil, err
 	}
 	if c.setSummaries(uid, sums) || stored {
 		s.tell(newsSaved, conf, uid)
 	}
-	return s.backfill(ctx, conf, uid, c)
+	return c, nil
 }
 
 // entryOf is what recall keeps of a record: the human's and the AI's

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,6 +73,11 @@ type Options struct {
 	// with it.
 	Count  func(string) int
 	Logger *slog.Logger
+	// IndexAtOnce is how many noted histories the indexer indexes at the
+	// same time (0: one at a time). The bolt store commits saves made at
+	// the same time together, with one disk sync (see indexNoted);
+	// PostgreSQL's pool is better left to the turns.
+	IndexAtOnce int
 }
 
 // Service is every character's recall index and the indexer that keeps
@@ -225,15 +231,16 @@ func (s *Service) run() {
 				continue
 			}
 		}
-		n := s.pending[0]
-		s.pending = s.pending[1:]
-		delete(s.queued, n)
+		k := min(len(s.pending), max(s.opts.IndexAtOnce, 1))
+		batch := slices.Clone(s.pending[:k])
+		s.pending = s.pending[k:]
+		for _, n := range batch {
+			delete(s.queued, n)
+		}
 		s.working = true
 		s.mu.Unlock()
 
-		if err := s.indexHistory(s.ctx, n.conf, n.uid); err != nil && s.ctx.Err() == nil {
-			s.log.Warn("recall: could not index a history; it is retried at its next message", "conf_uid", n.conf, "history_uid", n.uid, "err", err)
-		}
+		s.indexNoted(batch)
 	}
 }
 

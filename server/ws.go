@@ -84,14 +84,53 @@ func (s *Server) handleWS(c *websocket.Conn) {
 	defer s.conns.Done()
 	s.sessions.Add(1)
 	defer s.sessions.Add(-1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 
+	// This goroutine lives as long as the connection, with the stack it
+	// grew to: opening the session runs apart (see onOwnStack), and this
+	// function keeps only what the read loop needs, so that an idle
+	// connection holds a stack of 4 KiB rather than 8.
+	sk := onOwnStack(func() *socket { return s.openSocket(ctx, c) })
+	if sk == nil {
+		return
+	}
+	defer sk.opened()
+	if sk.watch != nil {
+		sk.watch()
+		return
+	}
+	defer sk.added()
+	r := sk.reader
+	err := r.conn.readPump(r.text, r.binary, r.reject)
+	r.log.Info("client disconnected", "reason", err)
+
+	// The turn stops (and stores what it has) while the writer still runs;
+	// its frames are dropped by then anyway.
+	r.conn.close(closeNormal, "")
+	cancel()
+	r.sess.Close()
+	r.conn.wait()
+}
+
+// socket is an opened WebSocket as handleWS runs it: a session's reader,
+// or a watcher.
+type socket struct {
+	reader *reader
+	watch  func() // a watcher's read loop (handleWatch); nil for a session
+	opened func() // ends the open-session metric
+	added  func() // takes the session out of the server's list
+}
+
+// openSocket opens the session (or the watch) of a new connection and
+// greets it. It returns nil when the connection was closed instead
+// (draining, shutting down).
+func (s *Server) openSocket(ctx context.Context, c *websocket.Conn) *socket {
 	clientUID := c.Query(clientUIDQuery)
 	if clientUID == "" {
 		clientUID = uuid.NewString()
 	}
 	log := s.log.With("client_uid", clientUID)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 
 	cn := newConn(c.Conn, s.cfg, log, s.metrics)
 	cn.start(s.base, s.goodbye)
@@ -101,37 +140,32 @@ func (s *Server) handleWS(c *websocket.Conn) {
 		log.Debug("connection sent elsewhere: koe is draining")
 		cn.close(closeServiceRestart, restartReason)
 		cn.wait()
-		return
+		return nil
 	}
 
 	koeEvents := c.Subprotocol() == protocol.Subprotocol || c.Query("koe") == "1"
 	if target, ok := watchTarget(c.Query); ok {
-		defer s.metrics.SessionOpened("watcher")()
-		s.handleWatch(c, cn, clientUID, target, koeEvents)
-		return
+		return &socket{
+			opened: s.metrics.SessionOpened("watcher"),
+			watch:  func() { s.handleWatch(c, cn, clientUID, target, koeEvents) },
+		}
 	}
-	defer s.metrics.SessionOpened("websocket")()
+	opened := s.metrics.SessionOpened("websocket")
 	sess := s.opts.Sessions.Open(ctx, cn, SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log,
 		Replaced: func() { cn.close(closeNormal, "replaced by a new connection with the same client_uid") }})
 	if sess == nil {
 		cn.close(closeGoingAway, "server shutting down")
 		cn.wait()
-		return
+		opened()
+		return nil
 	}
 	log.Info("client connected", "ip", socketClientIP(c.Locals(clientIPLocal)), "koe_events", koeEvents)
 	sess.Greet()
-	defer s.addSession(sess, cn)()
-
-	r := &reader{sess: sess, conn: cn, log: log, explain: s.explain, errors: rateLimited{every: 10 * time.Second}}
-	err := cn.readPump(r.text, r.binary, r.reject)
-	log.Info("client disconnected", "reason", err)
-
-	// The turn stops (and stores what it has) while the writer still runs;
-	// its frames are dropped by then anyway.
-	cn.close(closeNormal, "")
-	cancel()
-	sess.Close()
-	cn.wait()
+	return &socket{
+		reader: &reader{sess: sess, conn: cn, log: log, explain: s.explain, errors: rateLimited{every: 10 * time.Second}},
+		opened: opened,
+		added:  s.addSession(sess, cn),
+	}
 }
 
 // reader turns one connection's frames into session calls. It runs in the
