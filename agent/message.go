@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -123,13 +124,15 @@ func filesText(files []File) string {
 
 // thinkBlock matches <think>…</think>, and an unclosed one at the end
 // (a reply interrupted while thinking).
-var thinkBlock = regexp.MustCompile(`(?is)<think>.*?(</think>|$)`)
+var thinkBlock = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?is)<think>.*?(</think>|$)`)
+})
 
 func stripThink(s string) string {
 	if !strings.Contains(strings.ToLower(s), "<think>") {
 		return s
 	}
-	return strings.TrimSpace(thinkBlock.ReplaceAllString(s, ""))
+	return strings.TrimSpace(thinkBlock().ReplaceAllString(s, ""))
 }
 
 // imageNotes stands in for images the request does not carry.

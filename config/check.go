@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -67,7 +68,9 @@ func parseDocument(file string, data []byte) (*yaml.Node, error) {
 	return root, nil
 }
 
-var yamlLine = regexp.MustCompile(`(?s)^yaml: (?:line (\d+): )?(.*)$`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)^yaml: (?:line (\d+): )?(.*)$`)
+})
 
 // parserProblems are the messages of yaml.v3's parser (as opposed to its
 // scanner). yaml.v3 reports their line 0-based, and leaves the line out on
@@ -87,7 +90,7 @@ var parserProblems = []string{
 }
 
 func syntaxError(file string, err error) error {
-	m := yamlLine.FindStringSubmatch(err.Error())
+	m := yamlLine().FindStringSubmatch(err.Error())
 	if m == nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}

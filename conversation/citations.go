@@ -4,13 +4,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"koe/agent"
 	"koe/protocol"
 )
 
 // citeMarker matches what models write to cite: [1], [2, 3], [1][4].
-var citeMarker = regexp.MustCompile(`\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]`)
+var citeMarker = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]`)
+})
 
 // citations maps the [n] of a reply to the documents its requests held,
 // in the order first cited. Numbers that name no document are left out:
@@ -21,7 +24,7 @@ func citations(text string, docs map[int]agent.Document) []protocol.Citation {
 	}
 	var out []protocol.Citation
 	seen := map[int]bool{}
-	for _, m := range citeMarker.FindAllStringSubmatch(text, -1) {
+	for _, m := range citeMarker().FindAllStringSubmatch(text, -1) {
 		for _, part := range strings.Split(m[1], ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(part))
 			d, ok := docs[n]

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -85,7 +86,9 @@ const (
 	maxServerName = 32
 )
 
-var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+var serverNameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+})
 
 // Validate reports settings that can never work, by their keys.
 func (c Config) Validate() error {
@@ -168,7 +171,7 @@ func checkServer(name string, s ServerConfig) error {
 	// Tool names are "<server>__<tool>": a server name without "__" and
 	// not ending in "_" makes the first "__" the separator, so two servers
 	// can never produce the same tool name.
-	if !serverNameRE.MatchString(name) || strings.Contains(name, "__") || strings.HasSuffix(name, "_") {
+	if !serverNameRE().MatchString(name) || strings.Contains(name, "__") || strings.HasSuffix(name, "_") {
 		return fmt.Errorf("mcp_servers: server name %q must be 1 to %d of A-Z a-z 0-9 _ -, without \"__\" and not ending in \"_\" (it prefixes the names of its tools)", name, maxServerName)
 	}
 	switch {

@@ -268,7 +268,9 @@ type stderrLog struct {
 
 // errorWords mark the line worth quoting: the last line is often a stack
 // frame or, after Node's uncaught errors, "Node.js v20.x".
-var errorWords = regexp.MustCompile(`(?i)error|panic|exception|fatal|not found|cannot|denied|no such|invalid|failed`)
+var errorWords = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)error|panic|exception|fatal|not found|cannot|denied|no such|invalid|failed`)
+})
 
 // recentError is how many lines an error line stays the one quoted.
 const recentError = 20
@@ -295,7 +297,7 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 			lines = append(lines, line)
 			w.lastOne = line
 			w.lines++
-			if errorWords.MatchString(line) {
+			if errorWords().MatchString(line) {
 				w.lastError, w.errorLine = line, w.lines
 			}
 		}

@@ -254,12 +254,14 @@ func looksLikeHTML(body []byte) bool {
 		bytes.HasPrefix(head, []byte("<?xml")) && bytes.Contains(head, []byte("<html"))
 }
 
-var titleTag = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+var titleTag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+})
 
 // htmlTitle is an HTML page's title, one short line: what a proxy's or a
 // server's error page says about itself.
 func htmlTitle(body []byte) string {
-	m := titleTag.FindSubmatch(body[:min(len(body), 64<<10)])
+	m := titleTag().FindSubmatch(body[:min(len(body), 64<<10)])
 	if m == nil {
 		return ""
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 const webSearchName = "web_search"
@@ -39,7 +40,9 @@ type WebSearchSettings struct {
 	APIKeyEnv string `yaml:"api_key_env"`
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+})
 
 type webSearchArgs struct {
 	Query string `json:"query"`
@@ -75,7 +78,7 @@ func newWebSearch(opts Options) (tool, error) {
 			return tool{}, err
 		}
 		keyEnv := cmp.Or(s.APIKeyEnv, DefaultTavilyAPIKeyEnv)
-		if !envName.MatchString(keyEnv) {
+		if !envName().MatchString(keyEnv) {
 			return tool{}, fmt.Errorf("tools.web_search.api_key_env %q is not an environment variable name", keyEnv)
 		}
 		key := strings.TrimSpace(opts.Getenv(keyEnv))

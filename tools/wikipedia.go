@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 const wikipediaName = "search_wikipedia"
@@ -33,7 +34,9 @@ type WikipediaSettings struct {
 	Language string `yaml:"language"`
 }
 
-var wikipediaLanguage = regexp.MustCompile(`^[a-z][a-z-]{1,11}$`)
+var wikipediaLanguage = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z][a-z-]{1,11}$`)
+})
 
 type wikipediaArgs struct {
 	Query string `json:"query"`
@@ -60,7 +63,7 @@ func newWikipedia(opts Options) (tool, error) {
 	if s.Language == "" {
 		s.Language = DefaultWikipediaLanguage
 	}
-	if !wikipediaLanguage.MatchString(s.Language) {
+	if !wikipediaLanguage().MatchString(s.Language) {
 		return tool{}, fmt.Errorf("tools.wikipedia.language %q is not a Wikipedia language code such as en, de or zh-yue", s.Language)
 	}
 	if s.BaseURL == "" {

@@ -3,6 +3,7 @@ package quote
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Redacted stands where a credential was.
@@ -13,11 +14,13 @@ const Redacted = "[redacted]"
 // n): the value of an Authorization, Proxy-Authorization or Cookie header
 // up to its line's end, a token or key in a query, a bearer token wherever
 // it appears, and koe's token subprotocol.
-var credentials = regexp.MustCompile(
-	`(?i)((?:proxy-)?authorization|cookie|set-cookie|x-api-key|api-key)(\s*:\s*)(?:[^\r\n"\\]|\\[^rn"])*` +
-		`|([?&;](?:token|access_token|api_key|apikey|key)=)[^&\s"\\#]*` +
-		`|(bearer\s+)[A-Za-z0-9._~+/=-]+` +
-		`|(koe\.token\.)[A-Za-z0-9._~-]+`)
+var credentials = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(
+		`(?i)((?:proxy-)?authorization|cookie|set-cookie|x-api-key|api-key)(\s*:\s*)(?:[^\r\n"\\]|\\[^rn"])*` +
+			`|([?&;](?:token|access_token|api_key|apikey|key)=)[^&\s"\\#]*` +
+			`|(bearer\s+)[A-Za-z0-9._~+/=-]+` +
+			`|(koe\.token\.)[A-Za-z0-9._~-]+`)
+})
 
 // Redact replaces every credential in s (see credentials) with Redacted,
 // so that s may go to a log or an error body: a malformed request quoted
@@ -26,8 +29,8 @@ func Redact(s string) string {
 	if !mayHoldCredential(s) {
 		return s
 	}
-	return credentials.ReplaceAllStringFunc(s, func(m string) string {
-		sub := credentials.FindStringSubmatch(m)
+	return credentials().ReplaceAllStringFunc(s, func(m string) string {
+		sub := credentials().FindStringSubmatch(m)
 		switch {
 		case sub[1] != "":
 			return sub[1] + sub[2] + Redacted
