@@ -271,7 +271,7 @@ func (w *watcher) greetFrames(char Character) [][]byte {
 	for _, msg := range []any{
 		group,
 		protocol.FullText(protocol.ConnectionEstablished),
-		protocol.SetModelAndConf{Type: protocol.TypeSetModelAndConf, ModelInfo: char.ModelInfo,
+		protocol.SetModelAndConf{Type: protocol.TypeSetModelAndConf, ModelInfo: modelInfoOf(char.ModelInfo).frame,
 			ConfName: char.ConfName, ConfUID: char.ConfUID, ClientUID: w.opts.ClientUID},
 		group,
 	} {
