@@ -531,6 +531,9 @@ func (e *turnEmitter) Token(delta string) {
 		e.newCycle = false
 		sep = histories.Separator(e.reply.String(), delta)
 	}
+	if e.reply.Cap() == 0 {
+		e.reply.Grow(agent.ReplyBytes)
+	}
 	e.reply.WriteString(sep)
 	e.reply.WriteString(delta)
 	// Joined, the token frames read as the stored reply does.
