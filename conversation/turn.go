@@ -536,8 +536,12 @@ func (e *turnEmitter) Token(delta string) {
 	}
 	e.reply.WriteString(sep)
 	e.reply.WriteString(delta)
-	// Joined, the token frames read as the stored reply does.
-	e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: sep + delta})
+	// Joined, the token frames read as the stored reply does. A client
+	// that did not ask for them (OLV's) and no watcher gets none: the
+	// frame, boxed for emit, would be built only to be dropped.
+	if e.s.takesKoeEvents() {
+		e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: sep + delta})
+	}
 	e.pieces = e.splitter.Push(e.pieces[:0], delta)
 	for _, p := range e.pieces {
 		e.speaker.add(p)
