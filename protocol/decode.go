@@ -29,7 +29,13 @@ func Decode(data []byte) (Inbound, error) {
 		}
 		return in, nil
 	}
-	in = Inbound{}
+	return decodeWithDecoder(data)
+}
+
+// decodeWithDecoder reads data with a json.Decoder, whose errors and
+// leniency (space after the object is any Unicode space) Decode keeps.
+func decodeWithDecoder(data []byte) (Inbound, error) {
+	var in Inbound
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&in); err != nil {
 		return Inbound{}, &DecodeError{msg: "invalid message: " + describeJSONError(err)}

@@ -1,32 +1,14 @@
 package protocol
 
 import (
-	"bytes"
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-// decodeWithDecoder is Decode as it was before it tried Unmarshal first:
-// the reference its results must match.
-func decodeWithDecoder(data []byte) (Inbound, error) {
-	var in Inbound
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&in); err != nil {
-		return Inbound{}, &DecodeError{msg: "invalid message: " + describeJSONError(err)}
-	}
-	if len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
-		return Inbound{}, &DecodeError{msg: "invalid message: send one JSON object per frame, with nothing after it"}
-	}
-	if in.Type == "" {
-		return Inbound{}, &DecodeError{msg: `invalid message: it has no "type"`}
-	}
-	return in, nil
-}
-
-// decodeSeeds are frames of every kind Decode meets: valid ones, and ones
-// that only the Decoder's reading accepts or words.
+// decodeSeeds are frames of every kind Decode meets, the fuzz targets'
+// seeds: valid ones, and ones that only the Decoder's reading accepts or
+// words.
 var decodeSeeds = []string{
 	`{"type":"text-input","text":"hi","images":[]}`,
 	`{"type":"text-input","images":[{"source":"camera","data":"data:image/png;base64,AAAA","mime_type":"image/png"}]}`,
@@ -34,6 +16,9 @@ var decodeSeeds = []string{
 	`{"type":"raw-audio-config","sample_rate":48000}`,
 	`{"type":"fetch-history-page","history_uid":"h","before":12,"limit":3}`,
 	`{"type":"set-system-prompt","prompt":null}`,
+	`{"type":"set-compression-rate","rate":-1e308}`,
+	`{"type":{"nested":[[[{}]]]}}`,
+	`{"type":"x","text":"\ud800"}`,
 	`{"type":"frontend-playback-complete"}`,
 	`  {"Type":"text-input","TEXT":"case"}` + "\n",
 	`{"type":"x"}` + "\v\u00a0",
@@ -44,7 +29,8 @@ var decodeSeeds = []string{
 }
 
 // FuzzDecodeAsTheDecoderDid: Decode gives every frame the message or the
-// error the Decoder alone gave.
+// error the Decoder alone gives (as Decode did before it tried Unmarshal
+// first).
 func FuzzDecodeAsTheDecoderDid(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
