@@ -223,7 +223,12 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	// Stored before chain-end so that a client asking for the history right
 	// after the turn already finds the reply.
 	st.persistReply(reply, false)
-	s.Notify(memoryStateMessage(st.cast.agent.State()))
+	if s.koeEvents {
+		// Only a koe client takes it (see Notify); the state splits the
+		// whole history into turns, under the agent's lock, for nothing
+		// when the client is OLV's.
+		s.Notify(memoryStateMessage(st.cast.agent.State()))
+	}
 	t.finishing.Store(true)
 	if st.unsaved {
 		watch.end(TurnUnsaved)
