@@ -176,17 +176,34 @@ func (t turn) Chars() int {
 // splitTurns groups messages into turns: each user message starts one.
 // Anything before the first user message (there should be nothing) is
 // dropped, since it cannot be placed in a turn.
+//
+// It runs for every request over the whole history, so it allocates twice
+// whatever the history's length: the turns, and one array that holds every
+// turn's messages in order. Each turn's Messages is capped at its own end,
+// so that appending to one cannot write over the next.
 func splitTurns(msgs []Message) []turn {
-	var turns []turn
+	users := 0
+	for _, m := range msgs {
+		if m.Role == RoleUser {
+			users++
+		}
+	}
+	if users == 0 {
+		return nil
+	}
+	turns := make([]turn, 0, users)
+	all := make([]Message, 0, len(msgs))
+	start := 0
 	for _, m := range msgs {
 		if m.Role == RoleUser {
 			turns = append(turns, turn{Index: len(turns) + 1})
+			start = len(all)
 		}
 		if len(turns) == 0 || m.Role == RoleSystem {
 			continue
 		}
-		last := &turns[len(turns)-1]
-		last.Messages = append(last.Messages, m)
+		all = append(all, m)
+		turns[len(turns)-1].Messages = all[start:len(all):len(all)]
 	}
 	return turns
 }

@@ -7,6 +7,11 @@ import (
 	"strings"
 )
 
+// ReplyBytes is the room the buffers that gather a streamed reply's text
+// start with: a spoken reply of a few sentences fits, where growing from a
+// token's size took five or six copies per buffer and reply.
+const ReplyBytes = 256
+
 // citationNote ends the system prompt, and citationReminder is the last
 // user message, of every cycle after a search tool ran in the turn.
 const (
@@ -76,6 +81,9 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 			cycles.CycleStarted(cycle)
 		}
 		res, err := a.opts.LLM.Stream(ctx, req, func(d string) {
+			if said.Cap() == 0 {
+				said.Grow(ReplyBytes)
+			}
 			said.WriteString(d)
 			emit.Token(d)
 		})

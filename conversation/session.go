@@ -77,6 +77,9 @@ type cast struct {
 	tts      Synthesizer // nil when the engine could not be built
 	ttsErr   error       // why; told to the client once, at the next turn
 	emotions []string
+	// emotion maps the emotion keywords to the model's expressions; it
+	// is shared with other sessions (see modelInfoOf): read only.
+	emotion map[string]any
 }
 
 // place is the history the session talks in.
@@ -116,7 +119,8 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 // buildCast makes the agent and the speech engine of a character. It may
 // do I/O, so it runs before the session's lock is taken.
 func (s *Session) buildCast(char Character) cast {
-	c := cast{char: char, emotions: emotionKeywords(char.ModelInfo)}
+	mi := modelInfoOf(char.ModelInfo)
+	c := cast{char: char, emotions: mi.keywords, emotion: mi.emotion}
 	box := s.deps.toolbox(char, s.log)
 	var a *agent.Agent
 	a = agent.New(agent.Options{
@@ -220,7 +224,7 @@ func (s *Session) modelAndConf() protocol.SetModelAndConf {
 	ch := s.Character()
 	return protocol.SetModelAndConf{
 		Type:      protocol.TypeSetModelAndConf,
-		ModelInfo: ch.ModelInfo,
+		ModelInfo: modelInfoOf(ch.ModelInfo).frame,
 		ConfName:  ch.ConfName,
 		ConfUID:   ch.ConfUID,
 		ClientUID: s.clientUID,

@@ -64,7 +64,7 @@ func newSpeaker(s *Session, t *turn, c cast, concurrency int, watch *turnWatch) 
 		ctx:     t.ctx,
 		engine:  c.tts,
 		char:    c.char,
-		emotion: emotionMap(c.char.ModelInfo),
+		emotion: c.emotion,
 	}
 	if sp.engine == nil {
 		// Text only: every piece is ready when it is cut, so add sends

@@ -223,7 +223,12 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	// Stored before chain-end so that a client asking for the history right
 	// after the turn already finds the reply.
 	st.persistReply(reply, false)
-	s.Notify(memoryStateMessage(st.cast.agent.State()))
+	if s.koeEvents {
+		// Only a koe client takes it (see Notify); the state splits the
+		// whole history into turns, under the agent's lock, for nothing
+		// when the client is OLV's.
+		s.Notify(memoryStateMessage(st.cast.agent.State()))
+	}
 	t.finishing.Store(true)
 	if st.unsaved {
 		watch.end(TurnUnsaved)
@@ -531,10 +536,17 @@ func (e *turnEmitter) Token(delta string) {
 		e.newCycle = false
 		sep = histories.Separator(e.reply.String(), delta)
 	}
+	if e.reply.Cap() == 0 {
+		e.reply.Grow(agent.ReplyBytes)
+	}
 	e.reply.WriteString(sep)
 	e.reply.WriteString(delta)
-	// Joined, the token frames read as the stored reply does.
-	e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: sep + delta})
+	// Joined, the token frames read as the stored reply does. A client
+	// that did not ask for them (OLV's) and no watcher gets none: the
+	// frame, boxed for emit, would be built only to be dropped.
+	if e.s.takesKoeEvents() {
+		e.s.send(e.ctx, protocol.Token{Type: protocol.TypeToken, Content: sep + delta})
+	}
 	e.pieces = e.splitter.Push(e.pieces[:0], delta)
 	for _, p := range e.pieces {
 		e.speaker.add(p)

@@ -271,7 +271,7 @@ func (w *watcher) greetFrames(char Character) [][]byte {
 	for _, msg := range []any{
 		group,
 		protocol.FullText(protocol.ConnectionEstablished),
-		protocol.SetModelAndConf{Type: protocol.TypeSetModelAndConf, ModelInfo: char.ModelInfo,
+		protocol.SetModelAndConf{Type: protocol.TypeSetModelAndConf, ModelInfo: modelInfoOf(char.ModelInfo).frame,
 			ConfName: char.ConfName, ConfUID: char.ConfUID, ClientUID: w.opts.ClientUID},
 		group,
 	} {
@@ -440,8 +440,22 @@ func (s *Session) emitWait(ctx context.Context, msg any) error {
 // watching reports whether anyone, here or on another instance, may be
 // watching msg go out of session s.
 func (ws *Watchers) watching(s *Session, msg any) bool {
-	if ws.set.count.Load() == 0 && (ws.relay == nil || !ws.relay.Any()) {
+	if !ws.anyone() {
 		return false
 	}
 	return watchable(msg) != watchNone
+}
+
+// anyone reports whether any watcher, here or on another instance, may
+// be watching some session.
+func (ws *Watchers) anyone() bool {
+	return ws.set.count.Load() != 0 || ws.relay != nil && ws.relay.Any()
+}
+
+// takesKoeEvents reports whether koe's own events of s (tokens, status,
+// messages, citations: watchKoe) may go anywhere: to its client, when it
+// asked for them, or to a watcher. When not, emit would drop them, and a
+// caller may skip building them: a turn makes one per LLM delta.
+func (s *Session) takesKoeEvents() bool {
+	return s.koeEvents || s.hub.watch.anyone()
 }

@@ -47,7 +47,7 @@ func (c *Client) Stream(ctx context.Context, req agent.Request, onDelta func(str
 	}
 	defer stream.Close()
 
-	limit := replyLimit{tok: c.tok, max: c.cfg.ReplyTokenLimit()}
+	limit := replyLimit{tok: c.tok, max: c.cfg.ReplyTokenLimit(), uncounted: make([]byte, 0, agent.ReplyBytes)}
 	var res agent.StreamResult
 	var calls toolCalls
 	parsed, text, finish := false, false, ""

@@ -18,6 +18,24 @@ func (e *DecodeError) Error() string { return e.msg }
 // protocol's own terms (a field and the JSON type it needs), never Go's.
 func Decode(data []byte) (Inbound, error) {
 	var in Inbound
+	// Nearly every frame is one valid object, which Unmarshal reads
+	// without the Decoder's struct and buffer (about 1 KB a frame). It
+	// refuses anything else, and the Decoder then reads the frame again
+	// to say why in the words it always has (or to accept what follows
+	// the object when it is only space, as it always did).
+	if json.Unmarshal(data, &in) == nil {
+		if in.Type == "" {
+			return Inbound{}, &DecodeError{msg: `invalid message: it has no "type"`}
+		}
+		return in, nil
+	}
+	return decodeWithDecoder(data)
+}
+
+// decodeWithDecoder reads data with a json.Decoder, whose errors and
+// leniency (space after the object is any Unicode space) Decode keeps.
+func decodeWithDecoder(data []byte) (Inbound, error) {
+	var in Inbound
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&in); err != nil {
 		return Inbound{}, &DecodeError{msg: "invalid message: " + describeJSONError(err)}

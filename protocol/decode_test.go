@@ -30,18 +30,7 @@ func TestDecodeWordsErrorsForPeople(t *testing.T) {
 // FuzzDecode: any bytes give either a message with a type or an error
 // worded for people, never a panic and never Go's type names.
 func FuzzDecode(f *testing.F) {
-	for _, seed := range []string{
-		`{"type":"text-input","text":"hi","images":[]}`,
-		`{"type":"text-input","images":[{"source":"camera","data":"data:image/png;base64,AAAA","mime_type":"image/png"}]}`,
-		`{"type":"mic-audio-data","audio":[0,0.5,-1]}`,
-		`{"type":"raw-audio-config","sample_rate":48000}`,
-		`{"type":"fetch-history-page","history_uid":"h","before":12,"limit":3}`,
-		`{"type":"set-system-prompt","prompt":null}`,
-		`{"type":"set-compression-rate","rate":-1e308}`,
-		`{"type":{"nested":[[[{}]]]}}`,
-		`{"type":"x","text":"\ud800"}`,
-		`null`, `""`, `{}`, `[]`, `{"type":""}`,
-	} {
+	for _, seed := range decodeSeeds {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -240,11 +240,14 @@ type Audio struct {
 
 // SetModelAndConf tells the client which character and Live2D model to show.
 type SetModelAndConf struct {
-	Type      string         `json:"type"`
-	ModelInfo map[string]any `json:"model_info"`
-	ConfName  string         `json:"conf_name"`
-	ConfUID   string         `json:"conf_uid"`
-	ClientUID string         `json:"client_uid"`
+	Type string `json:"type"`
+	// ModelInfo is the character's model_info: its map, or that map's
+	// JSON encoding (json.RawMessage), which koe makes once per
+	// character rather than once per greeting.
+	ModelInfo any    `json:"model_info"`
+	ConfName  string `json:"conf_name"`
+	ConfUID   string `json:"conf_uid"`
+	ClientUID string `json:"client_uid"`
 }
 
 // GroupUpdate lists the members of the client's group.
