@@ -24,7 +24,7 @@ func TestOLVTurnsTokensReachKoeWatchers(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer stop()
-		olvTurnWatched(t, r)
+		olvTurn(t, r)
 		var got strings.Builder
 		for {
 			if tokensUntilEnd(&got, []byte(w.next(t).data)) {
@@ -39,7 +39,7 @@ func TestOLVTurnsTokensReachKoeWatchers(t *testing.T) {
 		relay := &fakeRelay{sent: make(chan conversation.RelayedFrame, 1<<12)}
 		r := newRig(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words(reply)}),
 			func(d *conversation.Deps) { d.WatchRelay = relay })
-		olvTurnWatched(t, r)
+		olvTurn(t, r)
 		var got strings.Builder
 		for {
 			fr := relay.next(t)
@@ -54,28 +54,6 @@ func TestOLVTurnsTokensReachKoeWatchers(t *testing.T) {
 			t.Fatalf("the relayed tokens read %q, want %q", got.String(), reply)
 		}
 	})
-}
-
-// olvTurnWatched plays one typed turn of an OLV client on r's hub, as its
-// client does, and checks that the client itself got no token.
-func olvTurnWatched(t *testing.T, r *rig) {
-	t.Helper()
-	out := newOLVSession(r)
-	if err := out.sess.Dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "hello"}); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		f := out.next(t)
-		switch f.Type {
-		case protocol.TypeToken:
-			t.Fatalf("the OLV client got %s", f.JSON)
-		case protocol.TypeBackendSynthComplete:
-			played(out.sess)
-		}
-		if f.Type == protocol.TypeControl && f.Text == protocol.ControlChainEnd {
-			return
-		}
-	}
 }
 
 // tokensUntilEnd adds frame's content to got if it is a token frame, and

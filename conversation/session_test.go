@@ -35,9 +35,11 @@ func TestTurnStoresBothMessages(t *testing.T) {
 	}
 }
 
-// A stock OLV client never gets koe's own events.
-func TestOLVClientGetsNoKoeEvents(t *testing.T) {
-	r := newRig(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("Hi.")}))
+// olvTurn plays one typed turn of an OLV client on r's hub, as its client
+// does, checks that the client got none of koe's own events (a token, the
+// memory state), and returns the session.
+func olvTurn(t *testing.T, r *rig) *olvSession {
+	t.Helper()
 	out := newOLVSession(r)
 	if err := out.sess.Dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "hello"}); err != nil {
 		t.Fatal(err)
@@ -51,9 +53,15 @@ func TestOLVClientGetsNoKoeEvents(t *testing.T) {
 			played(out.sess)
 		}
 		if f.Type == protocol.TypeControl && f.Text == protocol.ControlChainEnd {
-			break
+			return out
 		}
 	}
+}
+
+// A stock OLV client never gets koe's own events.
+func TestOLVClientGetsNoKoeEvents(t *testing.T) {
+	r := newRig(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("Hi.")}))
+	out := olvTurn(t, r)
 	// Asked for, koe's messages still come.
 	if err := out.sess.Dispatch(protocol.Inbound{Type: protocol.TypeFetchMemoryState}); err != nil {
 		t.Fatal(err)
