@@ -6,16 +6,20 @@ import (
 	"path/filepath"
 	"testing"
 
+	"koe/coord"
 	"koe/testkit/fakellm"
 )
 
-// startSharedInstances starts n koe processes on the PostgreSQL store and
-// the Redis coordinator the environment names (KOE_DATABASE_URL,
-// KOE_REDIS_URL, as in deploy/compose.yaml), text only, answered by the
-// fake LLM at llmURL; coordYAML adds lines to their coord section (each
-// indented two spaces, ending in a newline).
-func startSharedInstances(t *testing.T, n int, llmURL, coordYAML string) []*koeProcess {
+// startSharedInstances starts n koe processes on the PostgreSQL store dsn
+// and the Redis coordinator at redisURL, handed to them through the
+// environment (KOE_DATABASE_URL, KOE_REDIS_URL) as deploy/compose.yaml
+// does; text only, answered by the fake LLM at llmURL; coordYAML adds
+// lines to their coord section (each indented two spaces, ending in a
+// newline).
+func startSharedInstances(t *testing.T, n int, dsn, redisURL, llmURL, coordYAML string) []*koeProcess {
 	t.Helper()
+	t.Setenv("KOE_DATABASE_URL", dsn)
+	t.Setenv(coord.EnvRedisURL, redisURL)
 	var koes []*koeProcess
 	for i := range n {
 		dir := filepath.Join(t.TempDir(), fmt.Sprint("koe", i+1))

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"koe/coord"
 	"koe/testkit/fakellm"
 	"koe/testkit/pgtest"
 	"koe/testkit/redistest"
@@ -60,9 +59,7 @@ func TestRollingRestartUnderReconnect(t *testing.T) {
 	t.Cleanup(func() { _ = llm.Close() })
 	llm.SetRecording(false)
 
-	t.Setenv("KOE_DATABASE_URL", dsn)
-	t.Setenv(coord.EnvRedisURL, rds.URL())
-	koes := startSharedInstances(t, 3, llm.URL(), "")
+	koes := startSharedInstances(t, 3, dsn, rds.URL(), llm.URL(), "")
 	var addrs []string
 	for _, k := range koes {
 		addrs = append(addrs, k.addr)

@@ -23,7 +23,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
 
-	"koe/coord"
 	"koe/protocol"
 	"koe/testkit"
 	"koe/testkit/fakellm"
@@ -60,11 +59,7 @@ func TestScaleOutBehindNginx(t *testing.T) {
 	t.Cleanup(func() { _ = llm.Close() })
 	llm.SetRecording(false)
 
-	// The DSN and Redis's address come from the environment, as in
-	// deploy/compose.yaml.
-	t.Setenv("KOE_DATABASE_URL", dsn)
-	t.Setenv(coord.EnvRedisURL, rds.URL())
-	koes := startSharedInstances(t, 3, llm.URL(), "  lease: 2s\n  wait: 60s\n")
+	koes := startSharedInstances(t, 3, dsn, rds.URL(), llm.URL(), "  lease: 2s\n  wait: 60s\n")
 	lb := startNginx(t, []string{koes[0].addr, koes[1].addr, koes[2].addr})
 
 	// want is every message the clients saw stored, in order.
