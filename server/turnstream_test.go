@@ -453,6 +453,19 @@ func tsHeldReply(t *testing.T, pieces []string) (llm *fakellm.Server, join func(
 	return llm, join
 }
 
+// tsFinishWithLateWatcher lets the speaker's held turn go to its end, with
+// one more watcher (query, at addr) joining once every piece has gone out:
+// whatever audio that one gets, it gets from the state it joins with. It
+// returns frames with the speaker's further frames, and that watcher.
+func tsFinishWithLateWatcher(t *testing.T, speaker *client, addr, query string, frames []msg) ([]msg, *client) {
+	t.Helper()
+	frames = append(frames, speaker.until(isType("backend-synth-complete"))...)
+	late := dialWatcher(t, addr, query, false)
+	late.greeted()
+	speaker.send(msg{"type": "frontend-playback-complete"})
+	return append(frames, speaker.until(isControl("conversation-chain-end"))...), late
+}
+
 // tsHeldOpen keeps a held reply's turn open: it ends when the speaker says
 // it played the reply, not when a timer runs out, and the held stream
 // does not count as a model that went quiet.
@@ -495,13 +508,7 @@ func TestWatcherJoinsMidReply(t *testing.T) {
 		w.greeted()
 	}
 	join()
-	// One more joins once every piece has gone out: whatever audio it
-	// gets, it gets from the state it joins with.
-	frames = append(frames, speaker.until(isType("backend-synth-complete"))...)
-	last := dialWatcher(t, m.Addr(), confQuery, false)
-	last.greeted()
-	speaker.send(msg{"type": "frontend-playback-complete"})
-	frames = append(frames, speaker.until(isControl("conversation-chain-end"))...)
+	frames, last := tsFinishWithLateWatcher(t, speaker, m.Addr(), confQuery, frames)
 
 	all := watched(frames, false)
 	var audio []string

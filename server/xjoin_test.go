@@ -67,11 +67,7 @@ func xjoinTurn(t *testing.T, clientFirst bool) {
 		}
 	}
 	join()
-	frames = append(frames, speaker.until(isType("backend-synth-complete"))...)
-	later := dialWatcher(t, b.Addr(), confQuery, false)
-	later.greeted()
-	speaker.send(msg{"type": "frontend-playback-complete"})
-	frames = append(frames, speaker.until(isControl("conversation-chain-end"))...)
+	frames, later := tsFinishWithLateWatcher(t, speaker, b.Addr(), confQuery, frames)
 
 	all := watched(frames, false)
 	for name, w := range map[string]*client{"by character": byConf, "by client": byClient, "later": later} {
