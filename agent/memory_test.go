@@ -769,7 +769,13 @@ func TestWindowPolicyGapAfterFailedSummary(t *testing.T) {
 		t.Fatalf("second summary of %v, want 4-6", got)
 	}
 	second.reply(t, fakellm.Reply{Tokens: []string{resume(second.Request)}})
-	testkit.Eventually(t, "the second summary", func() bool { return a.State().Totals.Summaries == 1 })
+	// Wait until the second summary is done with, not only added: its
+	// completion schedules what is due next, and were the first to fail
+	// before that, turns 1-3 would be due again at once.
+	testkit.Eventually(t, "the second summary", func() bool {
+		st := a.State()
+		return st.Totals.Summaries == 1 && st.Pending == 1
+	})
 	first.reply(t, fakellm.Reply{Status: 500, ErrorMessage: "summariser down"})
 	waitIdle(t, a)
 
