@@ -47,4 +47,3 @@ func TestChatPageHidesMarks(t *testing.T) {
 	p.waitFor(`koeWire.in.some((f) => f.Type === "history-data")`)
 	p.expectBubbles(bubble{"human", "hello", false}, bubble{"ai", want, false})
 }
-
