@@ -128,10 +128,16 @@ func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 // failed. It first waits until no other session of the character runs a
 // turn. Ending ctx stops the turn (a skip).
 func (l *Live) Say(ctx context.Context, text string) error {
+	return l.SayTo(ctx, text, nil)
+}
+
+// SayTo is Say for a turn that answers viewers (their display names),
+// whom the turn's watchers are told of.
+func (l *Live) SayTo(ctx context.Context, text string, viewers []string) error {
 	if err := l.hub.characters.idle(ctx, l.conf); err != nil {
 		return err
 	}
-	t := l.s.start(turnInput{text: text})
+	t := l.s.start(turnInput{text: text, viewers: viewers})
 	if t == nil {
 		return koe.ErrRestarting
 	}

@@ -23,6 +23,9 @@ type turnInput struct {
 	recording []byte
 	// proactive: the AI speaks on its own; text is the instruction to it.
 	proactive bool
+	// viewers: a live chat turn answers them (their display names); its
+	// watchers are told at the chain's start.
+	viewers []string
 }
 
 // startText cancels the running turn, if any, and starts a new one.
@@ -133,7 +136,9 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	defer watch.endStopped(t.ctx)
 	defer s.afterTurn(t, &st)
 	ctx := t.ctx
-	s.send(ctx, protocol.Control(protocol.ControlChainStart))
+	start := protocol.Control(protocol.ControlChainStart)
+	start.Viewers = in.viewers
+	s.send(ctx, start)
 	s.send(ctx, protocol.FullText(protocol.ThinkingText))
 	if in.recording != nil {
 		text, ok := s.transcribe(ctx, in.recording, watch)

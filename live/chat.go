@@ -15,6 +15,9 @@ type Stages interface {
 	OpenLive(ctx context.Context, opts conversation.LiveOptions) (*conversation.Live, error)
 }
 
+// The live session is told which viewers each turn answers.
+var _ livechat.Addressed = (*conversation.Live)(nil)
+
 // chat is the audience's chat feeding a character's live session while it
 // runs on this instance: the session, the runner turning messages into
 // its turns, and the sources (Twitch) delivering them, each in a

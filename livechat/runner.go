@@ -39,6 +39,13 @@ type Character interface {
 	Say(ctx context.Context, text string) error
 }
 
+// Addressed is a Character that can be told which viewers a turn answers
+// (their display names), to show them on stream. The runner uses SayTo
+// when its Character has it.
+type Addressed interface {
+	SayTo(ctx context.Context, text string, viewers []string) error
+}
+
 // yielded reports whether err says the turn gave way (see Character).
 func yielded(err error) bool {
 	var y interface{ Yielded() bool }
@@ -551,7 +558,11 @@ func (r *Runner) turn(ctx, turnCtx context.Context, batch []queued) {
 	text := r.buildText(turnCtx, batch)
 	var err error
 	if turnCtx.Err() == nil {
-		err = r.char.Say(turnCtx, text)
+		if a, ok := r.char.(Addressed); ok {
+			err = a.SayTo(turnCtx, text, batchUsers(batch))
+		} else {
+			err = r.char.Say(turnCtx, text)
+		}
 	}
 	r.mu.Lock()
 	skipped := r.skipped

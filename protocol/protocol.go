@@ -152,6 +152,10 @@ type Simple struct {
 type Text struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+	// Viewers, on the conversation-chain-start of a live chat turn, are
+	// the viewers it answers (display names), for overlays to show. A
+	// field koe adds: OLV clients read only type and text.
+	Viewers []string `json:"viewers,omitempty"`
 }
 
 // Control builds a control message.

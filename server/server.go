@@ -253,6 +253,7 @@ func (s *Server) routes() {
 	s.mountDir("/avatars", s.cfg.AvatarsDir, imageTypes, readOnlyCORS)
 
 	s.overlayRoutes(s.opts.Pages)
+	s.faviconRoute(s.opts.Pages)
 	if s.cfg.WebClientDir != "" {
 		s.mount(&fileMount{types: pageTypes, open: dirOpener(s.cfg.WebClientDir), index: true,
 			csp: func(*fiber.Ctx) string { return webClientCSP }})

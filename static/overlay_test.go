@@ -532,12 +532,14 @@ func (o *overlayPage) expectTransparent() {
 		Sub, Avatar, Box [4]float64
 	}
 	o.eval(`(() => { const r = (id) => { const b = document.getElementById(id).getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
-		return {W: innerWidth, Sub: r("subtitle"), Avatar: r("avatar"), Box: r("box")}; })()`, &rects)
+		const top = Math.min(r("avatar")[1], r("caption")[1]);
+		return {W: innerWidth, Sub: r("subtitle"), Avatar: r("avatar"), Box: [0, top, innerWidth, innerHeight]}; })()`, &rects)
 	scale := float64(img.Bounds().Dx()) / rects.W
 	px := func(x, y float64) image.Point { return image.Pt(int(x*scale), int(y*scale)) }
 	alpha := func(pt image.Point) uint32 { _, _, _, a := img.At(pt.X, pt.Y).RGBA(); return a }
 
-	// The top right corner: well away from the box at the bottom.
+	// The top right corner: well away from the avatar and the caption at
+	// the bottom (Box: from the higher of their tops down).
 	b := img.Bounds()
 	if top := px(0, rects.Box[1]); top.Y < b.Dy()/4 {
 		o.fail(fmt.Errorf("the overlay's box starts at y=%d of %d: no room to test the background", top.Y, b.Dy()))

@@ -22,7 +22,7 @@
     const el = document.createElement("div");
     el.className = "msg " + kind;
     if (who) { const w = document.createElement("span"); w.className = "who"; w.textContent = who; el.append(w); }
-    el.append(document.createTextNode(content));
+    el.append(kind === "ai" ? replyNode(content) : document.createTextNode(content));
     log.append(el);
     log.scrollTop = log.scrollHeight;
     return el;
@@ -438,13 +438,37 @@
     return [i, j];
   }
 
+  // ---- Marks in replies ---------------------------------------------------
+  //
+  // A reply carries marks for koe, not for its reader: citation marks
+  // ("[1]", "[2, 3]": the documents are listed under the bubble) and the
+  // model's emotion keywords ("[joy]", from the character's emotionMap).
+  // Each text node of a reply keeps the text as sent (raw, which every
+  // offset here counts in) and shows it without its marks; a mark still
+  // streaming in ("[1", "[jo") is held back until it is complete.
+  const marks = { keywords: [], raw: new WeakMap() };
+  function readable(s) {
+    const kws = marks.keywords.map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    const mark = "\\[\\s*(?:" + ["\\d+(?:\\s*,\\s*\\d+)*"].concat(kws).join("|") + ")\\s*\\]";
+    let out = s.replace(new RegExp("^\\s*" + mark + "\\s*", "i"), "").replace(new RegExp("\\s*" + mark, "gi"), "");
+    const open = /\[([^\]\n]{0,24})$/.exec(out);
+    if (open) {
+      const inside = open[1].trim().toLowerCase();
+      if (/^[\d,\s]*$/.test(open[1]) || marks.keywords.some((k) => k.toLowerCase().startsWith(inside))) out = out.slice(0, open.index).trimEnd();
+    }
+    return out;
+  }
+  function rawOf(n) { return marks.raw.has(n) ? marks.raw.get(n) : n.data; }
+  function setRaw(n, raw) { marks.raw.set(n, raw); n.data = readable(raw); }
+  function replyNode(raw) { const n = document.createTextNode(""); setRaw(n, raw); return n; }
+
   function textNodes(b) { return [...b.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE); }
 
   // appendText adds streamed text after whatever the bubble shows last.
   function appendText(b, s) {
     let n = b.lastChild;
-    if (!n || n.nodeType !== Node.TEXT_NODE) { n = document.createTextNode(""); b.append(n); }
-    n.appendData(s);
+    if (!n || n.nodeType !== Node.TEXT_NODE) { n = replyNode(""); b.append(n); }
+    setRaw(n, rawOf(n) + s);
   }
 
   // cutText makes the bubble's text got (a prefix of what it shows, as
@@ -453,8 +477,8 @@
     const nodes = textNodes(b);
     let j = 0;
     nodes.forEach((n, k) => {
-      const end = k === nodes.length - 1 ? got.length : walk(n.data, got, 0, j)[1];
-      n.data = got.slice(j, end);
+      const end = k === nodes.length - 1 ? got.length : walk(rawOf(n), got, 0, j)[1];
+      setRaw(n, got.slice(j, end));
       j = end;
     });
   }
@@ -473,9 +497,14 @@
   function placeAt(b, k, el) {
     let pos = 0;
     for (const n of textNodes(b)) {
-      const end = pos + n.data.length;
+      const raw = rawOf(n), end = pos + raw.length;
       if (k < end) {
-        b.insertBefore(el, k > pos ? n.splitText(k - pos) : n);
+        if (k > pos) {
+          const tail = replyNode(raw.slice(k - pos));
+          setRaw(n, raw.slice(0, k - pos));
+          n.after(tail);
+          b.insertBefore(el, tail);
+        } else b.insertBefore(el, n);
         return;
       }
       pos = end;
@@ -1148,6 +1177,7 @@
       case "set-model-and-conf":
         if (m.client_uid) session.clientUID = String(m.client_uid);
         document.title = "koe · " + m.conf_name;
+        marks.keywords = m.model_info && m.model_info.emotionMap ? Object.keys(m.model_info.emotionMap) : [];
         characters.dataset.current = m.conf_name;
         if (m.conf_uid !== docs.conf) { docs.conf = String(m.conf_uid || ""); docs.refused.replaceChildren(); refreshDocs(); }
         break;

@@ -19,12 +19,13 @@
     audio: q.get("audio") === "1",
     avatar: q.get("avatar") !== "0",
     showName: q.get("name") !== "0",
+    showViewers: q.get("viewers") !== "0",
     fade: number("fade", 3, 0, 3600) * 1000,   // after the last piece ends
     blink: number("blink", 4, 0.5, 3600) * 1000, // mean interval while idle
   };
 
   const $ = (id) => document.getElementById(id);
-  const stage = $("stage"), img = $("avatar"), caption = $("caption"), nameEl = $("name"), subtitle = $("subtitle");
+  const stage = $("stage"), img = $("avatar"), caption = $("caption"), nameEl = $("name"), subtitle = $("subtitle"), viewersEl = $("viewers");
   stage.className = positions.includes(q.get("position")) ? q.get("position") : "bottom";
 
   // Look, from the URL; values the browser does not take as CSS are left
@@ -90,6 +91,13 @@
     nameEl.textContent = opt.showName ? view.name : "";
     const a = view.avatar;
     if (a) {
+      // The avatar's box takes the idle picture's shape, so that a
+      // picture of another shape (an emotion's) fits in it instead of
+      // moving what is beside it.
+      const idle = new Image();
+      idle.onload = () => { if (idle.naturalWidth && idle.naturalHeight) img.style.aspectRatio = idle.naturalWidth + " / " + idle.naturalHeight; };
+      idle.src = a.idle;
+      preloaded.push(idle);
       const urls = [a.idle, a.talking, a.blink];
       for (const k in a.emotions) urls.push(a.emotions[k].idle, a.emotions[k].talking);
       for (const u of urls) {
@@ -119,14 +127,22 @@
 
   let fadeTimer = 0;
 
-  // spoken drops the emotion keywords ("[joy]") a reply carries for the
-  // avatar: the audience reads the words only.
+  // spoken drops the marks a reply carries for koe rather than for its
+  // audience: emotion keywords ("[joy]", which move the avatar) and
+  // citation marks ("[1]", "[2, 3]", which koe's page lists under the
+  // reply), with the space before them.
   function spoken(text) {
     const kws = state.view && Array.isArray(state.view.emotion_keywords) ? state.view.emotion_keywords : [];
-    if (!kws.length) return text;
     const esc = kws.map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-    const re = new RegExp("\\[\\s*(?:" + esc.join("|") + ")\\s*\\]", "gi");
+    const marks = ["\\d+(?:\\s*,\\s*\\d+)*"].concat(esc);
+    const re = new RegExp("\\s*\\[\\s*(?:" + marks.join("|") + ")\\s*\\]", "gi");
     return text.replace(re, "").replace(/\s{2,}/g, " ").trim();
+  }
+
+  // showViewers names the viewers a live chat turn answers (the
+  // conversation-chain-start's viewers), next to the subtitle.
+  function showViewers(list) {
+    viewersEl.textContent = opt.showViewers && list && list.length ? "→ " + list.join(", ") : "";
   }
 
   function showSubtitle(text) {
@@ -152,7 +168,12 @@
   let playing = null; // the piece playing: {seq, el, start, duration, volumes, slice, timer}
   let generation = 0; // bumped by stop(): pieces of before are dropped
 
+  // turnViewers are the viewers the turn being received answers; each of
+  // its pieces carries them to when it plays.
+  let turnViewers = [];
+
   function enqueue(frame) {
+    frame.viewers = turnViewers;
     queue.push(frame);
     if (!playing && queue.length === 1) next();
   }
@@ -169,6 +190,7 @@
     }
     clearTimeout(fadeTimer);
     showSubtitle("");
+    showViewers([]);
     emotion = ""; talking = false; state.slice = -1;
     showAvatar();
   }
@@ -242,7 +264,7 @@
     if (e) emotion = e;
     // A later part of a sentence streamed in parts has no display_text:
     // its sentence's subtitle stays up.
-    if (frame.display_text) showSubtitle(spoken(text));
+    if (frame.display_text) { showViewers(frame.viewers); showSubtitle(spoken(text)); }
     else clearTimeout(fadeTimer);
     const p = playing = { seq, el, text, start: performance.now(), duration, volumes, slice, timer: 0 };
     if (el) {
@@ -355,6 +377,9 @@
         break;
       case "control":
         if (m.text === "interrupt") stop();
+        if (m.text === "conversation-chain-start") {
+          turnViewers = Array.isArray(m.viewers) ? m.viewers.filter((v) => typeof v === "string") : [];
+        }
         break;
       case "set-model-and-conf":
         // The character seen (for a client watcher, the one its speaker
