@@ -104,11 +104,11 @@ type Status struct {
 	Banned []string `json:"banned"`
 	// Posted counts replies posted in the chat; PostDropped those not
 	// posted (the reply queue was full, or posting failed).
-	Posted      uint64 `json:"posted"`
-	PostDropped uint64 `json:"post_dropped"`
-	LastError    string            `json:"last_error,omitempty"`
-	LastErrorAt  *time.Time        `json:"last_error_at,omitempty"`
-	Sources      []SourceStatus    `json:"sources"`
+	Posted      uint64         `json:"posted"`
+	PostDropped uint64         `json:"post_dropped"`
+	LastError   string         `json:"last_error,omitempty"`
+	LastErrorAt *time.Time     `json:"last_error_at,omitempty"`
+	Sources     []SourceStatus `json:"sources"`
 	// With several koe instances sharing Redis, one runs the live chat:
 	// Role is the answering instance's part (leader, starting or standby:
 	// its status is then the leader's), Instance its id, Leader the
@@ -192,7 +192,7 @@ type Runner struct {
 	posted      uint64
 	postDropped uint64
 	commands    chan Command
-	replyWake   chan struct{} // buffered 1: a reply is waiting
+	replyWake   chan struct{}      // buffered 1: a reply is waiting
 	evals       uint64             // times Run looked at the state (tests)
 	onWait      func(evals uint64) // tests: called each time Run is about to wait
 }

@@ -31,7 +31,7 @@ type Twitch struct {
 
 	mu        sync.Mutex
 	connected bool
-	changed   chan struct{} // closed and replaced at each change of connected
+	changed   chan struct{}           // closed and replaced at each change of connected
 	post      func(line string) error // the joined session's writer; nil while not joined
 }
 
