@@ -32,17 +32,7 @@ func (r *Runner) Ban(name string) (dropped int, ok bool) {
 	}
 	r.mu.Lock()
 	r.banned[key] = true
-	kept := r.queue[:0]
-	for _, q := range r.queue {
-		if q.Login == key || strings.ToLower(q.User) == key {
-			dropped++
-			continue
-		}
-		kept = append(kept, q)
-	}
-	clear(r.queue[len(kept):])
-	r.queue = kept
-	r.dropLocked(DropBlocked, dropped)
+	dropped = r.dropWhereLocked(DropBlocked, func(q queued) bool { return q.Login == key || strings.ToLower(q.User) == key })
 	r.mu.Unlock()
 	r.log.Info("live chat: viewer banned for this session", "viewer", key, "dropped", dropped)
 	return dropped, true
@@ -75,24 +65,29 @@ func (r *Runner) bannedLocked() []string {
 	return out
 }
 
+// dropWhereLocked drops the waiting messages drop picks, counted under
+// reason, and reports how many.
+func (r *Runner) dropWhereLocked(reason string, drop func(queued) bool) int {
+	kept := r.queue[:0]
+	for _, q := range r.queue {
+		if !drop(q) {
+			kept = append(kept, q)
+		}
+	}
+	n := len(r.queue) - len(kept)
+	clear(r.queue[len(kept):])
+	r.queue = kept
+	r.dropLocked(reason, n)
+	return n
+}
+
 // dropStaleLocked drops the waiting messages older than max_message_age.
 func (r *Runner) dropStaleLocked() {
 	if r.cfg.MaxMessageAge <= 0 || len(r.queue) == 0 {
 		return
 	}
 	cut := r.clock.Now().Add(-r.cfg.MaxMessageAge)
-	kept := r.queue[:0]
-	for _, q := range r.queue {
-		if q.Time.Before(cut) {
-			continue
-		}
-		kept = append(kept, q)
-	}
-	n := len(r.queue) - len(kept)
-	clear(r.queue[len(kept):])
-	r.queue = kept
-	if n > 0 {
-		r.dropLocked(DropStale, n)
+	if n := r.dropWhereLocked(DropStale, func(q queued) bool { return q.Time.Before(cut) }); n > 0 {
 		r.log.Info("live chat: messages older than max_message_age dropped", "count", n, "max_message_age", r.cfg.MaxMessageAge)
 	}
 }

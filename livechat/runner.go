@@ -465,9 +465,7 @@ func (r *Runner) viewerAllowLocked(key string) bool {
 func (r *Runner) remove(m Message) {
 	login := strings.ToLower(strings.TrimSpace(m.Login))
 	r.mu.Lock()
-	kept := r.queue[:0]
-	n := 0
-	for _, q := range r.queue {
+	n := r.dropWhereLocked(DropRemoved, func(q queued) bool {
 		match := m.Channel == "" || q.Channel == m.Channel
 		if m.Platform != "" && q.Platform != m.Platform {
 			match = false
@@ -479,15 +477,8 @@ func (r *Runner) remove(m Message) {
 		case login != "":
 			match = q.Login == login
 		}
-		if match {
-			n++
-			continue
-		}
-		kept = append(kept, q)
-	}
-	clear(r.queue[len(kept):])
-	r.queue = kept
-	r.dropLocked(DropRemoved, n)
+		return match
+	})
 	r.mu.Unlock()
 	if n > 0 {
 		r.log.Info("live chat messages removed by a moderator", "count", n, "login", login, "id", m.ID)

@@ -9,6 +9,21 @@ import (
 	"koe/testkit/ircdtest"
 )
 
+// botTwitch reads #koe on server without TLS as the account koebot.
+func botTwitch(t *testing.T, server, token string) *Twitch {
+	t.Helper()
+	cfg := fastTwitch(server)
+	off := false
+	cfg.TLS = &off
+	cfg.Nick = "koebot"
+	cfg.Token = Secret(token)
+	tw, err := NewTwitch(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tw
+}
+
 // Twitch's tags as a scripted server sends them: moderators and the
 // broadcaster (by the mod tag, a badge, or the channel's own account) are
 // told apart from viewers, /me is an action, a cheer and the USERNOTICEs
@@ -16,15 +31,7 @@ import (
 // the account once it has joined.
 func TestTwitchTagsEventsAndPost(t *testing.T) {
 	srv := newScripted(t)
-	cfg := fastTwitch(srv.l.Addr().String())
-	off := false
-	cfg.TLS = &off
-	cfg.Nick = "koebot"
-	cfg.Token = "s3cret"
-	tw, err := NewTwitch(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tw := botTwitch(t, srv.l.Addr().String(), "s3cret")
 	if err := tw.Post(context.Background(), "too early"); err == nil {
 		t.Fatal("Post before the channel is joined did not fail")
 	}
@@ -101,15 +108,7 @@ func TestTwitchPostNeedsToken(t *testing.T) {
 // a moderator.
 func TestTwitchPostsToNgircd(t *testing.T) {
 	srv := ircdtest.Start(t, "oauth:bot-token") // ngircd refuses a PASS it does not expect
-	cfg := fastTwitch(fmt.Sprintf("127.0.0.1:%d", srv.Plain))
-	off := false
-	cfg.TLS = &off
-	cfg.Nick = "koebot"
-	cfg.Token = "bot-token"
-	tw, err := NewTwitch(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tw := botTwitch(t, fmt.Sprintf("127.0.0.1:%d", srv.Plain), "bot-token")
 	got, _, _ := runTwitch(t, tw)
 	waitConnected(t, tw, true)
 	viewer := ircdtest.NewChatterPass(t, srv.Plain, "alice", "koe", "oauth:bot-token")
