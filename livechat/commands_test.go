@@ -313,3 +313,37 @@ func TestRunnerRepliesPacedInChat(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+// Each new key is checked, its error naming it.
+func TestConfigValidatesChatKeys(t *testing.T) {
+	cases := map[string]func(*Config){
+		"live_chat.reply_in_chat posts as an account": func(c *Config) { c.ReplyInChat = true },
+		"live_chat.reply_max_chars must be 20 to 500": func(c *Config) { c.ReplyMaxChars = 600 },
+		"live_chat.reply_rate_messages":               func(c *Config) { c.ReplyRateMessages = 0 },
+		"live_chat.reply_rate_window":                 func(c *Config) { c.ReplyRateWindow = 0 },
+		"live_chat.reply_min_interval":                func(c *Config) { c.ReplyMinInterval = -time.Second },
+		"live_chat.reply_queue":                       func(c *Config) { c.ReplyQueue = 0 },
+		"live_chat.max_message_age":                   func(c *Config) { c.MaxMessageAge = -time.Second },
+		"live_chat.action_format":                     func(c *Config) { c.ActionFormat = "%s waves" },
+		"live_chat.commands.prefix":                   func(c *Config) { c.Commands.Prefix = "! " },
+		`live_chat.commands.pause "stop" is also live_chat.commands.skip`: func(c *Config) {
+			c.Commands.Pause, c.Commands.Skip = "stop", "STOP"
+		},
+		"live_chat.commands.ban \"ban it\" must be one word": func(c *Config) { c.Commands.Ban = "ban it" },
+		"live_chat.thanks.max_per_minute":                    func(c *Config) { c.Thanks.MaxPerMinute = 0 },
+		"live_chat.thanks.min_bits":                          func(c *Config) { c.Thanks.MinBits = 0 },
+	}
+	for want, mod := range cases {
+		c := testConfig()
+		mod(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v", want, err)
+		}
+	}
+	c := testConfig()
+	c.ReplyInChat, c.Twitch.Nick, c.Twitch.Token = true, "koebot", "tok"
+	c.Commands.Prefix = ""
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
