@@ -127,3 +127,43 @@ func TestTwitchPostsToNgircd(t *testing.T) {
 		t.Fatalf("a viewer's message %+v", m)
 	}
 }
+
+// A raid read from a scripted Twitch server starts a thank-you turn, and
+// the character's reply goes back to the channel in its short form, as
+// the account: source, runner and poster together.
+func TestRaidThankedAndAnsweredInChat(t *testing.T) {
+	srv := newScripted(t)
+	tw := botTwitch(t, srv.l.Addr().String(), "s3cret")
+	cfg := testConfig()
+	cfg.ReplyInChat, cfg.Twitch.Nick, cfg.Twitch.Token = true, "koebot", "s3cret"
+	cfg.Thanks.Raid = true
+	char := newRecChar(false)
+	char.reply = "[happy] Welcome, raiders [1]! " + strings.Repeat("So glad you came by tonight. ", 30)
+	r := NewRunner(cfg, char, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 3)
+	for _, run := range []func(context.Context) error{r.Run, func(ctx context.Context) error { return r.RunReplies(ctx, tw) },
+		func(ctx context.Context) error { return r.RunSource(ctx, tw) }} {
+		go func() {
+			_ = run(ctx)
+			done <- struct{}{}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range 3 {
+			<-done
+		}
+	})
+	c := srv.accept()
+	c.login("s3cret")
+	waitConnected(t, tw, true)
+	c.send(`@display-name=Rai;login=rai;msg-id=raid;msg-param-displayName=Rai;msg-param-viewerCount=42 :tmi.twitch.tv USERNOTICE #koe`)
+	if got, want := char.next(t), "<live_chat>\nviewer Rai raids the stream with 42 viewers\n</live_chat>"; got != want {
+		t.Fatalf("turn %q, want %q", got, want)
+	}
+	line := strings.TrimPrefix(c.expect("PRIVMSG #koe :Welcome, raiders! So glad"), "PRIVMSG #koe :")
+	if n := len([]rune(line)); n > 500 || !strings.HasSuffix(line, "tonight.") || strings.ContainsAny(line, "[]") {
+		t.Fatalf("posted %d characters: %q", n, line)
+	}
+}
