@@ -309,7 +309,7 @@ func (m *Main) Open() error {
 // elect the one that runs it.
 func (m *Main) liveOptions(cfg config.Config) live.Options {
 	opts := live.Options{Config: cfg.LiveChat, DefaultCharacter: cfg.Character.ConfUID, Stages: m.hub, Recall: m.recall,
-		Lease: cfg.Coord.Lease, Logger: m.Logger}
+		Lease: cfg.Coord.Lease, Logger: m.Logger, StateDir: cfg.DataDir}
 	if m.coord != nil {
 		opts.Elect = func(name string) live.Leadership { return m.coord.NewLeader(name) }
 	}

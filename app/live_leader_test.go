@@ -348,7 +348,8 @@ func idleAfter(spoken uint64) func(livechat.Status) bool {
 // chat: one reads the channel and answers each message once; the other
 // stands by, shows the leader's status and forwards the streamer's
 // commands to it; when the leader stops, the other takes over at once,
-// paused if the streamer had paused, and answers the next message.
+// paused if the streamer had paused, with the messages that waited, and
+// answers them and the next message.
 func TestLiveChatOneLeader(t *testing.T) {
 	c := startLiveCluster(t)
 	c.start("A", false)
@@ -437,21 +438,22 @@ func TestLiveChatOneLeader(t *testing.T) {
 		return len(st.Sources) == 1 && st.Sources[0].Connected
 	})
 	t.Logf("%s took over %s after %s began to close", other.name, took.Round(time.Millisecond), lead.name)
-	if st.Role != "leader" || !st.Paused || st.Spoken != 0 {
-		t.Fatalf("the new leader's status: %+v", st)
+	if st.Role != "leader" || !st.Paused || st.Spoken != 0 || st.Queued != 1 {
+		t.Fatalf("the new leader's status: %+v (want paused, with the message queued on the old leader)", st)
 	}
 	if v := other.metric(t, "koe_live_chat_leader"); v != "1" {
 		t.Fatalf("the new leader's koe_live_chat_leader = %s", v)
 	}
-	// (The message queued on the old leader went with it.)
+	// The message queued on the old leader is answered by the new one.
 	var resumed livechat.Status
 	if code, body := other.call(t, http.MethodPost, "/api/live/resume", &resumed); code != http.StatusOK || resumed.Paused {
 		t.Fatalf("resume: %d %s", code, body)
 	}
+	other.waitStatus(t, "the message queued on the old leader answered", idleAfter(1))
 	alice.Send("PRIVMSG #koe :are you still there?")
-	other.waitStatus(t, "the message after the take-over answered", idleAfter(1))
+	other.waitStatus(t, "the message after the take-over answered", idleAfter(2))
 	turns := c.chatTurns()
-	if len(turns) != 3 || turns[2] != chatTurn("alice", "are you still there?") {
+	if len(turns) != 4 || turns[2] != chatTurn("alice", "while paused") || turns[3] != chatTurn("alice", "are you still there?") {
 		t.Fatalf("the LLM was asked %q", turns)
 	}
 	c.check()

@@ -33,6 +33,7 @@ type liveKoe struct {
 	irc     *ircdtest.Server
 	llm     *fakellm.Server
 	koe     *app.Main
+	cfg     config.Config
 	addr    string
 	conf    string
 	watcher *websocket.Conn
@@ -49,7 +50,13 @@ func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
 
 func startLiveKoe(t testing.TB, tune func(*config.Config)) *liveKoe {
 	t.Helper()
-	k := &liveKoe{t: t, irc: ircdtest.Start(t, ""), gates: map[string]*gate{}}
+	return startLiveKoeOn(t, ircdtest.Start(t, ""), tune)
+}
+
+// startLiveKoeOn is startLiveKoe reading the channel of irc.
+func startLiveKoeOn(t testing.TB, irc *ircdtest.Server, tune func(*config.Config)) *liveKoe {
+	t.Helper()
+	k := &liveKoe{t: t, irc: irc, gates: map[string]*gate{}}
 	for _, word := range []string{"hold", "story"} {
 		g := &gate{open: make(chan struct{})}
 		k.gates[word] = g
@@ -62,6 +69,9 @@ func startLiveKoe(t testing.TB, tune func(*config.Config)) *liveKoe {
 		reply := fakellm.Reply{Tokens: fakellm.Words("Thank you for the message. See you soon.")}
 		if strings.Contains(words, "quick") {
 			reply.Tokens = fakellm.Words("Hi!")
+		}
+		if strings.Contains(words, "manual") {
+			reply.Tokens = fakellm.Words("[joy] It is in the manual [1]. Read it!")
 		}
 		for word, g := range k.gates {
 			if strings.Contains(words, word) {
@@ -86,6 +96,15 @@ func startLiveKoe(t testing.TB, tune func(*config.Config)) *liveKoe {
 	if tune != nil {
 		tune(&cfg)
 	}
+	k.open(cfg)
+	return k
+}
+
+// open starts koe with cfg and watches its live character.
+func (k *liveKoe) open(cfg config.Config) {
+	t := k.t
+	t.Helper()
+	k.cfg = cfg
 	k.koe = koetest.StartKoe(t, cfg)
 	k.addr, k.conf = k.koe.Addr(), cfg.Character.ConfUID
 
@@ -99,7 +118,6 @@ func startLiveKoe(t testing.TB, tune func(*config.Config)) *liveKoe {
 	k.waitStatus("the Twitch source connected", func(st livechat.Status) bool {
 		return len(st.Sources) == 1 && st.Sources[0].Connected
 	})
-	return k
 }
 
 // status is GET /api/live.

@@ -128,33 +128,50 @@ func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 // failed. It first waits until no other session of the character runs a
 // turn. Ending ctx stops the turn (a skip).
 func (l *Live) Say(ctx context.Context, text string) error {
-	return l.SayTo(ctx, text, nil)
+	_, err := l.Reply(ctx, text, nil)
+	return err
 }
 
-// SayTo is Say for a turn that answers viewers (their display names),
-// whom the turn's watchers are told of.
-func (l *Live) SayTo(ctx context.Context, text string, viewers []string) error {
+// Reply is Say for a turn that answers viewers (their display names, which
+// the turn's watchers are told of), and returns the reply as its watchers
+// were shown it (its display pieces, without emotions): the live chat
+// posts it in the chat.
+func (l *Live) Reply(ctx context.Context, text string, viewers []string) (string, error) {
 	if err := l.hub.characters.idle(ctx, l.conf); err != nil {
-		return err
+		return "", err
 	}
 	t := l.s.start(turnInput{text: text, viewers: viewers})
 	if t == nil {
-		return koe.ErrRestarting
+		return "", koe.ErrRestarting
 	}
 	select {
 	case <-t.done:
 	case <-ctx.Done():
 		t.cancel(errSkipped)
 		<-t.done
-		return ctx.Err()
+		return "", ctx.Err()
 	}
 	if t.err != nil {
-		return t.err
+		return "", t.err
 	}
 	if cause := context.Cause(t.ctx); errors.Is(cause, errYielded) {
-		return cause
+		return "", cause
 	}
-	return nil
+	return t.shownText(), nil
+}
+
+// shownText is the whole reply as its pieces were sent.
+func (t *turn) shownText() string {
+	t.sentMu.Lock()
+	defer t.sentMu.Unlock()
+	var b strings.Builder
+	for _, p := range t.sent {
+		if b.Len() > 0 && p.text != "" && !strings.HasPrefix(p.text, " ") && !strings.HasSuffix(b.String(), " ") {
+			b.WriteByte(' ')
+		}
+		b.WriteString(p.text)
+	}
+	return b.String()
 }
 
 // Drain makes the live session start no turn from now on (Say fails with

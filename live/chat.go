@@ -15,9 +15,6 @@ type Stages interface {
 	OpenLive(ctx context.Context, opts conversation.LiveOptions) (*conversation.Live, error)
 }
 
-// The live session is told which viewers each turn answers.
-var _ livechat.Addressed = (*conversation.Live)(nil)
-
 // chat is the audience's chat feeding a character's live session while it
 // runs on this instance: the session, the runner turning messages into
 // its turns, and the sources (Twitch) delivering them, each in a
@@ -27,12 +24,21 @@ type chat struct {
 	runner *livechat.Runner
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	keep   func() // keeps the chat's state once its goroutines ended
+}
+
+// speaker is the live session as livechat's Character: a turn, and the
+// reply as it was shown, for the chat.
+type speaker struct{ live *conversation.Live }
+
+func (s speaker) Say(ctx context.Context, text string, viewers []string) (string, error) {
+	return s.live.Reply(ctx, text, viewers)
 }
 
 // startChat opens the live session of live_chat.character in
-// live_chat.history and starts reading the chat into it; paused, no turn
-// starts until it is resumed.
-func (s *Service) startChat(paused bool) (*chat, error) {
+// live_chat.history and starts reading the chat into it, from the state
+// kept when it last stopped (paused, no turn starts until it is resumed).
+func (s *Service) startChat(saved livechat.Saved) (*chat, error) {
 	lc := s.opts.Config
 	ctx, cancel := context.WithCancel(context.Background())
 	// The audience's messages come framed as quoted data (package
@@ -54,12 +60,35 @@ func (s *Service) startChat(paused bool) (*chat, error) {
 		cancel()
 		return nil, fmt.Errorf("live_chat.twitch: %w", err)
 	}
-	c := &chat{live: live, runner: livechat.NewRunner(lc, live, notes, log), cancel: cancel}
+	c := &chat{live: live, runner: livechat.NewRunner(lc, speaker{live}, notes, log), cancel: cancel}
+	c.keep = func() { s.keep(context.Background(), c) }
 	c.runner.AddSource(twitch.Name(), twitch.Connected)
-	if paused {
-		c.runner.Pause()
+	c.runner.Restore(saved)
+	if n := len(saved.Queue); n > 0 || saved.Paused || len(saved.Banned) > 0 {
+		log.Info("live chat: its state kept at the last stop is back", "paused", saved.Paused, "waiting", n, "banned", len(saved.Banned))
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
+	go func() {
+		// The moderators' commands, run here as the streamer's are.
+		defer c.wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case cmd := <-c.runner.Commands():
+				if _, err := s.run(ctx, c, cmd.Name, cmd.Arg); err != nil {
+					log.Warn("live chat: a command from the chat failed", "command", cmd.Name, "by", cmd.By, "err", err)
+				}
+			}
+		}
+	}()
+	if lc.ReplyInChat {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			_ = c.runner.RunReplies(ctx, twitch)
+		}()
+	}
 	go func() {
 		defer c.wg.Done()
 		if err := c.runner.RunSource(ctx, twitch); err != nil && ctx.Err() == nil {
@@ -74,7 +103,7 @@ func (s *Service) startChat(paused bool) (*chat, error) {
 			log.Error("live chat stopped", "err", err)
 		}
 	}()
-	log.Info("live chat is on", "twitch", lc.Twitch.Channel, "history", lc.History, "paused", paused,
+	log.Info("live chat is on", "twitch", lc.Twitch.Channel, "history", lc.History, "paused", saved.Paused, "reply_in_chat", lc.ReplyInChat,
 		"watch", "/client-ws?watch_conf="+char.ConfUID)
 	return c, nil
 }
@@ -87,5 +116,6 @@ func (c *chat) stop() {
 	}
 	c.cancel()
 	c.wg.Wait()
+	c.keep()
 	c.live.Close()
 }

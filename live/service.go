@@ -32,7 +32,12 @@ type Options struct {
 	Lease time.Duration
 	// Running, if set, is told whether the chat runs on this instance.
 	Running func(bool)
-	Logger  *slog.Logger
+	// StateDir, without an election, is where the chat's state (the
+	// pause, the waiting messages, the session's blocklist) is kept
+	// across a restart (data_dir); "" keeps nothing. With an election it
+	// is kept in Redis.
+	StateDir string
+	Logger   *slog.Logger
 }
 
 // Leadership is the election of the one instance that runs the live chat
@@ -57,6 +62,7 @@ type Service struct {
 	leader Leadership // nil: no election, the chat runs here
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the election's goroutine ended
+	state  stateStore    // nil: nothing is kept across a restart
 
 	mu  sync.Mutex
 	cur *chat // the chat while it runs here
@@ -81,7 +87,16 @@ func Open(opts Options) (*Service, error) {
 	}
 	s := &Service{opts: opts, log: opts.Logger.With("live_chat", conf)}
 	if opts.Elect == nil {
-		c, err := s.startChat(false)
+		var saved livechat.Saved
+		if opts.StateDir != "" {
+			s.state = fileState{path: stateFile(opts.StateDir, conf)}
+			var err error
+			if saved, err = s.state.load(context.Background()); err != nil {
+				s.log.Warn("live chat: its kept state is not taken back; it starts unpaused with no message waiting", "err", err)
+				saved = livechat.Saved{}
+			}
+		}
+		c, err := s.startChat(saved)
 		if err != nil {
 			return nil, err
 		}
@@ -90,6 +105,7 @@ func Open(opts Options) (*Service, error) {
 		return s, nil
 	}
 	s.leader = opts.Elect("live:" + conf)
+	s.state = redisState{s.leader}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
 	go func() {
@@ -128,13 +144,13 @@ func (s *Service) current() *chat {
 // streamer left it paused on the previous leader.
 func (s *Service) lead(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, s.opts.Lease)
-	v, err := s.leader.Shared(rctx, sharedPaused)
+	saved, err := s.state.load(rctx)
 	cancel()
 	if err != nil {
-		s.log.Warn("live chat: could not read whether the streamer paused it; it starts unpaused", "err", err)
+		s.log.Warn("live chat: could not read whether the streamer paused it, and what waited; it starts unpaused with no message waiting", "err", err)
+		saved = livechat.Saved{}
 	}
-	paused := v == "1"
-	c, err := s.startChat(paused)
+	c, err := s.startChat(saved)
 	if err != nil {
 		// Returning gives the lead up; another instance (or this one,
 		// later) tries again.
@@ -164,12 +180,21 @@ const (
 
 type liveRequest struct {
 	Command string `json:"command"`
+	Arg     string `json:"arg,omitempty"`
 }
 
 type liveReply struct {
 	Skipped bool            `json:"skipped"`
 	Status  livechat.Status `json:"status"`
 }
+
+// The commands only moderators give, in the chat: the chat runs on the
+// instance they reach, so they are never forwarded.
+const (
+	liveClear = livechat.CommandClear
+	liveBan   = livechat.CommandBan
+	liveUnban = livechat.CommandUnban
+)
 
 // answer runs a command forwarded by another instance.
 func (s *Service) answer(ctx context.Context, req []byte) ([]byte, error) {
@@ -181,44 +206,44 @@ func (s *Service) answer(ctx context.Context, req []byte) ([]byte, error) {
 	if c == nil {
 		return nil, errors.New("the live chat is not running on the leading instance yet")
 	}
-	reply, err := s.run(ctx, c, r.Command)
+	reply, err := s.run(ctx, c, r.Command, r.Arg)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(reply)
 }
 
-// run runs a command on the chat running here.
-func (s *Service) run(ctx context.Context, c *chat, cmd string) (liveReply, error) {
+// run runs a command on the chat running here; one that changes what a
+// restart must find is kept (in Redis for the next leader, or the file).
+func (s *Service) run(ctx context.Context, c *chat, cmd, arg string) (liveReply, error) {
 	var reply liveReply
 	switch cmd {
 	case liveStatus:
 	case livePause:
 		c.runner.Pause()
-		s.share(ctx, "1")
+		s.keep(ctx, c)
 	case liveResume:
 		c.runner.Resume()
-		s.share(ctx, "0")
+		s.keep(ctx, c)
 	case liveSkip:
 		reply.Skipped = c.runner.Skip()
+	case liveClear:
+		c.runner.Clear()
+		s.keep(ctx, c)
+	case liveBan:
+		if _, ok := c.runner.Ban(arg); !ok {
+			return reply, errors.New("ban: name the viewer")
+		}
+		s.keep(ctx, c)
+	case liveUnban:
+		c.runner.Unban(arg)
+		s.keep(ctx, c)
 	default:
 		return reply, fmt.Errorf("unknown live chat command %q", cmd)
 	}
 	reply.Status = c.runner.Status()
 	s.describe(&reply.Status)
 	return reply, nil
-}
-
-// share keeps the pause in Redis for the next leader.
-func (s *Service) share(ctx context.Context, paused string) {
-	if s.leader == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Lease)
-	defer cancel()
-	if err := s.leader.SetShared(ctx, sharedPaused, paused); err != nil {
-		s.log.Warn("live chat: could not keep the pause in redis; an instance taking over would not know it", "err", err)
-	}
 }
 
 // describe adds this instance's part in the election to st.
@@ -233,7 +258,7 @@ func (s *Service) describe(st *livechat.Status) {
 // do runs cmd here if the chat runs here, else on the leader.
 func (s *Service) do(ctx context.Context, cmd string) (liveReply, error) {
 	if c := s.current(); c != nil {
-		return s.run(ctx, c, cmd)
+		return s.run(ctx, c, cmd, "")
 	}
 	if s.leader == nil {
 		return liveReply{}, errors.New("the live chat is not running (see koe's log)")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // ErrConfig marks errors that retrying cannot cure: a source returns an
@@ -56,6 +57,38 @@ type Config struct {
 	MaxNoteChars int `yaml:"max_note_chars" json:"max_note_chars"`
 	// NotesTimeout bounds the look-up of what is remembered about viewers.
 	NotesTimeout time.Duration `yaml:"notes_timeout" json:"notes_timeout"`
+	// ActionFormat formats a /me action (IRC's CTCP ACTION) as
+	// ViewerFormat formats a message: the viewer's name, then the action.
+	ActionFormat string `yaml:"action_format" json:"action_format"`
+	// MaxMessageAge drops a waiting message older than this when a turn
+	// would take it (after a pause, a restart, a long queue): a stale
+	// question is not answered. 0 keeps messages however old.
+	MaxMessageAge time.Duration `yaml:"max_message_age" json:"max_message_age"`
+
+	// Commands are the streamer's commands as moderators and the
+	// broadcaster type them in the chat.
+	Commands CommandsConfig `yaml:"commands" json:"commands"`
+
+	// ReplyInChat posts each reply of the character to the channel as the
+	// account of the token (live_chat.twitch.nick, KOE_TWITCH_OAUTH_TOKEN),
+	// cut to ReplyMaxChars and paced by the chat's rate limits below.
+	ReplyInChat bool `yaml:"reply_in_chat" json:"reply_in_chat"`
+	// ReplyMaxChars cuts a reply posted in chat (at a sentence, else a
+	// word); Twitch refuses messages over 500 characters.
+	ReplyMaxChars int `yaml:"reply_max_chars" json:"reply_max_chars"`
+	// ReplyRateMessages replies at most are posted per ReplyRateWindow
+	// (Twitch: 20 per 30 s for an account that is not a moderator of the
+	// channel, 100 for one that is).
+	ReplyRateMessages int           `yaml:"reply_rate_messages" json:"reply_rate_messages"`
+	ReplyRateWindow   time.Duration `yaml:"reply_rate_window" json:"reply_rate_window"`
+	// ReplyMinInterval is the least time between two posted replies.
+	ReplyMinInterval time.Duration `yaml:"reply_min_interval" json:"reply_min_interval"`
+	// ReplyQueue caps the replies waiting for the rate; beyond it the
+	// oldest is not posted.
+	ReplyQueue int `yaml:"reply_queue" json:"reply_queue"`
+
+	// Thanks has the character thank subscribers, raiders and cheerers.
+	Thanks ThanksConfig `yaml:"thanks" json:"thanks"`
 
 	Twitch TwitchConfig `yaml:"twitch" json:"twitch"`
 }
@@ -84,6 +117,33 @@ type TwitchConfig struct {
 	MaxLineBytes int           `yaml:"max_line_bytes" json:"max_line_bytes"`
 }
 
+// CommandsConfig names the chat commands. A command is the prefix and its
+// name, the first word of a message ("!ban alice"); an empty name turns
+// that command off, an empty prefix all of them.
+type CommandsConfig struct {
+	Prefix string `yaml:"prefix" json:"prefix"`
+	Skip   string `yaml:"skip" json:"skip"`
+	Pause  string `yaml:"pause" json:"pause"`
+	Resume string `yaml:"resume" json:"resume"`
+	Clear  string `yaml:"clear" json:"clear"`
+	Ban    string `yaml:"ban" json:"ban"`
+	Unban  string `yaml:"unban" json:"unban"`
+}
+
+// ThanksConfig says which events start a thank-you turn, and how many
+// may start per minute.
+type ThanksConfig struct {
+	Sub   bool `yaml:"sub" json:"sub"`     // subscriptions, renewals, gifts
+	Raid  bool `yaml:"raid" json:"raid"`   // raids
+	Cheer bool `yaml:"cheer" json:"cheer"` // cheers (bits)
+	// MinBits is the least cheer thanked; smaller cheers are heard as
+	// messages.
+	MinBits int `yaml:"min_bits" json:"min_bits"`
+	// MaxPerMinute caps the events thanked per minute; more are dropped
+	// (a gift bomb, a raid of bots).
+	MaxPerMinute int `yaml:"max_per_minute" json:"max_per_minute"`
+}
+
 // DefaultTwitchServer is Twitch's IRC endpoint.
 const DefaultTwitchServer = "irc.chat.twitch.tv:6697"
 
@@ -101,7 +161,17 @@ func DefaultConfig() Config {
 		ViewerFormat:          "viewer %s says: %s",
 		MaxNoteChars:          300,
 		NotesTimeout:          2 * time.Second,
-		Twitch:                DefaultTwitchConfig(),
+		ActionFormat:          "viewer %s does: %s",
+		MaxMessageAge:         3 * time.Minute,
+		Commands: CommandsConfig{Prefix: "!", Skip: "skip", Pause: "pause", Resume: "resume",
+			Clear: "clear", Ban: "ban", Unban: "unban"},
+		ReplyMaxChars:     500,
+		ReplyRateMessages: 20,
+		ReplyRateWindow:   30 * time.Second,
+		ReplyMinInterval:  time.Second,
+		ReplyQueue:        5,
+		Thanks:            ThanksConfig{MinBits: 1, MaxPerMinute: 3},
+		Twitch:            DefaultTwitchConfig(),
 	}
 }
 
@@ -168,8 +238,68 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("live_chat.ignore_prefixes[%d] is empty (it would ignore every message)", i))
 		}
 	}
+	if err := checkViewerFormat(c.ActionFormat); err != nil {
+		errs = append(errs, fmt.Errorf("live_chat.action_format: %w", err))
+	}
+	if c.MaxMessageAge < 0 {
+		errs = append(errs, fmt.Errorf("live_chat.max_message_age must be 0 (no limit) or more, got %s", c.MaxMessageAge))
+	}
+	errs = append(errs, c.Commands.validate())
+	errs = append(errs, c.validateReply())
+	if c.Thanks.MaxPerMinute < 1 {
+		errs = append(errs, fmt.Errorf("live_chat.thanks.max_per_minute must be at least 1, got %d", c.Thanks.MaxPerMinute))
+	}
+	if c.Thanks.MinBits < 1 {
+		errs = append(errs, fmt.Errorf("live_chat.thanks.min_bits must be at least 1, got %d", c.Thanks.MinBits))
+	}
 	if err := twitchDefaults(c.Twitch).validate(); err != nil {
 		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// twitchMaxChars is the longest message Twitch's chat takes.
+const twitchMaxChars = 500
+
+func (c Config) validateReply() error {
+	var errs []error
+	if c.ReplyMaxChars < 20 || c.ReplyMaxChars > twitchMaxChars {
+		errs = append(errs, fmt.Errorf("live_chat.reply_max_chars must be 20 to %d (Twitch's limit), got %d", twitchMaxChars, c.ReplyMaxChars))
+	}
+	if c.ReplyRateMessages < 1 {
+		errs = append(errs, fmt.Errorf("live_chat.reply_rate_messages must be at least 1, got %d", c.ReplyRateMessages))
+	}
+	if c.ReplyRateWindow <= 0 {
+		errs = append(errs, fmt.Errorf("live_chat.reply_rate_window must be positive, got %s", c.ReplyRateWindow))
+	}
+	if c.ReplyMinInterval < 0 {
+		errs = append(errs, fmt.Errorf("live_chat.reply_min_interval must be 0 or more, got %s", c.ReplyMinInterval))
+	}
+	if c.ReplyQueue < 1 {
+		errs = append(errs, fmt.Errorf("live_chat.reply_queue must be at least 1, got %d", c.ReplyQueue))
+	}
+	if c.ReplyInChat && (c.Twitch.Token == "" || strings.TrimSpace(c.Twitch.Nick) == "") {
+		errs = append(errs, fmt.Errorf("live_chat.reply_in_chat posts as an account: set live_chat.twitch.nick and its OAuth token in %s", TokenEnv))
+	}
+	return errors.Join(errs...)
+}
+
+func (c CommandsConfig) validate() error {
+	var errs []error
+	if strings.ContainsFunc(c.Prefix, unicode.IsSpace) {
+		errs = append(errs, fmt.Errorf("live_chat.commands.prefix %q must hold no space", c.Prefix))
+	}
+	seen := map[string]string{}
+	for _, n := range c.names() {
+		switch {
+		case n.name == "":
+		case strings.ContainsFunc(n.name, unicode.IsSpace):
+			errs = append(errs, fmt.Errorf("live_chat.commands.%s %q must be one word", n.key, n.name))
+		case seen[strings.ToLower(n.name)] != "":
+			errs = append(errs, fmt.Errorf("live_chat.commands.%s %q is also live_chat.commands.%s", n.key, n.name, seen[strings.ToLower(n.name)]))
+		default:
+			seen[strings.ToLower(n.name)] = n.key
+		}
 	}
 	return errors.Join(errs...)
 }

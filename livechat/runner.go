@@ -21,7 +21,26 @@ type Message struct {
 	// Removes: a moderator removed messages: ID names one, or (ID=="") all
 	// of Login's, or (ID=="" and Login=="") the whole channel's.
 	Removes bool
+	// Mod: a moderator of the channel or its broadcaster wrote it; their
+	// commands are run.
+	Mod bool
+	// Action: a /me action ("alice waves"), Text without the marks.
+	Action bool
+	// Event is what the viewer did besides writing (EventSub...), "" for
+	// a plain message; Amount its number (months, viewers, bits, gifts),
+	// Recipient the viewer a subscription was given to.
+	Event     string
+	Amount    int
+	Recipient string
 }
+
+// Events a source reports: each may start a thank-you turn (thanks.*).
+const (
+	EventSub   = "sub"   // a subscription or its renewal (Amount: months, if known)
+	EventGift  = "gift"  // a gifted subscription (Recipient), or Amount of them
+	EventRaid  = "raid"  // a raid (Amount: its viewers)
+	EventCheer = "cheer" // a cheer (Amount: bits)
+)
 
 // Source is a chat platform. Run delivers messages to deliver until ctx
 // ends, reconnecting on its own; it returns ctx.Err() at shutdown or an
@@ -32,18 +51,13 @@ type Source interface {
 }
 
 // Character speaks one turn. Say returns when the turn has ended (spoken,
-// skipped, yielded or failed). ctx ending means skip. An error with a
+// skipped, yielded or failed), with the reply's text as it was shown (for
+// the chat, with reply_in_chat); viewers are the display names it answers,
+// shown on stream. ctx ending means skip. An error with a
 // method Yielded() bool that reports true means the turn gave way to the
 // streamer's own turn: it is no failure.
 type Character interface {
-	Say(ctx context.Context, text string) error
-}
-
-// Addressed is a Character that can be told which viewers a turn answers
-// (their display names), to show them on stream. The runner uses SayTo
-// when its Character has it.
-type Addressed interface {
-	SayTo(ctx context.Context, text string, viewers []string) error
+	Say(ctx context.Context, text string, viewers []string) (reply string, err error)
 }
 
 // yielded reports whether err says the turn gave way (see Character).
@@ -67,6 +81,10 @@ const (
 	DropPrefix     = "prefix"      // an ignored prefix (a bot command)
 	DropRemoved    = "removed"     // a moderator removed it while it waited
 	DropEmpty      = "empty"       // nothing left after cleaning
+	DropStale      = "stale"       // it waited longer than max_message_age
+	DropCommand    = "command"     // a command from a viewer who is no moderator
+	DropThanksRate = "thanks_rate" // more events than thanks.max_per_minute
+	DropEvent      = "event"       // an event (a raid...) whose thank-you is off
 )
 
 // Status is a snapshot of the runner, ready for JSON.
@@ -82,9 +100,16 @@ type Status struct {
 	Yielded      uint64            `json:"yielded"` // turns stopped for the streamer's own
 	Failed       uint64            `json:"failed"`  // turns Say ended with an error
 	Dropped      map[string]uint64 `json:"dropped"`
-	LastError    string            `json:"last_error,omitempty"`
-	LastErrorAt  *time.Time        `json:"last_error_at,omitempty"`
-	Sources      []SourceStatus    `json:"sources"`
+	// Banned are the viewers banned from the chat by a moderator's ban
+	// command (the configured blocklist aside).
+	Banned []string `json:"banned"`
+	// Posted counts replies posted in the chat; PostDropped those not
+	// posted (the reply queue was full, or posting failed).
+	Posted      uint64         `json:"posted"`
+	PostDropped uint64         `json:"post_dropped"`
+	LastError   string         `json:"last_error,omitempty"`
+	LastErrorAt *time.Time     `json:"last_error_at,omitempty"`
+	Sources     []SourceStatus `json:"sources"`
 	// With several koe instances sharing Redis, one runs the live chat:
 	// Role is the answering instance's part (leader, starting or standby:
 	// its status is then the leader's), Instance its id, Leader the
@@ -162,6 +187,13 @@ type Runner struct {
 	lastErr     string
 	lastErrAt   time.Time
 	sources     []*source
+	banned      map[string]bool // the session's blocklist (ban and unban)
+	thanked     []time.Time     // thank-you events within the last minute
+	replies     []string        // replies waiting to be posted
+	posted      uint64
+	postDropped uint64
+	commands    chan Command
+	replyWake   chan struct{}      // buffered 1: a reply is waiting
 	evals       uint64             // times Run looked at the state (tests)
 	onWait      func(evals uint64) // tests: called each time Run is about to wait
 }
@@ -191,6 +223,10 @@ func NewRunner(cfg Config, char Character, notes ViewerNotes, log *slog.Logger) 
 		wake:    make(chan struct{}, 1),
 		viewers: make(map[string][]time.Time),
 		dropped: make(map[string]uint64),
+		banned:  make(map[string]bool),
+
+		commands:  make(chan Command, commandQueue),
+		replyWake: make(chan struct{}, 1),
 	}
 }
 
@@ -219,6 +255,22 @@ func withDefaults(c Config) Config {
 	if checkViewerFormat(c.ViewerFormat) != nil {
 		c.ViewerFormat = d.ViewerFormat
 	}
+	if checkViewerFormat(c.ActionFormat) != nil {
+		c.ActionFormat = d.ActionFormat
+	}
+	if c.MaxMessageAge < 0 {
+		c.MaxMessageAge = 0
+	}
+	setInt(&c.ReplyMaxChars, d.ReplyMaxChars)
+	c.ReplyMaxChars = min(c.ReplyMaxChars, twitchMaxChars)
+	setInt(&c.ReplyRateMessages, d.ReplyRateMessages)
+	if c.ReplyRateWindow <= 0 {
+		c.ReplyRateWindow = d.ReplyRateWindow
+	}
+	c.ReplyMinInterval = max(c.ReplyMinInterval, 0)
+	setInt(&c.ReplyQueue, d.ReplyQueue)
+	setInt(&c.Thanks.MaxPerMinute, d.Thanks.MaxPerMinute)
+	setInt(&c.Thanks.MinBits, d.Thanks.MinBits)
 	return c
 }
 
@@ -280,15 +332,37 @@ func (r *Runner) Deliver(m Message) {
 		key = strings.ToLower(name)
 	}
 	m.User, m.Login, m.Text = name, login, text
+	m.Recipient = cleanName(m.Recipient, r.cfg.MaxNameChars)
 	if m.Time.IsZero() {
 		m.Time = r.clock.Now()
+	}
+	thanks := r.thanks(m)
+	if m.Event != "" && !thanks && (m.Event == EventCheer || m.Event == EventSub) && text != "" {
+		// Not thanked, a cheer's or a renewal's words are a message.
+		m.Event = ""
+	}
+	cmd, isCmd := Command{}, false
+	if m.Event == "" && !m.Action {
+		cmd, isCmd = r.cfg.Commands.parse(raw)
 	}
 
 	reason := ""
 	switch {
-	case text == "":
+	case isCmd && m.Mod:
+		// A moderator's command is run, never answered as a message.
+		cmd.By = name
+		r.mu.Lock()
+		r.received++
+		r.mu.Unlock()
+		r.command(cmd)
+		return
+	case isCmd:
+		reason = DropCommand
+	case m.Event != "" && !thanks:
+		reason = DropEvent
+	case text == "" && m.Event == "":
 		reason = DropEmpty
-	case r.hasIgnoredPrefix(raw):
+	case m.Event == "" && r.hasIgnoredPrefix(raw):
 		reason = DropPrefix
 	case r.blocked[login] || r.blocked[strings.ToLower(name)] || r.blocked[rawUser]:
 		reason = DropBlocked
@@ -298,7 +372,13 @@ func (r *Runner) Deliver(m Message) {
 
 	r.mu.Lock()
 	r.received++
-	if reason == "" && !r.viewerAllowLocked(key) {
+	if reason == "" && (r.banned[login] || r.banned[strings.ToLower(name)] || r.banned[rawUser]) {
+		reason = DropBlocked
+	}
+	if reason == "" && m.Event != "" && !r.thanksAllowLocked() {
+		reason = DropThanksRate
+	}
+	if reason == "" && m.Event == "" && !r.viewerAllowLocked(key) {
 		reason = DropViewerRate
 	}
 	if reason != "" {
@@ -315,6 +395,36 @@ func (r *Runner) Deliver(m Message) {
 	r.queue = append(r.queue, queued{Message: m, key: key})
 	r.mu.Unlock()
 	r.signal()
+}
+
+// thanks reports whether m is an event whose thank-you is on.
+func (r *Runner) thanks(m Message) bool {
+	t := r.cfg.Thanks
+	switch m.Event {
+	case EventSub, EventGift:
+		return t.Sub
+	case EventRaid:
+		return t.Raid
+	case EventCheer:
+		return t.Cheer && m.Amount >= t.MinBits
+	}
+	return false
+}
+
+// thanksAllowLocked applies thanks.max_per_minute and records the event
+// when allowed.
+func (r *Runner) thanksAllowLocked() bool {
+	cut := r.clock.Now().Add(-time.Minute)
+	i := 0
+	for i < len(r.thanked) && !r.thanked[i].After(cut) {
+		i++
+	}
+	r.thanked = r.thanked[i:]
+	if len(r.thanked) >= r.cfg.Thanks.MaxPerMinute {
+		return false
+	}
+	r.thanked = append(r.thanked, r.clock.Now())
+	return true
 }
 
 func (r *Runner) hasIgnoredPrefix(text string) bool {
@@ -356,9 +466,7 @@ func (r *Runner) viewerAllowLocked(key string) bool {
 func (r *Runner) remove(m Message) {
 	login := strings.ToLower(strings.TrimSpace(m.Login))
 	r.mu.Lock()
-	kept := r.queue[:0]
-	n := 0
-	for _, q := range r.queue {
+	n := r.dropWhereLocked(DropRemoved, func(q queued) bool {
 		match := m.Channel == "" || q.Channel == m.Channel
 		if m.Platform != "" && q.Platform != m.Platform {
 			match = false
@@ -370,15 +478,8 @@ func (r *Runner) remove(m Message) {
 		case login != "":
 			match = q.Login == login
 		}
-		if match {
-			n++
-			continue
-		}
-		kept = append(kept, q)
-	}
-	clear(r.queue[len(kept):])
-	r.queue = kept
-	r.dropLocked(DropRemoved, n)
+		return match
+	})
 	r.mu.Unlock()
 	if n > 0 {
 		r.log.Info("live chat messages removed by a moderator", "count", n, "login", login, "id", m.ID)
@@ -432,6 +533,9 @@ func (r *Runner) Status() Status {
 		Failed:       r.failed,
 		Dropped:      make(map[string]uint64, len(r.dropped)),
 		LastError:    r.lastErr,
+		Banned:       r.bannedLocked(),
+		Posted:       r.posted,
+		PostDropped:  r.postDropped,
 	}
 	for k, v := range r.dropped {
 		st.Dropped[k] = v
@@ -497,6 +601,9 @@ func (r *Runner) next(ctx context.Context) ([]queued, context.Context, error) {
 		r.mu.Lock()
 		r.evals++
 		evals := r.evals
+		if !r.paused {
+			r.dropStaleLocked()
+		}
 		if !r.paused && len(r.queue) > 0 {
 			now := r.clock.Now()
 			cut := now.Add(-time.Minute)
@@ -557,12 +664,9 @@ func batchUsers(batch []queued) []string {
 func (r *Runner) turn(ctx, turnCtx context.Context, batch []queued) {
 	text := r.buildText(turnCtx, batch)
 	var err error
+	var reply string
 	if turnCtx.Err() == nil {
-		if a, ok := r.char.(Addressed); ok {
-			err = a.SayTo(turnCtx, text, batchUsers(batch))
-		} else {
-			err = r.char.Say(turnCtx, text)
-		}
+		reply, err = r.char.Say(turnCtx, text, batchUsers(batch))
 	}
 	r.mu.Lock()
 	skipped := r.skipped
@@ -589,6 +693,9 @@ func (r *Runner) turn(ctx, turnCtx context.Context, batch []queued) {
 	if skipped {
 		r.log.Info("live chat turn skipped", "viewers", len(batchUsers(batch)))
 	}
+	if err == nil && !skipped && ctx.Err() == nil && r.cfg.ReplyInChat {
+		r.postReply(reply)
+	}
 }
 
 // buildText writes, inside the chat frame, one line per message and,
@@ -600,7 +707,7 @@ func (r *Runner) buildText(ctx context.Context, batch []queued) string {
 		lines = append(lines, r.noteLines(ctx, batch)...)
 	}
 	for _, q := range batch {
-		lines = append(lines, formatViewer(r.cfg.ViewerFormat, q.User, quote(q.Text)))
+		lines = append(lines, r.line(q.Message))
 	}
 	return frame(lines)
 }

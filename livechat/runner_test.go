@@ -76,26 +76,27 @@ type recChar struct {
 	mu      sync.Mutex
 	texts   []string
 	fail    error
+	reply   string // what Say answers
 }
 
 func newRecChar(block bool) *recChar {
 	return &recChar{block: block, started: make(chan string, 100), release: make(chan struct{}, 100)}
 }
 
-func (c *recChar) Say(ctx context.Context, text string) error {
+func (c *recChar) Say(ctx context.Context, text string, _ []string) (string, error) {
 	c.mu.Lock()
 	c.texts = append(c.texts, text)
-	fail := c.fail
+	fail, reply := c.fail, c.reply
 	c.mu.Unlock()
 	c.started <- text
 	if c.block {
 		select {
 		case <-c.release:
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		}
 	}
-	return fail
+	return reply, fail
 }
 
 func (c *recChar) count() int {

@@ -31,7 +31,8 @@ type Twitch struct {
 
 	mu        sync.Mutex
 	connected bool
-	changed   chan struct{} // closed and replaced at each change of connected
+	changed   chan struct{}           // closed and replaced at each change of connected
+	post      func(line string) error // the joined session's writer; nil while not joined
 }
 
 // errReconnect ends a session when the server asks for a reconnect.
@@ -212,7 +213,12 @@ func (t *Twitch) session(ctx context.Context, deliver func(Message)) (welcomed b
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 
+	// The read loop (PONG) and Post write to the connection: one line
+	// at a time.
+	var wmu sync.Mutex
 	send := func(line string) error {
+		wmu.Lock()
+		defer wmu.Unlock()
 		if err := conn.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout)); err != nil {
 			return err
 		}
@@ -221,6 +227,7 @@ func (t *Twitch) session(ctx context.Context, deliver func(Message)) (welcomed b
 		}
 		return nil
 	}
+	defer t.setPost(nil)
 	nick := strings.ToLower(t.cfg.Nick)
 	if t.cfg.Token == "" {
 		nick = "justinfan" + strconv.Itoa(10000+rand.IntN(90000000))
@@ -273,6 +280,9 @@ func (t *Twitch) session(ctx context.Context, deliver func(Message)) (welcomed b
 			}
 		case "JOIN":
 			if strings.EqualFold(m.nick(), nick) && strings.EqualFold(m.param(0), "#"+t.channel) {
+				if t.cfg.Token != "" {
+					t.setPost(send)
+				}
 				t.setConnected(true)
 				t.log.Info("live chat: twitch channel joined", "nick", nick)
 			}
@@ -305,19 +315,11 @@ func (t *Twitch) session(ctx context.Context, deliver func(Message)) (welcomed b
 			if !strings.EqualFold(m.param(0), "#"+t.channel) {
 				continue
 			}
-			user := m.tags["display-name"]
-			if user == "" {
-				user = m.nick()
+			deliver(t.privmsg(m))
+		case "USERNOTICE":
+			if msg, ok := t.usernotice(m); ok {
+				deliver(msg)
 			}
-			deliver(Message{
-				Platform: "twitch",
-				Channel:  t.channel,
-				User:     user,
-				Login:    strings.ToLower(m.nick()),
-				Text:     m.param(1),
-				Time:     m.sentAt(),
-				ID:       m.tags["id"],
-			})
 		case "CLEARMSG":
 			if id := m.tags["target-msg-id"]; id != "" {
 				deliver(Message{Platform: "twitch", Channel: t.channel, Login: m.tags["login"], ID: id, Removes: true, Time: m.sentAt()})
@@ -327,6 +329,115 @@ func (t *Twitch) session(ctx context.Context, deliver func(Message)) (welcomed b
 			deliver(Message{Platform: "twitch", Channel: t.channel, Login: strings.ToLower(m.param(1)), Removes: true, Time: m.sentAt()})
 		}
 	}
+}
+
+// privmsg is a chat message: a /me action, a cheer, or words; from a
+// moderator or the broadcaster, their commands are run.
+func (t *Twitch) privmsg(m ircMsg) Message {
+	user := m.tags["display-name"]
+	if user == "" {
+		user = m.nick()
+	}
+	login := strings.ToLower(m.nick())
+	msg := Message{
+		Platform: "twitch",
+		Channel:  t.channel,
+		User:     user,
+		Login:    login,
+		Text:     m.param(1),
+		Time:     m.sentAt(),
+		ID:       m.tags["id"],
+		Mod:      t.isMod(m, login),
+	}
+	// CTCP ACTION: "\x01ACTION waves\x01" is "/me waves".
+	if inner, ok := strings.CutPrefix(msg.Text, "\x01ACTION "); ok {
+		msg.Text, msg.Action = strings.TrimSuffix(inner, "\x01"), true
+	}
+	if bits, err := strconv.Atoi(m.tags["bits"]); err == nil && bits > 0 {
+		msg.Event, msg.Amount = EventCheer, bits
+	}
+	return msg
+}
+
+// isMod: the broadcaster (the channel's own account, or its badge) or a
+// moderator (the mod tag, or its badge).
+func (t *Twitch) isMod(m ircMsg, login string) bool {
+	if login == t.channel || m.tags["mod"] == "1" {
+		return true
+	}
+	for _, b := range strings.Split(m.tags["badges"], ",") {
+		name, _, _ := strings.Cut(b, "/")
+		if name == "broadcaster" || name == "moderator" {
+			return true
+		}
+	}
+	return false
+}
+
+// usernotice reads the events a thank-you may answer: subscriptions and
+// their renewals, gifts, raids. Others (announcements...) are not heard.
+func (t *Twitch) usernotice(m ircMsg) (Message, bool) {
+	if !strings.EqualFold(m.param(0), "#"+t.channel) {
+		return Message{}, false
+	}
+	login := strings.ToLower(m.tags["login"])
+	user := m.tags["display-name"]
+	if user == "" {
+		user = login
+	}
+	msg := Message{Platform: "twitch", Channel: t.channel, User: user, Login: login, Text: m.param(1), Time: m.sentAt(), ID: m.tags["id"]}
+	num := func(tag string) int {
+		n, _ := strconv.Atoi(m.tags[tag])
+		return max(n, 0)
+	}
+	switch m.tags["msg-id"] {
+	case "sub", "resub":
+		msg.Event, msg.Amount = EventSub, num("msg-param-cumulative-months")
+	case "subgift":
+		msg.Event, msg.Recipient = EventGift, m.tags["msg-param-recipient-display-name"]
+		if msg.Recipient == "" {
+			msg.Recipient = m.tags["msg-param-recipient-user-name"]
+		}
+	case "submysterygift":
+		msg.Event, msg.Amount = EventGift, num("msg-param-mass-gift-count")
+	case "raid":
+		msg.Event, msg.Amount = EventRaid, num("msg-param-viewerCount")
+		if name := m.tags["msg-param-displayName"]; name != "" {
+			msg.User = name
+		}
+	default:
+		return Message{}, false
+	}
+	return msg, true
+}
+
+func (t *Twitch) setPost(send func(string) error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.post = send
+}
+
+// Post sends text to the channel as the account of the token: one line,
+// cut to Twitch's 500 characters. It fails while the channel is not
+// joined, and without a token (anonymous accounts cannot write).
+func (t *Twitch) Post(ctx context.Context, text string) error {
+	if t.cfg.Token == "" {
+		return fmt.Errorf("%w: posting in the chat needs live_chat.twitch.nick and the token in %s", ErrConfig, TokenEnv)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	send := t.post
+	t.mu.Unlock()
+	if send == nil {
+		return errors.New("the twitch channel is not joined")
+	}
+	text = cleanText(text, twitchMaxChars)
+	if text == "" {
+		return nil
+	}
+	return send("PRIVMSG #" + t.channel + " :" + text)
 }
 
 func isLoginFailure(text string) bool {

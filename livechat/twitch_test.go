@@ -287,7 +287,7 @@ func TestTwitchProtocol(t *testing.T) {
 	if m.User != "Ali ce" || m.Login != "alice" || m.ID != "msg-1" || m.Text != "hi; there" || !m.Time.Equal(time.UnixMilli(1700000000123)) {
 		t.Fatalf("tagged message %+v", m)
 	}
-	if m := nextMessage(t, got); m.User != "bob" || m.ID != "msg-2" || m.Text != "\x01ACTION waves\x01" {
+	if m := nextMessage(t, got); m.User != "bob" || m.ID != "msg-2" || m.Text != "waves" || !m.Action {
 		t.Fatalf("message after the long line %+v", m)
 	}
 	if m := nextMessage(t, got); !m.Removes || m.ID != "msg-1" || m.Login != "alice" || m.Channel != "koe" {

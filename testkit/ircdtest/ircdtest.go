@@ -163,6 +163,12 @@ type Chatter struct {
 // NewChatter connects nick to the plain port and joins #channel.
 func NewChatter(t testing.TB, port int, nick, channel string) *Chatter {
 	t.Helper()
+	return NewChatterPass(t, port, nick, channel, "")
+}
+
+// NewChatterPass is NewChatter on a server started with a password.
+func NewChatterPass(t testing.TB, port int, nick, channel, password string) *Chatter {
+	t.Helper()
 	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +176,9 @@ func NewChatter(t testing.TB, port int, nick, channel string) *Chatter {
 	t.Cleanup(func() { conn.Close() })
 	_ = conn.SetDeadline(time.Now().Add(safety))
 	c := &Chatter{t: t, conn: conn, r: bufio.NewReader(conn), nick: nick}
+	if password != "" {
+		c.Send("PASS " + password)
+	}
 	c.Send("NICK " + nick)
 	c.Send("USER " + nick + " 0 * :" + nick)
 	c.WaitFor(" 001 ")
