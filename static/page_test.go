@@ -335,6 +335,10 @@ func TestChatPageSpeech(t *testing.T) {
 	if !p.evalBool(`document.getElementById("mute").getAttribute("aria-pressed") === "true"`) {
 		t.Fatal("mute was forgotten on reload")
 	}
+	// The reload went on in the conversation; a new one starts here.
+	p.waitFor(`!koeDebug.session.restoring`)
+	p.click("#new")
+	p.waitFor(`document.querySelectorAll("#log .msg").length === 0 && !koeDebug.session.restoring`)
 	m = p.mark()
 	p.say("hi")
 	turn = p.waitTurn(m)
