@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,31 +35,6 @@ func (p *pageT) place() placeView {
 	var v placeView
 	p.eval(placeViewJS, &v)
 	return v
-}
-
-// placeUsers records, for each streamed LLM request, the user's words of
-// every user message it carried.
-type placeUsers struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (u *placeUsers) add(r fakellm.Request) {
-	var said []string
-	for _, m := range r.Messages {
-		if m.Role == "user" {
-			said = append(said, fakellm.Request{Messages: []fakellm.Message{m}}.UserWords())
-		}
-	}
-	u.mu.Lock()
-	u.seen = append(u.seen, strings.Join(said, " | "))
-	u.mu.Unlock()
-}
-
-func (u *placeUsers) last() string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.seen[len(u.seen)-1]
 }
 
 // placeDeleteHistory deletes a history of character file as another
@@ -112,7 +86,7 @@ func placeDeleteHistory(t *testing.T, addr, file, uid string) {
 // and goes on in a new conversation.
 func TestChatPageKeepsPlace(t *testing.T) {
 	browser := cdp.LaunchTest(t, cdp.Options{Width: 1000, Height: 720, MuteAudio: true})
-	users := &placeUsers{}
+	users := &reconnectUsers{}
 	echo := fakellm.Echo(5 * time.Millisecond)
 	llm := koetest.StartLLM(t, func(r fakellm.Request) fakellm.Reply {
 		if r.Stream {

@@ -58,14 +58,7 @@ func BenchList(b *testing.B, be Backend) {
 	ctx := b.Context()
 	s := be.Open(b, nil)
 	const histories, messages = 1000, 50
-	records := make([]koe.Record, messages)
-	for i := range records {
-		role := koe.RoleHuman
-		if i%2 == 1 {
-			role = koe.RoleAI
-		}
-		records[i] = koe.Record{Role: role, Content: fmt.Sprintf("message %d: a sentence of ordinary length, said in a conversation.", i), Name: "Mao"}
-	}
+	records := benchConversation(messages)
 	start := time.Now()
 	for i := range histories {
 		uid := koe.NewHistoryUID(start.Add(time.Duration(i) * time.Second))
