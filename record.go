@@ -120,6 +120,32 @@ type ListedHistory struct {
 	UID           string `json:"uid"`
 	LatestMessage Record `json:"latest_message"` // last record that is not metadata or a tool step
 	Timestamp     string `json:"timestamp"`      // = LatestMessage.Timestamp
+	// Opening is the start of the history's first human message (at most
+	// OpeningRunes runes of it), "" when none is among its first
+	// OpeningRecords records: what a list titles the history by. Stores
+	// read those few records only, never the whole history.
+	Opening string `json:"opening,omitempty"`
+}
+
+// A listed history's opening: the first human message among the first
+// OpeningRecords records (the metadata record included), cut to
+// OpeningRunes runes. The bounds keep a listing's cost per history fixed,
+// whatever the history's length or the first message's.
+const (
+	OpeningRecords = 16
+	OpeningRunes   = 120
+)
+
+// Opening cuts a first message to OpeningRunes runes, as a store lists it.
+func Opening(content string) string {
+	n := 0
+	for i := range content {
+		if n == OpeningRunes {
+			return content[:i]
+		}
+		n++
+	}
+	return content
 }
 
 // CheckPageLimit refuses a read of records (a page, or records since a

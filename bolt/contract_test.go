@@ -17,6 +17,7 @@ func TestContract(t *testing.T) { historytest.Run(t, backend) }
 
 func BenchmarkStoreAppend(b *testing.B) { historytest.BenchAppend(b, backend) }
 func BenchmarkStoreLoad1k(b *testing.B) { historytest.BenchLoad1k(b, backend) }
+func BenchmarkStoreList(b *testing.B)   { historytest.BenchList(b, backend) }
 
 // backend shows the suite the buckets below the methods. One store per
 // file (its lock): Second is nil.

@@ -280,7 +280,11 @@ func (s *Store) List(ctx context.Context, confUID string) ([]koe.ListedHistory, 
 			if !ok {
 				return nil
 			}
-			out = append(out, koe.ListedHistory{UID: string(uid), LatestMessage: latest, Timestamp: latest.Timestamp})
+			opening, err := openingMessage(msgs)
+			if err != nil {
+				return fmt.Errorf("history %q: %w", uid, err)
+			}
+			out = append(out, koe.ListedHistory{UID: string(uid), LatestMessage: latest, Timestamp: latest.Timestamp, Opening: opening})
 			return nil
 		})
 	})
@@ -306,6 +310,26 @@ func latestMessage(msgs *bbolt.Bucket) (koe.Record, bool, error) {
 		}
 	}
 	return koe.Record{}, false, nil
+}
+
+// openingMessage is the start of the first human message among the first
+// koe.OpeningRecords records of msgs: a few records at the front of the
+// bucket, however long the history.
+func openingMessage(msgs *bbolt.Bucket) (string, error) {
+	c := msgs.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		r, err := decodeRecord(k, v)
+		if err != nil {
+			return "", err
+		}
+		if r.Seq > koe.OpeningRecords {
+			break
+		}
+		if r.Role == koe.RoleHuman {
+			return koe.Opening(r.Content), nil
+		}
+	}
+	return "", nil
 }
 
 // Delete removes a history with all its records, images and summaries.

@@ -28,6 +28,9 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		if err != nil {
 			return err
 		}
+		if !s.koeEvents {
+			list = list.OLV()
+		}
 		s.reply(list)
 	case protocol.TypeFetchAndSetHistory:
 		data, err := s.setHistory(in.HistoryUID)

@@ -222,13 +222,17 @@ func (s *Session) Greet() {
 
 func (s *Session) modelAndConf() protocol.SetModelAndConf {
 	ch := s.Character()
-	return protocol.SetModelAndConf{
+	m := protocol.SetModelAndConf{
 		Type:      protocol.TypeSetModelAndConf,
 		ModelInfo: modelInfoOf(ch.ModelInfo).frame,
 		ConfName:  ch.ConfName,
 		ConfUID:   ch.ConfUID,
 		ClientUID: s.clientUID,
 	}
+	if s.koeEvents {
+		m.CharacterName, m.HumanName = ch.Name, ch.HumanName
+	}
+	return m
 }
 
 // switchCharacter stops the running turn and continues with the character

@@ -95,7 +95,7 @@ func (s *Service) List(ctx context.Context, conf string) (protocol.HistoryList, 
 	}
 	out := protocol.HistoryList{Type: protocol.TypeHistoryList, Histories: make([]protocol.HistoryEntry, 0, len(list))}
 	for _, h := range list {
-		out.Histories = append(out.Histories, protocol.HistoryEntry{UID: h.UID, LatestMessage: recordMessage(conf, h.UID, h.LatestMessage), Timestamp: h.Timestamp})
+		out.Histories = append(out.Histories, protocol.HistoryEntry{UID: h.UID, LatestMessage: recordMessage(conf, h.UID, h.LatestMessage), Timestamp: h.Timestamp, Title: Title(h.Opening)})
 	}
 	return out, nil
 }

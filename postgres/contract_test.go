@@ -21,6 +21,7 @@ func TestContract(t *testing.T) {
 
 func BenchmarkStoreAppend(b *testing.B) { historytest.BenchAppend(b, backend) }
 func BenchmarkStoreLoad1k(b *testing.B) { historytest.BenchLoad1k(b, backend) }
+func BenchmarkStoreList(b *testing.B)   { historytest.BenchList(b, backend) }
 
 // openTest opens a store in a fresh schema, closed when t ends.
 func openTest(t testing.TB, dsn string, now func() time.Time) *Store {

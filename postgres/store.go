@@ -489,6 +489,12 @@ func scanRecords(rows pgx.Rows) (out []koe.Record, found bool, err error) {
 	return out, found, rows.Err()
 }
 
+// humanBody is how the body of every human record starts: koe writes a
+// record's role first (history.EncodeRecord; the store contract's
+// ListOpening test fails if that changes). A body that starts otherwise
+// (written by hand, say) only goes without an opening.
+const humanBody = `{"role":"human",`
+
 // List summarises the histories of confUID, most recently active first,
 // leaving out those with nothing to show.
 func (s *Store) List(ctx context.Context, confUID string) ([]koe.ListedHistory, error) {
@@ -498,15 +504,28 @@ func (s *Store) List(ctx context.Context, confUID string) ([]koe.ListedHistory, 
 	failf := func(err error) error { return fmt.Errorf("list histories of conf %q: %w", confUID, err) }
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	// The opening is looked for among the history's first few records
+	// only (by the primary key): a listing's cost per history does not
+	// grow with the history. The database tells a human record by the
+	// start of its body (humanBody) rather than by parsing it: json and
+	// jsonb both refuse a body whose content holds \u0000, which would
+	// fail the whole listing. Its content is decoded here, as any
+	// record's.
 	rows, err := s.pool.Query(ctx, `
-		SELECT h.uid, r.seq, r.body
+		SELECT h.uid, r.seq, r.body, o.seq, o.body
 		FROM koe_histories h
 		CROSS JOIN LATERAL (
 			SELECT seq, body FROM koe_records
 			WHERE conf_uid = h.conf_uid AND uid = h.uid AND kind = $2
 			ORDER BY seq DESC LIMIT 1
 		) r
-		WHERE h.conf_uid = $1`, confUID, kindMessage)
+		LEFT JOIN LATERAL (
+			SELECT seq, body FROM koe_records
+			WHERE conf_uid = h.conf_uid AND uid = h.uid AND kind = $2 AND seq <= $3
+				AND substring(body FOR $5) = $4
+			ORDER BY seq LIMIT 1
+		) o ON true
+		WHERE h.conf_uid = $1`, confUID, kindMessage, koe.OpeningRecords, []byte(humanBody), len(humanBody))
 	if err != nil {
 		return nil, failf(s.pgErr(err))
 	}
@@ -515,15 +534,26 @@ func (s *Store) List(ctx context.Context, confUID string) ([]koe.ListedHistory, 
 	for rows.Next() {
 		var uid string
 		var seq int64
-		var body []byte
-		if err := rows.Scan(&uid, &seq, &body); err != nil {
+		var openSeq *int64
+		var body, openBody []byte
+		if err := rows.Scan(&uid, &seq, &body, &openSeq, &openBody); err != nil {
 			return nil, failf(err)
 		}
 		r, err := history.DecodeRecord(uint64(seq), body)
 		if err != nil {
 			return nil, failf(fmt.Errorf("history %q: %w", uid, err))
 		}
-		out = append(out, koe.ListedHistory{UID: uid, LatestMessage: r, Timestamp: r.Timestamp})
+		opening := ""
+		if openSeq != nil {
+			o, err := history.DecodeRecord(uint64(*openSeq), openBody)
+			if err != nil {
+				return nil, failf(fmt.Errorf("history %q: %w", uid, err))
+			}
+			if o.Role == koe.RoleHuman {
+				opening = koe.Opening(o.Content)
+			}
+		}
+		out = append(out, koe.ListedHistory{UID: uid, LatestMessage: r, Timestamp: r.Timestamp, Opening: opening})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, failf(s.pgErr(err))

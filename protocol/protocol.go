@@ -252,6 +252,11 @@ type SetModelAndConf struct {
 	ConfName  string `json:"conf_name"`
 	ConfUID   string `json:"conf_uid"`
 	ClientUID string `json:"client_uid"`
+	// The names on the character's and the user's messages
+	// (character_name, human_name), for koe's own clients: a stock OLV
+	// client gets the frame without them.
+	CharacterName string `json:"character_name,omitempty"`
+	HumanName     string `json:"human_name,omitempty"`
 }
 
 // GroupUpdate lists the members of the client's group.
@@ -295,12 +300,25 @@ type HistoryEntry struct {
 	UID           string        `json:"uid"`
 	LatestMessage HistoryRecord `json:"latest_message"`
 	Timestamp     string        `json:"timestamp"`
+	// Title is koe's name for the history, the first words of its first
+	// human message ("" if it has none near its start). koe's own: a
+	// stock OLV client's list goes without it (HistoryList.OLV).
+	Title string `json:"title,omitempty"`
 }
 
 // HistoryList answers fetch-history-list.
 type HistoryList struct {
 	Type      string         `json:"type"`
 	Histories []HistoryEntry `json:"histories"`
+}
+
+// OLV returns the list as the OLV protocol words it, for a client that
+// did not ask for koe's own messages: it clears koe's titles, in place.
+func (l HistoryList) OLV() HistoryList {
+	for i := range l.Histories {
+		l.Histories[i].Title = ""
+	}
+	return l
 }
 
 // HistoryData answers fetch-and-set-history: the newest messages of the

@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,21 +62,6 @@ const memoryPanelTapJS = `(() => {
 		}
 	};
 })()`
-
-// memoryPanelState is a memory-state frame.
-type memoryPanelState struct {
-	HistoryUID      string  `json:"history_uid"`
-	CompressionRate float64 `json:"compression_rate"`
-	Turns           int     `json:"turns"`
-	Pending         int     `json:"pending"`
-	Summaries       []struct {
-		Turns           []int   `json:"turns"`
-		OriginalChars   int     `json:"original_chars"`
-		SummaryChars    int     `json:"summary_chars"`
-		CompressionRate float64 `json:"compression_rate"`
-		Summary         string  `json:"summary"`
-	} `json:"summaries"`
-}
 
 // memoryPanelContext is a context frame.
 type memoryPanelContext struct {
@@ -335,20 +319,30 @@ func TestMemoryPanel(t *testing.T) {
 	p.waitFor(`document.querySelectorAll("#memory-summaries > li").length === 2`)
 	memoryPanelExpect(p, want)
 
-	// Another character: its own memory, at the rate koe says it has.
+	// Another character: its own memory, at the rate the user chose (koe
+	// starts the character at its configured 0.30; the page sets it again).
 	states = p.evalInt(`koeMemoryTap.states.length`)
 	p.eval(`characters.value = "other.yaml"; characters.dispatchEvent(new Event("change"))`, nil)
 	p.waitFor(fmt.Sprintf(`koeMemoryTap.states.length > %d && document.title === "koe · other"`, states))
-	var last memoryPanelState
-	p.eval(`koeMemoryTap.states.at(-1)`, &last)
-	rate := fmt.Sprintf("%.2f", last.CompressionRate)
-	p.waitFor(`document.getElementById("memory-rate-value").textContent === ` + jsString(rate))
-	memoryPanelExpect(p, memoryPanelView{Open: true, Rate: rate, Slider: strconv.FormatFloat(last.CompressionRate, 'f', -1, 64), Empty: true})
+	p.waitFor(`koeMemoryTap.states.at(-1).compression_rate === 0.15 && document.getElementById("memory-rate-value").textContent === "0.15"`)
+	memoryPanelExpect(p, memoryPanelView{Open: true, Rate: "0.15", Slider: "0.15", Empty: true})
+	// Its next summary is asked for at that rate.
+	for _, said := range memoryPanelTurns[:3] {
+		m := p.mark()
+		p.say(said)
+		p.waitTurn(m)
+	}
+	memoryPanelExpectTarget(t, memoryPanelNextSummary(t, summaries), memoryPanelTurns[:3], orig123, 0.15)
+	release <- struct{}{}
+	p.waitFor(`document.querySelectorAll("#memory-summaries > li").length === 1`)
 
-	// The panel stays open across a reload, which starts a new session at
-	// the configured rate, as the slider's tooltip says; × closes it.
+	// The panel stays open across a reload, which goes on with the
+	// character, its conversation and the rate chosen, as the slider's
+	// tooltip says; × closes it.
 	p.reload()
-	p.waitFor(`document.getElementById("status").textContent === "connected" && document.getElementById("memory-rate-value").textContent === "0.30"`)
+	p.waitFor(`document.getElementById("status").textContent === "connected" && document.title === "koe · other" &&
+		koeMemoryTap.states.some((s) => s.compression_rate === 0.15) && document.getElementById("memory-rate-value").textContent === "0.15" &&
+		document.querySelectorAll("#memory-summaries > li").length === 1`)
 	if v := memoryPanelRead(p); !v.Open {
 		t.Fatal("the panel closed on reload")
 	}

@@ -35,14 +35,7 @@ func BenchAppend(b *testing.B, be Backend) {
 func BenchLoad1k(b *testing.B, be Backend) {
 	ctx := b.Context()
 	s := be.Open(b, nil)
-	records := make([]koe.Record, 1000)
-	for i := range records {
-		role := koe.RoleHuman
-		if i%2 == 1 {
-			role = koe.RoleAI
-		}
-		records[i] = koe.Record{Role: role, Content: fmt.Sprintf("message %d: a sentence of ordinary length, said in a conversation.", i), Name: "Mao"}
-	}
+	records := benchConversation(1000)
 	uid := koe.NewHistoryUID(time.Now())
 	if err := s.CreateWith(ctx, "bench", uid, records...); err != nil {
 		b.Fatal(err)
@@ -54,6 +47,20 @@ func BenchLoad1k(b *testing.B, be Backend) {
 		}
 		return err
 	})
+}
+
+// benchConversation is n messages of ordinary length, the user's and the
+// character's in turn.
+func benchConversation(n int) []koe.Record {
+	records := make([]koe.Record, n)
+	for i := range records {
+		role := koe.RoleHuman
+		if i%2 == 1 {
+			role = koe.RoleAI
+		}
+		records[i] = koe.Record{Role: role, Content: fmt.Sprintf("message %d: a sentence of ordinary length, said in a conversation.", i), Name: "Mao"}
+	}
+	return records
 }
 
 // timed runs op b.N times and reports its latency percentiles.

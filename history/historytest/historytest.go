@@ -54,6 +54,7 @@ var contract = []struct {
 	{"ListOrdering", testListOrdering},
 	{"ListSkipsTrailingMetadata", testListSkipsTrailingMetadata},
 	{"ListUnknownConf", testListUnknownConf},
+	{"ListOpening", testListOpening},
 	{"Delete", testDelete},
 	{"AppendMissing", testAppendMissing},
 	{"AppendMissingConcurrentWithValid", testAppendMissingConcurrentWithValid},

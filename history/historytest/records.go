@@ -87,9 +87,9 @@ func testListOrdering(t *testing.T, be Backend) {
 		hiMsg, loMsg = "h4", "h2 first"
 	}
 	want := []koe.ListedHistory{
-		{UID: h1, Timestamp: "2025-03-04T05:06:15", LatestMessage: koe.Record{Seq: 3, Role: koe.RoleAI, Timestamp: "2025-03-04T05:06:15", Content: "h1 reply", Name: "Mao"}},
-		{UID: hi, Timestamp: "2025-03-04T05:06:13", LatestMessage: koe.Record{Seq: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: hiMsg}},
-		{UID: lo, Timestamp: "2025-03-04T05:06:13", LatestMessage: koe.Record{Seq: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: loMsg}},
+		{UID: h1, Timestamp: "2025-03-04T05:06:15", LatestMessage: koe.Record{Seq: 3, Role: koe.RoleAI, Timestamp: "2025-03-04T05:06:15", Content: "h1 reply", Name: "Mao"}, Opening: "h1 first"},
+		{UID: hi, Timestamp: "2025-03-04T05:06:13", LatestMessage: koe.Record{Seq: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: hiMsg}, Opening: hiMsg},
+		{UID: lo, Timestamp: "2025-03-04T05:06:13", LatestMessage: koe.Record{Seq: 2, Role: koe.RoleHuman, Timestamp: "2025-03-04T05:06:13", Content: loMsg}, Opening: loMsg},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("List:\n got %+v\nwant %+v", got, want)

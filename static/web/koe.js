@@ -18,9 +18,16 @@
   // "ended", "stopped", "muted" or "failed: …"), and the notices shown.
   const debug = window.koeDebug = { played: [], notices: [] };
 
+  // The names on the bubbles, from set-model-and-conf (koe's own fields):
+  // the character's and the user's.
+  const names = { ai: "", human: "" };
+
+  // bubble adds a message to the chat; who is the speaker's name, by
+  // default the character's or the user's as the kind says.
   function bubble(kind, content, who) {
     const el = document.createElement("div");
     el.className = "msg " + kind;
+    if (!who) who = names[kind.split(" ")[0]] || "";
     if (who) { const w = document.createElement("span"); w.className = "who"; w.textContent = who; el.append(w); }
     el.append(kind === "ai" ? replyNode(content) : document.createTextNode(content));
     log.append(el);
@@ -799,6 +806,10 @@
     list: $("memory-summaries"), empty: $("memory-empty"), totals: $("memory-totals"),
     pending: $("memory-pending"), error: $("memory-error"), rate: $("memory-rate"), rateValue: $("memory-rate-value"),
     serverRate: 0.3, // the rate koe last said the session has
+    // The rate the user chose (0: none): set again after a switch of
+    // character, a reconnect or a reload, which start at the configured
+    // rate in koe.
+    chosen: 0,
     // Requests whose answer may be an error frame, in the order sent:
     // {kind: "rate", rate} or {kind: "context"}. Error frames carry no
     // request id; koe answers a connection's requests in order, so an
@@ -845,7 +856,7 @@
     if (typeof m.compression_rate === "number" && m.compression_rate > 0) {
       memory.serverRate = m.compression_rate;
       const w = memory.waiting.findIndex((x) => x.kind === "rate" && Math.abs(x.rate - m.compression_rate) < 1e-9);
-      if (w >= 0) { memory.waiting.splice(w, 1); showMemoryError(""); }
+      if (w >= 0) { memory.waiting.splice(w, 1); showMemoryError(""); memory.chosen = m.compression_rate; saveSession(); }
       // A slider the user is holding is left where the user has it.
       if (!memory.rate.matches(":active")) showRate(m.compression_rate);
     }
@@ -1011,8 +1022,10 @@
   //
   // A lost connection is opened again, and the new one goes on where the
   // old one was: the same character (if the user switched), the same
-  // conversation (fetch-and-set-history), the same client_uid (so that an
-  // overlay following this session keeps following it). Behind a load
+  // conversation (fetch-and-set-history), the same compression rate (if
+  // the user chose one), the same client_uid (so that an overlay
+  // following this session keeps following it). A reload goes on there
+  // too, but with a new client_uid. Behind a load
   // balancer it may reach another koe instance; they share the histories.
   // koe closes with 1012 ("service restart") when it drains for a
   // restart: the page reconnects at once then, and with a growing delay
@@ -1024,7 +1037,10 @@
   const session = {
     clientUID: "", // koe's name for this page's session
     file: "",      // the character file the user switched to ("": koe's default)
+    conf: "",      // that character's conf_uid, as koe last said
     history: "",   // the conversation open now ("": none yet)
+    reopening: "", // the conversation being opened again on connecting
+    lost: false,   // the character could not be loaded again on connecting
     connects: 0,
     restoring: false, // waiting for the conversation to be back before sending
     queued: [],       // {text, el}: typed while disconnected
@@ -1034,6 +1050,81 @@
   // ({history, ok}), and the session.
   debug.reconnects = []; debug.restored = []; debug.session = session;
 
+  // The tab remembers where it is, through reloads (sessionStorage: this
+  // tab only, so that two tabs can hold two conversations): the
+  // character, the conversation and the chosen compression rate.
+  const savedKey = "koe.session";
+  function saveSession() {
+    const s = { file: session.file, conf: session.conf, history: session.history, rate: memory.chosen };
+    try { sessionStorage.setItem(savedKey, JSON.stringify(s)); } catch { /* storage off or full: a reload starts afresh */ }
+  }
+  function loadSession() {
+    let s = null;
+    try { s = JSON.parse(sessionStorage.getItem(savedKey) || "null"); } catch { /* unreadable: start afresh */ }
+    if (!s || typeof s !== "object") return;
+    const str = (v) => (typeof v === "string" ? v : "");
+    session.file = str(s.file); session.conf = str(s.conf); session.history = str(s.history);
+    if (typeof s.rate === "number" && s.rate > 0) memory.chosen = s.rate;
+  }
+
+  // Requests whose refusal needs more than an error bubble wait in
+  // memory.waiting with the panel's (koe answers in order): a switch of
+  // character ({kind: "switch", prev, restore}) and the opening of a
+  // conversation ({kind: "history"}).
+  function expect(w) { memory.waiting.push(w); }
+  function settle(kind) {
+    const i = memory.waiting.findIndex((w) => w.kind === kind);
+    if (i >= 0) memory.waiting.splice(i, 1);
+  }
+
+  function switchCharacter(file, restore) {
+    expect({ kind: "switch", prev: session.file, restore });
+    session.file = file;
+    send({ type: "switch-config", file });
+  }
+
+  // switchRefused: koe could not load the character. On connecting (the
+  // character file is gone, or broken since), koe's default character
+  // goes on, in a new conversation; otherwise the one before stays.
+  function switchRefused(w, m) {
+    const why = String(m.message || "refused");
+    if (w.restore) {
+      session.lost = true;
+      tell("restore", "The character of this tab could not be loaded again: " + why + ". The default character goes on, in a new conversation.");
+      session.file = "";
+    } else {
+      bubble("error", why);
+      session.file = w.prev;
+      if ([...characters.options].some((o) => o.value === w.prev)) characters.value = w.prev;
+    }
+    saveSession();
+  }
+
+  function openHistory(uid) {
+    session.history = uid;
+    expect({ kind: "history" });
+    send({ type: "fetch-and-set-history", history_uid: uid });
+    saveSession();
+  }
+
+  // historyRefused: the conversation could not be opened (deleted
+  // meanwhile, or its character is gone): say so and go on in a new one.
+  function historyRefused(m) {
+    if (session.reopening) debug.restored.push({ history: session.reopening, ok: false });
+    session.reopening = "";
+    if (!session.lost) tell("restore", "The conversation could not be reopened: " + String(m.message || "refused") + ". A new one begins.");
+    session.history = "";
+    saveSession();
+    send({ type: "create-new-history" });
+    resetMemory(true);
+  }
+
+  function sendChosenRate() {
+    if (!memory.chosen) return;
+    memory.waiting.push({ kind: "rate", rate: memory.chosen });
+    send({ type: "set-compression-rate", rate: memory.chosen });
+  }
+
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
     const query = session.clientUID ? "?client_uid=" + encodeURIComponent(session.clientUID) : "";
@@ -1042,18 +1133,21 @@
     const sock = ws = new WebSocket(proto + location.host + "/client-ws" + query, ["koe.v1"]);
     sock.onopen = () => {
       retry = 500; setStatus("connected", "ok");
-      const again = session.connects++ > 0;
+      session.connects++;
+      session.lost = false;
       send({ type: "fetch-configs" });
-      if (again && session.file) send({ type: "switch-config", file: session.file });
+      if (session.file) switchCharacter(session.file, true);
       send({ type: "fetch-history-list" });
       session.restoring = true;
-      if (again && session.history) {
-        send({ type: "fetch-and-set-history", history_uid: session.history });
+      if (session.history) {
+        session.reopening = session.history;
+        openHistory(session.history);
         resetMemory(false); // koe sends the conversation's memory-state
       } else {
         send({ type: "create-new-history" });
         resetMemory(true); // a new connection is a new session, at the configured rate
       }
+      sendChosenRate();
     };
     sock.onclose = (ev) => {
       if (sock !== ws) return;
@@ -1107,6 +1201,34 @@
     return true;
   }
 
+  // showHistories lists the character's conversations, the open one
+  // chosen. Each is named by koe's title for it (the first words of its
+  // first message), else by the start of its latest message, and by when
+  // it was last active.
+  function showHistories(list) {
+    histories.replaceChildren(new Option("new conversation", ""), ...(Array.isArray(list) ? list : []).map((h) => {
+      const latest = String((h.latest_message && h.latest_message.content) || "");
+      const name = String(h.title || "") || clip(latest, 40) || "(empty)";
+      const o = new Option(name + " · " + when(String(h.timestamp || "")), String(h.uid));
+      o.title = name;
+      return o;
+    }));
+    histories.value = [...histories.options].some((o) => o.value === session.history) ? session.history : "";
+  }
+  function clip(t, n) {
+    t = t.replace(/\s+/g, " ").trim();
+    return t.length > n ? t.slice(0, n - 1) + "…" : t;
+  }
+  // when words a history's timestamp (local time, to the second, no
+  // zone) short: the time today, else the day and the time.
+  function when(ts) {
+    const d = new Date(ts);
+    if (isNaN(d)) return ts;
+    const today = new Date().toDateString() === d.toDateString();
+    return d.toLocaleString(undefined, today ? { hour: "2-digit", minute: "2-digit" }
+      : { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  }
+
   function handle(m) {
     switch (m.type) {
       case "control":
@@ -1154,20 +1276,15 @@
         voice.synthDone = true;
         playNext();
         break;
-      case "error":
-        if (session.restoring && session.history) {
-          // The conversation could not be reopened (deleted meanwhile):
-          // say so and go on in a new one.
-          debug.restored.push({ history: session.history, ok: false });
-          tell("restore", "The conversation could not be reopened: " + String(m.message || "refused") + ". A new one begins.");
-          session.history = "";
-          send({ type: "create-new-history" });
-          break;
-        }
+      case "error": {
+        const w = memory.waiting[0];
+        if (w && w.kind === "switch") { memory.waiting.shift(); switchRefused(w, m); break; }
+        if (w && w.kind === "history") { memory.waiting.shift(); historyRefused(m); break; }
         if (memoryError(m)) break;
         // A failed turn still ends with conversation-chain-end.
         bubble("error", m.message);
         break;
+      }
       case "memory-state":
         showMemory(m);
         break;
@@ -1179,25 +1296,34 @@
         document.title = "koe · " + m.conf_name;
         marks.keywords = m.model_info && m.model_info.emotionMap ? Object.keys(m.model_info.emotionMap) : [];
         characters.dataset.current = m.conf_name;
+        names.ai = String(m.character_name || ""); names.human = String(m.human_name || "");
+        session.conf = String(m.conf_uid || ""); saveSession();
         if (m.conf_uid !== docs.conf) { docs.conf = String(m.conf_uid || ""); docs.refused.replaceChildren(); refreshDocs(); }
         break;
       case "config-files":
         characters.replaceChildren(...m.configs.map((c) => new Option(c.name, c.filename)));
+        if (session.file) characters.value = session.file;
+        break;
+      case "config-switched":
+        settle("switch");
         break;
       case "history-list":
-        histories.replaceChildren(new Option("new conversation", ""),
-          ...m.histories.map((h) => new Option((h.latest_message.content || "").slice(0, 40) + " · " + h.timestamp, h.uid)));
+        showHistories(m.histories);
         break;
       case "history-data":
+        settle("history");
         // Only messages: tool calls are shown live, not kept in the list.
         endTools();
         log.replaceChildren();
         m.messages.forEach((r) => { const b = bubble(r.role === "human" ? "human" : "ai", r.content, r.name); if (r.interrupted) b.classList.add("interrupted"); });
-        if (session.restoring && session.connects > 1) debug.restored.push({ history: session.history, ok: true });
+        if (session.reopening) debug.restored.push({ history: session.reopening, ok: true });
+        session.reopening = "";
+        histories.value = session.history;
         restored();
         break;
       case "new-history-created":
         session.history = String(m.history_uid || "");
+        saveSession();
         restored();
         break;
       case "message":
@@ -1205,6 +1331,7 @@
         // (a first turn after a switch of character starts one).
         if (m.content && m.content.type === "human" && m.content.additional_kwargs && m.content.additional_kwargs.history_uid) {
           session.history = String(m.content.additional_kwargs.history_uid);
+          saveSession();
         }
         break;
     }
@@ -1222,21 +1349,24 @@
   stopBtn.addEventListener("click", () => stopReply(true));
   // Leaving the conversation silences it; the server stops the turn itself.
   function leave() { stopReply(false); log.replaceChildren(); }
-  function newHistory() { leave(); session.history = ""; send({ type: "create-new-history" }); resetMemory(true); }
+  function newHistory() { leave(); session.history = ""; saveSession(); send({ type: "create-new-history" }); resetMemory(true); }
   $("new").addEventListener("click", newHistory);
   histories.addEventListener("change", () => {
     if (histories.value) {
       stopReply(false); resetMemory(false);
-      session.history = histories.value;
-      send({ type: "fetch-and-set-history", history_uid: histories.value });
+      openHistory(histories.value);
     }
     else newHistory();
   });
   characters.addEventListener("change", () => {
     leave();
-    session.file = characters.value; session.history = ""; // the next turn starts a history
-    send({ type: "switch-config", file: characters.value }); send({ type: "fetch-history-list" });
+    session.history = ""; // the next turn starts a history
+    switchCharacter(characters.value, false);
+    saveSession();
+    send({ type: "fetch-history-list" });
     resetMemory(true);
+    sendChosenRate(); // the new character's agent starts at its configured rate
   });
+  loadSession();
   connect();
 })();
