@@ -1,0 +1,71 @@
+package pdftext
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"koe/internal/pdftext/pdftest"
+)
+
+// wordsLines is the known text the producers set: capitals and the
+// kerning pairs that pull letters together, narrow and wide letters.
+var wordsLines = []string{
+	"Which telescope does the Kumo Dome observatory use?",
+	"The Kumo Dome bought its Wavefront AVAT telescope in 1998.",
+	"Typography: LT To Ye Wavy office fjord, (ibid.) im-mill.",
+}
+
+// TestWordsFromGlyphPositions sets the known text the ways producers
+// place glyphs, and reads every word whole and separated from the next
+// by one space, each line on its own.
+func TestWordsFromGlyphPositions(t *testing.T) {
+	const (
+		times   = 250 // Times' space, thousandths of the font size
+		squeeze = 190 // a Times space squeezed as far as TeX shrinks it
+	)
+	tests := []struct {
+		name string
+		ts   pdftest.Typesetting
+	}{
+		{"one string", pdftest.Typesetting{Placement: pdftest.PlaceLine}},
+		{"one string justified by Tw, stretched", pdftest.Typesetting{Placement: pdftest.PlaceLine, WordGap: 900}},
+		{"one string justified by Tw, squeezed", pdftest.Typesetting{Placement: pdftest.PlaceLine, Space: times, WordGap: squeeze}},
+		{"one string letter-spaced by Tc", pdftest.Typesetting{Placement: pdftest.PlaceLine, Tracking: 250}},
+		{"kerned TJ (LibreOffice)", pdftest.Typesetting{Placement: pdftest.PlaceKernedTJ}},
+		{"kerned TJ justified by TJ gaps after the spaces", pdftest.Typesetting{Placement: pdftest.PlaceKernedTJ, WordGap: 700}},
+		{"kerned TJ in a composite font", pdftest.Typesetting{Placement: pdftest.PlaceKernedTJ, Composite: true}},
+		{"kerned TJ scaled 150%", pdftest.Typesetting{Placement: pdftest.PlaceKernedTJ, Scale: 150}},
+		{"word gaps in TJ (TeX)", pdftest.Typesetting{Placement: pdftest.PlaceWordsTJ, Space: 333}},
+		{"word gaps in TJ, justified squeezed", pdftest.Typesetting{Placement: pdftest.PlaceWordsTJ, Space: times, WordGap: squeeze}},
+		{"word gaps in TJ, justified stretched", pdftest.Typesetting{Placement: pdftest.PlaceWordsTJ, WordGap: 1400}},
+		{"word gaps in TJ, letter-spaced by Tc", pdftest.Typesetting{Placement: pdftest.PlaceWordsTJ, Tracking: 250, WordGap: 300}},
+		{"word gaps in TJ, rotated 30°", pdftest.Typesetting{Placement: pdftest.PlaceWordsTJ, Rotate: 30}},
+		{"glyph by glyph by Td (Chromium)", pdftest.Typesetting{Placement: pdftest.PlaceGlyphTd, Composite: true, Flipped: true}},
+		{"glyph by glyph by Td, letter-spaced (Chromium)", pdftest.Typesetting{Placement: pdftest.PlaceGlyphTd, Composite: true, Flipped: true, Tracking: 300}},
+		{"glyph by glyph by Td, a glyph without text", pdftest.Typesetting{Placement: pdftest.PlaceGlyphTd, Composite: true, Flipped: true, Unmapped: 'f'}},
+		{"glyph by glyph by Tm", pdftest.Typesetting{Placement: pdftest.PlaceGlyphTm}},
+		{"glyph by glyph by Tm, squeezed", pdftest.Typesetting{Placement: pdftest.PlaceGlyphTm, Space: times, WordGap: squeeze}},
+		{"glyph by glyph by Tm, condensed 60%", pdftest.Typesetting{Placement: pdftest.PlaceGlyphTm, Space: times, WordGap: squeeze, Scale: 60}},
+		{"glyph by glyph by Tm, flipped page", pdftest.Typesetting{Placement: pdftest.PlaceGlyphTm, Composite: true, Flipped: true}},
+		{"glyph by glyph by Tm, rotated 90°", pdftest.Typesetting{Placement: pdftest.PlaceGlyphTm, Rotate: 90}},
+		{"glyph by glyph by Tm, small print", pdftest.Typesetting{Placement: pdftest.PlaceGlyphTm, Size: 4}},
+		{"word by word by Td", pdftest.Typesetting{Placement: pdftest.PlaceWordTd}},
+		{"word by word by Td, squeezed", pdftest.Typesetting{Placement: pdftest.PlaceWordTd, Space: times, WordGap: squeeze}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := strings.Join(wordsLines, "\n")
+			if tt.ts.Unmapped != 0 {
+				want = strings.ReplaceAll(want, string(tt.ts.Unmapped), "")
+			}
+			doc, err := Extract(context.Background(), pdftest.Typeset(tt.ts, wordsLines...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc.Pages[0] != want {
+				t.Fatalf("got\n%s\nwant\n%s", doc.Pages[0], want)
+			}
+		})
+	}
+}
