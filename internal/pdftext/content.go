@@ -151,7 +151,9 @@ type gstate struct {
 type interp struct {
 	lex   *lexer
 	fonts func(name string) (*font, error)
-	out   *pageWriter
+	// form draws the form XObject name (Do); nil: forms are not drawn.
+	form func(name string) error
+	out  *pageWriter
 
 	g        gstate
 	saved    []gstate
@@ -162,9 +164,12 @@ type interp struct {
 	argsBytes int
 }
 
-// run reads the stream to its end.
+// run reads the stream to its end, from the graphics state in.g or,
+// where it is zero, the initial one.
 func (in *interp) run() error {
-	in.g = gstate{ctm: identity, scale: 1, font: noFont}
+	if in.g.font == nil {
+		in.g = gstate{ctm: identity, scale: 1, font: noFont}
+	}
 	in.tm, in.tlm = identity, identity
 	for {
 		tok, err := in.lex.next()
@@ -174,7 +179,7 @@ func (in *interp) run() error {
 		var arg operand
 		switch tok.kind {
 		case tokEnd:
-			return in.out.end()
+			return nil
 		case tokNumber:
 			arg = operand{kind: tokNumber, num: tok.num}
 		case tokString, tokName:
@@ -324,6 +329,10 @@ func (in *interp) do(op string) error {
 		}
 	case "ID":
 		in.lex.skipInlineImage()
+	case "Do":
+		if x, ok := in.last(tokName); ok && in.form != nil {
+			return in.form(x.str)
+		}
 	}
 	return nil
 }
