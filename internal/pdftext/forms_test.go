@@ -53,11 +53,12 @@ func TestExtractFormXObjects(t *testing.T) {
 			"Squeezed\nKumo Dome",
 		},
 		{
-			// F1 is Helvetica in the form's resources, Courier on the page:
-			// the form's own font is selected, not the page's of that name.
+			// F1 is Helvetica (no widths) in the form's resources, Courier
+			// on the page: in the page's font "ab" would end where "cd"
+			// starts.
 			"its own resources", "BT /F1 10 Tf 72 720 Td (page) Tj ET /X1 Do", "/X1 5 0 R",
-			[]string{"BT /F1 10 Tf 72 700 Td (form) Tj ET"}, []string{" /Resources << /Font << /F1 4 0 R >> >>"},
-			"page\nform",
+			[]string{"BT /F1 10 Tf 72 700 Td (ab) Tj 12 0 Td (cd) Tj ET"}, []string{" /Resources << /Font << /F1 4 0 R >> >>"},
+			"page\nab cd",
 		},
 		{
 			"a form inside a form", "/X1 Do", "/X1 5 0 R /X2 6 0 R",
