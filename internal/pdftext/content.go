@@ -388,8 +388,7 @@ func (in *interp) show(s string) error {
 	g := &in.g
 	f := g.font
 	placed := in.tm.times(g.ctm)
-	across := math.Hypot(placed[2], placed[3])
-	along := math.Hypot(placed[0], placed[1])
+	along, across := length(placed[0], placed[1]), length(placed[2], placed[3])
 	// The baseline runs along Tm × CTM's x axis, backwards where the
 	// font size or the horizontal scaling is negative.
 	ux, uy := 1.0, 0.0
@@ -403,7 +402,8 @@ func (in *interp) show(s string) error {
 	if em == 0 {
 		em = math.Abs(g.fontSize*g.scale) * along
 	}
-	space := math.Abs(f.space/1000*g.fontSize*g.scale) * along
+	in.out.startRun(glyphRun{ux: ux, uy: uy, em: em, space: math.Abs(f.space/1000*g.fontSize*g.scale) * along})
+	moved := 0.0
 	for len(s) > 0 {
 		code, n := f.code(s)
 		s = s[n:]
@@ -413,19 +413,33 @@ func (in *interp) show(s string) error {
 		t := glyph{
 			x: g.rise*placed[2] + placed[4], y: g.rise*placed[3] + placed[5],
 			dx: tx * g.scale * placed[0], dy: tx * g.scale * placed[1],
-			ux: ux, uy: uy, em: em, space: space,
 			text: f.text(code, n),
 		}
-		if err := in.out.glyph(t); err != nil {
+		if err := in.out.glyph(&t); err != nil {
 			return err
 		}
 		if n == 1 && code == ' ' {
 			tx += g.wordSpace
 		}
-		in.tm = in.tm.translated(tx*g.scale, 0)
 		placed = placed.translated(tx*g.scale, 0)
+		moved += tx * g.scale
 	}
+	// Tm moves once by what its glyphs moved it, as it moved placed.
+	in.tm = in.tm.translated(moved, 0)
 	return nil
+}
+
+// length is the length of the vector (a, b). Hypot, which avoids
+// overflow where the squares would, costs the more for it; a matrix
+// that big places nothing readable anyway.
+func length(a, b float64) float64 {
+	switch {
+	case b == 0:
+		return math.Abs(a)
+	case a == 0:
+		return math.Abs(b)
+	}
+	return math.Sqrt(a*a + b*b)
 }
 
 // concatenated reads a page's content streams one after the other, as

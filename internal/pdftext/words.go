@@ -19,12 +19,16 @@ type glyph struct {
 	// x, y is where the glyph starts; dx, dy is the pen's move past it
 	// (its width and the character spacing, not the word spacing).
 	x, y, dx, dy float64
+	text         string
+}
+
+// glyphRun is what the glyphs of one string shown have in common, in
+// page space.
+type glyphRun struct {
 	// ux, uy is the unit vector along the baseline.
 	ux, uy float64
-	// em is the font size, space the font's word space (0: unknown), both
-	// in page units.
+	// em is the font size, space the font's word space (0: unknown).
 	em, space float64
-	text      string
 }
 
 const (
@@ -82,47 +86,66 @@ type pageWriter struct {
 	m      *meter
 	spaced bool // b ends with a space
 
-	// last is the last glyph placed, text or not: a glyph without text
-	// (one its font maps to nothing) still stands between its
-	// neighbours.
-	last    glyph
-	hasLast bool
+	// last is the last glyph placed, text or not, and lastRun its run:
+	// a glyph without text (one its font maps to nothing) still stands
+	// between its neighbours. run is the run of the glyphs to come.
+	last         glyph
+	lastRun, run glyphRun
+	hasLast      bool
 	// gap, thr and jumped are what stands before the next glyph with
 	// text; broken that a line ended before it.
 	gap, thr       float64
 	jumped, broken bool
 
+	// line holds the glyphs of the line from its first wide gap on (a
+	// gap that reaches the word gap): until the line's tracking is known
+	// it is not known whether they start words. The glyphs before it are
+	// written as they come: the common line is never held.
 	line []lineGlyph
-	// spaces: the line holds a space glyph of its own; wide: a gap on it
-	// reaches the word gap.
-	spaces, wide bool
-	samples      []float64
+	// samples are the letter gaps (em) of the glyphs held, between two
+	// glyphs with text that are not spaces; spaces: the line holds a
+	// space glyph of its own; afterSpace: the last glyph with text was a
+	// space.
+	samples            []float64
+	spaces, afterSpace bool
 }
 
-func (w *pageWriter) glyph(t glyph) error {
+// startRun sets what the glyphs to come have in common.
+func (w *pageWriter) startRun(r glyphRun) { w.run = r }
+
+func (w *pageWriter) glyph(t *glyph) error {
 	if w.hasLast {
-		p := &w.last
-		em := max(p.em, t.em)
+		p, pr := &w.last, &w.lastRun
+		em := pr.em
+		if w.run.em > em {
+			em = w.run.em
+		}
 		rx, ry := t.x-p.x, t.y-p.y
-		switch across := math.Abs(ry*p.ux - rx*p.uy); {
+		switch across := math.Abs(ry*pr.ux - rx*pr.uy); {
 		case !(across <= em*lineShift): // NaN too: no line to share
 			if err := w.endLine(); err != nil {
 				return err
 			}
 			w.broken, w.gap, w.jumped = true, math.Inf(-1), false
 		default:
-			gap := ((rx-p.dx)*p.ux + (ry-p.dy)*p.uy) / em
+			gap := ((rx-p.dx)*pr.ux + (ry-p.dy)*pr.uy) / em
 			switch {
 			case gap < -backJump:
 				w.jumped = true
 			case gap > w.gap:
-				w.gap, w.thr = gap, wordGapFor(p.space/em)
+				// A gap no wider than the least word gap is a letter's
+				// whatever the font: the common case, and the one that
+				// needs no threshold.
+				w.gap, w.thr = gap, math.Inf(1)
+				if gap > minWordGap {
+					w.thr = wordGapFor(pr.space / em)
+				}
 			}
 		}
 	} else {
 		w.gap = math.Inf(-1)
 	}
-	w.last, w.hasLast = t, true
+	w.last, w.lastRun, w.hasLast = *t, w.run, true
 	if t.text == "" {
 		return nil
 	}
@@ -134,15 +157,25 @@ func (w *pageWriter) glyph(t glyph) error {
 			}
 		}
 	}
+	space, afterSpace := isSpace(t.text), w.afterSpace
+	w.spaces = w.spaces || space
+	w.afterSpace = space
+	g := lineGlyph{text: t.text, gap: w.gap, thr: w.thr, jumped: w.jumped}
+	w.gap, w.jumped = math.Inf(-1), false
+	if len(w.line) == 0 && !(g.gap > g.thr) {
+		// No tracking makes a gap under the word gap a word's.
+		return w.put(g, 0)
+	}
 	if len(w.line) == maxLineGlyphs {
+		// A line this long is decided in parts.
 		if err := w.endLine(); err != nil {
 			return err
 		}
 	}
-	w.spaces = w.spaces || isSpace(t.text)
-	w.wide = w.wide || w.gap > w.thr
-	w.line = append(w.line, lineGlyph{text: t.text, gap: w.gap, thr: w.thr, jumped: w.jumped})
-	w.gap, w.jumped = math.Inf(-1), false
+	w.line = append(w.line, g)
+	if !space && !afterSpace && !g.jumped && !math.IsInf(g.gap, 0) && !math.IsNaN(g.gap) {
+		w.samples = append(w.samples, g.gap)
+	}
 	return nil
 }
 
@@ -156,42 +189,39 @@ func wordGapFor(space float64) float64 {
 }
 
 // endLine writes the held glyphs, a space before each that starts a
-// word.
+// word, and forgets the line's letter gaps.
 func (w *pageWriter) endLine() error {
 	tracking := 0.0
-	// Only a line that writes its own spaces and has a wide gap can be
-	// letter-spaced in a way that matters: without spaces of its own its
-	// wide gaps are its word spaces (a word per placed string), and
-	// without a wide gap every gap is a letter's.
-	if w.spaces && w.wide {
+	// Only a line that writes its own spaces can be letter-spaced in a
+	// way that matters: without spaces of its own its wide gaps are its
+	// word spaces (a word per placed string).
+	if w.spaces && len(w.line) > 0 {
 		tracking = w.tracking()
 	}
 	for _, g := range w.line {
-		if (g.jumped || g.gap > g.thr+tracking) && !w.spaced && w.b.Len() > 0 && !isSpace(g.text) {
-			if err := w.write(" "); err != nil {
-				return err
-			}
-		}
-		if err := w.write(g.text); err != nil {
+		if err := w.put(g, tracking); err != nil {
 			return err
 		}
 	}
-	w.line, w.spaces, w.wide = w.line[:0], false, false
+	w.line, w.samples, w.spaces = w.line[:0], w.samples[:0], false
 	return nil
 }
 
-// tracking is the spacing the held line puts between letters (em): the
-// lower quartile of the gaps between two glyphs that are not spaces, so
-// that the gaps after a quarter of the letters (the last of each word in
-// a line placed word by word) do not count, nor kerning pairs much.
-func (w *pageWriter) tracking() float64 {
-	w.samples = w.samples[:0]
-	for i := 1; i < len(w.line); i++ {
-		g := w.line[i]
-		if !g.jumped && !math.IsInf(g.gap, 0) && !math.IsNaN(g.gap) && !isSpace(g.text) && !isSpace(w.line[i-1].text) {
-			w.samples = append(w.samples, g.gap)
+// put writes g's text, after a space where it starts a word.
+func (w *pageWriter) put(g lineGlyph, tracking float64) error {
+	if (g.jumped || g.gap > g.thr+tracking) && !w.spaced && w.b.Len() > 0 && !isSpace(g.text) {
+		if err := w.write(" "); err != nil {
+			return err
 		}
 	}
+	return w.write(g.text)
+}
+
+// tracking is the spacing the held line puts between letters (em): the
+// lower quartile of its letter gaps, so that the gaps after a quarter of the
+// letters (the last of each word in a line placed word by word) do not
+// count, nor kerning pairs much.
+func (w *pageWriter) tracking() float64 {
 	if len(w.samples) < minTrackingSamples {
 		return 0
 	}
@@ -204,7 +234,10 @@ func (w *pageWriter) end() error { return w.endLine() }
 
 // isSpace is a glyph whose text is all white space.
 func isSpace(s string) bool {
-	return s != "" && strings.TrimSpace(s) == ""
+	if s == "" || s[0] > ' ' && s[0] < 0x80 {
+		return false // the common case, a letter
+	}
+	return strings.TrimSpace(s) == ""
 }
 
 func (w *pageWriter) write(s string) error {
