@@ -88,3 +88,18 @@ func TestWordsInStandardCourierWithoutWidths(t *testing.T) {
 		t.Fatalf("got %q, %v", doc.Pages, err)
 	}
 }
+
+// A letter-spaced line longer than a reader holds at once is decided in
+// parts, each by its own letter gaps, and still reads word for word.
+func TestWordsOfALineLongerThanIsHeld(t *testing.T) {
+	words := strings.Fields(strings.Repeat(wordsLines[1]+" ", 40))
+	line := strings.Join(words, " ")
+	if len(line) < 2*maxLineGlyphs {
+		t.Fatalf("a line of %d glyphs is held whole", len(line))
+	}
+	ts := pdftest.Typesetting{Placement: pdftest.PlaceGlyphTd, Composite: true, Flipped: true, Tracking: 300, Size: 2}
+	doc, err := Extract(context.Background(), pdftest.Typeset(ts, line))
+	if err != nil || doc.Pages[0] != line {
+		t.Fatalf("got %q, %v", doc.Pages, err)
+	}
+}
