@@ -407,17 +407,20 @@ func (in *interp) show(s string) error {
 	for len(s) > 0 {
 		code, n := f.code(s)
 		s = s[n:]
-		// The pen moves by the glyph's width and the character spacing;
-		// word spacing, which only a space's code adds, is a word gap.
-		tx := f.width(code)/1000*g.fontSize + g.charSpace
+		// The glyph ends at its width. The character spacing after it is
+		// part of the gap to the next: Ghostscript spaces a run of
+		// one-letter words ("r a s") with it, as Tc 3 at 10 points,
+		// and letter-spaced text is told by its letter gaps all alike.
+		w := f.width(code) / 1000 * g.fontSize
 		t := glyph{
 			x: g.rise*placed[2] + placed[4], y: g.rise*placed[3] + placed[5],
-			dx: tx * g.scale * placed[0], dy: tx * g.scale * placed[1],
+			dx: w * g.scale * placed[0], dy: w * g.scale * placed[1],
 			text: f.text(code, n),
 		}
 		if err := in.out.glyph(&t); err != nil {
 			return err
 		}
+		tx := w + g.charSpace
 		if n == 1 && code == ' ' {
 			tx += g.wordSpace
 		}

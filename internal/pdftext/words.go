@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Where one word ends and the next begins is not written in a PDF: a
@@ -16,8 +18,7 @@ import (
 
 // glyph is one shown glyph in page space.
 type glyph struct {
-	// x, y is where the glyph starts; dx, dy is the pen's move past it
-	// (its width and the character spacing, not the word spacing).
+	// x, y is where the glyph starts; dx, dy its width.
 	x, y, dx, dy float64
 	text         string
 }
@@ -102,12 +103,13 @@ type pageWriter struct {
 	// it is not known whether they start words. The glyphs before it are
 	// written as they come: the common line is never held.
 	line []lineGlyph
-	// samples are the letter gaps (em) of the glyphs held, between two
-	// glyphs with text that are not spaces; spaces: the line holds a
-	// space glyph of its own; afterSpace: the last glyph with text was a
-	// space.
-	samples            []float64
-	spaces, afterSpace bool
+	// samples are the letter gaps (em) of the glyphs held: between two
+	// letters or digits, not punctuation (a table of contents' leader
+	// dots are spaced alike, and are no letters); spaces: the line holds
+	// a space glyph of its own; afterLetter: the last glyph with text was
+	// a letter or digit.
+	samples             []float64
+	spaces, afterLetter bool
 }
 
 // startRun sets what the glyphs to come have in common.
@@ -157,9 +159,9 @@ func (w *pageWriter) glyph(t *glyph) error {
 			}
 		}
 	}
-	space, afterSpace := isSpace(t.text), w.afterSpace
+	space, letter, afterLetter := isSpace(t.text), isLetter(t.text), w.afterLetter
 	w.spaces = w.spaces || space
-	w.afterSpace = space
+	w.afterLetter = letter
 	g := lineGlyph{text: t.text, gap: w.gap, thr: w.thr, jumped: w.jumped}
 	w.gap, w.jumped = math.Inf(-1), false
 	if len(w.line) == 0 && !(g.gap > g.thr) {
@@ -173,7 +175,7 @@ func (w *pageWriter) glyph(t *glyph) error {
 		}
 	}
 	w.line = append(w.line, g)
-	if !space && !afterSpace && !g.jumped && !math.IsInf(g.gap, 0) && !math.IsNaN(g.gap) {
+	if letter && afterLetter && !g.jumped && !math.IsInf(g.gap, 0) && !math.IsNaN(g.gap) {
 		w.samples = append(w.samples, g.gap)
 	}
 	return nil
@@ -192,11 +194,15 @@ func wordGapFor(space float64) float64 {
 // word, and forgets the line's letter gaps.
 func (w *pageWriter) endLine() error {
 	tracking := 0.0
-	// Only a line that writes its own spaces can be letter-spaced in a
-	// way that matters: without spaces of its own its wide gaps are its
-	// word spaces (a word per placed string).
-	if w.spaces && len(w.line) > 0 {
+	if len(w.line) > 0 {
 		tracking = w.tracking()
+	}
+	// A line with no spaces of its own is letter-spaced only where some
+	// gap is wider than its letters' by a word gap: one whose gaps are
+	// all alike is one-letter words ("a b c", table cells), each placed
+	// on its own.
+	if tracking > 0 && !w.spaces && !slices.ContainsFunc(w.line, func(g lineGlyph) bool { return g.gap > g.thr+tracking }) {
+		tracking = 0
 	}
 	for _, g := range w.line {
 		if err := w.put(g, tracking); err != nil {
@@ -231,6 +237,18 @@ func (w *pageWriter) tracking() float64 {
 
 // end writes what is held: the page's content has ended.
 func (w *pageWriter) end() error { return w.endLine() }
+
+// isLetter is a glyph whose text starts with a letter or a digit.
+func isLetter(s string) bool {
+	if s == "" {
+		return false
+	}
+	if c := s[0]; c < utf8.RuneSelf {
+		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
 
 // isSpace is a glyph whose text is all white space.
 func isSpace(s string) bool {

@@ -103,3 +103,25 @@ func TestWordsOfALineLongerThanIsHeld(t *testing.T) {
 		t.Fatalf("got %q, %v", doc.Pages, err)
 	}
 }
+
+// Character spacing is part of a gap, not of a glyph: Ghostscript sets a
+// run of one-letter words with it ("r a s" of "whenever a soldering"),
+// and a contents line's leader dots, spaced alike, are not letters whose
+// spacing tells a line's tracking.
+func TestWordsByCharacterSpacingAndLeaders(t *testing.T) {
+	tests := []struct{ name, content, want string }{
+		{"one-letter words spaced by Tc (Ghostscript)",
+			"BT /F2 10 Tf 72 720 Td (wheneve) Tj 42 0 Td 3 Tc (ras) Tj 24 0 Td 0 Tc (oldering iron) Tj ET",
+			"whenever a soldering iron"},
+		{"leader dots", "BT /F2 10 Tf 72 720 Td (Getting started) Tj 93 0 Td (.) Tj 7.5 0 Td (.) Tj 7.5 0 Td (.) Tj 7.5 0 Td (.) Tj 7.5 0 Td (.) Tj 7.5 0 Td (.) Tj 10 0 Td (7) Tj ET",
+			"Getting started ...... 7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := Extract(context.Background(), pdftest.Build("", pdftest.Page{Content: tt.content}))
+			if err != nil || doc.Pages[0] != tt.want {
+				t.Fatalf("got %q, %v; want %q", doc.Pages, err, tt.want)
+			}
+		})
+	}
+}
