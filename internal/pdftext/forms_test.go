@@ -12,24 +12,18 @@ import (
 )
 
 // formPage is a one-page PDF whose page draws content with fonts F1
-// (Courier, 600 wide) and XObjects named in xobjects; forms are the
+// (Courier, 600 wide), F2 (Helvetica) and XObjects named in xobjects; forms are the
 // streams of the form XObjects, added as objects 5, 6, ... in order, each
 // with the dictionary entries extra[i].
 func formPage(content string, xobjects string, forms []string, extra []string) []byte {
-	var f pdftest.File
-	catalog := f.Add("")
-	tree := f.Add("")
-	courier := f.Add("<< /Type /Font /Subtype /Type1 /BaseFont /Courier /Encoding /WinAnsiEncoding >>")
-	helvetica := f.Add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
-	for i, body := range forms {
-		f.Add(fmt.Sprintf("<< /Type /XObject /Subtype /Form /BBox [0 0 612 792]%s /Length %d >>\nstream\n%s\nendstream", extra[i], len(body), body))
+	objects := []string{
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Courier /Encoding /WinAnsiEncoding >>",
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
 	}
-	contents := f.Add(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
-	page := f.Add(fmt.Sprintf("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R /F2 %d 0 R >> /XObject << %s >> >> /Contents %d 0 R >>",
-		tree, courier, helvetica, xobjects, contents))
-	f.Set(catalog, fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree))
-	f.Set(tree, fmt.Sprintf("<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", page))
-	return f.Bytes(catalog, 0)
+	for i, body := range forms {
+		objects = append(objects, fmt.Sprintf("<< /Type /XObject /Subtype /Form /BBox [0 0 612 792]%s /Length %d >>\nstream\n%s\nendstream", extra[i], len(body), body))
+	}
+	return pdftest.PageWith(content, "/Font << /F1 3 0 R /F2 4 0 R >> /XObject << "+xobjects+" >>", objects...)
 }
 
 // The text of a form XObject is the page's, where its matrix puts it:

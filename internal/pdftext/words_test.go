@@ -2,7 +2,6 @@ package pdftext
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -74,16 +73,9 @@ func TestWordsFromGlyphPositions(t *testing.T) {
 // A standard Courier without widths in the file has the widths every
 // reader knows (600): "K" ends where "umo" starts.
 func TestWordsInStandardCourierWithoutWidths(t *testing.T) {
-	var f pdftest.File
-	catalog := f.Add("")
-	tree := f.Add("")
-	font := f.Add("<< /Type /Font /Subtype /Type1 /BaseFont /Courier-Bold /Encoding /WinAnsiEncoding >>")
-	content := "BT /F1 10 Tf 72 720 Td (K) Tj 6 0 Td (umo) Tj 24 0 Td (Dome) Tj ET"
-	contents := f.Add(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
-	page := f.Add(fmt.Sprintf("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>", tree, font, contents))
-	f.Set(catalog, fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree))
-	f.Set(tree, fmt.Sprintf("<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", page))
-	doc, err := Extract(context.Background(), f.Bytes(catalog, 0))
+	data := pdftest.PageWith("BT /F1 10 Tf 72 720 Td (K) Tj 6 0 Td (umo) Tj 24 0 Td (Dome) Tj ET", "/Font << /F1 3 0 R >>",
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Courier-Bold /Encoding /WinAnsiEncoding >>")
+	doc, err := Extract(context.Background(), data)
 	if err != nil || doc.Pages[0] != "Kumo Dome" {
 		t.Fatalf("got %q, %v", doc.Pages, err)
 	}

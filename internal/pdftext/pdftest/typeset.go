@@ -282,3 +282,20 @@ func (f *testFont) objects(file *File) int {
 	descendant := file.Add(fmt.Sprintf("<< /Type /Font /Subtype /CIDFontType2 /BaseFont /KoeTestSerif /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /CIDToGIDMap /Identity /DW 0 /W %s >>", w.String()))
 	return file.Add(fmt.Sprintf("<< /Type /Font /Subtype /Type0 /BaseFont /KoeTestSerif /Encoding /Identity-H /DescendantFonts [%d 0 R] /ToUnicode %d 0 R >>", descendant, toUnicode))
 }
+
+// PageWith is a one-page PDF whose page draws content with the
+// resources given (the body of its Resources dictionary), among which
+// objects are numbers 3, 4, ... in order.
+func PageWith(content, resources string, objects ...string) []byte {
+	var f File
+	catalog := f.Add("")
+	tree := f.Add("")
+	for _, body := range objects {
+		f.Add(body)
+	}
+	contents := f.Add(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
+	page := f.Add(fmt.Sprintf("<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Resources << %s >> /Contents %d 0 R >>", tree, resources, contents))
+	f.Set(catalog, fmt.Sprintf("<< /Type /Catalog /Pages %d 0 R >>", tree))
+	f.Set(tree, fmt.Sprintf("<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", page))
+	return f.Bytes(catalog, 0)
+}
