@@ -14,7 +14,8 @@ type Limits struct {
 	// MaxInflated is the most bytes the PDF's streams may inflate to as
 	// they are read, together with the text made of them (0:
 	// DefaultMaxInflated). It is the document's, not a page's: a stream
-	// that several pages draw counts each time it is drawn.
+	// that several pages draw counts each time it is drawn, and each
+	// drawing of a form XObject counts 4 KiB more.
 	MaxInflated int64
 }
 

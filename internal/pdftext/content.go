@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 )
 
 // A page's text is read from its content stream by koe's own interpreter
@@ -152,7 +151,9 @@ type gstate struct {
 type interp struct {
 	lex   *lexer
 	fonts func(name string) (*font, error)
-	out   *pageWriter
+	// form draws the form XObject name (Do); nil: forms are not drawn.
+	form func(name string) error
+	out  *pageWriter
 
 	g        gstate
 	saved    []gstate
@@ -163,9 +164,12 @@ type interp struct {
 	argsBytes int
 }
 
-// run reads the stream to its end.
+// run reads the stream to its end, from the graphics state in.g or,
+// where it is zero, the initial one.
 func (in *interp) run() error {
-	in.g = gstate{ctm: identity, scale: 1, font: noFont}
+	if in.g.font == nil {
+		in.g = gstate{ctm: identity, scale: 1, font: noFont}
+	}
 	in.tm, in.tlm = identity, identity
 	for {
 		tok, err := in.lex.next()
@@ -325,6 +329,10 @@ func (in *interp) do(op string) error {
 		}
 	case "ID":
 		in.lex.skipInlineImage()
+	case "Do":
+		if x, ok := in.last(tokName); ok && in.form != nil {
+			return in.form(x.str)
+		}
 	}
 	return nil
 }
@@ -374,97 +382,68 @@ func (in *interp) showArray(arr []operand) error {
 
 // show places the glyphs of s (9.4.4) and writes their text. A glyph's
 // rendering matrix is [size×scale 0 0 size 0 rise] × Tm × CTM; Tm moves
-// along its own x axis from glyph to glyph, and so does Tm × CTM.
+// along its own x axis from glyph to glyph, and so does Tm × CTM, so the
+// directions and sizes in page space are the same for all of s.
 func (in *interp) show(s string) error {
 	g := &in.g
 	f := g.font
 	placed := in.tm.times(g.ctm)
+	along, across := length(placed[0], placed[1]), length(placed[2], placed[3])
+	// The baseline runs along Tm × CTM's x axis, backwards where the
+	// font size or the horizontal scaling is negative.
+	ux, uy := 1.0, 0.0
+	if along > 0 {
+		ux, uy = placed[0]/along, placed[1]/along
+		if g.fontSize*g.scale < 0 {
+			ux, uy = -ux, -uy
+		}
+	}
+	em := math.Abs(g.fontSize) * across
+	if em == 0 {
+		em = math.Abs(g.fontSize*g.scale) * along
+	}
+	in.out.startRun(glyphRun{ux: ux, uy: uy, em: em, space: math.Abs(f.space/1000*g.fontSize*g.scale) * along})
+	moved := 0.0
 	for len(s) > 0 {
 		code, n := f.code(s)
 		s = s[n:]
-		w0 := f.width(code)
-		size := g.fontSize * g.scale * placed[0]
-		t := glyph{x: g.rise*placed[2] + placed[4], y: g.rise*placed[3] + placed[5], size: size, width: w0 / 1000 * size, text: f.text(code, n)}
-		if err := in.out.glyph(t); err != nil {
+		// The glyph ends at its width. The character spacing after it is
+		// part of the gap to the next: Ghostscript spaces a run of
+		// one-letter words ("r a s") with it, as Tc 3 at 10 points,
+		// and letter-spaced text is told by its letter gaps all alike.
+		w := f.width(code) / 1000 * g.fontSize
+		t := glyph{
+			x: g.rise*placed[2] + placed[4], y: g.rise*placed[3] + placed[5],
+			dx: w * g.scale * placed[0], dy: w * g.scale * placed[1],
+			text: f.text(code, n),
+		}
+		if err := in.out.glyph(&t); err != nil {
 			return err
 		}
-		tx := w0/1000*g.fontSize + g.charSpace
+		tx := w + g.charSpace
 		if n == 1 && code == ' ' {
 			tx += g.wordSpace
 		}
-		in.tm = in.tm.translated(tx*g.scale, 0)
 		placed = placed.translated(tx*g.scale, 0)
+		moved += tx * g.scale
 	}
+	// Tm moves once by what its glyphs moved it, as it moved placed.
+	in.tm = in.tm.translated(moved, 0)
 	return nil
 }
 
-// glyph is one shown glyph in page space.
-type glyph struct {
-	x, y, size, width float64
-	text              string
-}
-
-// pageWriter joins a page's glyphs into lines and words: a glyph well
-// below the previous one starts a line, one well right of where the
-// previous one ended starts a word. "Well right" is a fifth of the font
-// size: kerning and tracking between letters stay under it, the
-// narrowest justified word space (a quarter of it in most fonts,
-// squeezed) over. Every byte written is charged to the meter.
-type pageWriter struct {
-	b      strings.Builder
-	m      *meter
-	prev   glyph
-	any    bool
-	spaced bool // b ends with a space
-}
-
-const wordGap = 0.2
-
-func (w *pageWriter) glyph(t glyph) error {
-	if t.text == "" {
-		return nil
+// length is the length of the vector (a, b). Hypot, which avoids
+// overflow where the squares would, costs the more for it; a matrix
+// that big places nothing readable anyway.
+func length(a, b float64) float64 {
+	switch {
+	case b == 0:
+		return math.Abs(a)
+	case a == 0:
+		return math.Abs(b)
 	}
-	if w.any {
-		size := max(math.Abs(w.prev.size), math.Abs(t.size), 1)
-		gap := t.x - (w.prev.x + w.prev.width)
-		switch {
-		case math.Abs(t.y-w.prev.y) > size/2:
-			if err := w.write("\n"); err != nil {
-				return err
-			}
-		case (gap > size*wordGap || gap < -size) && !w.spaced && t.text != " ":
-			if err := w.write(" "); err != nil {
-				return err
-			}
-		}
-	}
-	w.prev, w.any = t, true
-	return w.write(t.text)
+	return math.Sqrt(a*a + b*b)
 }
-
-func (w *pageWriter) write(s string) error {
-	if err := w.m.charge(len(s)); err != nil {
-		return err
-	}
-	w.b.WriteString(s)
-	w.spaced = strings.HasSuffix(s, " ")
-	return nil
-}
-
-// text is the page's text, trimmed, ligatures spelled out.
-func (w *pageWriter) text() string {
-	s := strings.TrimSpace(w.b.String())
-	// The replacer copies what it is given even when it replaces
-	// nothing, and a page's text may be megabytes.
-	if strings.IndexFunc(s, func(r rune) bool { return r >= '\uFB00' && r <= '\uFB06' }) < 0 {
-		return s
-	}
-	return ligatures.Replace(s)
-}
-
-// ligatures spells out the typographic ligatures fonts draw as one glyph,
-// so that "ﬁrst" is found when someone searches for "first".
-var ligatures = strings.NewReplacer("\uFB00", "ff", "\uFB01", "fi", "\uFB02", "fl", "\uFB03", "ffi", "\uFB04", "ffl", "\uFB05", "st", "\uFB06", "st")
 
 // concatenated reads a page's content streams one after the other, as
 // one stream (7.8.2): next opens the next one (nil: there is none). A

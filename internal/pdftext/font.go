@@ -29,6 +29,14 @@ type font struct {
 	// cidWidths and defaultWidth are a composite font's (its W and DW).
 	cidWidths    map[uint32]float64
 	defaultWidth float64
+	// missingWidth is a simple font's width for codes its Widths leave
+	// out (its descriptor's MissingWidth).
+	missingWidth float64
+	// space is the width of the font's word space (the glyph whose text
+	// is " "), in thousandths of the font size; 0 when the font has none
+	// or its width is not known. Gaps between glyphs are weighed against
+	// it: a word space in one font is a wide kerning in another.
+	space float64
 }
 
 const (
@@ -80,16 +88,69 @@ func loadFont(v pdf.Value, cmaps func(pdf.Value) (*cmap, error)) (*font, error) 
 		name := enc.Name()
 		f.utf16 = strings.Contains(name, "UCS2") || strings.Contains(name, "UTF16")
 		f.readCIDWidths(v.Key("DescendantFonts").Index(0))
+		f.space = f.spaceWidth()
 		return f, nil
 	}
 	f.bytes = simpleText(v, enc, f.cmap != nil)
 	f.first = int(v.Key("FirstChar").Int64())
+	// A Type3 font's widths are in its own glyph space, which its
+	// FontMatrix maps to text space; every other simple font's are in
+	// thousandths.
+	unit := 1.0
+	if v.Key("Subtype").Name() == "Type3" {
+		if m := v.Key("FontMatrix"); m.Len() == 6 && m.Index(0).Float64() > 0 {
+			unit = m.Index(0).Float64() * 1000
+		}
+	}
 	w := v.Key("Widths")
 	f.widths = make([]float64, min(w.Len(), 256))
 	for i := range f.widths {
-		f.widths[i] = w.Index(i).Float64()
+		f.widths[i] = w.Index(i).Float64() * unit
 	}
+	f.missingWidth = v.Key("FontDescriptor").Key("MissingWidth").Float64() * unit
+	if w.Len() == 0 && isCourier(v.Key("BaseFont").Name()) {
+		// A standard font without widths: Courier's are all 600, and a
+		// reader has them without the file saying so.
+		f.missingWidth = 600
+	}
+	f.space = f.spaceWidth()
 	return f, nil
+}
+
+// isCourier is one of the four standard Courier fonts, subset or not.
+func isCourier(base string) bool {
+	if i := strings.IndexByte(base, '+'); i == 6 {
+		base = base[i+1:]
+	}
+	return base == "Courier" || strings.HasPrefix(base, "Courier-") || base == "CourierNew" || strings.HasPrefix(base, "CourierNew,")
+}
+
+// spaceWidth finds the font's word space: code 32 where it stands for a
+// space, else the lowest code that does (a subset font numbers its
+// glyphs as they were first used).
+func (f *font) spaceWidth() float64 {
+	if !f.composite && f.text(' ', 1) == " " {
+		return f.width(' ')
+	}
+	found, best := false, cmapCode{}
+	if f.cmap != nil {
+		for c, t := range f.cmap.text {
+			if t == " " && (!found || c.n < best.n || c.n == best.n && c.code < best.code) {
+				found, best = true, c
+			}
+		}
+	}
+	if found {
+		return f.width(best.code)
+	}
+	if !f.composite {
+		for c := range uint32(256) {
+			if f.bytes[c] == " " {
+				return f.width(c)
+			}
+		}
+	}
+	return 0
 }
 
 // simpleText is a simple font's text per code, as the library's encoder
@@ -193,7 +254,7 @@ func (f *font) width(code uint32) float64 {
 	if i := int(code) - f.first; i >= 0 && i < len(f.widths) {
 		return f.widths[i]
 	}
-	return 0
+	return f.missingWidth
 }
 
 // noFont stands for text shown before any font is selected: one byte a

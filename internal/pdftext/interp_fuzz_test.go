@@ -35,7 +35,9 @@ func FuzzContent(f *testing.F) {
 		fonts := func(string) (*font, error) { return &font{composite: true, defaultWidth: 500}, nil }
 		w := &pageWriter{m: newMeter(context.Background(), Limits{MaxInflated: 1 << 20})}
 		in := &interp{lex: newLexer(bytes.NewReader(data)), fonts: fonts, out: w}
-		_ = in.run()
+		if in.run() == nil {
+			_ = w.end()
+		}
 		_ = w.text()
 	})
 }

@@ -150,6 +150,9 @@ func FuzzExtract(f *testing.F) {
 	f.Add(pdftest.ObjectStream("/N 1", 1))
 	f.Add(pdftest.ObjectStreamInItself())
 	f.Add(pdftest.InflatingCMap(4<<10, 2))
+	f.Add(pdftest.Typeset(pdftest.Typesetting{Placement: pdftest.PlaceGlyphTd, Composite: true, Flipped: true, Tracking: 300}, "Kumo Dome"))
+	f.Add(pdftest.Typeset(pdftest.Typesetting{Placement: pdftest.PlaceWordsTJ, Rotate: 30, Scale: 60}, "Kumo Dome"))
+	f.Add(formPage("/X1 Do", "/X1 5 0 R", []string{"BT /F1 10 Tf (x) Tj ET /X1 Do"}, []string{" /Matrix [1 0 0 1 5 5] /Resources << /XObject << /X1 5 0 R >> >>"}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<16 {
 			return
