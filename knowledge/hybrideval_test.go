@@ -88,12 +88,27 @@ func TestHybridRetrieval(t *testing.T) {
 		{"cooccurrence", learnt.vector, false},
 	}
 	share := func(n int) float64 { return 100 * float64(n) / float64(len(questions)) }
-	t.Logf("%-22s %8s %8s %8s", "local store", "600", "1200", "2400")
-	t.Logf("%-22s %7.1f%% %7.1f%% %7.1f%%", "keywords", share(keywords.answered[600]), share(keywords.answered[1200]), share(keywords.answered[2400]))
+	// routedShare is the share of the questions, and of small talk, the
+	// auto router read passages for.
+	routedShare := func(o outcome) (on, off float64) {
+		for i, r := range o.routed {
+			switch {
+			case r && i < len(offTopic):
+				off++
+			case r:
+				on++
+			}
+		}
+		return 100 * on / float64(len(questions)), 100 * off / float64(len(offTopic))
+	}
+	t.Logf("%-22s %8s %8s %8s %16s %12s", "local store", "600", "1200", "2400", "router: on-topic", "small talk")
+	on, off := routedShare(keywords)
+	t.Logf("%-22s %7.1f%% %7.1f%% %7.1f%% %15.1f%% %11.1f%%", "keywords", share(keywords.answered[600]), share(keywords.answered[1200]), share(keywords.answered[2400]), on, off)
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			got := measure(t, open(t, serveEmbeddings(t, row.model)))
-			t.Logf("%-22s %7.1f%% %7.1f%% %7.1f%%", "keywords+"+row.name, share(got.answered[600]), share(got.answered[1200]), share(got.answered[2400]))
+			on, off := routedShare(got)
+			t.Logf("%-22s %7.1f%% %7.1f%% %7.1f%% %15.1f%% %11.1f%%", "keywords+"+row.name, share(got.answered[600]), share(got.answered[1200]), share(got.answered[2400]), on, off)
 			if row.same {
 				for _, budget := range budgets {
 					for i, q := range questions {
