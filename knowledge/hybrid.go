@@ -31,6 +31,9 @@ const (
 	// ranking and not rounding: an endpoint answering one vector for
 	// every text gives differences of about 1e-7.
 	minSimSpread = 1e-4
+	// decisiveRatio is how many times the next chunk's keyword score the
+	// first one's must be for it to stay first whatever the vectors say.
+	decisiveRatio = 2.0
 )
 
 // simStats are the similarities of the question to every row of a
@@ -53,14 +56,22 @@ func newSimStats(sum, sumSq float64, n int) simStats {
 // chunk's similarity. The best of n similarities drawn at random lies
 // about sqrt(2 ln n) deviations above their mean; only what the best
 // stands out by beyond that (and vectorSlack) is evidence that the model
-// tells this question's chunks apart from the rest.
+// tells this question's chunks apart from the rest. Below a dozen chunks
+// nothing is: the best can stand out no more than noise would.
 func vectorWeight(best float64, st simStats) float64 {
 	if st.n < 2 || st.std < minSimSpread {
 		return 0
 	}
 	z := (best - st.mean) / st.std
-	noise := math.Sqrt(2 * math.Log(float64(st.n)))
-	return min(max((z-noise-vectorSlack)/vectorSpan, 0), 1)
+	floor := math.Sqrt(2*math.Log(float64(st.n))) + vectorSlack
+	// One chunk alone at one similarity and all the rest at another is
+	// as sure as a model can be, and stands sqrt(n-1) deviations out: in
+	// a small knowledge base the full say comes at that.
+	span := min(vectorSpan, math.Sqrt(float64(st.n-1))-floor)
+	if span <= 0 {
+		return 0 // too few chunks to tell a model from noise
+	}
+	return min(max((z-floor)/span, 0), 1)
 }
 
 // hybridLocked ranks the shelf's chunks for the question's terms and its
@@ -72,9 +83,9 @@ func vectorWeight(best float64, st simStats) float64 {
 // vector weight times its similarity scaled so that the mean chunk has 0
 // and the best 1. Every chunk of either list is scored on both, so one
 // near the top of one list and absent from the other's top is not taken
-// for a miss. The keyword first therefore keeps its place whenever its
-// score is at least twice the next one's, whatever the vectors say, and
-// it is always returned.
+// for a miss. A decisive keyword hit, scoring at least twice the next
+// one, keeps the first place whatever the vectors say; the keyword first
+// is always returned.
 func (s *shelf) hybridLocked(terms []string, m *matrix, q []float32, limit int) ([]textindex.Hit, int) {
 	depth := max(3*limit, 30)
 	vector, st := s.nearestLocked(m, q, depth)
@@ -84,11 +95,7 @@ func (s *shelf) hybridLocked(terms []string, m *matrix, q []float32, limit int) 
 		weight = vectorWeight(vector[0].Score, st)
 	}
 	if weight == 0 {
-		ranked := textindex.Top(scored, limit)
-		if len(ranked) == 0 {
-			return nil, -1
-		}
-		return ranked, 0
+		return fillByVector(textindex.Top(scored, limit), vector, limit)
 	}
 
 	type both struct{ keyword, vector float64 }
@@ -117,8 +124,10 @@ func (s *shelf) hybridLocked(terms []string, m *matrix, q []float32, limit int) 
 	}
 
 	var keywordTop float64
+	decisive := false
 	if len(keyword) > 0 {
 		keywordTop = keyword[0].Score
+		decisive = len(keyword) == 1 || keyword[0].Score >= decisiveRatio*keyword[1].Score
 	}
 	spread := vector[0].Score - st.mean // > 0: the weight is
 	out := make([]textindex.Hit, 0, len(cand))
@@ -126,6 +135,9 @@ func (s *shelf) hybridLocked(terms []string, m *matrix, q []float32, limit int) 
 		score := weight * min(max((c.vector-st.mean)/spread, 0), 1)
 		if keywordTop > 0 {
 			score += c.keyword / keywordTop
+		}
+		if decisive && id == keyword[0].ID {
+			score = 2 + weight // above the most any other can have, 1 + weight
 		}
 		out = append(out, textindex.Hit{ID: id, Score: score})
 	}
@@ -141,4 +153,35 @@ func (s *shelf) hybridLocked(terms []string, m *matrix, q []float32, limit int) 
 	// takes the last place rather than none.
 	ranked[len(ranked)-1] = textindex.Hit{ID: first, Score: ranked[len(ranked)-1].Score}
 	return ranked, len(ranked) - 1
+}
+
+// fillByVector is the keyword ranking, and after it, in the places it
+// leaves empty, the chunks nearest the question that it lacks: where
+// keywords have nothing to say, the model's ranking is the only one,
+// and it displaces no keyword hit. It says which hit is the keyword
+// first (-1: none).
+func fillByVector(keyword, vector []textindex.Hit, limit int) ([]textindex.Hit, int) {
+	best := -1
+	if len(keyword) > 0 {
+		best = 0
+	}
+	if len(keyword) >= limit || len(vector) == 0 {
+		return keyword, best
+	}
+	out := keyword
+	floor := 0.0 // the extra places rank below every keyword hit
+	if len(keyword) > 0 {
+		floor = keyword[len(keyword)-1].Score
+	}
+	for _, h := range vector {
+		if len(out) == limit {
+			break
+		}
+		if slices.ContainsFunc(keyword, func(k textindex.Hit) bool { return k.ID == h.ID }) {
+			continue
+		}
+		floor = math.Nextafter(floor, math.Inf(-1))
+		out = append(out, textindex.Hit{ID: h.ID, Score: floor})
+	}
+	return out, best
 }
