@@ -58,22 +58,13 @@ var evalCount = agent.NewTokenizer("gpt-4o").Count
 // the whole manual into it.
 func evalService(t testing.TB, idx Index, emb Embedder, mutate func(*Config)) *Service {
 	t.Helper()
-	st := openStore(t, filepath.Join(t.TempDir(), "koe.db"))
 	cfg := DefaultConfig()
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s := New(Options{Config: cfg, Docs: st, Index: idx, Embedder: emb, Count: evalCount})
+	s := evalServiceWith(t, idx, emb, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := s.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		_ = idx.Close()
-		_ = st.Close()
-	})
 	for _, p := range manualPages {
 		data, err := os.ReadFile(filepath.Join("testdata", "manual", p))
 		if err != nil {

@@ -47,11 +47,11 @@ func observatoryService(t *testing.T, idx Index, emb Embedder) *Service {
 }
 
 // evalServiceWith opens an empty service over a real bbolt file with cfg.
-func evalServiceWith(t *testing.T, idx Index, emb Embedder, cfg Config) *Service {
+func evalServiceWith(t testing.TB, idx Index, emb Embedder, cfg Config) *Service {
 	t.Helper()
 	st := openStore(t, filepath.Join(t.TempDir(), "koe.db"))
 	s := New(Options{Config: cfg, Docs: st, Index: idx, Embedder: emb, Count: evalCount})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := s.Open(ctx); err != nil {
 		t.Fatal(err)
