@@ -17,9 +17,10 @@ import (
 	"koe/testkit/fakellm"
 )
 
-// uploadHead is a multipart body's start: the part header of a file named
-// name, ready for its bytes; uploadTail ends the body.
-func uploadHead(boundary string, names ...string) (head []byte, next func(name string) []byte) {
+// uploadHead is a multipart body's start, the part header of a file named
+// name ready for its bytes, and next, which makes the header of a
+// further part (ending the one before).
+func uploadHead(boundary, name string) (head []byte, next func(name string) []byte) {
 	part := func(name string) []byte {
 		h := textproto.MIMEHeader{}
 		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, name))
@@ -32,7 +33,7 @@ func uploadHead(boundary string, names ...string) (head []byte, next func(name s
 		b.WriteString("\r\n")
 		return b.Bytes()
 	}
-	return part(names[0]), func(name string) []byte { return append([]byte("\r\n"), part(name)...) }
+	return part(name), func(name string) []byte { return append([]byte("\r\n"), part(name)...) }
 }
 
 // decodeUpload reads a refused upload's answer as a client would.
