@@ -41,6 +41,7 @@ type shelf struct {
 type entry struct {
 	chunk Chunk // Vector nil
 	dim   int   // 0: no vector
+	row   int   // its row in the matrix of its dimension, when dim > 0
 }
 
 // matrix is vectors of one dimension in one contiguous slice, row r at
@@ -178,6 +179,7 @@ func (s *shelf) addLocked(p prepared) textindex.DocID {
 			m = &matrix{dim: e.dim}
 			s.matrices[e.dim] = m
 		}
+		e.row = len(m.ids)
 		m.data = append(m.data, p.vector...)
 		m.ids = append(m.ids, id)
 	}
@@ -215,6 +217,7 @@ func (s *shelf) compactLocked(m *matrix) {
 		}
 		copy(m.data[j*m.dim:(j+1)*m.dim], m.data[r*m.dim:(r+1)*m.dim])
 		m.ids[j] = id
+		s.entries[id].row = j
 		j++
 	}
 	if j == 0 {
@@ -251,18 +254,15 @@ func (c *catalog) search(conf string, q SearchQuery) ([]Hit, error) {
 		return nil, nil
 	}
 	var ranked []textindex.Hit
+	best := -1 // the keyword ranking's first, by its place in ranked
 	if m := s.matrices[len(qvec)]; qvec != nil && m != nil {
-		// Each list deeper than the answer: a chunk second in both lists
-		// should beat one that is first in one and absent from the other.
-		depth := max(3*q.Limit, 30)
-		keyword := textindex.Top(s.words.Score(terms), depth)
-		ranked = textindex.Top(textindex.Fuse(0, keyword, s.nearestLocked(m, qvec, depth)), q.Limit)
-	} else {
-		ranked = textindex.Top(s.words.Score(terms), q.Limit)
+		ranked, best = s.hybridLocked(terms, m, qvec, q.Limit)
+	} else if ranked = textindex.Top(s.words.Score(terms), q.Limit); len(ranked) > 0 {
+		best = 0
 	}
 	hits := make([]Hit, len(ranked))
 	for i, h := range ranked {
-		hits[i] = Hit{Chunk: s.entries[h.ID].chunk, Score: h.Score}
+		hits[i] = Hit{Chunk: s.entries[h.ID].chunk, Score: h.Score, KeywordBest: i == best}
 	}
 	return hits, nil
 }
@@ -271,11 +271,19 @@ func (c *catalog) search(conf string, q SearchQuery) ([]Hit, error) {
 // q, best first. It keeps a few times limit candidates and cuts them back
 // to the best limit when full, rather than scoring every row into one
 // slice: a search of 100k chunks would allocate megabytes to keep thirty.
-func (s *shelf) nearestLocked(m *matrix, q []float32, limit int) []textindex.Hit {
+//
+// It also gives the mean and standard deviation of every row's
+// similarity, dead rows included (they are at most half, and drawn from
+// the same model): how far the best stands out of the crowd is what the
+// vector ranking's confidence is judged by (see vectorWeight).
+func (s *shelf) nearestLocked(m *matrix, q []float32, limit int) ([]textindex.Hit, simStats) {
 	buf := make([]textindex.Hit, 0, 4*limit)
 	floor := float32(math.Inf(-1)) // a row must beat this to be kept
+	var sum, sumSq float64
 	for r, id := range m.ids {
 		score := dot(q, m.data[r*m.dim:(r+1)*m.dim])
+		sum += float64(score)
+		sumSq += float64(score) * float64(score)
 		if score <= floor || s.entries[id] == nil {
 			continue
 		}
@@ -288,7 +296,7 @@ func (s *shelf) nearestLocked(m *matrix, q []float32, limit int) []textindex.Hit
 		}
 		buf = append(buf, textindex.Hit{ID: id, Score: float64(score)})
 	}
-	return textindex.Top(buf, limit)
+	return textindex.Top(buf, limit), newSimStats(sum, sumSq, len(m.ids))
 }
 
 // dot is the inner product of two vectors of equal length, four lanes at

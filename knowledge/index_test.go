@@ -240,6 +240,12 @@ func TestHybridLiftsVectorOnlyChunk(t *testing.T) {
 	for i := range 6 {
 		chunks = append(chunks, Chunk{Seq: len(chunks), Heading: "Cleaning", Text: fmt.Sprintf("Cleaning the machine, note %d: wipe it.", i)})
 	}
+	// And a crowd the answer's vector can stand out of: vectors count
+	// only when the best stands out more than noise would (vectorWeight),
+	// which a dozen chunks or fewer cannot show.
+	for i := range 30 {
+		chunks = append(chunks, Chunk{Seq: len(chunks), Heading: "Spare parts", Text: fmt.Sprintf("Part %d: a gasket.", i)})
+	}
 	for i := range chunks {
 		chunks[i].Vector = vec(dim, i)
 	}

@@ -78,6 +78,10 @@ type Hit struct {
 	// Score orders hits within one search (higher is better); its scale
 	// is the store's own.
 	Score float64
+	// KeywordBest marks the hit that ranks first by keywords alone, when
+	// the store tells (the memory and local stores do): the auto router
+	// judges by it whatever vectors did to the order.
+	KeywordBest bool
 }
 
 // Index is where a store keeps chunks and searches them. Every method is

@@ -112,7 +112,7 @@ func (s *Service) Read(ctx context.Context, q Query) (Result, error) {
 	if len(hits) == 0 {
 		return res, nil
 	}
-	res.Match, res.Matched = match(q.Text, hits[0].Chunk)
+	res.Match, res.Matched = match(q.Text, keywordEvidence(hits))
 	if q.Mode == Auto && (res.Match < s.cfg.MinMatch || res.Matched < s.cfg.MinKeywords) {
 		return res, nil
 	}
@@ -186,6 +186,20 @@ func pack(hits []Hit, budget int) []Passage {
 
 func passage(c Chunk) Passage {
 	return Passage{DocID: c.DocID, Name: c.Name, Title: c.Title, Heading: c.Heading, Page: c.Page, Text: c.Text, Tokens: c.Tokens}
+}
+
+// keywordEvidence is the chunk the auto router judges a question by: the
+// one that ranks first by keywords, when the store tells, wherever vectors
+// put it; else the first hit. An embedding model that knows nothing of the
+// documents must not make the router read nothing, nor read what only the
+// model thinks bears on the question.
+func keywordEvidence(hits []Hit) Chunk {
+	for _, h := range hits {
+		if h.KeywordBest {
+			return h.Chunk
+		}
+	}
+	return hits[0].Chunk
 }
 
 // match is the share of the question's distinct keywords the chunk holds

@@ -377,7 +377,7 @@ func (p *KnowledgeIndex) Search(ctx context.Context, conf string, q knowledge.Se
 		if err != nil {
 			return nil, fmt.Errorf("knowledge: postgres: search %s: %w", conf, err)
 		}
-		return hits, nil
+		return keepKeywordBest(hits, hits), nil
 	}
 
 	candidates := min(max(q.Limit*4, minCandidates), maxCandidates)
@@ -394,7 +394,29 @@ func (p *KnowledgeIndex) Search(ctx context.Context, conf string, q knowledge.Se
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("knowledge: postgres: search %s: %w", conf, err)
 	}
-	return fuseHits(q.Limit, keyword, vector), nil
+	return keepKeywordBest(fuseHits(q.Limit, keyword, vector), keyword), nil
+}
+
+// keepKeywordBest marks in hits the chunk that ranks first by keywords
+// (keyword[0]), and puts it in the last place when fusion left it out:
+// the auto router judges a question by it, whatever the vectors did (see
+// knowledge.Hit.KeywordBest), and a clear keyword hit is never buried
+// out of the answer.
+func keepKeywordBest(hits, keyword []knowledge.Hit) []knowledge.Hit {
+	if len(keyword) == 0 || len(hits) == 0 {
+		return hits
+	}
+	first := keyword[0]
+	for i := range hits {
+		if hits[i].DocID == first.DocID && hits[i].Seq == first.Seq {
+			hits[i].KeywordBest = true
+			return hits
+		}
+	}
+	first.KeywordBest = true
+	first.Score = hits[len(hits)-1].Score
+	hits[len(hits)-1] = first
+	return hits
 }
 
 const hitColumns = `doc_id, seq, name, title, heading, page, tokens, text`

@@ -53,6 +53,9 @@ type verdict struct {
 	origin string
 	// draining: the refusal is a turn refused while koe drains.
 	draining bool
+	// uploadSize, when > 0, is the declared size of an upload refused
+	// for it: the answer lists it as a refused file.
+	uploadSize int64
 }
 
 // judge decides about a request from its header block.
@@ -94,7 +97,11 @@ func (s *Server) judge(r head) verdict {
 	// Declared, as it arrived: headerReceived takes a refused request's
 	// body away from fasthttp.
 	if n := f.declaredLength(); n > int64(limit) {
-		return verdict{refusal: fiber.NewError(fiber.StatusRequestEntityTooLarge, s.tooLargeMessage(upload, n))}
+		v := verdict{refusal: fiber.NewError(fiber.StatusRequestEntityTooLarge, s.tooLargeMessage(upload, n))}
+		if upload {
+			v.uploadSize = n
+		}
+		return v
 	}
 	return verdict{limit: limit, tokenFromQuery: fromQuery}
 }
@@ -149,6 +156,8 @@ func (s *Server) guard(c *fiber.Ctx) error {
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="koe"`)
 		case v.draining:
 			return errDraining
+		case v.uploadSize > 0:
+			return &uploadTooLarge{refused: s.declaredTooLarge(v.uploadSize)}
 		}
 		return v.refusal
 	}

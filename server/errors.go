@@ -53,6 +53,9 @@ func (s *Server) httpError(c *fiber.Ctx, err error) error {
 	if errors.Is(err, errDraining) {
 		return refuseDraining(c)
 	}
+	if tl := (*uploadTooLarge)(nil); errors.As(err, &tl) {
+		return s.refuseUpload(c, tl.refused)
+	}
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		return c.Status(fe.Code).JSON(fiber.Map{"error": fe.Message})

@@ -161,6 +161,9 @@ func refusal(c *fiber.Ctx, body fiber.Map, refused []*knowledge.FileError) error
 		c.Set(fiber.HeaderRetryAfter, retryAfterSeconds)
 	}
 	msg := first.Error()
+	if first.Filename == "" {
+		msg = first.Reason // refused before its name was read
+	}
 	if n := len(refused); n > 1 {
 		msg = fmt.Sprintf("none of the %d files was taken; the first: %s", n, msg)
 	}
@@ -184,6 +187,15 @@ func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
 	}
 	r := multipart.NewReader(&limitedBody{r: body, left: int64(s.maxUpload + uploadOverhead)}, params["boundary"])
 	var files []knowledge.Upload
+	// taken names the files read whole so far: a body cut at its limit
+	// refuses them with the one it was cut in.
+	taken := func() []string {
+		names := make([]string, len(files))
+		for i, f := range files {
+			names[i] = f.Name
+		}
+		return names
+	}
 	for {
 		part, err := r.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -191,17 +203,22 @@ func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
 		}
 		if err != nil {
 			s.closeUnread(c)
-			return nil, s.uploadReadError(err)
+			return nil, s.uploadReadError(err, "", 0, taken())
 		}
 		if part.FormName() != uploadField {
+			_, err := io.Copy(io.Discard, part)
 			_ = part.Close()
+			if err != nil {
+				s.closeUnread(c)
+				return nil, s.uploadReadError(err, "", 0, taken())
+			}
 			continue
 		}
 		data, err := io.ReadAll(part)
 		_ = part.Close()
 		if err != nil {
 			s.closeUnread(c)
-			return nil, s.uploadReadError(err)
+			return nil, s.uploadReadError(err, part.FileName(), len(data), taken())
 		}
 		// FileName is the last element of the part's filename; an empty
 		// one is refused by the knowledge service, by name.
@@ -214,10 +231,12 @@ func (s *Server) uploadedFiles(c *fiber.Ctx) ([]knowledge.Upload, error) {
 	return files, nil
 }
 
-// uploadReadError answers an upload whose body could not be read whole.
-func (s *Server) uploadReadError(err error) error {
-	if errors.Is(err, errBodyTooLarge) {
-		return fiber.NewError(fiber.StatusRequestEntityTooLarge, s.tooLargeMessage(true, -1))
+// uploadReadError answers an upload whose body could not be read whole,
+// in the part of file name (read bytes of it read), after the files
+// taken.
+func (s *Server) uploadReadError(err error, name string, read int, taken []string) error {
+	if isBodyTooLarge(err) {
+		return s.cutTooLarge(name, read, taken)
 	}
 	return fiber.NewError(fiber.StatusBadRequest, "the multipart body does not parse: "+bodyReadProblem(err))
 }
@@ -238,19 +257,30 @@ func partType(p *multipart.Part) string {
 // matches paths as fiber does (any case, with or without a trailing
 // slash).
 func isUploadRoute(method, path string) bool {
+	_, ok := uploadRouteOf(method, path)
+	return ok
+}
+
+// uploadRoute is what the path of an upload names: a character's
+// documents (history empty) or one of its histories' files.
+type uploadRoute struct{ conf, history string }
+
+// uploadRouteOf reads an upload route's path, before fiber has matched it
+// to its parameters.
+func uploadRouteOf(method, path string) (uploadRoute, bool) {
 	if method != fiber.MethodPost {
-		return false
+		return uploadRoute{}, false
 	}
 	seg := strings.Split(strings.TrimSuffix(path, "/"), "/")
 	switch {
 	case len(seg) == 5 && seg[0] == "" && strings.EqualFold(seg[1], "api") && strings.EqualFold(seg[2], "characters") &&
 		seg[3] != "" && strings.EqualFold(seg[4], "documents"):
-		return true
+		return uploadRoute{conf: seg[3]}, true
 	case len(seg) == 6 && seg[0] == "" && strings.EqualFold(seg[1], "api") && strings.EqualFold(seg[2], "histories") &&
 		seg[3] != "" && seg[4] != "" && strings.EqualFold(seg[5], "files"):
-		return true
+		return uploadRoute{conf: seg[3], history: seg[4]}, true
 	}
-	return false
+	return uploadRoute{}, false
 }
 
 // tooLargeMessage words the refusal of a body over its route's limit;

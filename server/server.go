@@ -336,7 +336,10 @@ func (s *Server) mount(m *fileMount) {
 func (s *Server) answerError(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) && fe.Code == fiber.StatusRequestEntityTooLarge && fe.Message == utils.StatusMessage(fe.Code) {
-		err = fiber.NewError(fe.Code, s.tooLargeMessage(isUploadRoute(c.Method(), c.Path()), -1))
+		err = fiber.NewError(fe.Code, s.tooLargeMessage(false, -1))
+		if isUploadRoute(c.Method(), c.Path()) {
+			err = s.cutTooLarge("", 0, nil)
+		}
 	}
 	return s.httpError(c, err)
 }
