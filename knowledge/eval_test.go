@@ -58,6 +58,17 @@ var evalCount = agent.NewTokenizer("gpt-4o").Count
 // the whole manual into it.
 func evalService(t testing.TB, idx Index, emb Embedder, mutate func(*Config)) *Service {
 	t.Helper()
+	s := openEvalService(t, idx, emb, mutate)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	addBook(ctx, t, s, "manual", manualPages, "text/html")
+	return s
+}
+
+// openEvalService opens a service over a real bbolt file with idx, with
+// no documents yet.
+func openEvalService(t testing.TB, idx Index, emb Embedder, mutate func(*Config)) *Service {
+	t.Helper()
 	st := openStore(t, filepath.Join(t.TempDir(), "koe.db"))
 	cfg := DefaultConfig()
 	if mutate != nil {
@@ -74,16 +85,21 @@ func evalService(t testing.TB, idx Index, emb Embedder, mutate func(*Config)) *S
 		_ = idx.Close()
 		_ = st.Close()
 	})
-	for _, p := range manualPages {
-		data, err := os.ReadFile(filepath.Join("testdata", "manual", p))
+	return s
+}
+
+// addBook adds the pages of testdata/dir to evalConf's knowledge base.
+func addBook(ctx context.Context, t testing.TB, s *Service, dir string, pages []string, mime string) {
+	t.Helper()
+	for _, p := range pages {
+		data, err := os.ReadFile(filepath.Join("testdata", dir, p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Add(ctx, evalConf, Upload{Name: p, Mime: "text/html", Data: data}, evalCount, nil); err != nil {
+		if _, err := s.Add(ctx, evalConf, Upload{Name: p, Mime: mime, Data: data}, evalCount, nil); err != nil {
 			t.Fatalf("add %s: %v", p, err)
 		}
 	}
-	return s
 }
 
 // answers reports whether a passage holds the question's evidence.
