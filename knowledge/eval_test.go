@@ -135,11 +135,13 @@ func TestManualRetrieval(t *testing.T) {
 		// budget: a little under what was measured.
 		floor float64
 	}{
-		{"memory", func(t *testing.T) *Service { return evalService(t, NewMemoryIndex(), nil, nil) }, 0.70},
+		// 84.5% measured with related terms (fitted: their table was
+		// drawn from this set's misses), 74.1% without.
+		{"memory", func(t *testing.T) *Service { return evalService(t, NewMemoryIndex(), nil, nil) }, 0.82},
 		{"local", func(t *testing.T) *Service {
 			x, _, _ := openLocal(t)
 			return evalService(t, x, nil, nil)
-		}, 0.70},
+		}, 0.82},
 		// The fake endpoint's vectors are a hashed bag of words, not a
 		// model: fused with BM25 they add noise, so this row measures the
 		// fusion's plumbing, not what a real embedding model would add.

@@ -98,7 +98,8 @@ func TestHeldoutRetrieval(t *testing.T) {
 			atDefault = share
 		}
 	}
-	const floor = 0.0
+	// 88.3% measured with related terms, 76.7% without.
+	const floor = 0.84
 	if atDefault < floor {
 		t.Errorf("%.1f%% of the held-out questions answered at knowledge.budget %d, below the floor of %.0f%%", 100*atDefault, DefaultBudget, 100*floor)
 	}
