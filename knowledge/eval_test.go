@@ -167,22 +167,7 @@ func TestManualRetrieval(t *testing.T) {
 			t.Logf("%-14s %8s %10s %9s", "store", "budget", "answered", "share")
 			var atDefault float64
 			for _, budget := range []int{600, DefaultBudget, 2400} {
-				hit := 0
-				var missed []string
-				for _, q := range questions {
-					res, err := s.Read(ctx, Query{ConfUID: evalConf, Text: q.Question, InputBudget: evalInputBudget, Budget: budget, Mode: Always})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !res.Searched {
-						t.Fatalf("%s was not searched: the manual must be too large to read whole", q.ID)
-					}
-					if answers(res.Passages, q) {
-						hit++
-					} else {
-						missed = append(missed, q.ID)
-					}
-				}
+				hit, missed := answeredAt(ctx, t, s, questions, budget)
 				share := float64(hit) / float64(len(questions))
 				t.Logf("%-14s %8d %6d/%-3d %8.1f%%", st.name, budget, hit, len(questions), 100*share)
 				if budget == DefaultBudget {

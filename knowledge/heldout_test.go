@@ -10,9 +10,10 @@ import (
 )
 
 // heldoutPages are every page of testdata/heldout: an owner's manual for
-// an electric bicycle, written for koe, which the keyword analysis was
-// never tuned on (its synonyms were chosen on testdata/manual). It
-// measures whether what was tuned there carries over to another subject.
+// an electric bicycle, written for koe, kept apart from the manual the
+// keyword analysis is tuned on (testdata/manual), to measure whether what
+// was tuned there carries over to another subject (see its README.txt for
+// how far it is blind).
 var heldoutPages = []string{"safety.md", "battery.md", "assist.md", "brakes.md", "wheels.md",
 	"drivetrain.md", "care.md", "troubleshooting.md", "warranty.md"}
 
