@@ -2,6 +2,7 @@ package textindex
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -90,5 +91,17 @@ func TestRelatedTableAnalysed(t *testing.T) {
 				t.Errorf("%q widens to %q but not back", term, r.term)
 			}
 		}
+	}
+}
+
+// TestRelatedExported: Related gives what Score widens a term with, and
+// nothing for a term the table does not know.
+func TestRelatedExported(t *testing.T) {
+	got := Related(Terms("sizes")[0])
+	if !slices.Contains(got, Terms("bytes")[0]) {
+		t.Errorf("Related(%q) = %q, want it to hold %q", Terms("sizes")[0], got, Terms("bytes")[0])
+	}
+	if got := Related("zzyzx"); len(got) != 0 {
+		t.Errorf("Related of an unknown term = %q, want nothing", got)
 	}
 }
