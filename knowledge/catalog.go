@@ -144,7 +144,7 @@ func (c *catalog) put(conf, docID string, ps []prepared) {
 		if len(ps) == 0 {
 			return
 		}
-		s = &shelf{words: textindex.New(textindex.Params{}), byDoc: map[string][]textindex.DocID{}, matrices: map[int]*matrix{}}
+		s = &shelf{words: textindex.New(keywordParams), byDoc: map[string][]textindex.DocID{}, matrices: map[int]*matrix{}}
 		c.shelves[conf] = s
 	}
 	s.removeLocked(docID)

@@ -184,7 +184,9 @@ func TestStemmingHeadingAndTitle(t *testing.T) {
 		if len(hits) != 1 || hits[0].Heading != "Descaling" {
 			t.Fatalf("stemmed heading query: %q, want the Descaling chunk", texts(hits))
 		}
-		if hits := search(t, x, "c", SearchQuery{Text: "purging wands"}); len(hits) != 1 || hits[0].Heading != "Milk frother" {
+		// First, not only: "purge" is related to "remove", which another
+		// chunk says, at a lower weight.
+		if hits := search(t, x, "c", SearchQuery{Text: "purging wands"}); len(hits) == 0 || hits[0].Heading != "Milk frother" {
 			t.Fatalf("stemmed text query: %q", texts(hits))
 		}
 		// The title is part of every chunk.

@@ -24,7 +24,13 @@ type manualQuestion struct {
 
 func loadManualQuestions(t testing.TB) []manualQuestion {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "manual", "questions.json"))
+	return loadQuestions(t, "manual")
+}
+
+// loadQuestions reads testdata/dir/questions.json.
+func loadQuestions(t testing.TB, dir string) []manualQuestion {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", dir, "questions.json"))
 	if err != nil {
 		t.Fatalf("read questions: %v", err)
 	}

@@ -209,14 +209,27 @@ func keywordEvidence(hits []Hit) Chunk {
 // nothing.
 func match(question string, c Chunk) (float64, int) {
 	want := map[string]bool{}
+	// as maps a term the ranking widened the question with to the
+	// question's own term, which a chunk holding it is counted as holding.
+	as := map[string]string{}
 	for _, t := range textindex.Terms(question) {
 		want[t] = true
+		if keywordParams.Related > 0 {
+			for _, r := range textindex.Related(t) {
+				if _, ok := as[r]; !ok {
+					as[r] = t
+				}
+			}
+		}
 	}
 	if len(want) == 0 {
 		return 0, 0
 	}
 	found := 0
 	for _, t := range textindex.Terms(c.Title + "\n" + c.Heading + "\n" + c.Text) {
+		if !want[t] {
+			t = as[t]
+		}
 		if want[t] {
 			found++
 			delete(want, t)

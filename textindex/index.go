@@ -15,7 +15,15 @@ type DocID uint32
 
 // Params of BM25. Zero values mean the defaults K1 = 1.2, B = 0.75; since
 // that leaves no way to write B = 0, NoLengthNorm stands for it.
-type Params struct{ K1, B float64 }
+type Params struct {
+	K1, B float64
+	// Related, between 0 and 1, widens every query with the terms the
+	// built-in table relates to its terms (see related.go), each weighing
+	// Related times a query term; irregular forms of a query word weigh as
+	// much as the word. 0 (the default) widens nothing. Out-of-range values
+	// are clamped.
+	Related float64
+}
 
 // NoLengthNorm as Params.B turns length normalisation off (BM25 with b = 0):
 // a long document scores like a short one with the same term frequencies.
@@ -29,7 +37,8 @@ const (
 // Index is a BM25 inverted index, safe for concurrent use: Add and Remove
 // take the write lock, Score the read lock.
 type Index struct {
-	k1, b float64
+	k1, b   float64
+	related float64 // Params.Related
 
 	mu     sync.RWMutex
 	termID map[string]uint32 // the one copy of each term string
@@ -66,6 +75,13 @@ func New(p Params) *Index {
 	ix := &Index{k1: p.K1, b: p.B, termID: map[string]uint32{}}
 	if !(ix.k1 > 0) || math.IsInf(ix.k1, 0) { // also catches NaN
 		ix.k1 = defaultK1
+	}
+	switch {
+	case !(p.Related > 0): // also NaN
+	case p.Related > 1:
+		ix.related = 1
+	default:
+		ix.related = p.Related
 	}
 	switch {
 	case ix.b == 0 || math.IsNaN(ix.b):

@@ -67,6 +67,9 @@ func (ix *Index) score(query []string) (hits []Hit, stale []uint32) {
 		return nil, nil
 	}
 	terms := ix.lookup(query, make([]queryTerm, 0, 16))
+	if ix.related > 0 {
+		terms = ix.widen(query, terms)
+	}
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -136,6 +139,34 @@ func (ix *Index) lookup(query []string, terms []queryTerm) []queryTerm {
 			continue
 		}
 		terms = append(terms, queryTerm{tid: tid, times: 1})
+	}
+	return terms
+}
+
+// widen adds to terms, the query's own, the known terms related to the
+// query's terms (see related.go), each at its weight; a term related to
+// several query terms counts once, at its highest weight, and one the
+// query names itself keeps the query's count.
+func (ix *Index) widen(query []string, terms []queryTerm) []queryTerm {
+	own := len(terms)
+	for _, t := range query {
+		for _, r := range related[t] {
+			tid, ok := ix.termID[r.term]
+			if !ok {
+				continue
+			}
+			w := ix.related
+			if r.same {
+				w = 1
+			}
+			i := slices.IndexFunc(terms, func(q queryTerm) bool { return q.tid == tid })
+			switch {
+			case i < 0:
+				terms = append(terms, queryTerm{tid: tid, times: w})
+			case i >= own && terms[i].times < w:
+				terms[i].times = w
+			}
+		}
 	}
 	return terms
 }
