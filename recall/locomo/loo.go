@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -115,10 +114,11 @@ type IdeaResult struct {
 // search asks each (ranking, conversation) once, however many folds
 // and ideas try it.
 type search struct {
-	ctx     context.Context
-	r       *Replayed
-	budgets []int
-	cache   map[cacheKey][]Result
+	ctx      context.Context
+	r        *Replayed
+	budgets  []int
+	cache    map[cacheKey][]Result
+	progress io.Writer
 }
 
 type cacheKey struct {
@@ -232,22 +232,37 @@ func (s *search) leaveOneOut(grid []Dim, start recall.Ranking) (*Report, []Fold,
 		}
 		held.add(res.Results)
 		held.Messages += res.Messages
+		s.say("left out %s: chose %s (%d rankings asked so far)", s.r.Samples[out].ID, FormatRanking(grid, rk), len(s.cache))
 		folds = append(folds, Fold{HeldOut: s.r.Samples[out].ID, Chosen: rk, Trained: trained, Result: res})
 	}
 	return held, folds, nil
 }
 
-// LeaveOneOut chooses the ranking's weights from grid on all but one
-// conversation, starting from start, and reports the one left out, for
-// each conversation in turn; then on all of them (Chosen, Fitted); then
-// with each idea of the grid pinned to each of its values. It needs at
-// least two conversations.
-func LeaveOneOut(ctx context.Context, r *Replayed, budgets []int, grid []Dim, start recall.Ranking) (*LOO, error) {
+// LOOOptions drive LeaveOneOut.
+type LOOOptions struct {
+	Budgets []int
+	Grid    []Dim
+	// Start is where the search starts (and what a tie keeps).
+	Start recall.Ranking
+	// Progress, if set, gets a line per fold: the search asks thousands
+	// of questions per ranking it tries.
+	Progress io.Writer
+}
+
+// LeaveOneOut chooses the ranking's weights from the grid on all but one
+// conversation and reports the one left out, for each conversation in
+// turn; then chooses on all of them (Chosen, Fitted). Each idea of the
+// grid is then measured held out at each of its values: every fold's
+// chosen weights with the idea set to the value, reported on the
+// conversation that fold left out (searching again for every value would
+// take an hour on the dev conversations). It needs at least two
+// conversations.
+func LeaveOneOut(ctx context.Context, r *Replayed, opts LOOOptions) (*LOO, error) {
 	if len(r.Samples) < 2 {
 		return nil, fmt.Errorf("leave-one-out needs at least two conversations, got %d", len(r.Samples))
 	}
-	s := &search{ctx: ctx, r: r, budgets: budgets, cache: map[cacheKey][]Result{}}
-	held, folds, err := s.leaveOneOut(grid, start)
+	s := &search{ctx: ctx, r: r, budgets: opts.Budgets, cache: map[cacheKey][]Result{}, progress: opts.Progress}
+	held, folds, err := s.leaveOneOut(opts.Grid, opts.Start)
 	if err != nil {
 		return nil, err
 	}
@@ -255,31 +270,43 @@ func LeaveOneOut(ctx context.Context, r *Replayed, budgets []int, grid []Dim, st
 	for i := range all {
 		all[i] = i
 	}
-	chosen, err := s.choose(grid, start, all)
+	chosen, err := s.choose(opts.Grid, opts.Start, all)
 	if err != nil {
 		return nil, err
 	}
+	s.say("chose on all %d: %s", len(all), FormatRanking(opts.Grid, chosen))
 	fitted, err := s.report(chosen, all)
 	if err != nil {
 		return nil, err
 	}
-	out := &LOO{Grid: grid, Folds: folds, HeldOut: held, Chosen: chosen, Fitted: fitted}
-	for i, d := range grid {
+	out := &LOO{Grid: opts.Grid, Folds: folds, HeldOut: held, Chosen: chosen, Fitted: fitted}
+	for _, d := range opts.Grid {
 		if !d.Idea {
 			continue
 		}
-		rest := slices.Delete(slices.Clone(grid), i, i+1)
 		for _, v := range d.Values {
-			pinned := start
-			d.Set(&pinned, v)
-			h, _, err := s.leaveOneOut(rest, pinned)
-			if err != nil {
-				return nil, err
+			h := &Report{Samples: len(folds)}
+			for i, f := range folds {
+				pinned := f.Chosen
+				d.Set(&pinned, v)
+				res, err := s.results(pinned, i)
+				if err != nil {
+					return nil, err
+				}
+				h.add(res)
+				h.Messages += r.messagesOf(i)
 			}
 			out.Ideas = append(out.Ideas, IdeaResult{Dim: d.Name, Value: v, HeldOut: h})
 		}
 	}
 	return out, nil
+}
+
+// say writes a progress line, if asked to.
+func (s *search) say(format string, args ...any) {
+	if s.progress != nil {
+		fmt.Fprintf(s.progress, format+"\n", args...)
+	}
 }
 
 // Write prints the search: each fold's choice, the held-out and fitted
@@ -300,7 +327,7 @@ func (l *LOO) Write(w io.Writer) {
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Each idea pinned, held out (the other weights chosen by leave-one-out):")
+	fmt.Fprintln(w, "Each idea at each value, held out (every fold's chosen weights with the idea set to it):")
 	for _, x := range l.Ideas {
 		fmt.Fprintf(w, "  %s=%s: %s\n", x.Dim, strconv.FormatFloat(x.Value, 'g', -1, 64), shares(x.HeldOut))
 	}

@@ -161,7 +161,7 @@ func Eval(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		fmt.Fprintln(stderr, "koe eval locomo:", err)
 		return 2
 	}
-	run := LoCoMoRun{Path: *data, Budgets: bs, Conversations: *limit, Model: *model, LeaveOneOut: *loo}
+	run := LoCoMoRun{Path: *data, Budgets: bs, Conversations: *limit, Model: *model, LeaveOneOut: *loo, Progress: stderr}
 	if *embURL != "" {
 		if *embModel == "" {
 			fmt.Fprintln(stderr, "koe eval locomo: -embeddings needs -embeddings-model NAME (the model the endpoint serves)")
@@ -190,6 +190,8 @@ type LoCoMoRun struct {
 	Model         string // the tokenizer's
 	LeaveOneOut   bool
 	Embedder      recall.Embedder // nil: keywords only
+	// Progress gets the leave-one-out search's progress lines (stderr).
+	Progress io.Writer
 }
 
 // Run replays the file's conversations into a throw-away store, measures
@@ -218,7 +220,7 @@ func (r LoCoMoRun) Run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "Ranking by keywords and %s's vectors, fused.\n", r.Embedder.Model())
 	}
 	if r.LeaveOneOut {
-		l, err := locomo.LeaveOneOut(ctx, rep, r.Budgets, locomo.DefaultGrid(), recall.DefaultRanking)
+		l, err := locomo.LeaveOneOut(ctx, rep, locomo.LOOOptions{Budgets: r.Budgets, Grid: locomo.DefaultGrid(), Start: recall.DefaultRanking, Progress: r.Progress})
 		if err != nil {
 			return err
 		}
