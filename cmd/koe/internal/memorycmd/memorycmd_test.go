@@ -17,7 +17,7 @@ import (
 
 func TestEvalCommand(t *testing.T) {
 	var out, errs bytes.Buffer
-	code := Eval(context.Background(), []string{"locomo", "-data", "../../../../recall/locomo/testdata/mini.json", "-budget", "1000"}, &out, &errs, nil)
+	code := Eval(context.Background(), []string{"locomo", "-data", miniData, "-budget", "1000"}, &out, &errs, nil)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs.String())
 	}
