@@ -51,7 +51,7 @@ type Ranking struct {
 }
 
 // DefaultRanking is what live turns and the evaluation use.
-var DefaultRanking = Ranking{Near: 0.4, Far: 0.3, Window: 2, Session: 0.3, Named: 1.8, Summaries: true}
+var DefaultRanking = Ranking{Near: 0.4, Far: 0.3, Window: 2, Session: 0.3, Named: 2.5, Summaries: true, Temporal: 1}
 
 // rrfK is the reciprocal-rank-fusion constant (the usual 60).
 const rrfK = 60

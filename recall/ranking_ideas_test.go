@@ -24,19 +24,19 @@ func TestTemporalLiftsWhatSaysWhen(t *testing.T) {
 	f.create("mika", "a", talk(t0, user("Ann", plain), mika("Lovely."))...)
 	f.create("mika", "b", talk(t0.Add(48*time.Hour), user("Ann", dated), mika("Lovely."))...)
 	f.settle()
-	on := with(func(r *Ranking) { r.Temporal = 1 })
+	on, off := with(func(r *Ranking) { r.Temporal = 1 }), with(func(r *Ranking) { r.Temporal = 0 })
 	for _, c := range []struct {
 		q     string
 		rk    *Ranking
 		first string
 	}{
 		{"When did they adopt the puppy?", on, dated},
-		{"When did they adopt the puppy?", nil, plain},
+		{"When did they adopt the puppy?", off, plain},
 		{"Did they adopt a puppy?", on, plain},
 	} {
 		b := f.recall(Query{ConfUID: "mika", Text: c.q, Ranking: c.rk})
 		if rankOf(b, c.first) != 1 {
-			t.Errorf("%q (temporal %v): want %q first:\n%s", c.q, c.rk != nil, c.first, b.Text)
+			t.Errorf("%q (temporal %v): want %q first:\n%s", c.q, c.rk.Temporal, c.first, b.Text)
 		}
 	}
 }
@@ -63,7 +63,7 @@ func TestTemporalSteersToTheMonthNamed(t *testing.T) {
 	if got := firstTime(with(func(r *Ranking) { r.Temporal = 0.5 })); !got.Equal(may) {
 		t.Errorf("with Temporal the first memory is of %s, want May's", got)
 	}
-	if got := firstTime(nil); !got.Equal(april) {
+	if got := firstTime(with(func(r *Ranking) { r.Temporal = 0 })); !got.Equal(april) {
 		t.Errorf("without Temporal the first memory is of %s: the tie should go to the older", got)
 	}
 }
