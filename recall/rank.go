@@ -44,6 +44,12 @@ type Ranking struct {
 	// times the one before it, so that a block holds several sessions
 	// rather than all of one (0 or 1: off).
 	Spread float64
+	// Coverage scores a session by how many of the query's words it
+	// holds, each counted once at its best message, rather than by the
+	// sum of its messages' scores: a session that says one of the words
+	// twenty times no longer outweighs one that says all of them
+	// (coverage.go).
+	Coverage bool
 	// QueryStops drops the words that frame a question rather than name
 	// its subject ("likely", "kind", "mention") before it is scored
 	// (querywords.go). The index's own stop words apply either way.
@@ -94,6 +100,9 @@ func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, 
 		s := c.entries[h.ID].session
 		sess[s] += h.Score
 		bestSess = max(bestSess, sess[s])
+	}
+	if rk.Coverage {
+		sess, bestSess = c.coverageLocked(terms)
 	}
 	named := map[string]bool{}
 	for _, w := range words {

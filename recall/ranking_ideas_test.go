@@ -189,3 +189,42 @@ func TestWindow(t *testing.T) {
 		t.Fatalf("window 3: the answer three places away is not recalled:\n%s", b.Text)
 	}
 }
+
+// TestCoverage: one session says "guitar" eight times, another says
+// "guitar", "concert" and "tickets" once each. Summed, the first session
+// scores higher; by coverage, the second does.
+func TestCoverage(t *testing.T) {
+	f := newFixture(t, Options{})
+	var lines []say
+	for i := range 8 {
+		lines = append(lines, user("Ann", fmt.Sprintf("guitar practice, day %d", i+1)))
+	}
+	f.create("mika", "a", talk(t0, lines...)...)
+	var filler []say
+	for i := range 30 {
+		filler = append(filler, mika(fmt.Sprintf("soup number %d was warm", i)))
+	}
+	f.create("mika", "c", talk(t0.Add(96*time.Hour), filler...)...)
+	f.create("mika", "b", talk(t0.Add(48*time.Hour),
+		user("Ann", "I got concert tickets"), mika("Who plays?"), user("Ann", "a guitar trio"))...)
+	f.settle()
+	c, err := f.svc.character(ctxT(t), "mika")
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := textindex.Terms("guitar concert tickets")
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	summed := map[int]float64{}
+	for _, h := range c.words.Score(terms) {
+		summed[c.entries[h.ID].session] += h.Score
+	}
+	covered, best := c.coverageLocked(terms)
+	a, b := c.entries[c.byHistory["a"][0]].session, c.entries[c.byHistory["b"][0]].session
+	if summed[a] <= summed[b] {
+		t.Fatalf("summed: a %.2f, b %.2f: the test shows nothing", summed[a], summed[b])
+	}
+	if covered[b] <= covered[a] || best != covered[b] {
+		t.Errorf("by coverage: a %.2f, b %.2f, best %.2f", covered[a], covered[b], best)
+	}
+}

@@ -25,8 +25,8 @@ type Dim struct {
 
 // DefaultGrid is what `koe eval locomo -loo` searches: the window and
 // its weights, the session view, the speaker boost, and the four ideas of
-// recall.Ranking (dates, feedback, spread across sessions, query stop
-// words), each with its off value first.
+// recall.Ranking (dates, feedback, spread across sessions, sessions by
+// coverage, query stop words), each with its off value first.
 func DefaultGrid() []Dim {
 	return []Dim{
 		{Name: "window", Values: []float64{1, 2, 3},
@@ -58,6 +58,14 @@ func DefaultGrid() []Dim {
 				return r.Spread
 			},
 			Set: func(r *recall.Ranking, v float64) { r.Spread = v }},
+		{Name: "coverage", Values: []float64{0, 1}, Idea: true,
+			Get: func(r recall.Ranking) float64 {
+				if r.Coverage {
+					return 1
+				}
+				return 0
+			},
+			Set: func(r *recall.Ranking, v float64) { r.Coverage = v != 0 }},
 		{Name: "stops", Values: []float64{0, 1}, Idea: true,
 			Get: func(r recall.Ranking) float64 {
 				if r.QueryStops {
