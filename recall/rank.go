@@ -57,7 +57,7 @@ type Ranking struct {
 }
 
 // DefaultRanking is what live turns and the evaluation use.
-var DefaultRanking = Ranking{Near: 0.4, Far: 0.3, Window: 2, Session: 0.3, Named: 2.5, Summaries: true, Temporal: 1}
+var DefaultRanking = Ranking{Near: 0.4, Far: 0.3, Window: 2, Session: 0.3, Named: 2.5, Summaries: true, Temporal: 0.5, Feedback: 0.5, Coverage: true}
 
 // rrfK is the reciprocal-rank-fusion constant (the usual 60).
 const rrfK = 60

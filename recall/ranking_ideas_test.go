@@ -8,12 +8,17 @@ import (
 	"koe/textindex"
 )
 
-// with is the default ranking changed by set.
+// with is the default ranking with every idea off (so that a test sees
+// one at a time), changed by set.
 func with(set func(*Ranking)) *Ranking {
 	rk := DefaultRanking
+	rk.Temporal, rk.Feedback, rk.Spread, rk.Coverage, rk.QueryStops = 0, 0, 0, false, false
 	set(&rk)
 	return &rk
 }
+
+// plain is the default ranking with every idea off.
+func plain() *Ranking { return with(func(*Ranking) {}) }
 
 // TestTemporalLiftsWhatSaysWhen: asked when, the message that dates the
 // adoption outranks a shorter one that only mentions it; not asked when,
@@ -110,7 +115,7 @@ func TestFeedbackFindsTheOtherOccasion(t *testing.T) {
 	f.create("mika", "b", talk(t0.Add(48*time.Hour), user("Ann", "the bakery sells good bread"), mika("Yum."))...)
 	f.create("mika", "c", talk(t0.Add(96*time.Hour), user("Ann", book), mika("Good idea."))...)
 	f.settle()
-	q := Query{ConfUID: "mika", Text: "What did Ann get for her trip?"}
+	q := Query{ConfUID: "mika", Text: "What did Ann get for her trip?", Ranking: plain()}
 	if b := f.recall(q); !has(b, trip) || has(b, book) {
 		t.Fatalf("without feedback: want the trip and not the guidebook:\n%s", b.Text)
 	}
@@ -140,7 +145,7 @@ func TestSpreadAcrossSessions(t *testing.T) {
 	f.create("mika", "a", talk(t0, lines...)...)
 	f.create("mika", "b", talk(t0.Add(48*time.Hour), user("Ann", other), mika("Bravo."))...)
 	f.settle()
-	q := Query{ConfUID: "mika", Text: "guitar"}
+	q := Query{ConfUID: "mika", Text: "guitar", Ranking: plain()}
 	if r := rankOf(f.recall(q), other); r <= 3 {
 		t.Fatalf("without Spread the other session ranks %d: the test shows nothing", r)
 	}
@@ -158,7 +163,7 @@ func TestQueryStops(t *testing.T) {
 	f.create("mika", "a", talk(t0, user("Ann", polite), mika("Great."))...)
 	f.create("mika", "b", talk(t0.Add(48*time.Hour), user("Ann", jazz), mika("Nice."))...)
 	f.settle()
-	q := Query{ConfUID: "mika", Text: "What kind of music would she likely enjoy?"}
+	q := Query{ConfUID: "mika", Text: "What kind of music would she likely enjoy?", Ranking: plain()}
 	if rankOf(f.recall(q), polite) != 1 {
 		t.Fatal("without query stop words the polite message should match best: the test shows nothing")
 	}
@@ -180,7 +185,7 @@ func TestWindow(t *testing.T) {
 		mika(answer),
 	)...)
 	f.settle()
-	q := Query{ConfUID: "mika", Text: "what did she cook for the party?"}
+	q := Query{ConfUID: "mika", Text: "what did she cook for the party?", Ranking: plain()}
 	if has(f.recall(q), answer) {
 		t.Fatal("the answer came with the default window of two")
 	}
