@@ -89,7 +89,7 @@ func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, 
 	terms := queryTerms(q, words, rk)
 	hits := c.words.Score(terms)
 	if rk.Feedback > 0 {
-		hits = c.feedbackLocked(hits, terms, rk.Feedback)
+		hits = c.feedbackLocked(hits, terms, rk.Feedback, limit)
 	}
 	own := make(map[textindex.DocID]float64, len(hits))
 	sess := map[int]float64{}
