@@ -17,6 +17,15 @@ func with(set func(*Ranking)) *Ranking {
 	return &rk
 }
 
+// annSays is n lines of Ann's, format numbering them from 1.
+func annSays(n int, format string) []say {
+	out := make([]say, n)
+	for i := range out {
+		out[i] = user("Ann", fmt.Sprintf(format, i+1))
+	}
+	return out
+}
+
 // plain is the default ranking with every idea off.
 func plain() *Ranking { return with(func(*Ranking) {}) }
 
@@ -137,10 +146,7 @@ func TestFeedbackFindsTheOtherOccasion(t *testing.T) {
 // ranks among the first three.
 func TestSpreadAcrossSessions(t *testing.T) {
 	f := newFixture(t, Options{})
-	var lines []say
-	for i := range 6 {
-		lines = append(lines, user("Ann", fmt.Sprintf("guitar lesson %d today", i+1)))
-	}
+	lines := annSays(6, "guitar lesson %d today")
 	const other = "I played my old guitar at the open mic night downtown with a few friends"
 	f.create("mika", "a", talk(t0, lines...)...)
 	f.create("mika", "b", talk(t0.Add(48*time.Hour), user("Ann", other), mika("Bravo."))...)
@@ -200,10 +206,7 @@ func TestWindow(t *testing.T) {
 // scores higher; by coverage, the second does.
 func TestCoverage(t *testing.T) {
 	f := newFixture(t, Options{})
-	var lines []say
-	for i := range 8 {
-		lines = append(lines, user("Ann", fmt.Sprintf("guitar practice, day %d", i+1)))
-	}
+	lines := annSays(8, "guitar practice, day %d")
 	f.create("mika", "a", talk(t0, lines...)...)
 	var filler []say
 	for i := range 30 {

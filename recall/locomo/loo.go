@@ -58,23 +58,21 @@ func DefaultGrid() []Dim {
 				return r.Spread
 			},
 			Set: func(r *recall.Ranking, v float64) { r.Spread = v }},
-		{Name: "coverage", Values: []float64{0, 1}, Idea: true,
-			Get: func(r recall.Ranking) float64 {
-				if r.Coverage {
-					return 1
-				}
-				return 0
-			},
-			Set: func(r *recall.Ranking, v float64) { r.Coverage = v != 0 }},
-		{Name: "stops", Values: []float64{0, 1}, Idea: true,
-			Get: func(r recall.Ranking) float64 {
-				if r.QueryStops {
-					return 1
-				}
-				return 0
-			},
-			Set: func(r *recall.Ranking, v float64) { r.QueryStops = v != 0 }},
+		switchDim("coverage", func(r *recall.Ranking) *bool { return &r.Coverage }),
+		switchDim("stops", func(r *recall.Ranking) *bool { return &r.QueryStops }),
 	}
+}
+
+// switchDim is an idea that is on or off, the field field returns.
+func switchDim(name string, field func(*recall.Ranking) *bool) Dim {
+	return Dim{Name: name, Values: []float64{0, 1}, Idea: true,
+		Get: func(r recall.Ranking) float64 {
+			if *field(&r) {
+				return 1
+			}
+			return 0
+		},
+		Set: func(r *recall.Ranking, v float64) { *field(r) = v != 0 }}
 }
 
 // FormatRanking writes rk's values of the grid's weights, name=value.
