@@ -197,7 +197,7 @@ func format(ms []Memory) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-const headerLayout = "Monday 2 January 2006, 15:04"
+const headerLayout = "Mon 2 January 2006"
 
 // header dates a session.
 func header(t time.Time) string {

@@ -27,10 +27,13 @@ type entry struct {
 	text    string
 	meta    map[string]string
 	tokens  int // the message's line in a block
-	session int // index in character.sessions
-	pos     int // position in its session
-	dead    bool
-	vector  []float32
+	// saysWhen: the message dates something ("last week", "in May";
+	// temporal.go).
+	saysWhen bool
+	session  int // index in character.sessions
+	pos      int // position in its session
+	dead     bool
+	vector   []float32
 }
 
 type session struct {
@@ -132,6 +135,7 @@ func (c *character) add(entries []koe.RecallEntry) int {
 		terms  []string
 		tokens int
 		header int // the dated header's tokens, should it open a session
+		when   bool
 	}
 	// The text work happens before the lock: readers keep recalling.
 	prep := make([]prepared, 0, len(entries))
@@ -139,7 +143,8 @@ func (c *character) add(entries []koe.RecallEntry) int {
 		name := speaker(e)
 		e.Name = name
 		prep = append(prep, prepared{e: e, terms: textindex.Terms(e.Text),
-			tokens: c.count(lineOf(name, oneLine(e.Text))), header: c.count(header(parseTime(e.Timestamp)))})
+			tokens: c.count(lineOf(name, oneLine(e.Text))), header: c.count(header(parseTime(e.Timestamp))),
+			when: saysWhen(textindex.Words(e.Text))})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -163,7 +168,7 @@ func (c *character) add(entries []koe.RecallEntry) int {
 		c.entries[id] = entry{
 			history: h, seq: e.Seq, turn: e.Turn, human: e.Role == koe.RoleHuman,
 			name: e.Name, nameKey: strings.ToLower(e.Name), time: t, text: e.Text, meta: e.Meta, tokens: p.tokens,
-			session: sess, pos: len(c.sessions[sess].docs), vector: e.Vector,
+			session: sess, pos: len(c.sessions[sess].docs), vector: e.Vector, saysWhen: p.when,
 		}
 		c.sessions[sess].docs = append(c.sessions[sess].docs, id)
 		c.byHistory[h] = append(c.byHistory[h], id)

@@ -8,12 +8,19 @@ import (
 )
 
 // Ranking weighs what a message's score is made of. Every part is a share
-// of a BM25 score, so the weights are comparable whatever the query.
+// of a BM25 score, so the weights are comparable whatever the query. The
+// defaults were chosen by leave-one-conversation-out on LoCoMo (`koe eval
+// locomo -loo`, docs/memory.md): each weight is the one that found most
+// on conversations it was not chosen on.
 type Ranking struct {
-	// Near and Far weigh the scores of the messages one and two places
-	// away in the same session: evidence is often a reply to a question
-	// that holds the words, or the message after one that does.
+	// Near and Far weigh the scores of the messages one and two (or more,
+	// up to Window) places away in the same session: evidence is often a
+	// reply to a question that holds the words, or the message after one
+	// that does.
 	Near, Far float64
+	// Window is how many places either way a message lends its score
+	// (1 to maxWindow; 0 means 2).
+	Window int
 	// Session weighs the session's score (the sum of its messages',
 	// scaled to the best message's): a session about the subject lifts
 	// all of its messages a little.
@@ -23,16 +30,49 @@ type Ranking struct {
 	// Summaries lets the agent's summaries that match the query lift the
 	// messages of the turns they cover.
 	Summaries bool
+	// Temporal, for a question that asks when (or names a month or a
+	// year), multiplies by 1+Temporal the score of the messages that say
+	// when something happened ("yesterday", "last week", a date) and of
+	// the sessions of the month or year named (temporal.go).
+	Temporal float64
+	// Feedback weighs a second round of retrieval seeded by the words of
+	// the first round's best messages (names, places, things): the other
+	// half of a question about two occasions rarely shares its words, but
+	// often shares the first half's (feedback.go).
+	Feedback float64
+	// Spread, below 1, counts each further candidate of a session Spread
+	// times the one before it, so that a block holds several sessions
+	// rather than all of one (0 or 1: off).
+	Spread float64
+	// Coverage scores a session by how many of the query's words it
+	// holds, each counted once at its best message, rather than by the
+	// sum of its messages' scores: a session that says one of the words
+	// twenty times no longer outweighs one that says all of them
+	// (coverage.go).
+	Coverage bool
+	// QueryStops drops the words that frame a question rather than name
+	// its subject ("likely", "kind", "mention") before it is scored
+	// (querywords.go). The index's own stop words apply either way.
+	QueryStops bool
 }
 
 // DefaultRanking is what live turns and the evaluation use.
-var DefaultRanking = Ranking{Near: 0.4, Far: 0.3, Session: 0.3, Named: 1.8, Summaries: true}
+var DefaultRanking = Ranking{Near: 0.4, Far: 0.3, Window: 2, Session: 0.3, Named: 2.5, Summaries: true, Temporal: 0.5, Feedback: 0.5, Coverage: true}
 
 // rrfK is the reciprocal-rank-fusion constant (the usual 60).
 const rrfK = 60
 
-// neighbours is how far scoring looks either way within a session.
-const neighbours = 2
+// maxWindow bounds Ranking.Window: past three places a message's
+// neighbours are another subject.
+const maxWindow = 3
+
+// window is rk's Window within its bounds.
+func (rk Ranking) window() int {
+	if rk.Window <= 0 {
+		return 2
+	}
+	return min(rk.Window, maxWindow)
+}
 
 // ranked is one candidate message.
 type ranked struct {
@@ -45,8 +85,12 @@ type ranked struct {
 // (they still lend their score to their neighbours). qvec, if set, adds a
 // vector ranking. Called with c.mu read-locked.
 func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, qvec []float32, limit int) []ranked {
-	terms := textindex.Terms(q)
+	words := textindex.Words(q)
+	terms := queryTerms(q, words, rk)
 	hits := c.words.Score(terms)
+	if rk.Feedback > 0 {
+		hits = c.feedbackLocked(hits, terms, rk.Feedback, limit)
+	}
 	own := make(map[textindex.DocID]float64, len(hits))
 	sess := map[int]float64{}
 	best, bestSess := 0.0, 0.0
@@ -57,12 +101,20 @@ func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, 
 		sess[s] += h.Score
 		bestSess = max(bestSess, sess[s])
 	}
+	if rk.Coverage {
+		sess, bestSess = c.coverageLocked(terms)
+	}
 	named := map[string]bool{}
-	for _, w := range textindex.Words(q) {
+	for _, w := range words {
 		if c.names[w] {
 			named[w] = true
 		}
 	}
+	var when timeQuestion
+	if rk.Temporal > 0 {
+		when = askedWhen(words)
+	}
+	win := rk.window()
 
 	// The best hits and their neighbours are candidates: a message
 	// without the words may be the answer to one with them. Weak hits
@@ -77,7 +129,7 @@ func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, 
 	for _, h := range expand {
 		e := &c.entries[h.ID]
 		docs := c.sessions[e.session].docs
-		for p := max(0, e.pos-neighbours); p <= min(len(docs)-1, e.pos+neighbours); p++ {
+		for p := max(0, e.pos-win); p <= min(len(docs)-1, e.pos+win); p++ {
 			cand[docs[p]] = 0
 		}
 	}
@@ -89,9 +141,9 @@ func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, 
 		}
 		docs := c.sessions[e.session].docs
 		score := own[id]
-		for d := 1; d <= neighbours; d++ {
+		for d := 1; d <= win; d++ {
 			w := rk.Near
-			if d == 2 {
+			if d >= 2 {
 				w = rk.Far
 			}
 			if e.pos-d >= 0 {
@@ -107,7 +159,13 @@ func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, 
 		if rk.Named > 0 && named[e.nameKey] {
 			score *= rk.Named
 		}
+		if when.asked && (e.saysWhen || when.matches(c.sessions[e.session].start)) {
+			score *= 1 + rk.Temporal
+		}
 		keyword = append(keyword, textindex.Hit{ID: id, Score: score})
+	}
+	if rk.Spread > 0 && rk.Spread < 1 {
+		keyword = c.spreadLocked(keyword, rk.Spread, limit)
 	}
 	keyword = textindex.Top(keyword, limit)
 

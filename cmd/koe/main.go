@@ -53,9 +53,7 @@ var commands = []command{
 		return chatcli.Main(args, std.in, std.out, std.err, getenv)
 	}},
 	{"memory", "rebuild [flags]", "look after characters' long-term memory", withSignals(memorycmd.Memory)},
-	{"eval", "locomo [flags]", "measure long-term recall on LoCoMo", withSignals(func(ctx context.Context, args []string, stdout, stderr io.Writer, _ func(string) string) int {
-		return memorycmd.Eval(ctx, args, stdout, stderr)
-	})},
+	{"eval", "locomo [flags]", "measure long-term recall on LoCoMo", withSignals(memorycmd.Eval)},
 	{"migrate", "[flags]", "copy a data directory's koe.db into a PostgreSQL store", withSignals(migratecmd.Main)},
 	{"backup", "-o FILE [flags]", "copy koe.db, of a running koe or a stopped data directory", withSignals(backupcmd.Main)},
 }

@@ -63,6 +63,44 @@ var Categories = map[int]string{1: "multi-hop", 2: "temporal", 3: "open-domain",
 // Run replays samples into a fresh store and asks every question at every
 // budget.
 func Run(ctx context.Context, samples []Sample, opts Options) (*Report, error) {
+	r, err := Replay(ctx, samples, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Report(ctx, opts.Budgets, opts.Ranking)
+}
+
+// Report asks every sample's questions at each budget with rk (nil:
+// recall.DefaultRanking).
+func (r *Replayed) Report(ctx context.Context, budgets []int, rk *recall.Ranking) (*Report, error) {
+	rep := &Report{Samples: len(r.Samples), Messages: r.Messages}
+	for i := range r.Samples {
+		res, err := r.Ask(ctx, i, budgets, rk)
+		if err != nil {
+			return nil, err
+		}
+		rep.add(res)
+	}
+	return rep, nil
+}
+
+// Replayed is samples replayed into a store and indexed, ready to be
+// asked their questions any number of times (the leave-one-out search
+// asks them once for every ranking it tries).
+type Replayed struct {
+	Samples  []Sample
+	Messages int
+	// perSample counts each sample's messages.
+	perSample []int
+	count     func(string) int
+	store     *bolt.Store
+	svc       *recall.Service
+}
+
+// Replay replays samples into a fresh store in opts.Dir, each as its own
+// character, and waits until the recall index holds them all.
+func Replay(ctx context.Context, samples []Sample, opts Options) (*Replayed, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -79,22 +117,22 @@ func Run(ctx context.Context, samples []Sample, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer store.Close()
 	svc := recall.New(recall.Options{Store: store, Embedder: opts.Embedder, Count: opts.Count, Logger: opts.Logger})
-	defer svc.Close()
-
-	rep := &Report{Samples: len(samples)}
+	r := &Replayed{Samples: samples, count: opts.Count, store: store, svc: svc}
 	for _, s := range samples {
 		conf := confOf(s)
+		r.perSample = append(r.perSample, 0)
 		for _, sess := range s.Sessions {
 			clock.Lock()
 			clock.t = sess.Date
 			clock.Unlock()
 			n, err := replay(ctx, store, conf, s, sess)
 			if err != nil {
+				r.Close()
 				return nil, fmt.Errorf("sample %s session %d: %w", s.ID, sess.Number, err)
 			}
-			rep.Messages += n
+			r.Messages += n
+			r.perSample[len(r.perSample)-1] += n
 		}
 	}
 	for _, s := range samples {
@@ -103,46 +141,100 @@ func Run(ctx context.Context, samples []Sample, opts Options) (*Report, error) {
 		}
 	}
 	if err := svc.Settle(ctx); err != nil {
+		r.Close()
 		return nil, err
 	}
-
-	for _, b := range opts.Budgets {
-		res := Result{Budget: b, ByCategory: map[int]*Tally{}}
+	if opts.Embedder != nil {
+		// Without a vector for every message the hybrid figures would be
+		// keyword figures in part: an endpoint that failed says so here.
 		for _, s := range samples {
-			for _, q := range s.QA {
-				if q.Category == Adversarial {
-					continue
-				}
-				start := time.Now()
-				blk, err := svc.Recall(ctx, recall.Query{ConfUID: confOf(s), Text: q.Question, Budget: b, Ranking: opts.Ranking})
-				res.Latencies = append(res.Latencies, time.Since(start))
-				if err != nil {
-					return nil, fmt.Errorf("sample %s: %q: %w", s.ID, q.Question, err)
-				}
-				found := covers(blk, q.Evidence)
-				t := res.ByCategory[q.Category]
-				if t == nil {
-					t = &Tally{}
-					res.ByCategory[q.Category] = t
-				}
-				t.Questions++
-				res.Questions++
-				if opts.Count != nil && blk.Text != "" {
-					// What the model would be sent, counted whole.
-					res.Tokens += opts.Count(blk.Text)
-				} else {
-					res.Tokens += blk.Tokens
-				}
-				if found {
-					t.Found++
-					res.Found++
-				}
+			st, err := svc.Stats(ctx, confOf(s))
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			if st.WithVectors < st.Memories {
+				r.Close()
+				return nil, fmt.Errorf("sample %s: the embeddings endpoint gave vectors for %d of %d messages", s.ID, st.WithVectors, st.Memories)
 			}
 		}
-		rep.Questions = res.Questions
-		rep.Results = append(rep.Results, res)
 	}
-	return rep, nil
+	return r, nil
+}
+
+func (r *Replayed) messagesOf(i int) int { return r.perSample[i] }
+
+// Close stops the index and closes the store.
+func (r *Replayed) Close() {
+	r.svc.Close()
+	r.store.Close()
+}
+
+// Ask asks sample i's questions (category 5 left out) at each budget with
+// rk (nil: recall.DefaultRanking), one Result per budget.
+func (r *Replayed) Ask(ctx context.Context, i int, budgets []int, rk *recall.Ranking) ([]Result, error) {
+	s := r.Samples[i]
+	out := make([]Result, 0, len(budgets))
+	for _, b := range budgets {
+		res := Result{Budget: b, ByCategory: map[int]*Tally{}}
+		for _, q := range s.QA {
+			if q.Category == Adversarial {
+				continue
+			}
+			start := time.Now()
+			blk, err := r.svc.Recall(ctx, recall.Query{ConfUID: confOf(s), Text: q.Question, Budget: b, Ranking: rk})
+			res.Latencies = append(res.Latencies, time.Since(start))
+			if err != nil {
+				return nil, fmt.Errorf("sample %s: %q: %w", s.ID, q.Question, err)
+			}
+			t := res.ByCategory[q.Category]
+			if t == nil {
+				t = &Tally{}
+				res.ByCategory[q.Category] = t
+			}
+			t.Questions++
+			res.Questions++
+			if r.count != nil && blk.Text != "" {
+				// What the model would be sent, counted whole.
+				res.Tokens += r.count(blk.Text)
+			} else {
+				res.Tokens += blk.Tokens
+			}
+			if covers(blk, q.Evidence) {
+				t.Found++
+				res.Found++
+			}
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// add sums one sample's results (one per budget, in the report's order)
+// into the report.
+func (r *Report) add(res []Result) {
+	if len(r.Results) == 0 {
+		for _, x := range res {
+			r.Results = append(r.Results, Result{Budget: x.Budget, ByCategory: map[int]*Tally{}})
+		}
+	}
+	for i, x := range res {
+		sum := &r.Results[i]
+		sum.Questions += x.Questions
+		sum.Found += x.Found
+		sum.Tokens += x.Tokens
+		sum.Latencies = append(sum.Latencies, x.Latencies...)
+		for c, t := range x.ByCategory {
+			if sum.ByCategory[c] == nil {
+				sum.ByCategory[c] = &Tally{}
+			}
+			sum.ByCategory[c].Questions += t.Questions
+			sum.ByCategory[c].Found += t.Found
+		}
+	}
+	if len(r.Results) > 0 {
+		r.Questions = r.Results[0].Questions
+	}
 }
 
 // confOf is a sample's character.

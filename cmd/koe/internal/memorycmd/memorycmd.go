@@ -127,10 +127,14 @@ func rebuild(ctx context.Context, cfg config.Config, only string, stdout, stderr
 	return nil
 }
 
-// Eval runs `koe eval locomo`; it returns the exit code.
-func Eval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// evalUsage is `koe eval locomo`'s synopsis.
+const evalUsage = "usage: koe eval locomo -data FILE [-budget 500,1000,2000,4000] [-conversations N] [-loo] [-embeddings URL -embeddings-model NAME]"
+
+// Eval runs `koe eval locomo`; it returns the exit code. getenv gives
+// the embeddings endpoint's key (KOE_EMBEDDINGS_API_KEY), as for koe.
+func Eval(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) == 0 || args[0] != "locomo" {
-		fmt.Fprintln(stderr, "usage: koe eval locomo -data FILE [-budget 500,1000,2000,4000] [-conversations N]")
+		fmt.Fprintln(stderr, evalUsage)
 		return 2
 	}
 	flags := flag.NewFlagSet("koe eval locomo", flag.ContinueOnError)
@@ -139,6 +143,9 @@ func Eval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	budgets := flags.String("budget", "500,1000,2000,4000", "memories block sizes to try, in tokens, comma-separated")
 	limit := flags.Int("conversations", 0, "use only the first N conversations (0: all)")
 	model := flags.String("model", "", "count tokens as this model does (default: o200k_base)")
+	loo := flags.Bool("loo", false, "leave one conversation out: choose the ranking's weights on the others, report the one left out, for each in turn")
+	embURL := flags.String("embeddings", "", "an OpenAI-compatible embeddings endpoint (base URL, e.g. http://127.0.0.1:11434/v1): rank by keywords and vectors, as koe with embeddings.base_url does")
+	embModel := flags.String("embeddings-model", "", "the embedding model to ask -embeddings for (required with it)")
 	if err := flags.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -154,32 +161,78 @@ func Eval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "koe eval locomo:", err)
 		return 2
 	}
-	rep, err := RunLoCoMo(ctx, *data, bs, *limit, *model)
-	if err != nil {
+	run := LoCoMoRun{Path: *data, Budgets: bs, Conversations: *limit, Model: *model, LeaveOneOut: *loo, Progress: stderr}
+	if *embURL != "" {
+		if *embModel == "" {
+			fmt.Fprintln(stderr, "koe eval locomo: -embeddings needs -embeddings-model NAME (the model the endpoint serves)")
+			return 2
+		}
+		cfg := llm.EmbeddingsConfig{BaseURL: *embURL, Model: *embModel}
+		cfg.ApplyEnv(getenv)
+		if err := cfg.Validate(); err != nil {
+			fmt.Fprintln(stderr, "koe eval locomo: -embeddings:", err)
+			return 2
+		}
+		run.Embedder = llm.NewEmbedder(cfg, nil)
+	}
+	if err := run.Run(ctx, stdout); err != nil {
 		fmt.Fprintln(stderr, "koe eval locomo:", err)
 		return 1
 	}
-	rep.Write(stdout)
 	return 0
 }
 
-// RunLoCoMo replays the file's conversations into a throw-away store and
-// measures recall at each budget.
-func RunLoCoMo(ctx context.Context, path string, budgets []int, conversations int, model string) (*locomo.Report, error) {
-	samples, err := locomo.Load(path)
+// LoCoMoRun is one `koe eval locomo`.
+type LoCoMoRun struct {
+	Path          string
+	Budgets       []int
+	Conversations int    // the first N only (0: all)
+	Model         string // the tokenizer's
+	LeaveOneOut   bool
+	Embedder      recall.Embedder // nil: keywords only
+	// Progress gets the leave-one-out search's progress lines (stderr).
+	Progress io.Writer
+}
+
+// Run replays the file's conversations into a throw-away store, measures
+// recall at each budget, and writes the report: with the default
+// ranking, or, for LeaveOneOut, the search of locomo.LeaveOneOut.
+func (r LoCoMoRun) Run(ctx context.Context, w io.Writer) error {
+	samples, err := locomo.Load(r.Path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if conversations > 0 && conversations < len(samples) {
-		samples = samples[:conversations]
+	if r.Conversations > 0 && r.Conversations < len(samples) {
+		samples = samples[:r.Conversations]
 	}
 	dir, err := os.MkdirTemp("", "koe-locomo-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(dir)
-	tok := agent.NewTokenizer(model)
-	return locomo.Run(ctx, samples, locomo.Options{Budgets: budgets, Dir: dir, Count: tok.Count})
+	tok := agent.NewTokenizer(r.Model)
+	rep, err := locomo.Replay(ctx, samples, locomo.Options{Dir: dir, Count: tok.Count, Embedder: r.Embedder})
+	if err != nil {
+		return err
+	}
+	defer rep.Close()
+	if r.Embedder != nil {
+		fmt.Fprintf(w, "Ranking by keywords and %s's vectors, fused.\n", r.Embedder.Model())
+	}
+	if r.LeaveOneOut {
+		l, err := locomo.LeaveOneOut(ctx, rep, locomo.LOOOptions{Budgets: r.Budgets, Grid: locomo.DefaultGrid(), Start: recall.DefaultRanking, Progress: r.Progress})
+		if err != nil {
+			return err
+		}
+		l.Write(w)
+		return nil
+	}
+	res, err := rep.Report(ctx, r.Budgets, nil)
+	if err != nil {
+		return err
+	}
+	res.Write(w)
+	return nil
 }
 
 func parseBudgets(s string) ([]int, error) {

@@ -17,7 +17,7 @@ import (
 
 func TestEvalCommand(t *testing.T) {
 	var out, errs bytes.Buffer
-	code := Eval(context.Background(), []string{"locomo", "-data", "../../../../recall/locomo/testdata/mini.json", "-budget", "1000"}, &out, &errs)
+	code := Eval(context.Background(), []string{"locomo", "-data", miniData, "-budget", "1000"}, &out, &errs, nil)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs.String())
 	}
@@ -28,7 +28,7 @@ func TestEvalCommand(t *testing.T) {
 	}
 	for _, args := range [][]string{{"locomo"}, {"locomo", "-data", "x", "-budget", "10"}, {"other"}} {
 		errs.Reset()
-		if code := Eval(context.Background(), args, &out, &errs); code != 2 || errs.Len() == 0 {
+		if code := Eval(context.Background(), args, &out, &errs, nil); code != 2 || errs.Len() == 0 {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errs.String())
 		}
 	}
