@@ -2,8 +2,6 @@ package knowledge
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,48 +21,7 @@ var heldoutPages = []string{"safety.md", "battery.md", "assist.md", "brakes.md",
 // on one line of its page (the pages write a paragraph, list item or
 // table row per line), so no chunk boundary inside a block can hide it.
 func TestHeldoutQuestionsEvidence(t *testing.T) {
-	questions := loadQuestions(t, "heldout")
-	if len(questions) < 50 {
-		t.Errorf("%d questions; the held-out evaluation needs at least 50", len(questions))
-	}
-	pages := map[string]bool{}
-	for _, p := range heldoutPages {
-		pages[p] = true
-	}
-	seen := map[string]bool{}
-	for _, q := range questions {
-		if q.ID == "" || strings.TrimSpace(q.Question) == "" || !pages[q.File] {
-			t.Errorf("%+v: id, question and one of the pages are required", q)
-			continue
-		}
-		if seen[q.ID] {
-			t.Errorf("%s: duplicate id", q.ID)
-		}
-		seen[q.ID] = true
-		if normalizeSpace(q.Evidence) != q.Evidence {
-			t.Errorf("%s: evidence %q is not whitespace-normalised", q.ID, q.Evidence)
-		}
-		if n := len(strings.Fields(q.Evidence)); n < 5 || n > 15 {
-			t.Errorf("%s: evidence has %d words, want 5-15", q.ID, n)
-		}
-		if strings.Contains(strings.ToLower(q.Question), strings.ToLower(q.Evidence)) {
-			t.Errorf("%s: the question quotes its evidence; paraphrase it", q.ID)
-		}
-		raw, err := os.ReadFile(filepath.Join("testdata", "heldout", q.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, line := range strings.Split(string(raw), "\n") {
-			if strings.Contains(normalizeSpace(line), q.Evidence) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			t.Errorf("%s: evidence %q is not on one line of %s", q.ID, q.Evidence, q.File)
-		}
-	}
+	checkQuestionSet(t, "heldout", heldoutPages)
 }
 
 // TestHeldoutRetrieval measures retrieval on the held-out manual as
