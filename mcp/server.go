@@ -97,9 +97,17 @@ func newServer(name string, cfg ServerConfig, lim limits, log *slog.Logger, chan
 		changed: changed,
 		relist:  make(chan struct{}, 1),
 	}
-	s.client = sdk.NewClient(&sdk.Implementation{Name: "koe", Version: "1"}, &sdk.ClientOptions{
-		// koe offers no roots, sampling or elicitation: an empty set
-		// instead of the SDK's default roots capability.
+	s.client = sdk.NewClient(&sdk.Implementation{Name: "koe", Version: "1"}, s.clientOptions())
+	return s
+}
+
+// clientOptions are the capabilities and handlers koe offers the server.
+// Each feature a host offers (roots, sampling, elicitation, logging…)
+// adds its own in its own file, called from here.
+func (s *server) clientOptions() *sdk.ClientOptions {
+	opts := &sdk.ClientOptions{
+		// Only what koe offers is advertised: an empty set instead of
+		// the SDK's default roots capability, to which features add.
 		Capabilities: &sdk.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			// The SDK calls this on the connection's goroutine: ask run,
@@ -109,8 +117,8 @@ func newServer(name string, cfg ServerConfig, lim limits, log *slog.Logger, chan
 			default:
 			}
 		},
-	})
-	return s
+	}
+	return opts
 }
 
 // run keeps the server connected until ctx ends: a server that fails to
