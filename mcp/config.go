@@ -46,6 +46,9 @@ type Config struct {
 	// DefaultMaxSchemaBytes); a tool with a larger one is left out and
 	// logged, as a schema cut short would be wrong.
 	MaxSchemaBytes int `yaml:"mcp_max_schema_bytes" json:"mcp_max_schema_bytes"`
+	// Resources bounds what koe takes of the servers' resources (see
+	// resources.go).
+	ResourceLimits `yaml:",inline"`
 }
 
 // ServerConfig is one server: Command (a stdio server koe starts) or URL
@@ -104,6 +107,9 @@ func (c Config) Validate() error {
 	if c.MaxSchemaBytes < 0 || c.MaxSchemaBytes > 0 && c.MaxSchemaBytes < minSchemaBytes {
 		return fmt.Errorf("mcp_max_schema_bytes %d is out of range: 0 (%d) or at least %d", c.MaxSchemaBytes, DefaultMaxSchemaBytes, minSchemaBytes)
 	}
+	if err := c.ResourceLimits.validate(); err != nil {
+		return err
+	}
 	var errs []error
 	for _, name := range c.names() {
 		if err := checkServer(name, c.Servers[name]); err != nil {
@@ -150,6 +156,7 @@ func (c Config) maxResultChars() int {
 // limits are the bounds a server's connection keeps, defaults applied.
 type limits struct {
 	line, description, schema int
+	res                       ResourceLimits
 }
 
 func (c Config) limits() limits {
@@ -163,6 +170,7 @@ func (c Config) limits() limits {
 		line:        or(c.MaxLineBytes, DefaultMaxLineBytes),
 		description: or(c.MaxDescriptionChars, DefaultMaxDescriptionChars),
 		schema:      or(c.MaxSchemaBytes, DefaultMaxSchemaBytes),
+		res:         c.ResourceLimits.withDefaults(),
 	}
 }
 
