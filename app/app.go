@@ -468,14 +468,15 @@ func (m *Main) shutdown() error {
 	// heard) while its watchers are still connected.
 	m.liveChat.Close()
 	err := m.server.Shutdown(ctx)
+	// Before the hub: reading a resource in tells its sessions.
+	if m.stopMCPKnowledge != nil {
+		m.stopMCPKnowledge()
+	}
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.
 	m.hub.Close()
 	m.closeCoord()
 	m.stopRecall()
-	if m.stopMCPKnowledge != nil {
-		m.stopMCPKnowledge()
-	}
 	m.stopKnowledge()
 	m.closeBus()
 	m.mcp.Close()
