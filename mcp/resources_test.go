@@ -175,6 +175,12 @@ func TestFollowResources(t *testing.T) {
 	if r = d.next(t); !strings.Contains(string(r.Data), "Whiskers") {
 		t.Fatalf("after the update: %+v %q", r, r.Data)
 	}
+	// A note added changes the list: the pattern matches it, and it alone
+	// is read.
+	mustCall(t, tb, "res__add_note", `{"name":"dog"}`)
+	if r = d.next(t); r.URI != "koe-test://notes/dog" || string(r.Data) != "A note on the dog." {
+		t.Fatalf("after a note was added: %+v %q", r, r.Data)
+	}
 	// A crash: the server comes back, and the resource is read again.
 	if _, err := call(t, tb, "res__crash", `{}`); err == nil {
 		t.Error("crash: no error")

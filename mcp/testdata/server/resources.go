@@ -66,6 +66,15 @@ func addResources(server *mcp.Server) {
 			}
 			return text("noted"), nil, nil
 		})
+	mcp.AddTool(server, &mcp.Tool{Name: "add_note", Description: "Adds a note koe-test://notes/<name>, which changes the list."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a nameArgs) (*mcp.CallToolResult, any, error) {
+			uri := "koe-test://notes/" + a.Name
+			server.AddResource(&mcp.Resource{URI: uri, Name: a.Name + ".txt", MIMEType: "text/plain"},
+				func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+					return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "A note on the " + a.Name + "."}}}, nil
+				})
+			return text("added " + uri), nil, nil
+		})
 	mcp.AddTool(server, &mcp.Tool{Name: "links", Description: "Returns links to the note, the logo, a room and a missing resource."},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{
