@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,12 +66,7 @@ func (l ResourceLimits) validate() error {
 
 // withDefaults fills in the zeros.
 func (l ResourceLimits) withDefaults() ResourceLimits {
-	or := func(v, def int) int {
-		if v == 0 {
-			return def
-		}
-		return v
-	}
+	or := cmp.Or[int]
 	return ResourceLimits{
 		MaxResources:     or(l.MaxResources, DefaultMaxResources),
 		MaxResourceBytes: or(l.MaxResourceBytes, DefaultMaxResourceBytes),

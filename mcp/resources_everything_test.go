@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"koe/agent"
 )
 
 // checkEverythingResources lists, reads and follows the reference server's
@@ -76,46 +74,23 @@ func TestEverythingResourcesHTTP(t *testing.T) {
 	checkEverythingResources(t, cfg)
 }
 
-// benchmarkReadResource measures one read_resource call: koe's work, the
-// transport and the server's.
-func benchmarkReadResource(b *testing.B, cfg ServerConfig, args string) {
-	m, _ := startManager(b, Config{Servers: map[string]ServerConfig{"s": cfg}}, defaultTiming)
-	tb := m.Toolbox([]string{"s"})
-	waitForTool(b, m, tb, ReadResourceTool)
-	ctx := context.Background()
-	c := agent.ToolCall{ID: "call_1", Name: ReadResourceTool, Arguments: args}
-	for b.Loop() {
-		if _, err := tb.Call(ctx, c); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
+// One read_resource call, measured as benchmarkEcho measures a call.
 const everythingDoc = `{"server":"s","uri":"demo://resource/static/document/architecture.md"}`
 
 func BenchmarkEverythingReadResourceStdio(b *testing.B) {
-	benchmarkReadResource(b, everythingStdio(b), everythingDoc)
+	benchmarkEcho(b, everythingStdio(b), ReadResourceTool, everythingDoc)
 }
 
 func BenchmarkEverythingReadResourceHTTP(b *testing.B) {
-	benchmarkReadResource(b, everythingHTTP(b), everythingDoc)
+	benchmarkEcho(b, everythingHTTP(b), ReadResourceTool, everythingDoc)
 }
 
 func BenchmarkGoServerReadResourceStdio(b *testing.B) {
-	benchmarkReadResource(b, resourceServer(), `{"server":"s","uri":"koe-test://notes/cat"}`)
+	benchmarkEcho(b, resourceServer(), ReadResourceTool, `{"server":"s","uri":"koe-test://notes/cat"}`)
 }
 
 // A tool result with four resource links, three read in place (the
 // default): what resolving them costs over the call itself.
 func BenchmarkGoServerResourceLinksStdio(b *testing.B) {
-	m, _ := startManager(b, Config{Servers: map[string]ServerConfig{"s": resourceServer()}}, defaultTiming)
-	tb := m.Toolbox([]string{"s"})
-	waitForTool(b, m, tb, "s__links")
-	ctx := context.Background()
-	c := agent.ToolCall{ID: "call_1", Name: "s__links", Arguments: `{}`}
-	for b.Loop() {
-		if _, err := tb.Call(ctx, c); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkEcho(b, resourceServer(), "s__links", `{}`)
 }
