@@ -75,6 +75,8 @@ func TestMCPResourcesInKnowledge(t *testing.T) {
 	})
 	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
 	cfg.MCP.Servers = map[string]mcp.ServerConfig{"notes": {URL: url}}
+	// The update below comes right after the first reading.
+	cfg.MCP.MinRefresh = time.Nanosecond
 	cfg.Character.Tools.MCPKnowledge = []tools.MCPKnowledge{{Server: "notes", URIs: []string{"koe-test://notes/cat"}}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -68,6 +69,8 @@ func (m *Manager) FollowResources(ctx context.Context, sel ResourceSelection, go
 			}
 		}
 	}()
+	p := newPace(s.limits.res.MinRefresh)
+	defer p.stop()
 	var session *sdk.ClientSession
 	for {
 		changed := m.watch()
@@ -78,6 +81,7 @@ func (m *Manager) FollowResources(ctx context.Context, sel ResourceSelection, go
 			// read anew.
 			session = c.session
 			f.take()
+			p.reset()
 			names = s.selected(ctx, sel)
 			uris = s.follow(ctx, session, names, followed, f, true)
 		} else if c != nil {
@@ -93,9 +97,16 @@ func (m *Manager) FollowResources(ctx context.Context, sel ResourceSelection, go
 					}
 				}
 			}
+			var wanted []string
 			for _, uri := range updated {
 				if _, ok := names[uri]; ok {
-					uris = append(uris, uri)
+					wanted = append(wanted, uri)
+				}
+			}
+			uris = p.ready(wanted, time.Now())
+			for _, uri := range wanted {
+				if !slices.Contains(uris, uri) {
+					s.log.Debug("MCP resource updated again within mcp_resource_min_refresh; read later", "uri", uri)
 				}
 			}
 		}
@@ -103,11 +114,17 @@ func (m *Manager) FollowResources(ctx context.Context, sel ResourceSelection, go
 			if ctx.Err() != nil {
 				return nil
 			}
+			p.read(uri, time.Now())
 			got(ctx, s.readWhole(ctx, uri, names[uri]))
 		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-p.wake():
+			// Held updates whose time came: as if updated now.
+			for _, uri := range p.due(time.Now()) {
+				f.mark(uri, false)
+			}
 		case <-changed:
 		case <-f.wake:
 		}
@@ -216,4 +233,87 @@ func (s *server) readWhole(ctx context.Context, uri, name string) ReadResource {
 	}
 	r.Data = bytes.Join(parts, []byte("\n\n"))
 	return r
+}
+
+// pace holds back the reading of a resource updated again within
+// mcp_resource_min_refresh of its last reading: a server that says a
+// resource changed all the time would otherwise have koe read and index
+// it all the time. A held resource is read once its time comes.
+type pace struct {
+	every time.Duration
+	last  map[string]time.Time
+	held  map[string]bool
+	timer *time.Timer
+}
+
+func newPace(every time.Duration) *pace {
+	return &pace{every: every, last: map[string]time.Time{}, held: map[string]bool{}}
+}
+
+// reset forgets everything: a new session reads every resource at once.
+func (p *pace) reset() {
+	p.stop()
+	p.last, p.held = map[string]time.Time{}, map[string]bool{}
+}
+
+// ready returns the URIs that may be read now and holds the others.
+func (p *pace) ready(uris []string, now time.Time) []string {
+	var out []string
+	for _, uri := range uris {
+		if last, ok := p.last[uri]; ok && now.Sub(last) < p.every {
+			p.held[uri] = true
+			continue
+		}
+		delete(p.held, uri)
+		out = append(out, uri)
+	}
+	p.arm(now)
+	return out
+}
+
+// read notes that uri is read at now.
+func (p *pace) read(uri string, now time.Time) { p.last[uri] = now }
+
+// due returns the held URIs whose time came, and no longer holds them.
+func (p *pace) due(now time.Time) []string {
+	p.timer = nil
+	var out []string
+	for uri := range p.held {
+		if now.Sub(p.last[uri]) >= p.every {
+			out = append(out, uri)
+			delete(p.held, uri)
+		}
+	}
+	slices.Sort(out)
+	p.arm(now)
+	return out
+}
+
+// arm sets the timer for the first held URI's time, if it is not set.
+func (p *pace) arm(now time.Time) {
+	if p.timer != nil || len(p.held) == 0 {
+		return
+	}
+	first := time.Duration(-1)
+	for uri := range p.held {
+		if wait := p.every - now.Sub(p.last[uri]); first < 0 || wait < first {
+			first = wait
+		}
+	}
+	p.timer = time.NewTimer(max(first, 0))
+}
+
+// wake is the timer's channel (nil, which never fires, when none is set).
+func (p *pace) wake() <-chan time.Time {
+	if p.timer == nil {
+		return nil
+	}
+	return p.timer.C
+}
+
+func (p *pace) stop() {
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
 }

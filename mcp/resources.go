@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +36,10 @@ type ResourceLimits struct {
 	// server (0: DefaultMaxSubscriptions); more are refused with an
 	// error in the log.
 	MaxSubscriptions int `yaml:"mcp_max_subscriptions" json:"mcp_max_subscriptions"`
+	// MinRefresh is the least time between two readings of a followed
+	// resource (0: DefaultMinRefresh): updates within it are read once
+	// it has passed, together.
+	MinRefresh time.Duration `yaml:"mcp_resource_min_refresh" json:"mcp_resource_min_refresh"`
 }
 
 // Defaults and bounds of the resource limits.
@@ -48,6 +53,7 @@ const (
 	maxResourceLinks        = 50
 	DefaultMaxSubscriptions = 64
 	maxSubscriptions        = 10000
+	DefaultMinRefresh       = 10 * time.Second
 )
 
 func (l ResourceLimits) validate() error {
@@ -60,6 +66,8 @@ func (l ResourceLimits) validate() error {
 		return fmt.Errorf("mcp_max_resource_links %d is out of range: -1 (none), 0 (%d) or up to %d", l.MaxResourceLinks, DefaultMaxResourceLinks, maxResourceLinks)
 	case l.MaxSubscriptions < 0 || l.MaxSubscriptions > maxSubscriptions:
 		return fmt.Errorf("mcp_max_subscriptions %d is out of range: 0 (%d) to %d", l.MaxSubscriptions, DefaultMaxSubscriptions, maxSubscriptions)
+	case l.MinRefresh < 0:
+		return fmt.Errorf("mcp_resource_min_refresh %s is negative (default %s)", l.MinRefresh, DefaultMinRefresh)
 	}
 	return nil
 }
@@ -72,6 +80,7 @@ func (l ResourceLimits) withDefaults() ResourceLimits {
 		MaxResourceBytes: or(l.MaxResourceBytes, DefaultMaxResourceBytes),
 		MaxResourceLinks: max(or(l.MaxResourceLinks, DefaultMaxResourceLinks), 0),
 		MaxSubscriptions: or(l.MaxSubscriptions, DefaultMaxSubscriptions),
+		MinRefresh:       cmp.Or(l.MinRefresh, DefaultMinRefresh),
 	}
 }
 

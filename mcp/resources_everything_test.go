@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -11,7 +12,8 @@ import (
 // checkEverythingResources lists, reads and follows the reference server's
 // resources, and reads the links its get-resource-links tool returns.
 func checkEverythingResources(t *testing.T, cfg ServerConfig) {
-	m, _ := startManager(t, Config{Servers: map[string]ServerConfig{"everything": cfg}}, defaultTiming)
+	m, _ := startManager(t, Config{Servers: map[string]ServerConfig{"everything": cfg},
+		ResourceLimits: ResourceLimits{MinRefresh: time.Nanosecond}}, defaultTiming)
 	tb := m.Toolbox([]string{"everything"})
 	waitForTool(t, m, tb, ReadResourceTool)
 

@@ -3,11 +3,14 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"koe/testkit"
 )
 
 // resourceServer is the test server with its resources.
@@ -159,7 +162,8 @@ func (d deliveries) next(t *testing.T) ReadResource {
 func TestFollowResources(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	gate := newGate()
-	m, _ := startManager(t, Config{Servers: map[string]ServerConfig{"res": resourceServer()}}, gate.timing(0, 0))
+	m, _ := startManager(t, Config{Servers: map[string]ServerConfig{"res": resourceServer()},
+		ResourceLimits: ResourceLimits{MinRefresh: time.Nanosecond}}, gate.timing(0, 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	d := make(deliveries, 8)
 	done := make(chan error, 1)
@@ -204,6 +208,76 @@ func TestFollowResources(t *testing.T) {
 	m.Close()
 }
 
+// A resource updated again within mcp_resource_min_refresh of its last
+// reading is held, not read; a new session reads it at once.
+func TestFollowResourcesPaced(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	gate := newGate()
+	m, rec := startManager(t, Config{Servers: map[string]ServerConfig{"res": resourceServer()},
+		ResourceLimits: ResourceLimits{MinRefresh: time.Hour}}, gate.timing(0, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	d := make(deliveries, 8)
+	done := make(chan error, 1)
+	go func() {
+		done <- m.FollowResources(ctx, ResourceSelection{Server: "res", URIs: []string{"koe-test://notes/cat"}}, d.got)
+	}()
+	if r := d.next(t); !strings.Contains(string(r.Data), "Biscuit") {
+		t.Fatalf("first delivery: %+v", r)
+	}
+	tb := m.Toolbox([]string{"res"})
+	mustCall(t, tb, "res__set_note", `{"text":"Whiskers."}`)
+	const held = "MCP resource updated again within mcp_resource_min_refresh; read later"
+	testkit.Eventually(t, "the update held", func() bool { return rec.count(slog.LevelDebug, held) == 1 })
+	if len(d) != 0 {
+		t.Fatalf("read within the interval: %+v", <-d)
+	}
+	if _, err := call(t, tb, "res__crash", `{}`); err == nil {
+		t.Error("crash: no error")
+	}
+	gate.next(t)()
+	// The restarted server has its first note again; read at once.
+	if r := d.next(t); !strings.Contains(string(r.Data), "Biscuit") {
+		t.Fatalf("after the restart: %+v %q", r, r.Data)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	m.Close()
+}
+
+// pace lets a resource be read once per interval, and hands back the
+// held ones when their time comes.
+func TestPace(t *testing.T) {
+	p := newPace(10 * time.Second)
+	defer p.stop()
+	t0 := time.Unix(1000, 0)
+	if got := p.ready([]string{"a", "b"}, t0); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("first: %q", got)
+	}
+	p.read("a", t0)
+	p.read("b", t0.Add(4*time.Second))
+	if got := p.ready([]string{"a", "b"}, t0.Add(5*time.Second)); len(got) != 0 || p.wake() == nil {
+		t.Fatalf("within the interval: %q, timer %v", got, p.wake())
+	}
+	if got := p.due(t0.Add(10 * time.Second)); strings.Join(got, ",") != "a" {
+		t.Errorf("at 10 s: %q", got)
+	}
+	if p.wake() == nil {
+		t.Error("b is held and no timer is set")
+	}
+	if got := p.due(t0.Add(14 * time.Second)); strings.Join(got, ",") != "b" {
+		t.Errorf("at 14 s: %q", got)
+	}
+	if p.wake() != nil {
+		t.Error("a timer with nothing held")
+	}
+	p.reset()
+	if got := p.ready([]string{"a"}, t0.Add(15*time.Second)); strings.Join(got, ",") != "a" {
+		t.Errorf("after a reset: %q", got)
+	}
+}
+
 func TestResourceLimitsConfig(t *testing.T) {
 	for _, c := range []struct {
 		l    ResourceLimits
@@ -213,6 +287,7 @@ func TestResourceLimitsConfig(t *testing.T) {
 		{ResourceLimits{MaxResourceBytes: 10}, "mcp_max_resource_bytes 10 is out of range"},
 		{ResourceLimits{MaxResourceLinks: -2}, "mcp_max_resource_links -2 is out of range"},
 		{ResourceLimits{MaxSubscriptions: maxSubscriptions + 1}, "mcp_max_subscriptions 10001 is out of range"},
+		{ResourceLimits{MinRefresh: -time.Second}, "mcp_resource_min_refresh -1s is negative"},
 	} {
 		err := Config{ResourceLimits: c.l}.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
