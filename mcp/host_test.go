@@ -18,8 +18,8 @@ import (
 
 	"koe/agent"
 	"koe/llm"
-	"koe/testkit/fakellm"
 	"koe/testkit"
+	"koe/testkit/fakellm"
 	"koe/testkit/fakellm/fakellmtest"
 )
 
@@ -38,7 +38,9 @@ type buildError struct {
 	err error
 }
 
-func (e *buildError) Error() string { return "building testdata/hostserver: " + e.err.Error() + ": " + e.out }
+func (e *buildError) Error() string {
+	return "building testdata/hostserver: " + e.err.Error() + ": " + e.out
+}
 
 // hostServer configures testdata/hostserver over stdio.
 func hostServer(t testing.TB) ServerConfig {
