@@ -118,12 +118,12 @@ func (c *Client) chatRequest(req agent.Request) openai.ChatCompletionRequest {
 			},
 		}
 	}
-	//lint:ignore SA1019 max_tokens is the field Ollama, llama.cpp and vLLM read; OpenAI's newer max_completion_tokens is not known to all of them.
-	r.MaxTokens = c.cfg.ReplyTokenLimit()
-	if req.MaxTokens > 0 && (r.MaxTokens == 0 || req.MaxTokens < r.MaxTokens) {
-		//lint:ignore SA1019 as above.
-		r.MaxTokens = req.MaxTokens
+	limit := c.cfg.ReplyTokenLimit()
+	if req.MaxTokens > 0 && (limit == 0 || req.MaxTokens < limit) {
+		limit = req.MaxTokens
 	}
+	//lint:ignore SA1019 max_tokens is the field Ollama, llama.cpp and vLLM read; OpenAI's newer max_completion_tokens is not known to all of them.
+	r.MaxTokens = limit
 	return r
 }
 

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP deprecates logging and sampling from protocol 2026-07-28, but servers still log this way (notifications/message), and koe's log is where their messages belong.
+
 package mcp
 
 import (
@@ -49,12 +51,10 @@ func (s *server) hostOptions(opts *sdk.ClientOptions) {
 	opts.ProgressNotificationHandler = func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 		s.progress(req.Params)
 	}
-	//lint:ignore SA1019 servers still log this way; koe's log is where their messages belong.
 	opts.LoggingMessageHandler = func(_ context.Context, req *sdk.LoggingMessageRequest) {
 		s.serverLog(req.Params)
 	}
 	if s.cfg.Sampling {
-		//lint:ignore SA1019 servers still sample this way, within the budget the config gives.
 		opts.CreateMessageHandler = s.sample
 	}
 }
