@@ -78,6 +78,8 @@ type server struct {
 	changed func() // tells the Manager's watchers
 	// relist asks run to list the tools again (tools/list_changed).
 	relist chan struct{}
+	// host is what the server asks of koe besides calls (host.go).
+	host *hostState
 
 	mu      sync.Mutex
 	state   state
@@ -97,6 +99,7 @@ func newServer(name string, cfg ServerConfig, lim limits, log *slog.Logger, chan
 		changed: changed,
 		relist:  make(chan struct{}, 1),
 	}
+	s.host = newHostState(cfg.ServerHost, lim.host)
 	s.client = sdk.NewClient(&sdk.Implementation{Name: "koe", Version: "1"}, s.clientOptions())
 	return s
 }
@@ -118,6 +121,7 @@ func (s *server) clientOptions() *sdk.ClientOptions {
 			}
 		},
 	}
+	s.hostOptions(opts)
 	return opts
 }
 
@@ -213,6 +217,8 @@ func (s *server) serve(ctx context.Context, session *sdk.ClientSession, l *link,
 		_ = session.Close()
 		<-ended
 	}()
+	hung, stopPings := s.pings(ctx, session)
+	defer stopPings()
 	for {
 		select {
 		case <-ctx.Done():
@@ -228,6 +234,8 @@ func (s *server) serve(ctx context.Context, session *sdk.ClientSession, l *link,
 			// The connection may outlive the process when something it
 			// started holds stdout open; the server is gone all the same.
 			return s.down(session, l, endCalls, errors.New("the server process exited"))
+		case err := <-hung:
+			return s.down(session, l, endCalls, err)
 		case <-s.relist:
 			s.refreshTools(ctx, session)
 		}
