@@ -103,17 +103,30 @@ type toolOutcome struct {
 	err    error
 }
 
+// toolRun is what a cycle's call gave: the text the model is told, and
+// the pictures that go with it (a model that sees images only).
+type toolRun struct {
+	text   string
+	images []Image
+}
+
 // runTools runs a cycle's calls at once, each within ToolTimeout, and
 // returns what the model is told of each, in call order. It returns once
-// every call has ended; cancelling ctx cancels them all.
-func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmitter) []string {
+// every call has ended; cancelling ctx cancels them all. While they run,
+// what they report through their ToolHost is shown from this goroutine.
+func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmitter, status StatusEmitter) []toolRun {
 	done := make(chan toolOutcome, len(calls))
+	notes := make(chan toolNote, toolNoteBuffer)
+	finished := make(chan struct{})
+	defer close(finished)
+	hosts := make([]*ToolHost, len(calls))
 	for i, c := range calls {
 		if watcher != nil {
 			watcher.ToolStarted(c)
 		}
+		hosts[i] = &ToolHost{Call: c, LLM: a.opts.LLM, Model: a.opts.Model, Vision: a.opts.Vision, index: i, notes: notes, done: finished}
 		go func() {
-			callCtx, cancel := context.WithTimeout(ctx, a.opts.ToolTimeout)
+			callCtx, cancel := context.WithTimeout(WithToolHost(ctx, hosts[i]), a.opts.ToolTimeout)
 			defer cancel()
 			result, err := a.opts.Tools.Call(callCtx, c)
 			switch {
@@ -128,10 +141,38 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmit
 			done <- toolOutcome{i: i, result: result, err: err}
 		}()
 	}
-	results := make([]string, len(calls))
-	for range calls {
-		o := <-done
-		results[o.i] = ToolResultText(o.result, o.err)
+	results := make([]toolRun, len(calls))
+	ended := make([]bool, len(calls))
+	// show shows the notes waiting: a note that comes after its call's
+	// end would show the call running again.
+	show := func(n toolNote) {
+		if !ended[n.index] {
+			deliver(n, calls, watcher, status)
+		}
+	}
+	for left := len(calls); left > 0; {
+		var o toolOutcome
+		select {
+		case n := <-notes:
+			show(n)
+			continue
+		case o = <-done:
+		}
+		// What the call sent before it returned is waiting already.
+		for waiting := true; waiting; {
+			select {
+			case n := <-notes:
+				show(n)
+			default:
+				waiting = false
+			}
+		}
+		left--
+		ended[o.i] = true
+		results[o.i] = toolRun{text: ToolResultText(o.result, o.err)}
+		if o.err == nil {
+			results[o.i].images = hosts[o.i].takeImages()
+		}
 		if o.err != nil {
 			a.log.Debug("tool failed", "tool", calls[o.i].Name, "err", o.err)
 		}

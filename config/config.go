@@ -116,6 +116,8 @@ func Default() Config {
 			MaxLineBytes:        mcp.DefaultMaxLineBytes,
 			MaxDescriptionChars: mcp.DefaultMaxDescriptionChars,
 			MaxSchemaBytes:      mcp.DefaultMaxSchemaBytes,
+			HostLimits: mcp.HostLimits{MaxImages: mcp.DefaultMaxImages, MaxImageBytes: mcp.DefaultMaxImageBytes,
+				ProgressInterval: mcp.DefaultProgressInterval, LogPerMinute: mcp.DefaultLogPerMinute, MaxLogChars: mcp.DefaultMaxLogChars},
 		},
 		Embeddings: llm.DefaultEmbeddingsConfig(),
 		Knowledge:  knowledge.DefaultConfig(),

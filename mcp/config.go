@@ -49,6 +49,9 @@ type Config struct {
 	// Resources bounds what koe takes of the servers' resources (see
 	// resources.go).
 	ResourceLimits `yaml:",inline"`
+	// What servers may make koe show and log, and how often (see
+	// HostLimits).
+	HostLimits `yaml:",inline"`
 }
 
 // ServerConfig is one server: Command (a stdio server koe starts) or URL
@@ -66,6 +69,8 @@ type ServerConfig struct {
 	// call (0: DefaultServerTimeout). The agent's tools.timeout bounds a
 	// call too; the shorter one wins.
 	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+	// Health and sampling (see ServerHost).
+	ServerHost `yaml:",inline"`
 }
 
 // Defaults and bounds of the settings.
@@ -108,6 +113,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("mcp_max_schema_bytes %d is out of range: 0 (%d) or at least %d", c.MaxSchemaBytes, DefaultMaxSchemaBytes, minSchemaBytes)
 	}
 	if err := c.ResourceLimits.validate(); err != nil {
+		return err
+	}
+	if err := c.HostLimits.validate(); err != nil {
 		return err
 	}
 	var errs []error
@@ -157,6 +165,7 @@ func (c Config) maxResultChars() int {
 type limits struct {
 	line, description, schema int
 	res                       ResourceLimits
+	host                      HostLimits
 }
 
 func (c Config) limits() limits {
@@ -171,6 +180,7 @@ func (c Config) limits() limits {
 		description: or(c.MaxDescriptionChars, DefaultMaxDescriptionChars),
 		schema:      or(c.MaxSchemaBytes, DefaultMaxSchemaBytes),
 		res:         c.ResourceLimits.withDefaults(),
+		host:        c.HostLimits.withDefaults(),
 	}
 }
 
@@ -189,6 +199,9 @@ func checkServer(name string, s ServerConfig) error {
 		return fmt.Errorf("%s: set command or url, not both", key)
 	case s.Timeout < 0:
 		return fmt.Errorf("%s.timeout %s is negative (default %s)", key, s.Timeout, DefaultServerTimeout)
+	}
+	if err := s.ServerHost.validate(key, s.URL != ""); err != nil {
+		return err
 	}
 	if s.URL != "" {
 		switch {
