@@ -290,7 +290,7 @@ func (c Config) checkMCPServers(ch conversation.Character) error {
 	if err := c.MCP.CheckServers(ch.Tools.MCPServers); err != nil {
 		return fmt.Errorf("character %q: tools.mcp_servers: %w", ch.ConfName, err)
 	}
-	return nil
+	return c.checkMCPKnowledge(ch)
 }
 
 // ParseLogLevel accepts debug, info, warn and error.

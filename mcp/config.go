@@ -46,6 +46,9 @@ type Config struct {
 	// DefaultMaxSchemaBytes); a tool with a larger one is left out and
 	// logged, as a schema cut short would be wrong.
 	MaxSchemaBytes int `yaml:"mcp_max_schema_bytes" json:"mcp_max_schema_bytes"`
+	// Resources bounds what koe takes of the servers' resources (see
+	// resources.go).
+	ResourceLimits `yaml:",inline"`
 	// What servers may make koe show and log, and how often (see
 	// HostLimits).
 	HostLimits `yaml:",inline"`
@@ -109,6 +112,9 @@ func (c Config) Validate() error {
 	if c.MaxSchemaBytes < 0 || c.MaxSchemaBytes > 0 && c.MaxSchemaBytes < minSchemaBytes {
 		return fmt.Errorf("mcp_max_schema_bytes %d is out of range: 0 (%d) or at least %d", c.MaxSchemaBytes, DefaultMaxSchemaBytes, minSchemaBytes)
 	}
+	if err := c.ResourceLimits.validate(); err != nil {
+		return err
+	}
 	if err := c.HostLimits.validate(); err != nil {
 		return err
 	}
@@ -158,6 +164,7 @@ func (c Config) maxResultChars() int {
 // limits are the bounds a server's connection keeps, defaults applied.
 type limits struct {
 	line, description, schema int
+	res                       ResourceLimits
 	host                      HostLimits
 }
 
@@ -172,6 +179,7 @@ func (c Config) limits() limits {
 		line:        or(c.MaxLineBytes, DefaultMaxLineBytes),
 		description: or(c.MaxDescriptionChars, DefaultMaxDescriptionChars),
 		schema:      or(c.MaxSchemaBytes, DefaultMaxSchemaBytes),
+		res:         c.ResourceLimits.withDefaults(),
 		host:        c.HostLimits.withDefaults(),
 	}
 }

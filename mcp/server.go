@@ -78,6 +78,8 @@ type server struct {
 	changed func() // tells the Manager's watchers
 	// relist asks run to list the tools again (tools/list_changed).
 	relist chan struct{}
+	// subs are the resources followed, woken by their updates.
+	subs subscriptions
 	// host is what the server asks of koe besides calls (host.go).
 	host *hostState
 
@@ -121,6 +123,7 @@ func (s *server) clientOptions() *sdk.ClientOptions {
 			}
 		},
 	}
+	s.resourceOptions(opts)
 	s.hostOptions(opts)
 	return opts
 }

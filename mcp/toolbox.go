@@ -36,6 +36,9 @@ func (tb *toolbox) Specs() []agent.ToolSpec {
 			specs = append(specs, spec)
 		}
 	}
+	if spec, ok := tb.resourceToolSpec(); ok {
+		specs = append(specs, spec)
+	}
 	return specs
 }
 
@@ -46,6 +49,9 @@ func (tb *toolbox) Specs() []agent.ToolSpec {
 func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", ctxError(err)
+	}
+	if call.Name == ReadResourceTool {
+		return tb.readResourceCall(ctx, call)
 	}
 	s := tb.serverFor(call.Name)
 	if s == nil {
@@ -102,6 +108,7 @@ func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (string, error
 		}
 		return "", errors.New(cut(text, tb.maxResultChars))
 	}
+	s.resolveLinks(ctx, res)
 	return cut(resultText(res)+showImages(host, res, s.host.limits), tb.maxResultChars), nil
 }
 
