@@ -46,6 +46,11 @@ type Config struct {
 	// DefaultMaxSchemaBytes); a tool with a larger one is left out and
 	// logged, as a schema cut short would be wrong.
 	MaxSchemaBytes int `yaml:"mcp_max_schema_bytes" json:"mcp_max_schema_bytes"`
+	// MaxPrompts bounds the prompts listed of one server (0:
+	// DefaultMaxPrompts); MaxPromptChars bounds a prompt's text and its
+	// arguments (0: DefaultMaxPromptChars). See prompts.go.
+	MaxPrompts     int `yaml:"mcp_max_prompts" json:"mcp_max_prompts"`
+	MaxPromptChars int `yaml:"mcp_max_prompt_chars" json:"mcp_max_prompt_chars"`
 }
 
 // ServerConfig is one server: Command (a stdio server koe starts) or URL
@@ -103,6 +108,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxSchemaBytes < 0 || c.MaxSchemaBytes > 0 && c.MaxSchemaBytes < minSchemaBytes {
 		return fmt.Errorf("mcp_max_schema_bytes %d is out of range: 0 (%d) or at least %d", c.MaxSchemaBytes, DefaultMaxSchemaBytes, minSchemaBytes)
+	}
+	if err := c.validatePrompts(); err != nil {
+		return err
 	}
 	var errs []error
 	for _, name := range c.names() {

@@ -86,6 +86,10 @@ type server struct {
 	// rather than hold up closing it.
 	live  context.Context
 	tools []tool
+
+	// rootsMu orders SetRoots calls; roots are the URIs last set.
+	rootsMu sync.Mutex
+	roots   []string
 }
 
 func newServer(name string, cfg ServerConfig, lim limits, log *slog.Logger, changed func()) *server {
@@ -118,6 +122,7 @@ func (s *server) clientOptions() *sdk.ClientOptions {
 			}
 		},
 	}
+	addRoots(opts.Capabilities)
 	return opts
 }
 
