@@ -72,3 +72,34 @@ func folderRoot(folder string) *sdk.Root {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(folder)}
 	return &sdk.Root{URI: u.String(), Name: filepath.Base(folder)}
 }
+
+// FollowRoots sets the servers' roots to folders() now and again after
+// each call of the returned kick, until the Manager closes: koe kicks it
+// when a character file changes or on SIGHUP. folders runs on a goroutine
+// of the Manager's, one call at a time; kicks while it runs make one more
+// run, not one each.
+func (m *Manager) FollowRoots(folders func() map[string][]string) (kick func()) {
+	if m == nil {
+		return func() {}
+	}
+	kicks := make(chan struct{}, 1)
+	kicks <- struct{}{}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		for {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-kicks:
+				m.SetRoots(folders())
+			}
+		}
+	}()
+	return func() {
+		select {
+		case kicks <- struct{}{}:
+		default:
+		}
+	}
+}

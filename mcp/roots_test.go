@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -42,4 +43,31 @@ func TestFolderRoot(t *testing.T) {
 	if r.URI != "file:///srv/koe/shared%20notes" || r.Name != "shared notes" {
 		t.Errorf("root = %+v", r)
 	}
+}
+
+// FollowRoots sets the roots at once, and again when kicked.
+func TestFollowRoots(t *testing.T) {
+	cfg := everythingStdio(t)
+	first, second := t.TempDir(), t.TempDir()
+	m, _ := startManager(t, Config{Servers: map[string]ServerConfig{"everything": cfg}}, defaultTiming)
+	var mu sync.Mutex
+	folder := first
+	kick := m.FollowRoots(func() map[string][]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return map[string][]string{"everything": {folder}}
+	})
+	tb := m.Toolbox([]string{"everything"})
+	waitForTool(t, m, tb, "everything__get-roots-list")
+	testkit.Eventually(t, "the first folder offered", func() bool {
+		return strings.Contains(mustCall(t, tb, "everything__get-roots-list", `{}`), "file://"+first+"\n")
+	})
+	mu.Lock()
+	folder = second
+	mu.Unlock()
+	kick()
+	testkit.Eventually(t, "the second folder offered", func() bool {
+		out := mustCall(t, tb, "everything__get-roots-list", `{}`)
+		return strings.Contains(out, "file://"+second+"\n") && !strings.Contains(out, first)
+	})
 }
