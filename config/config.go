@@ -288,6 +288,11 @@ func (c Config) checkMCPServers(ch conversation.Character) error {
 	if err := c.MCP.CheckServers(ch.Tools.MCPServers); err != nil {
 		return fmt.Errorf("character %q: tools.mcp_servers: %w", ch.ConfName, err)
 	}
+	if ref := ch.PersonaPromptFrom; ref != nil {
+		if err := c.MCP.CheckServers([]string{ref.Server}); err != nil {
+			return fmt.Errorf("character %q: persona_prompt_from.server: %w", ch.ConfName, err)
+		}
+	}
 	return nil
 }
 
