@@ -116,6 +116,8 @@ func Default() Config {
 			MaxLineBytes:        mcp.DefaultMaxLineBytes,
 			MaxDescriptionChars: mcp.DefaultMaxDescriptionChars,
 			MaxSchemaBytes:      mcp.DefaultMaxSchemaBytes,
+			MaxPrompts:          mcp.DefaultMaxPrompts,
+			MaxPromptChars:      mcp.DefaultMaxPromptChars,
 		},
 		Embeddings: llm.DefaultEmbeddingsConfig(),
 		Knowledge:  knowledge.DefaultConfig(),
