@@ -132,4 +132,10 @@ func TestUseMCPPrompt(t *testing.T) {
 			t.Errorf("%+v: %+v, want %q", c.ref, p, c.want)
 		}
 	}
+
+	// A chat request sends a message or a prompt, not both.
+	_, err := r.hub.OpenChat(r.ctx, protocol.ChatRequest{Message: "hi", MCPPrompt: &protocol.MCPPromptRef{Server: "everything", Prompt: "simple-prompt"}}, mock.NewSender(16))
+	if p := conversation.Explain(err); p.Kind != koe.Invalid || !strings.Contains(p.Message, `send "message" or "mcp_prompt", not both`) {
+		t.Errorf("message and mcp_prompt: %+v", p)
+	}
 }
