@@ -24,7 +24,8 @@ import (
 // returns a wait for server-everything to be connected.
 func withEverything(t *testing.T) (rigOption, func()) {
 	t.Helper()
-	cfg := everythingtest.Stdio(t)
+	command, args := everythingtest.Stdio(t)
+	cfg := mcp.ServerConfig{Command: command, Args: args}
 	m, err := mcp.Start(context.Background(), mcp.Config{Servers: map[string]mcp.ServerConfig{
 		"everything": cfg, "down": {Command: "/nonexistent/koe-mcp-server"}}}, koetest.Logger(t))
 	if err != nil {

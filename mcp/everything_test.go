@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,32 +16,17 @@ import (
 	"go.uber.org/goleak"
 
 	"koe/agent"
+	"koe/testkit/everythingtest"
 	"koe/testkit/proctest"
 )
 
-// The reference server of the MCP project, from npm, is what users' Node
-// servers are built like. scripts/test.sh installs it under
-// KOE_TEST_NPM_DIR (default: koe-test-npm in the user's cache directory).
-const everythingPackage = "@modelcontextprotocol/server-everything"
-
-// everything returns node and the server's entry point; without them the
-// test is skipped, or fails on CI.
+// everything returns node and the entry point of the MCP project's
+// reference server from npm, which users' Node servers are built like
+// (testkit/everythingtest finds it); without them the test is skipped, or
+// fails on CI.
 func everything(t testing.TB) (node, entry string) {
 	t.Helper()
-	node = proctest.LookPath(t, "node", "nodejs")
-	dir := os.Getenv("KOE_TEST_NPM_DIR")
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			proctest.Missing(t, "no KOE_TEST_NPM_DIR and no cache directory", err)
-		}
-		dir = filepath.Join(cache, "koe-test-npm")
-	}
-	entry = filepath.Join(dir, "node_modules", everythingPackage, "dist", "index.js")
-	if _, err := os.Stat(entry); err != nil {
-		proctest.Missing(t, everythingPackage+" is not installed (scripts/test.sh installs it with npm into KOE_TEST_NPM_DIR)", err)
-	}
-	return node, entry
+	return everythingtest.Find(t)
 }
 
 // everythingStdio is the server over stdio: its first argument names the

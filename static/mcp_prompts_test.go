@@ -1,14 +1,11 @@
 package static_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
-	"koe/client"
 	"koe/mcp"
 	"koe/protocol"
-	"koe/testkit"
 	"koe/testkit/cdp"
 	"koe/testkit/everythingtest"
 	"koe/testkit/fakellm"
@@ -19,7 +16,8 @@ import (
 // in and sends it: koe runs the prompt's text as the user's turn, and the
 // page shows it as the user's bubble, then the answer.
 func TestChatPageMCPPrompt(t *testing.T) {
-	server := everythingtest.Stdio(t)
+	command, args := everythingtest.Stdio(t)
+	server := mcp.ServerConfig{Command: command, Args: args}
 	browser := cdp.LaunchTest(t, cdp.Options{Width: 900, Height: 700,
 		AutoplayPolicy: "no-user-gesture-required", MuteAudio: true})
 	llm := koetest.StartLLM(t, fakellm.Echo(0))
@@ -27,19 +25,9 @@ func TestChatPageMCPPrompt(t *testing.T) {
 	cfg.MCP.Servers = map[string]mcp.ServerConfig{"everything": server}
 	cfg.Character.Tools.MCPServers = []string{"everything"}
 	koe := koetest.StartKoe(t, cfg)
-	api, err := client.New("http://" + koe.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The page asks when its panel opens; the server connects in the
 	// background.
-	testkit.Eventually(t, "server-everything's prompts listed", func() bool {
-		list, err := api.MCPPrompts(context.Background(), cfg.Character.ConfUID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return slices.ContainsFunc(list.Prompts, func(p protocol.MCPPrompt) bool { return p.Name == "args-prompt" })
-	})
+	everythingtest.AwaitPrompt(t, "http://"+koe.Addr(), cfg.Character.ConfUID, "args-prompt")
 
 	p := openPage(t, browser)
 	p.navigate("http://" + koe.Addr() + "/")

@@ -6,22 +6,35 @@
 package everythingtest
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
-	"koe/mcp"
+	"koe/client"
+	"koe/protocol"
+	"koe/testkit"
 	"koe/testkit/proctest"
 )
 
 // Package is the server's npm package.
 const Package = "@modelcontextprotocol/server-everything"
 
-// Stdio is the server over stdio; without node or the package the test
-// is skipped, or fails on CI.
-func Stdio(t testing.TB) mcp.ServerConfig {
+// Stdio is the command and arguments that run the server over stdio.
+func Stdio(t testing.TB) (command string, args []string) {
 	t.Helper()
-	node := proctest.LookPath(t, "node", "nodejs")
+	node, entry := Find(t)
+	return node, []string{entry, "stdio"}
+}
+
+// Find returns node and the server's entry point (its first argument
+// names the transport: stdio, streamableHttp); without them the test is
+// skipped, or fails on CI. It leaves package mcp out of its imports, so
+// that mcp's own tests use it too.
+func Find(t testing.TB) (node, entry string) {
+	t.Helper()
+	node = proctest.LookPath(t, "node", "nodejs")
 	dir := os.Getenv("KOE_TEST_NPM_DIR")
 	if dir == "" {
 		cache, err := os.UserCacheDir()
@@ -30,9 +43,27 @@ func Stdio(t testing.TB) mcp.ServerConfig {
 		}
 		dir = filepath.Join(cache, "koe-test-npm")
 	}
-	entry := filepath.Join(dir, "node_modules", Package, "dist", "index.js")
+	entry = filepath.Join(dir, "node_modules", Package, "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
 		proctest.Missing(t, Package+" is not installed (scripts/test.sh installs it with npm into KOE_TEST_NPM_DIR)", err)
 	}
-	return mcp.ServerConfig{Command: node, Args: []string{entry, "stdio"}}
+	return node, entry
+}
+
+// AwaitPrompt waits until the koe at baseURL lists the server's prompt
+// named prompt for the character confUID: koe connects to its MCP servers
+// in the background.
+func AwaitPrompt(t testing.TB, baseURL, confUID, prompt string) {
+	t.Helper()
+	api, err := client.New(baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "the MCP prompt "+prompt+" listed", func() bool {
+		list, err := api.MCPPrompts(context.Background(), confUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(list.Prompts, func(p protocol.MCPPrompt) bool { return p.Name == prompt })
+	})
 }

@@ -1,16 +1,11 @@
 package chatcli
 
 import (
-	"context"
-	"slices"
 	"strings"
 	"testing"
 
-	"koe/client"
 	"koe/config"
 	"koe/mcp"
-	"koe/protocol"
-	"koe/testkit"
 	"koe/testkit/everythingtest"
 	"koe/testkit/fakellm"
 )
@@ -19,23 +14,14 @@ import (
 // /prompt sends one, filled in, as the user's turn: the transcript shows
 // the prompt's text, and koe's model got it.
 func TestChatSendsAnMCPPrompt(t *testing.T) {
-	server := everythingtest.Stdio(t)
+	command, args := everythingtest.Stdio(t)
+	server := mcp.ServerConfig{Command: command, Args: args}
 	base, llm := startKoe(t, fakellm.Echo(0), func(cfg *config.Config) {
 		cfg.MCP.Servers = map[string]mcp.ServerConfig{"everything": server}
 		cfg.Character.Tools.MCPServers = []string{"everything"}
 	})
 	conf := "koe_default"
-	api, err := client.New(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, "server-everything's prompts listed", func() bool {
-		list, err := api.MCPPrompts(context.Background(), conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return slices.ContainsFunc(list.Prompts, func(p protocol.MCPPrompt) bool { return p.Name == "args-prompt" })
-	})
+	everythingtest.AwaitPrompt(t, base, conf, "args-prompt")
 	rec := &recorder{}
 	s := startChat(t, startRecorder(t, base, rec), Settings{Character: conf}, false)
 	s.waitFor(userPrompt)
