@@ -124,3 +124,28 @@ func TestPromptConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEverythingGetPrompt measures getting args-prompt filled in
+// from server-everything over stdio: what using a prompt, or a persona
+// from one, adds before the turn.
+func BenchmarkEverythingGetPrompt(b *testing.B) {
+	m, _ := startManager(b, Config{Servers: map[string]ServerConfig{"everything": everythingStdio(b)}}, defaultTiming)
+	waitForTool(b, m, m.Toolbox([]string{"everything"}), "everything__echo")
+	args := map[string]string{"city": "Kyoto"}
+	for b.Loop() {
+		if _, err := getPrompt(b, m, "everything", "args-prompt", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEverythingPrompts measures listing server-everything's prompts.
+func BenchmarkEverythingPrompts(b *testing.B) {
+	m, _ := startManager(b, Config{Servers: map[string]ServerConfig{"everything": everythingStdio(b)}}, defaultTiming)
+	waitForTool(b, m, m.Toolbox([]string{"everything"}), "everything__echo")
+	for b.Loop() {
+		if list := promptsOf(b, m, "everything"); len(list.Prompts) == 0 {
+			b.Fatal(list)
+		}
+	}
+}
