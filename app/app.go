@@ -67,6 +67,8 @@ type Main struct {
 	stopProbe func()
 	// stopMCPKnowledge stops reading MCP resources into knowledge bases.
 	stopMCPKnowledge func()
+	// kickRoots has the MCP servers' roots worked out again (mcproots.go).
+	kickRoots func()
 
 	// Close shuts down once; callers after the first (a signal and a
 	// deferred Close, say) get its result.
@@ -200,6 +202,7 @@ func (m *Main) Open() error {
 		}
 	}
 	characters := config.NewCharacters(cfg, m.Getenv)
+	m.followMCPRoots(characters)
 	conversation.WarnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
 	// The store as conversations and the histories call it is timed when
 	// metrics are on; nothing is measured (or paid for) when they are off.

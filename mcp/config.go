@@ -52,6 +52,11 @@ type Config struct {
 	// What servers may make koe show and log, and how often (see
 	// HostLimits).
 	HostLimits `yaml:",inline"`
+	// MaxPrompts bounds the prompts listed of one server (0:
+	// DefaultMaxPrompts); MaxPromptChars bounds a prompt's text and its
+	// arguments (0: DefaultMaxPromptChars). See prompts.go.
+	MaxPrompts     int `yaml:"mcp_max_prompts" json:"mcp_max_prompts"`
+	MaxPromptChars int `yaml:"mcp_max_prompt_chars" json:"mcp_max_prompt_chars"`
 }
 
 // ServerConfig is one server: Command (a stdio server koe starts) or URL
@@ -116,6 +121,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.HostLimits.validate(); err != nil {
+		return err
+	}
+	if err := c.validatePrompts(); err != nil {
 		return err
 	}
 	var errs []error

@@ -14,6 +14,7 @@ import (
 type Manager struct {
 	cfg     Config
 	servers map[string]*server
+	ctx     context.Context // ends at Close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
@@ -38,7 +39,7 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger, t timing) (*Man
 		logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m := &Manager{cfg: cfg, servers: map[string]*server{}, cancel: cancel, watchCh: make(chan struct{})}
+	m := &Manager{cfg: cfg, servers: map[string]*server{}, ctx: ctx, cancel: cancel, watchCh: make(chan struct{})}
 	for _, name := range cfg.names() {
 		s := newServer(name, cfg.Servers[name], cfg.limits(), logger, m.changed)
 		m.servers[name] = s

@@ -90,6 +90,10 @@ type server struct {
 	// rather than hold up closing it.
 	live  context.Context
 	tools []tool
+
+	// rootsMu orders SetRoots calls; roots are the URIs last set.
+	rootsMu sync.Mutex
+	roots   []string
 }
 
 func newServer(name string, cfg ServerConfig, lim limits, log *slog.Logger, changed func()) *server {
@@ -125,6 +129,7 @@ func (s *server) clientOptions() *sdk.ClientOptions {
 	}
 	s.resourceOptions(opts)
 	s.hostOptions(opts)
+	addRoots(opts.Capabilities)
 	return opts
 }
 

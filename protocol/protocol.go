@@ -140,6 +140,8 @@ type Inbound struct {
 	Name string `json:"name"`
 	Mime string `json:"mime"`
 	Data string `json:"data"`
+	// MCPPrompt is the prompt use-mcp-prompt sends (mcpprompts.go).
+	MCPPrompt *MCPPromptRef `json:"mcp_prompt"`
 }
 
 // Simple is a message that carries nothing but its type.
