@@ -51,6 +51,8 @@ type Main struct {
 	knowledge *knowledge.Service
 	index     knowledge.Index
 	mcp       *mcp.Manager
+	// mcpCallback is where MCP logins come back to (mcplogin.go).
+	mcpCallback callbackHolder
 	hub       *conversation.Hub
 	histories *histories.Service
 	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
@@ -80,6 +82,7 @@ type appStore interface {
 	recall.Store
 	knowledge.DocStore
 	knowledge.ChunkStore
+	mcp.LoginStore
 	// Ping checks that the database answers (/readyz).
 	Ping(ctx context.Context) error
 	Close() error
@@ -153,7 +156,7 @@ func (m *Main) Open() error {
 	}
 	// MCP servers connect in the background; their tools appear as
 	// they come up. Without any configured, the manager holds nothing.
-	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger)
+	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger, m.mcpOptions(store)...)
 	if err != nil {
 		m.stopRecall()
 		m.closeBus()
@@ -273,6 +276,7 @@ func (m *Main) Open() error {
 		Pages:          static.Pages(),
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
 		LiveChat:       liveChatAPI,
+		MCP:            m.mcp,
 		Logger:         m.Logger,
 		Metrics:        serverMetrics,
 		MetricsHandler: metricsHandler,
@@ -290,6 +294,7 @@ func (m *Main) Open() error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	m.ln = ln
+	m.mcpCallback.Store(callbackURL(cfg, ln, m.server.TLS()))
 	m.served = make(chan error, 1)
 	srv := m.server
 	go func() { m.served <- srv.Serve(ln) }()

@@ -3,6 +3,8 @@ package mcp
 import (
 	"strings"
 	"testing"
+
+	"koe/testkit/oauthtest"
 )
 
 func TestExpandEnv(t *testing.T) {
@@ -60,12 +62,10 @@ func TestValidateEnvSubstitution(t *testing.T) {
 // The value a server gets is the variable's, never the ${NAME} text.
 func TestEnvSubstitutionReachesServers(t *testing.T) {
 	t.Setenv("KOE_TEST_MCP_TOKEN", "from-the-environment")
-	f := newOAuthFixture(t)
-	f.mu.Lock()
-	f.access["from-the-environment"] = true // a token handed out by hand
-	f.mu.Unlock()
+	f := oauthtest.Start(t)
+	f.Grant("from-the-environment")
 	m, _ := startManager(t, Config{Servers: map[string]ServerConfig{
-		"web":  {URL: f.resource, Headers: map[string]string{"Authorization": "Bearer ${KOE_TEST_MCP_TOKEN}"}},
+		"web":  {URL: f.Resource, Headers: map[string]string{"Authorization": "Bearer ${KOE_TEST_MCP_TOKEN}"}},
 		"test": {Command: testServer, Env: map[string]string{"KOE_MCP_TEST": "${KOE_TEST_MCP_TOKEN}"}},
 	}}, defaultTiming)
 	tb := m.Toolbox([]string{"web", "test"})

@@ -50,7 +50,7 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger, t timing, opts 
 		// Validate has checked that it resolves.
 		sc, _ := cfg.Servers[name].resolved(name)
 		s := newServer(name, sc, cfg.limits(), logger, m.changed)
-		m.attachAuth(s, o.logins)
+		m.attachAuth(s, o)
 		m.servers[name] = s
 		m.wg.Add(1)
 		go func() {

@@ -140,7 +140,7 @@ type login struct {
 	server   string
 	key      string
 	cfg      ServerConfig
-	redirect string
+	redirect func() string
 	store    LoginStore
 	client   *http.Client
 	log      *slog.Logger
@@ -158,7 +158,7 @@ type login struct {
 
 var _ auth.OAuthHandler = (*login)(nil)
 
-func newLogin(name string, cfg ServerConfig, redirect string, store LoginStore, pending *pendingLogins, log *slog.Logger) *login {
+func newLogin(name string, cfg ServerConfig, redirect func() string, store LoginStore, pending *pendingLogins, log *slog.Logger) *login {
 	return &login{
 		server: name, key: name + " " + cfg.URL, cfg: cfg, redirect: redirect,
 		store: store, pending: pending, log: log,
@@ -316,8 +316,9 @@ func (k *keptSource) Token() (*oauth2.Token, error) {
 // through shown, and the exchange once the browser comes back. It returns
 // when the login is done, failed, or the consent timed out.
 func (l *login) ask(ctx context.Context, nl *needsLogin, shown func(consentURL string)) error {
+	redirect := l.redirect()
 	hc := &auth.AuthorizationCodeHandlerConfig{
-		RedirectURL:         l.redirect,
+		RedirectURL:         redirect,
 		Client:              l.client,
 		RequestRefreshToken: true,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
@@ -341,7 +342,7 @@ func (l *login) ask(ctx context.Context, nl *needsLogin, shown func(consentURL s
 		hc.PreregisteredClient = cc
 	} else {
 		hc.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-			RedirectURIs:            []string{l.redirect},
+			RedirectURIs:            []string{redirect},
 			ClientName:              "koe",
 			GrantTypes:              []string{"authorization_code", "refresh_token"},
 			ResponseTypes:           []string{"code"},

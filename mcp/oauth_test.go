@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"koe/testkit/oauthtest"
 )
 
 // countingLogins is a LoginStore that shows what was kept.
@@ -22,10 +24,10 @@ func (c *countingLogins) kept(key string) string {
 
 // startLoginManager starts a Manager for the fixture's server, logins kept
 // in store, closed at cleanup.
-func startLoginManager(t *testing.T, f *oauthFixture, store LoginStore) (*Manager, *recorder) {
+func startLoginManager(t *testing.T, f *oauthtest.Server, store LoginStore) (*Manager, *recorder) {
 	t.Helper()
 	cfg := Config{
-		Servers:          map[string]ServerConfig{"locked": {URL: f.resource}},
+		Servers:          map[string]ServerConfig{"locked": {URL: f.Resource}},
 		OAuthRedirectURL: "http://127.0.0.1:9/oauth/callback",
 	}
 	rec := newRecorder(t)
@@ -55,9 +57,9 @@ func waitConsent(t *testing.T, m *Manager, previous string) string {
 
 // approve follows the consent URL as the user's browser would and hands
 // the answer to koe, as its callback does.
-func approve(t *testing.T, f *oauthFixture, m *Manager, consentURL string) {
+func approve(t *testing.T, f *oauthtest.Server, m *Manager, consentURL string) {
 	t.Helper()
-	back := f.consent(consentURL)
+	back := f.Consent(consentURL)
 	if got := back.Scheme + "://" + back.Host + back.Path; got != "http://127.0.0.1:9/oauth/callback" {
 		t.Fatalf("the authorization server sent the browser to %s, not koe's callback", got)
 	}
@@ -69,7 +71,7 @@ func approve(t *testing.T, f *oauthFixture, m *Manager, consentURL string) {
 }
 
 func TestOAuthLogin(t *testing.T) {
-	f := newOAuthFixture(t)
+	f := oauthtest.Start(t)
 	store := &countingLogins{}
 	m, rec := startLoginManager(t, f, store)
 	tb := m.Toolbox([]string{"locked"})
@@ -81,8 +83,8 @@ func TestOAuthLogin(t *testing.T) {
 			t.Errorf("the consent URL has no %s: %s", p, consentURL)
 		}
 	}
-	if got := u.Query().Get("resource"); got != f.resource {
-		t.Errorf("the consent URL's resource is %q, want %q", got, f.resource)
+	if got := u.Query().Get("resource"); got != f.Resource {
+		t.Errorf("the consent URL's resource is %q, want %q", got, f.Resource)
 	}
 	if _, err := call(t, tb, "locked__whoami", "{}"); err == nil || !strings.Contains(err.Error(), "needs authorization") {
 		t.Errorf("a call before the login: %v, want an error saying the server needs authorization", err)
@@ -100,11 +102,9 @@ func TestOAuthLogin(t *testing.T) {
 	if out := mustCall(t, tb, "locked__whoami", "{}"); out != "authorized" {
 		t.Fatalf("whoami = %q", out)
 	}
-	key := "locked " + f.resource
+	key := "locked " + f.Resource
 	kept := store.kept(key)
-	f.mu.Lock()
-	token := f.lastToken
-	f.mu.Unlock()
+	token := f.LastToken()
 	if !strings.Contains(kept, token) {
 		t.Errorf("the store does not hold the token in use: %s", kept)
 	}
@@ -121,23 +121,21 @@ func TestOAuthLogin(t *testing.T) {
 
 	// The access token revoked, its refresh token gets a new one on the
 	// 401, and the call goes through.
-	f.revokeAccess(false)
+	f.Revoke(false)
 	if out := mustCall(t, tb, "locked__whoami", "{}"); out != "authorized" {
 		t.Fatalf("whoami after the access token was revoked = %q", out)
 	}
-	if refreshes, _ := f.counts(); refreshes != 1 {
+	if refreshes, _ := f.Counts(); refreshes != 1 {
 		t.Errorf("refreshes = %d, want 1", refreshes)
 	}
-	f.mu.Lock()
-	token = f.lastToken
-	f.mu.Unlock()
+	token = f.LastToken()
 	if !strings.Contains(store.kept(key), token) {
 		t.Error("the refreshed token was not stored")
 	}
 
 	// Everything revoked: the server needs authorization again, with a
 	// new consent URL, and the old login is gone from the store.
-	f.revokeAccess(true)
+	f.Revoke(true)
 	if _, err := call(t, tb, "locked__whoami", "{}"); err == nil {
 		t.Fatal("a call with every token revoked went through")
 	}
@@ -154,7 +152,7 @@ func TestOAuthLogin(t *testing.T) {
 
 // A login kept in the store is used after a restart, without asking.
 func TestOAuthLoginKept(t *testing.T) {
-	f := newOAuthFixture(t)
+	f := oauthtest.Start(t)
 	store := &countingLogins{}
 	m, _ := startLoginManager(t, f, store)
 	approve(t, f, m, waitConsent(t, m, ""))
@@ -178,17 +176,17 @@ func TestOAuthLoginKept(t *testing.T) {
 // A token about to expire is refreshed before it is sent, not after the
 // server refused it.
 func TestOAuthRefreshBeforeExpiry(t *testing.T) {
-	f := newOAuthFixture(t)
+	f := oauthtest.Start(t)
 	// Shorter than the ten seconds before expiry at which a token is
 	// renewed: each is renewed before its next use.
-	f.expiresIn = 5
+	f.ExpiresIn = 5
 	m, _ := startLoginManager(t, f, &countingLogins{})
 	tb := m.Toolbox([]string{"locked"})
 	approve(t, f, m, waitConsent(t, m, ""))
 	waitForTool(t, m, tb, "locked__whoami")
-	_, refusedBefore := f.counts()
+	_, refusedBefore := f.Counts()
 	mustCall(t, tb, "locked__whoami", "{}")
-	refreshes, refused := f.counts()
+	refreshes, refused := f.Counts()
 	if refreshes == 0 {
 		t.Error("a token about to expire was not refreshed")
 	}
@@ -200,7 +198,7 @@ func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 // The user declining at the authorization server leaves the server
 // needing authorization, saying why, with a new consent URL later.
 func TestOAuthDeclined(t *testing.T) {
-	f := newOAuthFixture(t)
+	f := oauthtest.Start(t)
 	m, _ := startLoginManager(t, f, &countingLogins{})
 	consentURL := waitConsent(t, m, "")
 	u, _ := url.Parse(consentURL)

@@ -27,12 +27,16 @@ type serverAuth struct {
 }
 
 // attachAuth gives an HTTP server its login.
-func (m *Manager) attachAuth(s *server, ls LoginStore) {
+func (m *Manager) attachAuth(s *server, o options) {
 	if s.cfg.URL == "" {
 		return
 	}
 	a := &serverAuth{consent: m.cfg, lost: make(chan struct{}, 1)}
-	a.login = newLogin(s.name, s.cfg, m.cfg.OAuthRedirectURL, ls, m.logins, s.log)
+	redirect := func() string { return m.cfg.OAuthRedirectURL }
+	if m.cfg.OAuthRedirectURL == "" && o.callback != nil {
+		redirect = o.callback
+	}
+	a.login = newLogin(s.name, s.cfg, redirect, o.logins, m.logins, s.log)
 	a.login.lost = func() {
 		select {
 		case a.lost <- struct{}{}:
@@ -86,7 +90,7 @@ func (s *server) askLogin(ctx context.Context, nl *needsLogin) error {
 	case <-a.lost:
 	default:
 	}
-	if a.login.redirect == "" {
+	if a.login.redirect() == "" {
 		err := errors.New("koe's callback address is unknown: set mcp_oauth_redirect_url")
 		a.show("", err.Error())
 		s.set(stateNeedsLogin, nil, nil, nil)
@@ -158,7 +162,8 @@ func (m *Manager) FinishLogin(state, code, iss, refusal string) (string, error) 
 type Option func(*options)
 
 type options struct {
-	logins LoginStore
+	logins   LoginStore
+	callback func() string
 }
 
 // WithLoginStore keeps the servers' OAuth logins in ls (koe's store);
@@ -169,4 +174,11 @@ func WithLoginStore(ls LoginStore) Option {
 			o.logins = ls
 		}
 	}
+}
+
+// WithCallbackURL gives koe's callback address when
+// mcp_oauth_redirect_url is not set: url is asked at each login, as koe
+// may not listen yet when Start runs ("" while unknown).
+func WithCallbackURL(url func() string) Option {
+	return func(o *options) { o.callback = url }
 }

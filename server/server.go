@@ -64,6 +64,8 @@ type Options struct {
 	MaxUploadBytes int
 	// LiveChat is the live chat the streamer steers at /api/live (live.go).
 	LiveChat LiveChat
+	// MCP are the MCP servers' states and logins (mcpauth.go); nil: none.
+	MCP MCPServers
 	Logger   *slog.Logger
 	// Metrics, if set, counts sessions and queue drops.
 	Metrics Metrics
@@ -235,6 +237,7 @@ func (s *Server) routes() {
 	s.app.Use(s.guard)
 	s.healthRoutes()
 	s.apiRoutes()
+	s.mcpRoutes()
 	s.app.Use("/client-ws", checkUpgrade, s.checkSocketQuery, s.keepClientIP)
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize:  wsReadBufferSize,

@@ -1,4 +1,10 @@
-package mcp
+// Package oauthtest is an OAuth authorization server written for koe's
+// tests (RFC 8414 metadata, RFC 7591 registration, authorization code with
+// PKCE S256 and the resource parameter, refresh) in front of an MCP server
+// over streamable HTTP that takes only its bearer tokens, both on
+// 127.0.0.1:0: what a login to an MCP server meets, with nothing faked
+// below HTTP.
+package oauthtest
 
 import (
 	"context"
@@ -10,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,17 +24,17 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// oauthFixture is an OAuth authorization server written for the tests
-// (RFC 8414 metadata, RFC 7591 registration, authorization code with PKCE
-// S256 and the resource parameter, refresh) in front of an MCP server over
-// streamable HTTP that takes only its bearer tokens. Both listen on
-// 127.0.0.1:0.
-type oauthFixture struct {
-	t        testing.TB
-	as, rs   string // base URLs
-	resource string // the MCP endpoint, as the resource parameter must name it
-	// expiresIn is the lifetime of the access tokens it issues (seconds).
-	expiresIn int
+// Server is the authorization server and the MCP server behind it. Its
+// MCP server has one tool, whoami, which answers "authorized".
+type Server struct {
+	t      testing.TB
+	as, rs string // base URLs
+	// Resource is the MCP endpoint, as the resource parameter must name
+	// it: the URL to configure.
+	Resource string
+	// ExpiresIn is the lifetime of the access tokens it issues, in
+	// seconds; set it before the first login.
+	ExpiresIn int
 
 	mu        sync.Mutex
 	clients   map[string][]string // client_id → redirect_uris
@@ -43,8 +50,9 @@ type authCode struct {
 	client, redirect, challenge, resource string
 }
 
-func newOAuthFixture(t testing.TB) *oauthFixture {
-	f := &oauthFixture{t: t, expiresIn: 3600, clients: map[string][]string{}, codes: map[string]authCode{},
+// Start serves both until the test ends.
+func Start(t testing.TB) *Server {
+	f := &Server{t: t, ExpiresIn: 3600, clients: map[string][]string{}, codes: map[string]authCode{},
 		access: map[string]bool{}, refresh: map[string]bool{}}
 	asMux := http.NewServeMux()
 	asMux.HandleFunc("GET /.well-known/oauth-authorization-server", f.metadata)
@@ -61,7 +69,7 @@ func newOAuthFixture(t testing.TB) *oauthFixture {
 	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
 	rsMux := http.NewServeMux()
 	rsMux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"resource": f.resource, "authorization_servers": []string{f.as}, "scopes_supported": []string{"tools"}})
+		writeJSON(w, map[string]any{"resource": f.Resource, "authorization_servers": []string{f.as}, "scopes_supported": []string{"tools"}})
 	})
 	rsMux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -81,7 +89,7 @@ func newOAuthFixture(t testing.TB) *oauthFixture {
 		mcpHandler.ServeHTTP(w, r)
 	}))
 	f.rs = serveOn(t, rsMux)
-	f.resource = f.rs + "/mcp"
+	f.Resource = f.rs + "/mcp"
 	return f
 }
 
@@ -108,7 +116,7 @@ func oauthError(w http.ResponseWriter, code, why string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": why})
 }
 
-func (f *oauthFixture) metadata(w http.ResponseWriter, _ *http.Request) {
+func (f *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, map[string]any{
 		"issuer":                                f.as,
 		"authorization_endpoint":                f.as + "/authorize",
@@ -122,7 +130,7 @@ func (f *oauthFixture) metadata(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-func (f *oauthFixture) register(w http.ResponseWriter, r *http.Request) {
+func (f *Server) register(w http.ResponseWriter, r *http.Request) {
 	var meta struct {
 		RedirectURIs []string `json:"redirect_uris"`
 	}
@@ -141,7 +149,7 @@ func (f *oauthFixture) register(w http.ResponseWriter, r *http.Request) {
 // authorize is the consent page, consenting at once: it checks the
 // request as an authorization server must and sends the browser back with
 // a code.
-func (f *oauthFixture) authorize(w http.ResponseWriter, r *http.Request) {
+func (f *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f.mu.Lock()
 	redirects, known := f.clients[q.Get("client_id")]
@@ -150,7 +158,7 @@ func (f *oauthFixture) authorize(w http.ResponseWriter, r *http.Request) {
 	case !known:
 		http.Error(w, "unknown client_id", http.StatusBadRequest)
 		return
-	case !contains(redirects, q.Get("redirect_uri")):
+	case !slices.Contains(redirects, q.Get("redirect_uri")):
 		http.Error(w, "redirect_uri is not registered", http.StatusBadRequest)
 		return
 	case q.Get("response_type") != "code":
@@ -159,8 +167,8 @@ func (f *oauthFixture) authorize(w http.ResponseWriter, r *http.Request) {
 	case q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "":
 		http.Error(w, "PKCE with S256 is required", http.StatusBadRequest)
 		return
-	case q.Get("resource") != f.resource:
-		http.Error(w, fmt.Sprintf("resource %q is not %q", q.Get("resource"), f.resource), http.StatusBadRequest)
+	case q.Get("resource") != f.Resource:
+		http.Error(w, fmt.Sprintf("resource %q is not %q", q.Get("resource"), f.Resource), http.StatusBadRequest)
 		return
 	case q.Get("state") == "":
 		http.Error(w, "state is required", http.StatusBadRequest)
@@ -178,7 +186,7 @@ func (f *oauthFixture) authorize(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, back.String(), http.StatusFound)
 }
 
-func (f *oauthFixture) token(w http.ResponseWriter, r *http.Request) {
+func (f *Server) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		oauthError(w, "invalid_request", err.Error())
 		return
@@ -219,21 +227,12 @@ func (f *oauthFixture) token(w http.ResponseWriter, r *http.Request) {
 	if rt := r.PostForm.Get("refresh_token"); rt != "" {
 		delete(f.refresh, rt) // rotated
 	}
-	writeJSON(w, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": f.expiresIn, "refresh_token": refresh})
+	writeJSON(w, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": f.ExpiresIn, "refresh_token": refresh})
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// revokeAccess makes every access token issued so far invalid; with
-// refreshToo, the refresh tokens too.
-func (f *oauthFixture) revokeAccess(refreshToo bool) {
+// Revoke makes every access token issued so far invalid; with refreshToo,
+// the refresh tokens too.
+func (f *Server) Revoke(refreshToo bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	clear(f.access)
@@ -242,15 +241,17 @@ func (f *oauthFixture) revokeAccess(refreshToo bool) {
 	}
 }
 
-func (f *oauthFixture) counts() (refreshes, refused int) {
+// Counts are the refresh grants served and the MCP requests refused with
+// 401.
+func (f *Server) Counts() (refreshes, refused int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.refreshes, f.refused
 }
 
-// consent plays the user's browser: it opens the consent URL and returns
+// Consent plays the user's browser: it opens the consent URL and returns
 // where the authorization server sends it back to, without following.
-func (f *oauthFixture) consent(consentURL string) *url.URL {
+func (f *Server) Consent(consentURL string) *url.URL {
 	f.t.Helper()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Get(consentURL)
@@ -259,13 +260,25 @@ func (f *oauthFixture) consent(consentURL string) *url.URL {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusFound {
-		var b strings.Builder
-		_, _ = fmt.Fprint(&b, resp.Status)
-		f.t.Fatalf("consent URL %s answered %s", consentURL, b.String())
+		f.t.Fatalf("consent URL %s answered %s", consentURL, resp.Status)
 	}
 	back, err := url.Parse(resp.Header.Get("Location"))
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return back
+}
+
+// LastToken is the access token of the last MCP request let through.
+func (f *Server) LastToken() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastToken
+}
+
+// Grant makes token a valid access token, as one handed out by hand.
+func (f *Server) Grant(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.access[token] = true
 }
