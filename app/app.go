@@ -51,8 +51,6 @@ type Main struct {
 	knowledge *knowledge.Service
 	index     knowledge.Index
 	mcp       *mcp.Manager
-	// mcpCallback is where MCP logins come back to (mcplogin.go).
-	mcpCallback callbackHolder
 	hub       *conversation.Hub
 	histories *histories.Service
 	coord     *coord.RedisCoordinator // nil: turns are coordinated in process
@@ -67,6 +65,9 @@ type Main struct {
 
 	// The start-up probe of the LLM runs in the background; Close stops it.
 	stopProbe func()
+
+	// mcpCallback is where MCP logins come back to (mcplogin.go).
+	mcpCallback callbackHolder
 
 	// Close shuts down once; callers after the first (a signal and a
 	// deferred Close, say) get its result.

@@ -64,8 +64,10 @@ type Options struct {
 	MaxUploadBytes int
 	// LiveChat is the live chat the streamer steers at /api/live (live.go).
 	LiveChat LiveChat
+
 	// MCP are the MCP servers' states and logins (mcpauth.go); nil: none.
 	MCP MCPServers
+
 	Logger   *slog.Logger
 	// Metrics, if set, counts sessions and queue drops.
 	Metrics Metrics
