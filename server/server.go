@@ -64,10 +64,6 @@ type Options struct {
 	MaxUploadBytes int
 	// LiveChat is the live chat the streamer steers at /api/live (live.go).
 	LiveChat LiveChat
-
-	// MCP are the MCP servers' states and logins (mcpauth.go); nil: none.
-	MCP MCPServers
-
 	Logger   *slog.Logger
 	// Metrics, if set, counts sessions and queue drops.
 	Metrics Metrics
@@ -80,6 +76,9 @@ type Options struct {
 	// Backup copies koe.db for koe backup (backup.go); nil with a store
 	// that is backed up otherwise (PostgreSQL: pg_dump).
 	Backup Backup
+
+	// MCP are the MCP servers' states and logins (mcpauth.go); nil: none.
+	MCP MCPServers
 }
 
 // Server serves koe over HTTP and WebSocket.
