@@ -287,6 +287,7 @@ func (m *Main) Open() error {
 	if m.metrics != nil && m.server.TLS() {
 		m.metrics.WatchCertificate(m.server.CertificateNotAfter)
 	}
+	m.reportMCP()
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)

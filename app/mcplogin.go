@@ -7,6 +7,7 @@ import (
 
 	"koe/config"
 	"koe/mcp"
+	"koe/protocol"
 )
 
 // mcpOptions are how koe's MCP servers log in: their OAuth logins kept in
@@ -47,3 +48,12 @@ func (h *callbackHolder) Load() string {
 }
 
 func (h *callbackHolder) Store(s string) { h.v.Store(&s) }
+
+// reportMCP sends the MCP servers' states to every session that asked for
+// koe's events, at each change: koe's page shows a consent link.
+func (m *Main) reportMCP() {
+	hub := m.hub
+	m.mcp.ReportStatus(func(st []protocol.MCPServer) {
+		hub.NotifyAll(protocol.MCPServers{Type: protocol.TypeMCPServers, Servers: st})
+	})
+}

@@ -22,6 +22,8 @@ type Manager struct {
 
 	// logins are the OAuth consent URLs out with users (oauthrun.go).
 	logins *pendingLogins
+	// ctx ends when the servers stop.
+	ctx context.Context
 }
 
 // Start validates cfg and starts connecting to every server; it does not
@@ -45,7 +47,7 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger, t timing, opts 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	m := &Manager{cfg: cfg, servers: map[string]*server{}, cancel: cancel, watchCh: make(chan struct{}), logins: &pendingLogins{}}
+	m := &Manager{cfg: cfg, servers: map[string]*server{}, cancel: cancel, watchCh: make(chan struct{}), logins: &pendingLogins{}, ctx: ctx}
 	for _, name := range cfg.names() {
 		// Validate has checked that it resolves.
 		sc, _ := cfg.Servers[name].resolved(name)

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -181,4 +182,30 @@ func WithLoginStore(ls LoginStore) Option {
 // may not listen yet when Start runs ("" while unknown).
 func WithCallbackURL(url func() string) Option {
 	return func(o *options) { o.callback = url }
+}
+
+// ReportStatus calls report with Status whenever it changes, from a
+// goroutine of the Manager's that ends with it; report must not block for
+// long (it holds up the next report, nothing else).
+func (m *Manager) ReportStatus(report func([]protocol.MCPServer)) {
+	if m == nil || len(m.servers) == 0 {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		last := m.Status()
+		for {
+			changed := m.watch()
+			if st := m.Status(); !slices.Equal(st, last) {
+				last = st
+				report(st)
+			}
+			select {
+			case <-changed:
+			case <-m.ctx.Done():
+				return
+			}
+		}
+	}()
 }

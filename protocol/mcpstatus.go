@@ -15,3 +15,14 @@ type MCPServer struct {
 	// Error says why no login could be offered.
 	Error string `json:"error,omitempty"`
 }
+
+// TypeMCPServers is koe's event with every MCP server's state, sent to
+// clients that asked for koe's events whenever one changes: koe's page
+// shows the consent link of a server that needs authorization.
+const TypeMCPServers = "mcp-servers"
+
+// MCPServers is that event.
+type MCPServers struct {
+	Type    string      `json:"type"`
+	Servers []MCPServer `json:"servers"`
+}
