@@ -116,6 +116,7 @@ func Default() Config {
 			MaxLineBytes:        mcp.DefaultMaxLineBytes,
 			MaxDescriptionChars: mcp.DefaultMaxDescriptionChars,
 			MaxSchemaBytes:      mcp.DefaultMaxSchemaBytes,
+			OAuthConsentTimeout: mcp.DefaultOAuthConsentTimeout,
 		},
 		Embeddings: llm.DefaultEmbeddingsConfig(),
 		Knowledge:  knowledge.DefaultConfig(),
