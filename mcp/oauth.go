@@ -221,11 +221,11 @@ func (l *login) Authorize(ctx context.Context, req *http.Request, resp *http.Res
 	rec, refreshedTo := l.rec, l.refreshedTo
 	l.mu.Unlock()
 	if rec != nil && rec.Token.RefreshToken != "" && sent != "" && sent != refreshedTo && resp.StatusCode == http.StatusUnauthorized {
-		if err := l.refresh(ctx, rec); err == nil {
+		err := l.refresh(ctx, rec)
+		if err == nil {
 			return nil
-		} else {
-			l.log.Info("MCP login could not be refreshed; the server needs authorization again", "err", err)
 		}
+		l.log.Info("MCP login could not be refreshed; the server needs authorization again", "err", err)
 	}
 	if rec != nil {
 		l.forget(ctx)

@@ -3,21 +3,21 @@ package mcp
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"koe/testkit/oauthtest"
 )
 
-// countingLogins is a LoginStore that shows what was kept.
-type countingLogins struct {
+// keptLogins is a LoginStore that shows what was kept.
+type keptLogins struct {
 	memoryLogins
-	saves sync.Map
 }
 
-func (c *countingLogins) kept(key string) string {
+func (c *keptLogins) kept(key string) string {
 	b, _ := c.LoadMCPLogin(context.Background(), key)
 	return string(b)
 }
@@ -72,7 +72,7 @@ func approve(t *testing.T, f *oauthtest.Server, m *Manager, consentURL string) {
 
 func TestOAuthLogin(t *testing.T) {
 	f := oauthtest.Start(t)
-	store := &countingLogins{}
+	store := &keptLogins{}
 	m, rec := startLoginManager(t, f, store)
 	tb := m.Toolbox([]string{"locked"})
 
@@ -153,7 +153,7 @@ func TestOAuthLogin(t *testing.T) {
 // A login kept in the store is used after a restart, without asking.
 func TestOAuthLoginKept(t *testing.T) {
 	f := oauthtest.Start(t)
-	store := &countingLogins{}
+	store := &keptLogins{}
 	m, _ := startLoginManager(t, f, store)
 	approve(t, f, m, waitConsent(t, m, ""))
 	waitFor(t, m, "connected", func() bool { return m.Status()[0].State == "connected" })
@@ -180,7 +180,7 @@ func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 	// Shorter than the ten seconds before expiry at which a token is
 	// renewed: each is renewed before its next use.
 	f.ExpiresIn = 5
-	m, _ := startLoginManager(t, f, &countingLogins{})
+	m, _ := startLoginManager(t, f, &keptLogins{})
 	tb := m.Toolbox([]string{"locked"})
 	approve(t, f, m, waitConsent(t, m, ""))
 	waitForTool(t, m, tb, "locked__whoami")
@@ -199,7 +199,7 @@ func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 // needing authorization, saying why, with a new consent URL later.
 func TestOAuthDeclined(t *testing.T) {
 	f := oauthtest.Start(t)
-	m, _ := startLoginManager(t, f, &countingLogins{})
+	m, _ := startLoginManager(t, f, &keptLogins{})
 	consentURL := waitConsent(t, m, "")
 	u, _ := url.Parse(consentURL)
 	if _, err := m.FinishLogin(u.Query().Get("state"), "", "", "access_denied"); err != nil {
@@ -209,4 +209,29 @@ func TestOAuthDeclined(t *testing.T) {
 		st := m.Status()[0]
 		return st.State == "needs authorization" && strings.Contains(st.Error, "access_denied")
 	})
+}
+
+// A server that refuses koe and names no way to log in is shown as needing
+// authorization, saying why, not restarted as a failing server.
+func TestUnauthorizedWithoutLogin(t *testing.T) {
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	})
+	srv := httptest.NewServer(refuse)
+	t.Cleanup(srv.Close)
+	cfg := Config{Servers: map[string]ServerConfig{"closed": {URL: srv.URL + "/mcp"}}, OAuthRedirectURL: "http://127.0.0.1:9/oauth/callback"}
+	m, rec := startManager(t, cfg, defaultTiming)
+	waitFor(t, m, "the reason shown", func() bool {
+		st := m.Status()[0]
+		return st.State == "needs authorization" && st.Error != ""
+	})
+	if st := m.Status()[0]; st.AuthorizeURL != "" {
+		t.Errorf("a consent URL for a server with no authorization server: %+v", st)
+	}
+	if n := rec.count(slog.LevelWarn, "MCP server failed to start; retrying"); n != 0 {
+		t.Errorf("the refusal was taken for a failure to start %d times", n)
+	}
+	if _, err := call(t, m.Toolbox([]string{"closed"}), "closed__x", "{}"); err == nil {
+		t.Error("a call to it went through")
+	}
 }
