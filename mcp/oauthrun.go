@@ -72,7 +72,10 @@ func (s *server) loginNeeded(err error) *needsLogin {
 	return nl
 }
 
-// loginLost is closed-over by serve: a signal when the server stops taking
+// errLoginLost ends a session whose server stopped taking koe's token.
+var errLoginLost = errors.New("the server no longer takes koe's token")
+
+// loginLost is watched by serve: a signal when the server stops taking
 // the token (nil for stdio, which never signals).
 func (s *server) loginLost() <-chan struct{} {
 	if s.auth == nil {

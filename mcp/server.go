@@ -175,6 +175,12 @@ func (s *server) run(ctx context.Context, t timing) {
 			if ctx.Err() != nil {
 				return
 			}
+			if errors.Is(err, errLoginLost) {
+				// Not a failure: connecting again meets the 401
+				// that asks for a login.
+				s.log.Info("MCP server no longer takes koe's token; asking for a login again")
+				continue
+			}
 			if time.Since(began) >= t.stableAfter {
 				delay = t.firstDelay
 			}
@@ -256,7 +262,7 @@ func (s *server) serve(ctx context.Context, session *sdk.ClientSession, l *link,
 		case <-s.relist:
 			s.refreshTools(ctx, session)
 		case <-s.loginLost():
-			return s.down(session, l, endCalls, errors.New("the server no longer takes koe's token"))
+			return s.down(session, l, endCalls, errLoginLost)
 		}
 	}
 }
