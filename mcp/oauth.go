@@ -56,16 +56,20 @@ func (o OAuthConfig) check(key string) error {
 	return nil
 }
 
-// DefaultOAuthConsentTimeout is how long a consent URL waits for the user.
-const DefaultOAuthConsentTimeout = 10 * time.Minute
+// DefaultOAuthConsentTimeout is how long a consent URL waits for the user;
+// a shorter one than minConsentTimeout would expire while the user reads.
+const (
+	DefaultOAuthConsentTimeout = 10 * time.Minute
+	minConsentTimeout          = 10 * time.Second
+)
 
 // CallbackPath is where koe takes the browser back from an authorization
 // server.
 const CallbackPath = "/oauth/callback"
 
 func (c Config) checkOAuth() error {
-	if c.OAuthConsentTimeout < 0 || c.OAuthConsentTimeout > 0 && c.OAuthConsentTimeout < 10*time.Second {
-		return fmt.Errorf("mcp_oauth_consent_timeout %s is out of range: 0 (%s) or at least 10s", c.OAuthConsentTimeout, DefaultOAuthConsentTimeout)
+	if c.OAuthConsentTimeout < 0 || c.OAuthConsentTimeout > 0 && c.OAuthConsentTimeout < minConsentTimeout {
+		return fmt.Errorf("mcp_oauth_consent_timeout %s is out of range: 0 (%s) or at least %s", c.OAuthConsentTimeout, DefaultOAuthConsentTimeout, minConsentTimeout)
 	}
 	if c.OAuthRedirectURL != "" {
 		u, err := url.Parse(c.OAuthRedirectURL)
@@ -315,14 +319,14 @@ func (k *keptSource) Token() (*oauth2.Token, error) {
 // ask runs one login: discovery, registration, the consent URL shown
 // through shown, and the exchange once the browser comes back. It returns
 // when the login is done, failed, or the consent timed out.
-func (l *login) ask(ctx context.Context, nl *needsLogin, shown func(consentURL string)) error {
+func (l *login) ask(ctx context.Context, nl *needsLogin, consent time.Duration, shown func(consentURL string)) error {
 	redirect := l.redirect()
 	hc := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         redirect,
 		Client:              l.client,
 		RequestRefreshToken: true,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			return l.pending.wait(ctx, l.server, args.URL, shown)
+			return l.pending.wait(ctx, l.server, args.URL, consent, shown)
 		},
 		NewTokenSource: func(_ context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			rec := recordOf(oc, tok)

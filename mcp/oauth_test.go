@@ -235,3 +235,23 @@ func TestUnauthorizedWithoutLogin(t *testing.T) {
 		t.Error("a call to it went through")
 	}
 }
+
+// A consent URL nobody opens within mcp_oauth_consent_timeout is replaced
+// by a new one; the old one's answer is refused.
+func TestOAuthConsentExpires(t *testing.T) {
+	f := oauthtest.Start(t)
+	cfg := Config{
+		Servers:             map[string]ServerConfig{"locked": {URL: f.Resource}},
+		OAuthRedirectURL:    "http://127.0.0.1:9/oauth/callback",
+		OAuthConsentTimeout: minConsentTimeout,
+	}
+	m, _ := startManager(t, cfg, defaultTiming)
+	first := waitConsent(t, m, "")
+	second := waitConsent(t, m, first)
+	old, _ := url.Parse(first)
+	if _, err := m.FinishLogin(old.Query().Get("state"), "code", "", ""); err == nil {
+		t.Error("the answer to an expired consent URL was taken")
+	}
+	approve(t, f, m, second)
+	waitFor(t, m, "connected", func() bool { return m.Status()[0].State == "connected" })
+}

@@ -79,9 +79,9 @@ type pendingLogin struct {
 // login is over.
 var ErrUnknownLogin = errors.New("no login is waiting for this answer: it was finished or has expired, or the link did not come from this koe; reload koe's page for a new one")
 
-// wait shows the consent URL and waits for the browser to bring the code
-// back.
-func (p *pendingLogins) wait(ctx context.Context, server, consentURL string, shown func(string)) (*auth.AuthorizationResult, error) {
+// wait shows the consent URL and waits up to consent for the browser to
+// bring the code back.
+func (p *pendingLogins) wait(ctx context.Context, server, consentURL string, consent time.Duration, shown func(string)) (*auth.AuthorizationResult, error) {
 	u, err := url.Parse(consentURL)
 	if err != nil {
 		return nil, err
@@ -103,15 +103,16 @@ func (p *pendingLogins) wait(ctx context.Context, server, consentURL string, sho
 		p.mu.Unlock()
 	}()
 	shown(consentURL)
+	expired := time.NewTimer(consent)
+	defer expired.Stop()
 	select {
 	case res := <-pl.code:
 		return res, nil
 	case reason := <-pl.refused:
 		return nil, fmt.Errorf("the authorization server refused: %s", clip(reason, 200))
+	case <-expired.C:
+		return nil, errConsentTimeout
 	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, errConsentTimeout
-		}
 		return nil, ctx.Err()
 	}
 }

@@ -104,7 +104,7 @@ func (s *server) askLogin(ctx context.Context, nl *needsLogin) error {
 	s.set(stateNeedsLogin, nil, nil, nil)
 	ctx, cancel := context.WithTimeout(ctx, loginTimeout(a.consent.consentTimeout(), s.cfg))
 	defer cancel()
-	err := a.login.ask(ctx, nl, func(consentURL string) {
+	err := a.login.ask(ctx, nl, a.consent.consentTimeout(), func(consentURL string) {
 		a.show(consentURL, "")
 		s.log.Warn("MCP server needs authorization: open the consent URL", "authorize_url", consentURL)
 		s.changed()
