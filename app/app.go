@@ -70,6 +70,9 @@ type Main struct {
 	// kickRoots has the MCP servers' roots worked out again (mcproots.go).
 	kickRoots func()
 
+	// mcpCallback is where MCP logins come back to (mcplogin.go).
+	mcpCallback callbackHolder
+
 	// Close shuts down once; callers after the first (a signal and a
 	// deferred Close, say) get its result.
 	closeOnce sync.Once
@@ -84,6 +87,7 @@ type appStore interface {
 	recall.Store
 	knowledge.DocStore
 	knowledge.ChunkStore
+	mcp.LoginStore
 	// Ping checks that the database answers (/readyz).
 	Ping(ctx context.Context) error
 	Close() error
@@ -157,7 +161,7 @@ func (m *Main) Open() error {
 	}
 	// MCP servers connect in the background; their tools appear as
 	// they come up. Without any configured, the manager holds nothing.
-	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger)
+	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger, m.mcpOptions(store)...)
 	if err != nil {
 		m.stopRecall()
 		m.closeBus()
@@ -282,6 +286,7 @@ func (m *Main) Open() error {
 		Pages:          static.Pages(),
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
 		LiveChat:       liveChatAPI,
+		MCP:            m.mcp,
 		Logger:         m.Logger,
 		Metrics:        serverMetrics,
 		MetricsHandler: metricsHandler,
@@ -291,6 +296,7 @@ func (m *Main) Open() error {
 	if m.metrics != nil && m.server.TLS() {
 		m.metrics.WatchCertificate(m.server.CertificateNotAfter)
 	}
+	m.reportMCP()
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)
@@ -299,6 +305,7 @@ func (m *Main) Open() error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	m.ln = ln
+	m.mcpCallback.Store(callbackURL(cfg, ln, m.server.TLS()))
 	m.served = make(chan error, 1)
 	srv := m.server
 	go func() { m.served <- srv.Serve(ln) }()

@@ -644,6 +644,40 @@
   function docsURL(id) {
     return "/api/characters/" + encodeURIComponent(docs.conf) + "/documents" + (id ? "/" + encodeURIComponent(id) : "");
   }
+  // MCP servers that need the user to log in (OAuth): a line each under
+  // the header with the consent link, from /api/mcp/servers when the page
+  // connects and koe's mcp-servers events after. The browser comes back
+  // to koe's /oauth/callback, and the line goes when the server connects.
+  const mcpLogins = $("mcp-logins");
+  function showMCP(servers) {
+    mcpLogins.replaceChildren();
+    for (const s of Array.isArray(servers) ? servers : []) {
+      if (s.state !== "needs authorization") continue;
+      const line = document.createElement("div");
+      line.className = "mcp-login";
+      line.dataset.server = String(s.name);
+      let link = null;
+      try { link = s.authorize_url ? new URL(s.authorize_url) : null; } catch { link = null; }
+      if (link && (link.protocol === "https:" || link.protocol === "http:")) {
+        line.append("MCP server " + s.name + " needs you to log in: ");
+        const a = document.createElement("a");
+        a.href = link.href; a.target = "_blank"; a.rel = "noopener noreferrer";
+        a.textContent = "log in to " + link.host;
+        line.append(a);
+      } else {
+        line.append("MCP server " + s.name + " needs authorization" + (s.error ? ": " + s.error : "; koe is preparing a login link…"));
+      }
+      mcpLogins.append(line);
+    }
+    mcpLogins.hidden = !mcpLogins.firstChild;
+  }
+  async function refreshMCP() {
+    try {
+      const r = await api("/api/mcp/servers");
+      if (r.ok) showMCP(Array.isArray(r.body) ? r.body : []);
+    } catch { /* the next event brings it */ }
+  }
+
   // api sends a request and reads its JSON answer ({} if there is none).
   async function api(url, opts) {
     const r = await fetch(url, Object.assign({ credentials: "same-origin" }, opts));
@@ -1136,6 +1170,7 @@
       session.connects++;
       session.lost = false;
       send({ type: "fetch-configs" });
+      refreshMCP();
       if (session.file) switchCharacter(session.file, true);
       send({ type: "fetch-history-list" });
       session.restoring = true;
@@ -1270,6 +1305,9 @@
         break;
       case "citations":
         citations(m.citations);
+        break;
+      case "mcp-servers":
+        showMCP(m.servers);
         break;
       case "backend-synth-complete":
         if (ignoring) break;
