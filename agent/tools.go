@@ -143,10 +143,13 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmit
 	}
 	results := make([]toolRun, len(calls))
 	ended := make([]bool, len(calls))
-	// show shows the notes waiting: a note that comes after its call's
-	// end would show the call running again.
+	// show shows the notes waiting. A call's progress that comes after
+	// its end would show the call running again, so it is dropped; a step
+	// of its own (a status with its own task) is shown while the cycle
+	// runs: a server's request made during one call may be put on another
+	// that has ended since (mcp's sampling cannot tell which call asked).
 	show := func(n toolNote) {
-		if !ended[n.index] {
+		if !n.progress || !ended[n.index] {
 			deliver(n, calls, watcher, status)
 		}
 	}
