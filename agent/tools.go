@@ -105,21 +105,26 @@ type toolOutcome struct {
 
 // runTools runs a cycle's calls at once, each within ToolTimeout, and
 // returns what the model is told of each, in call order. It returns once
-// every call has ended; cancelling ctx cancels them all.
+// every call has ended; cancelling ctx cancels them all. While they run,
+// it puts the questions they ask the user (see Asker): the emitter is
+// this goroutine's.
 func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmitter) []string {
 	done := make(chan toolOutcome, len(calls))
+	asker := a.newCycleAsker()
+	defer close(asker.ended)
 	for i, c := range calls {
 		if watcher != nil {
 			watcher.ToolStarted(c)
 		}
 		go func() {
-			callCtx, cancel := context.WithTimeout(ctx, a.opts.ToolTimeout)
+			// The time the user takes to answer a question does not count.
+			callCtx, cancel := WithCallTimeout(WithAsker(ctx, asker), a.opts.ToolTimeout)
 			defer cancel()
 			result, err := a.opts.Tools.Call(callCtx, c)
 			switch {
 			case ctx.Err() != nil:
 				err = ErrInterrupted
-			case err == nil && callCtx.Err() != nil:
+			case callCtx.Err() != nil:
 				err = callCtx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -129,14 +134,20 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmit
 		}()
 	}
 	results := make([]string, len(calls))
-	for range calls {
-		o := <-done
-		results[o.i] = ToolResultText(o.result, o.err)
-		if o.err != nil {
-			a.log.Debug("tool failed", "tool", calls[o.i].Name, "err", o.err)
-		}
-		if watcher != nil {
-			watcher.ToolFinished(calls[o.i], o.result, o.err)
+	for n := 0; n < len(calls); {
+		select {
+		case r := <-asker.reqs:
+			asker.put(watcher, r)
+			continue
+		case o := <-done:
+			n++
+			results[o.i] = ToolResultText(o.result, o.err)
+			if o.err != nil {
+				a.log.Debug("tool failed", "tool", calls[o.i].Name, "err", o.err)
+			}
+			if watcher != nil {
+				watcher.ToolFinished(calls[o.i], o.result, o.err)
+			}
 		}
 	}
 	return results

@@ -71,6 +71,9 @@ func (v *voice) endMic(images []protocol.Image) error {
 	if len(samples) == 0 {
 		return invalid("mic-audio-end without any mic-audio-data before it")
 	}
+	if v.s.answerSpoken(asr.EncodeWAV(samples, asr.SampleRate)) {
+		return nil // it answers the question the turn waits on (ask.go)
+	}
 	return v.s.startInput(turnInput{recording: asr.EncodeWAV(samples, asr.SampleRate), images: imgs})
 }
 

@@ -78,6 +78,8 @@ type server struct {
 	changed func() // tells the Manager's watchers
 	// relist asks run to list the tools again (tools/list_changed).
 	relist chan struct{}
+	// asking are the askers of the calls under way (elicit.go).
+	asking askers
 
 	mu      sync.Mutex
 	state   state
@@ -118,6 +120,7 @@ func (s *server) clientOptions() *sdk.ClientOptions {
 			}
 		},
 	}
+	s.addElicitation(opts)
 	return opts
 }
 
@@ -320,7 +323,7 @@ func (s *server) toolSpec(name string, t *sdk.Tool) (agent.ToolSpec, error) {
 		description = t.Title
 	}
 	return agent.ToolSpec{Name: name, Description: cutDescription(description, s.limits.description),
-		Parameters: params, Source: "MCP server " + s.name}, nil
+		Parameters: params, Source: "MCP server " + s.name, Changes: changesThings(t.Annotations)}, nil
 }
 
 // descriptionCut marks a description cut short.
