@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"koe/app"
 	"koe/config"
 	"koe/mcp"
@@ -409,5 +411,64 @@ func TestElicitationWithServerEverything(t *testing.T) {
 	}
 	if reads != 1 {
 		t.Fatalf("%d LLM calls read answers; want the one the rules could not read", reads)
+	}
+}
+
+// Spoken, the answer is transcribed and answers the question instead of
+// starting a turn (the stock OLV client's mic-audio-end); watchers of
+// the session hear and see the question too.
+func TestConfirmationBySpeechSeenByWatchers(t *testing.T) {
+	llm := startLLM(t, askingModel(call("srv__delete_note", `{"name":"ideas"}`), ""))
+	llm.SetTranscription(func(fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
+		return fakellm.TranscriptionReply{Text: "Yes, please."}
+	})
+	m := startAskKoe(t, llm, askServer(t), func(cfg *config.Config) { *cfg = withFakeASR(*cfg, llm) })
+	olvWatcher := dialWatcher(t, m.Addr(), "watch=desk", false)
+	koeWatcher := dialWatcher(t, m.Addr(), "watch=desk", true)
+	olvWatcher.alive()
+	koeWatcher.alive()
+	c := dialURL(t, websocket.DefaultDialer, "ws://"+m.Addr()+"/client-ws?client_uid=desk", nil)
+	for range 5 {
+		c.next()
+	}
+	c.send(textInput("Delete ideas."))
+	c.until(func(f msg) bool {
+		return f.typ() == "tool_call_status" && strings.HasPrefix(f.str("content"), "Waiting for your answer")
+	})
+	c.sendMic(tone(time.Second, 0.3))
+	heard := ""
+	for _, f := range finish(c) {
+		if f.typ() == "user-input-transcription" {
+			heard = f.str("text")
+		}
+	}
+	if heard != "Yes, please." {
+		t.Fatalf("the answer was transcribed as %q", heard)
+	}
+	if r := toolResult(t, llm); r != "deleted ideas; left: groceries" {
+		t.Fatalf("the model was told %q", r)
+	}
+	if n := len(llm.TranscriptionRequests()); n != 1 {
+		t.Fatalf("%d transcriptions", n)
+	}
+
+	question := func(f msg) bool {
+		dt, _ := f["display_text"].(map[string]any)
+		return f.typ() == "audio" && dt != nil && strings.Contains(dt["text"].(string), "May I run srv__delete_note")
+	}
+	olvWatcher.until(question)
+	var kinds []string
+	for _, f := range koeWatcher.until(isType("ask-end")) {
+		switch {
+		case f.typ() == "ask":
+			kinds = append(kinds, "ask "+f.str("kind"))
+		case question(f):
+			kinds = append(kinds, "spoken")
+		case f.typ() == "ask-end":
+			kinds = append(kinds, "ask-end "+f.str("action"))
+		}
+	}
+	if strings.Join(kinds, ", ") != "ask confirm, spoken, ask-end accept" {
+		t.Fatalf("the koe watcher saw %q", kinds)
 	}
 }
