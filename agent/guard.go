@@ -38,10 +38,6 @@ func matchAny(patterns []string, name string) bool {
 	return false
 }
 
-func (p ToolPolicy) empty() bool {
-	return len(p.Allow) == 0 && len(p.Deny) == 0 && len(p.Confirm) == 0
-}
-
 // asks reports whether a call of spec waits for the user's yes.
 func (p ToolPolicy) asks(spec ToolSpec) bool {
 	return (spec.Changes || matchAny(p.Confirm, spec.Name)) && !matchAny(p.Allow, spec.Name)

@@ -431,10 +431,12 @@ func TestConfirmationBySpeechSeenByWatchers(t *testing.T) {
 	for range 5 {
 		c.next()
 	}
+	question := func(f msg) bool {
+		dt, _ := f["display_text"].(map[string]any)
+		return f.typ() == "audio" && dt != nil && strings.Contains(dt["text"].(string), "May I run srv__delete_note")
+	}
 	c.send(textInput("Delete ideas."))
-	c.until(func(f msg) bool {
-		return f.typ() == "tool_call_status" && strings.HasPrefix(f.str("content"), "Waiting for your answer")
-	})
+	c.until(question) // the user answers once they heard it
 	c.sendMic(tone(time.Second, 0.3))
 	heard := ""
 	for _, f := range finish(c) {
@@ -452,10 +454,6 @@ func TestConfirmationBySpeechSeenByWatchers(t *testing.T) {
 		t.Fatalf("%d transcriptions", n)
 	}
 
-	question := func(f msg) bool {
-		dt, _ := f["display_text"].(map[string]any)
-		return f.typ() == "audio" && dt != nil && strings.Contains(dt["text"].(string), "May I run srv__delete_note")
-	}
 	olvWatcher.until(question)
 	var kinds []string
 	for _, f := range koeWatcher.until(isType("ask-end")) {
