@@ -311,7 +311,14 @@ func wireTurn(msgs []Message, images imageMode, noteInterrupt ...bool) []WireMes
 		}
 	}
 	out := make([]WireMessage, 0, len(msgs)+1)
+	// Pictures tool calls returned follow the cycle's last result (see
+	// toolImagesMessage).
+	var shown []Message
 	for i, m := range msgs {
+		if m.Role != RoleTool && len(shown) > 0 {
+			out = append(out, toolImagesMessage(shown))
+			shown = nil
+		}
 		switch {
 		case m.Role == RoleTool:
 			if !called[m.ToolCallID] {
@@ -320,6 +327,10 @@ func wireTurn(msgs []Message, images imageMode, noteInterrupt ...bool) []WireMes
 			if past {
 				m.Content = toolResultGone
 			}
+			if images == imagesAsParts && hasImageBytes(m.Images) {
+				shown = append(shown, m)
+			}
+			m.Images = nil
 		case len(m.ToolCalls) > 0:
 			calls := m.ToolCalls[:0:0]
 			for _, c := range m.ToolCalls {
@@ -347,6 +358,9 @@ func wireTurn(msgs []Message, images imageMode, noteInterrupt ...bool) []WireMes
 			// alternate carries it into the user message that follows.
 			out = append(out, WireMessage{Role: RoleUser, Content: note})
 		}
+	}
+	if len(shown) > 0 {
+		out = append(out, toolImagesMessage(shown))
 	}
 	return out
 }

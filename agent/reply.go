@@ -107,11 +107,12 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 		for _, c := range res.ToolCalls {
 			searched = searched || searcher != nil && searcher.IsSearch(c.Name)
 		}
-		results := a.runTools(ctx, res.ToolCalls, watcher)
+		status, _ := emit.(StatusEmitter)
+		results := a.runTools(ctx, res.ToolCalls, watcher, status)
 		// Every call gets its result in memory, even after an interrupt:
 		// a call without one would break every later request.
 		for i, c := range res.ToolCalls {
-			a.add(Message{Role: RoleTool, ToolCallID: c.ID, Name: c.Name, Content: results[i], Time: a.opts.Now()})
+			a.add(Message{Role: RoleTool, ToolCallID: c.ID, Name: c.Name, Content: results[i].text, Images: results[i].images, Time: a.opts.Now()})
 		}
 		if err := ctx.Err(); err != nil {
 			return err

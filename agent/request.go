@@ -21,6 +21,9 @@ type Request struct {
 	Temperature *float32
 	// JSONSchema, if set, asks for a structured answer of that schema.
 	JSONSchema *JSONSchema
+	// MaxTokens, if set, bounds the reply below the character's own
+	// limit (an MCP server's sampling request asks for a length).
+	MaxTokens int
 }
 
 // JSONSchema names the schema a structured answer must follow.

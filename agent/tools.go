@@ -103,22 +103,35 @@ type toolOutcome struct {
 	err    error
 }
 
+// toolRun is what a cycle's call gave: the text the model is told, and
+// the pictures that go with it (a model that sees images only).
+type toolRun struct {
+	text   string
+	images []Image
+}
+
 // runTools runs a cycle's calls at once, each within ToolTimeout, and
 // returns what the model is told of each, in call order. It returns once
 // every call has ended; cancelling ctx cancels them all. While they run,
-// it puts the questions they ask the user (see Asker): the emitter is
-// this goroutine's.
-func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmitter) []string {
+// what they report through their ToolHost is shown, and the questions they
+// ask the user are put (see Asker), from this goroutine, which owns the
+// emitter.
+func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmitter, status StatusEmitter) []toolRun {
 	done := make(chan toolOutcome, len(calls))
+	notes := make(chan toolNote, toolNoteBuffer)
+	finished := make(chan struct{})
+	defer close(finished)
 	asker := a.newCycleAsker()
 	defer close(asker.ended)
+	hosts := make([]*ToolHost, len(calls))
 	for i, c := range calls {
 		if watcher != nil {
 			watcher.ToolStarted(c)
 		}
+		hosts[i] = &ToolHost{Call: c, LLM: a.opts.LLM, Model: a.opts.Model, Vision: a.opts.Vision, index: i, notes: notes, done: finished}
 		go func() {
 			// The time the user takes to answer a question does not count.
-			callCtx, cancel := WithCallTimeout(WithAsker(ctx, asker), a.opts.ToolTimeout)
+			callCtx, cancel := WithCallTimeout(WithAsker(WithToolHost(ctx, hosts[i]), asker), a.opts.ToolTimeout)
 			defer cancel()
 			result, err := a.opts.Tools.Call(callCtx, c)
 			switch {
@@ -133,21 +146,46 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmit
 			done <- toolOutcome{i: i, result: result, err: err}
 		}()
 	}
-	results := make([]string, len(calls))
-	for n := 0; n < len(calls); {
+	results := make([]toolRun, len(calls))
+	ended := make([]bool, len(calls))
+	// show shows the notes waiting: a note that comes after its call's
+	// end would show the call running again.
+	show := func(n toolNote) {
+		if !ended[n.index] {
+			deliver(n, calls, watcher, status)
+		}
+	}
+	for left := len(calls); left > 0; {
+		var o toolOutcome
 		select {
+		case n := <-notes:
+			show(n)
+			continue
 		case r := <-asker.reqs:
 			asker.put(watcher, r)
 			continue
-		case o := <-done:
-			n++
-			results[o.i] = ToolResultText(o.result, o.err)
-			if o.err != nil {
-				a.log.Debug("tool failed", "tool", calls[o.i].Name, "err", o.err)
+		case o = <-done:
+		}
+		// What the call sent before it returned is waiting already.
+		for waiting := true; waiting; {
+			select {
+			case n := <-notes:
+				show(n)
+			default:
+				waiting = false
 			}
-			if watcher != nil {
-				watcher.ToolFinished(calls[o.i], o.result, o.err)
-			}
+		}
+		left--
+		ended[o.i] = true
+		results[o.i] = toolRun{text: ToolResultText(o.result, o.err)}
+		if o.err == nil {
+			results[o.i].images = hosts[o.i].takeImages()
+		}
+		if o.err != nil {
+			a.log.Debug("tool failed", "tool", calls[o.i].Name, "err", o.err)
+		}
+		if watcher != nil {
+			watcher.ToolFinished(calls[o.i], o.result, o.err)
 		}
 	}
 	return results

@@ -65,6 +65,8 @@ type Main struct {
 
 	// The start-up probe of the LLM runs in the background; Close stops it.
 	stopProbe func()
+	// stopMCPKnowledge stops reading MCP resources into knowledge bases.
+	stopMCPKnowledge func()
 
 	// Close shuts down once; callers after the first (a signal and a
 	// deferred Close, say) get its result.
@@ -251,18 +253,22 @@ func (m *Main) Open() error {
 	if m.coord != nil {
 		ready = append(ready, server.ReadyCheck{Name: "coord", Check: m.coord.Ping})
 	}
+	documents := knowledge.NewDocuments(m.knowledge, knowledge.DocumentsOptions{
+		Count: func(conf string) (func(string) int, bool) {
+			ch, ok := characters.Find(conf)
+			return agent.NewTokenizer(ch.LLM.Model).Count, ok
+		},
+		Notify: m.hub.IngestNotice,
+	})
+	// MCP resources attached to characters' knowledge come in as
+	// uploads do, as their servers connect.
+	m.stopMCPKnowledge = followMCPKnowledge(m.mcp, knowledgeCharacters(characters, m.Logger), documents, m.Logger)
 	m.server = server.New(HubOptions(m.hub, server.Options{
 		Config:    cfg.Server,
 		Histories: m.histories,
 		Prompts:   m.histories,
 		Overlays:  conversation.Overlays{Characters: characters},
-		Documents: knowledge.NewDocuments(m.knowledge, knowledge.DocumentsOptions{
-			Count: func(conf string) (func(string) int, bool) {
-				ch, ok := characters.Find(conf)
-				return agent.NewTokenizer(ch.LLM.Model).Count, ok
-			},
-			Notify: m.hub.IngestNotice,
-		}),
+		Documents: documents,
 		Memories: recall.NewMemories(m.recall, recall.MemoriesOptions{
 			Budget: func(conf string) (int, bool) {
 				ch, ok := characters.Find(conf)
@@ -382,6 +388,9 @@ func (m *Main) openKnowledge(cfg config.Config, tok *agent.Tokenizer) error {
 // abandon closes, in reverse order, what a start that fails after the
 // knowledge store opened had opened (each part closes only if it was).
 func (m *Main) abandon(store appStore) {
+	if m.stopMCPKnowledge != nil {
+		m.stopMCPKnowledge()
+	}
 	m.liveChat.Close()
 	m.closeCoord()
 	m.mcp.Close()
@@ -459,6 +468,10 @@ func (m *Main) shutdown() error {
 	// heard) while its watchers are still connected.
 	m.liveChat.Close()
 	err := m.server.Shutdown(ctx)
+	// Before the hub: reading a resource in tells its sessions.
+	if m.stopMCPKnowledge != nil {
+		m.stopMCPKnowledge()
+	}
 	// Closed sessions may still be storing a summary; the database stays
 	// open until they have.
 	m.hub.Close()

@@ -116,6 +116,8 @@ func Default() Config {
 			MaxLineBytes:        mcp.DefaultMaxLineBytes,
 			MaxDescriptionChars: mcp.DefaultMaxDescriptionChars,
 			MaxSchemaBytes:      mcp.DefaultMaxSchemaBytes,
+			HostLimits: mcp.HostLimits{MaxImages: mcp.DefaultMaxImages, MaxImageBytes: mcp.DefaultMaxImageBytes,
+				ProgressInterval: mcp.DefaultProgressInterval, LogPerMinute: mcp.DefaultLogPerMinute, MaxLogChars: mcp.DefaultMaxLogChars},
 		},
 		Embeddings: llm.DefaultEmbeddingsConfig(),
 		Knowledge:  knowledge.DefaultConfig(),
@@ -289,7 +291,7 @@ func (c Config) checkMCPServers(ch conversation.Character) error {
 	if err := c.MCP.CheckServers(ch.Tools.MCPServers); err != nil {
 		return fmt.Errorf("character %q: tools.mcp_servers: %w", ch.ConfName, err)
 	}
-	return nil
+	return c.checkMCPKnowledge(ch)
 }
 
 // ParseLogLevel accepts debug, info, warn and error.

@@ -623,6 +623,12 @@ func (e *turnEmitter) ToolFinished(c agent.ToolCall, result string, err error) {
 	e.now(messageEvent(m))
 }
 
+// ToolProgress shows how far a running call is (an MCP server's progress
+// reports), on the call's status entry.
+func (e *turnEmitter) ToolProgress(c agent.ToolCall, text string) {
+	e.status(c, protocol.StatusProgress, text, "")
+}
+
 // A turn's events follow two clocks. koe's own (tokens, status, messages)
 // follow the text as the model writes it and go out at once, so that
 // among themselves they are in the order things happened: an LLM call's

@@ -118,8 +118,12 @@ func (c *Client) chatRequest(req agent.Request) openai.ChatCompletionRequest {
 			},
 		}
 	}
+	limit := c.cfg.ReplyTokenLimit()
+	if req.MaxTokens > 0 && (limit == 0 || req.MaxTokens < limit) {
+		limit = req.MaxTokens
+	}
 	//lint:ignore SA1019 max_tokens is the field Ollama, llama.cpp and vLLM read; OpenAI's newer max_completion_tokens is not known to all of them.
-	r.MaxTokens = c.cfg.ReplyTokenLimit()
+	r.MaxTokens = limit
 	return r
 }
 

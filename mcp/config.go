@@ -46,6 +46,12 @@ type Config struct {
 	// DefaultMaxSchemaBytes); a tool with a larger one is left out and
 	// logged, as a schema cut short would be wrong.
 	MaxSchemaBytes int `yaml:"mcp_max_schema_bytes" json:"mcp_max_schema_bytes"`
+	// Resources bounds what koe takes of the servers' resources (see
+	// resources.go).
+	ResourceLimits `yaml:",inline"`
+	// What servers may make koe show and log, and how often (see
+	// HostLimits).
+	HostLimits `yaml:",inline"`
 }
 
 // ServerConfig is one server: Command (a stdio server koe starts) or URL
@@ -63,6 +69,8 @@ type ServerConfig struct {
 	// call (0: DefaultServerTimeout). The agent's tools.timeout bounds a
 	// call too; the shorter one wins.
 	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+	// Health and sampling (see ServerHost).
+	ServerHost `yaml:",inline"`
 }
 
 // Defaults and bounds of the settings.
@@ -103,6 +111,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxSchemaBytes < 0 || c.MaxSchemaBytes > 0 && c.MaxSchemaBytes < minSchemaBytes {
 		return fmt.Errorf("mcp_max_schema_bytes %d is out of range: 0 (%d) or at least %d", c.MaxSchemaBytes, DefaultMaxSchemaBytes, minSchemaBytes)
+	}
+	if err := c.ResourceLimits.validate(); err != nil {
+		return err
+	}
+	if err := c.HostLimits.validate(); err != nil {
+		return err
 	}
 	var errs []error
 	for _, name := range c.names() {
@@ -150,6 +164,8 @@ func (c Config) maxResultChars() int {
 // limits are the bounds a server's connection keeps, defaults applied.
 type limits struct {
 	line, description, schema int
+	res                       ResourceLimits
+	host                      HostLimits
 }
 
 func (c Config) limits() limits {
@@ -163,6 +179,8 @@ func (c Config) limits() limits {
 		line:        or(c.MaxLineBytes, DefaultMaxLineBytes),
 		description: or(c.MaxDescriptionChars, DefaultMaxDescriptionChars),
 		schema:      or(c.MaxSchemaBytes, DefaultMaxSchemaBytes),
+		res:         c.ResourceLimits.withDefaults(),
+		host:        c.HostLimits.withDefaults(),
 	}
 }
 
@@ -181,6 +199,9 @@ func checkServer(name string, s ServerConfig) error {
 		return fmt.Errorf("%s: set command or url, not both", key)
 	case s.Timeout < 0:
 		return fmt.Errorf("%s.timeout %s is negative (default %s)", key, s.Timeout, DefaultServerTimeout)
+	}
+	if err := s.ServerHost.validate(key, s.URL != ""); err != nil {
+		return err
 	}
 	if s.URL != "" {
 		switch {

@@ -29,20 +29,7 @@ const everythingPackage = "@modelcontextprotocol/server-everything"
 // test is skipped, or fails on CI.
 func everything(t testing.TB) (node, entry string) {
 	t.Helper()
-	node = proctest.LookPath(t, "node", "nodejs")
-	dir := os.Getenv("KOE_TEST_NPM_DIR")
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			proctest.Missing(t, "no KOE_TEST_NPM_DIR and no cache directory", err)
-		}
-		dir = filepath.Join(cache, "koe-test-npm")
-	}
-	entry = filepath.Join(dir, "node_modules", everythingPackage, "dist", "index.js")
-	if _, err := os.Stat(entry); err != nil {
-		proctest.Missing(t, everythingPackage+" is not installed (scripts/test.sh installs it with npm into KOE_TEST_NPM_DIR)", err)
-	}
-	return node, entry
+	return proctest.NPMEntry(t, everythingPackage, filepath.Join("dist", "index.js"))
 }
 
 // everythingStdio is the server over stdio: its first argument names the

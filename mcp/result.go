@@ -14,14 +14,17 @@ import (
 // a binary resource), so it knows they were there.
 func resultText(res *sdk.CallToolResult) string {
 	parts := make([]string, 0, len(res.Content))
+	text := false
 	for _, c := range res.Content {
 		parts = append(parts, contentText(c))
+		_, isText := c.(*sdk.TextContent)
+		text = text || isText
 	}
-	if len(parts) == 0 && res.StructuredContent != nil {
+	if !text && res.StructuredContent != nil {
 		// A server should mirror structured output in text; when one does
 		// not, the JSON is the only answer there is.
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			return string(b)
+			parts = append(parts, string(b))
 		}
 	}
 	return strings.Join(parts, "\n")

@@ -80,6 +80,10 @@ type server struct {
 	relist chan struct{}
 	// asking are the askers of the calls under way (elicit.go).
 	asking askers
+	// subs are the resources followed, woken by their updates.
+	subs subscriptions
+	// host is what the server asks of koe besides calls (host.go).
+	host *hostState
 
 	mu      sync.Mutex
 	state   state
@@ -99,6 +103,7 @@ func newServer(name string, cfg ServerConfig, lim limits, log *slog.Logger, chan
 		changed: changed,
 		relist:  make(chan struct{}, 1),
 	}
+	s.host = newHostState(cfg.ServerHost, lim.host)
 	s.client = sdk.NewClient(&sdk.Implementation{Name: "koe", Version: "1"}, s.clientOptions())
 	return s
 }
@@ -121,6 +126,8 @@ func (s *server) clientOptions() *sdk.ClientOptions {
 		},
 	}
 	s.addElicitation(opts)
+	s.resourceOptions(opts)
+	s.hostOptions(opts)
 	return opts
 }
 
@@ -216,6 +223,8 @@ func (s *server) serve(ctx context.Context, session *sdk.ClientSession, l *link,
 		_ = session.Close()
 		<-ended
 	}()
+	hung, stopPings := s.pings(ctx, session)
+	defer stopPings()
 	for {
 		select {
 		case <-ctx.Done():
@@ -231,6 +240,8 @@ func (s *server) serve(ctx context.Context, session *sdk.ClientSession, l *link,
 			// The connection may outlive the process when something it
 			// started holds stdout open; the server is gone all the same.
 			return s.down(session, l, endCalls, errors.New("the server process exited"))
+		case err := <-hung:
+			return s.down(session, l, endCalls, err)
 		case <-s.relist:
 			s.refreshTools(ctx, session)
 		}

@@ -36,6 +36,9 @@ func (tb *toolbox) Specs() []agent.ToolSpec {
 			specs = append(specs, spec)
 		}
 	}
+	if spec, ok := tb.resourceToolSpec(); ok {
+		specs = append(specs, spec)
+	}
 	return specs
 }
 
@@ -46,6 +49,9 @@ func (tb *toolbox) Specs() []agent.ToolSpec {
 func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", ctxError(err)
+	}
+	if call.Name == ReadResourceTool {
+		return tb.readResourceCall(ctx, call)
 	}
 	s := tb.serverFor(call.Name)
 	if s == nil {
@@ -71,7 +77,16 @@ func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (string, error
 	// A session that ends (a crash, Close) ends its calls: closing it
 	// would otherwise wait for them.
 	defer context.AfterFunc(c.live, cancel)()
-	res, err := c.session.CallTool(callCtx, &sdk.CallToolParams{Name: c.tools[i].name, Arguments: args})
+	params := &sdk.CallToolParams{Name: c.tools[i].name, Arguments: args}
+	// A call from a turn may be told of (progress) and asked for
+	// (sampling) while it runs (host.go).
+	host := agent.ToolHostOf(ctx)
+	token, end := s.host.begin(host, callCtx)
+	defer end()
+	if token != "" {
+		params.SetProgressToken(token)
+	}
+	res, err := c.session.CallTool(callCtx, params)
 	switch {
 	case ctx.Err() != nil:
 		return "", ctxError(ctx.Err())
@@ -96,7 +111,8 @@ func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (string, error
 		}
 		return "", errors.New(cut(text, tb.maxResultChars))
 	}
-	return cut(resultText(res), tb.maxResultChars), nil
+	s.resolveLinks(ctx, res)
+	return cut(resultText(res)+showImages(host, res, s.host.limits), tb.maxResultChars), nil
 }
 
 func (tb *toolbox) serverFor(name string) *server {

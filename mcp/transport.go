@@ -103,6 +103,7 @@ func startLink(cfg ServerConfig, maxLine int, log *slog.Logger) (*link, error) {
 	inR, inW, outR, outW, errR, errW := pipes[0][0], pipes[0][1], pipes[1][0], pipes[1][1], pipes[2][0], pipes[2][1]
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = serverEnv(os.Getenv, cfg.Env)
+	cmd.Dir = cfg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	ownGroup(cmd)
 	err := cmd.Start()

@@ -32,6 +32,8 @@ type Config struct {
 	// MCPServers names the MCP servers (top-level mcp_servers) whose
 	// tools the character may call.
 	MCPServers []string `yaml:"mcp_servers"`
+	// MCPKnowledge attaches MCP resources to the knowledge base.
+	MCPKnowledge []MCPKnowledge `yaml:"mcp_knowledge"`
 	// SpokenFiller, if set, is spoken when the model calls tools without
 	// saying anything first ("Let me check."), so that a voice user is
 	// not left in silence while they run. It is not part of the reply.

@@ -48,7 +48,8 @@ func main() {
 	descChars := flag.Int("desc", 0, "pad the descriptions of those tools to that many characters")
 	wide := flag.Bool("wide", false, "offer a tool whose input schema has 100 properties")
 	flag.Parse()
-	server := mcp.NewServer(&mcp.Implementation{Name: "koe-test-server", Version: "1"}, nil)
+	server := mcp.NewServer(&mcp.Implementation{Name: "koe-test-server", Version: "1"}, serverOptions())
+	addResources(server)
 
 	mcp.AddTool(server, &mcp.Tool{Name: "echo", Description: "Returns the text it is given."},
 		func(_ context.Context, _ *mcp.CallToolRequest, a textArgs) (*mcp.CallToolResult, any, error) {
