@@ -16,7 +16,7 @@ import (
 	"koe/mcp"
 	"koe/protocol"
 	"koe/testkit/fakellm"
-	"koe/testkit/logwatch"
+	"koe/testkit/koetest"
 	"koe/testkit/proctest"
 )
 
@@ -69,12 +69,7 @@ func startAskKoe(t *testing.T, llm *fakellm.Server, server mcp.ServerConfig, cha
 	if change != nil {
 		change(&cfg)
 	}
-	logs := logwatch.New(t, "koe")
-	m := &app.Main{Config: cfg, Logger: logs.Logger(), Getenv: func(string) string { return "" }}
-	if err := m.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
+	m, logs := koetest.StartKoeLogged(t, cfg)
 	logs.WaitFor("MCP server connected", 1)
 	return m
 }
@@ -116,17 +111,12 @@ func askOf(c *client) (msg, []msg) {
 // frames.
 func finish(c *client) []msg {
 	c.t.Helper()
-	var got []msg
-	for {
-		m := c.next()
-		got = append(got, m)
-		switch {
-		case m.typ() == "backend-synth-complete":
+	return c.until(func(m msg) bool {
+		if m.typ() == "backend-synth-complete" {
 			c.send(msg{"type": "frontend-playback-complete"})
-		case isControl("conversation-chain-end")(m):
-			return got
 		}
-	}
+		return isControl("conversation-chain-end")(m)
+	})
 }
 
 // askingModel calls the tool for every user message and answers once it

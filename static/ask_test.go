@@ -7,12 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"koe/app"
 	"koe/mcp"
 	"koe/testkit/cdp"
 	"koe/testkit/fakellm"
 	"koe/testkit/koetest"
-	"koe/testkit/logwatch"
 )
 
 // askPageLLM deletes the note the user names, and answers once it has the
@@ -44,12 +42,7 @@ func TestChatPageAsksBeforeATool(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), llm)
 	cfg.MCP.Servers = map[string]mcp.ServerConfig{"notes": {Command: bin}}
 	cfg.Character.Tools.MCPServers = []string{"notes"}
-	logs := logwatch.New(t, "koe")
-	koe := &app.Main{Config: cfg, Logger: logs.Logger(), Getenv: func(string) string { return "" }}
-	if err := koe.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = koe.Close() })
+	koe, logs := koetest.StartKoeLogged(t, cfg)
 	logs.WaitFor("MCP server connected", 1)
 
 	p := openPage(t, browser)
