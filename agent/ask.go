@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -184,8 +185,18 @@ func (ca *cycleAsker) wait(ctx context.Context, q Question, answers <-chan Answe
 // with its action already.
 func (a *Agent) readAnswer(ctx context.Context, q Question, ans Answer) Answer {
 	if ans.Action != "" && ans.Text == "" {
-		if ans.Action == Accept && q.Kind == AskElicit && ans.Content == nil {
-			ans.Content = map[string]any{}
+		if ans.Action == Accept && q.Kind == AskElicit {
+			// A click that gives no values answers a form that asks
+			// for none it requires, and declines one that does.
+			f, err := parseForm(q.Schema)
+			if err != nil {
+				return Answer{Action: Decline, Reason: err.Error()}
+			}
+			content, missing := f.check(nil)
+			if len(missing) > 0 {
+				return Answer{Action: Decline, Reason: "accepted without " + strings.Join(missing, ", ")}
+			}
+			ans.Content = content
 		}
 		return ans
 	}
