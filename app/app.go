@@ -67,6 +67,11 @@ type Main struct {
 	stopProbe func()
 	// stopMCPKnowledge stops reading MCP resources into knowledge bases.
 	stopMCPKnowledge func()
+	// kickRoots has the MCP servers' roots worked out again (mcproots.go).
+	kickRoots func()
+
+	// mcpCallback is where MCP logins come back to (mcplogin.go).
+	mcpCallback callbackHolder
 
 	// Close shuts down once; callers after the first (a signal and a
 	// deferred Close, say) get its result.
@@ -82,6 +87,7 @@ type appStore interface {
 	recall.Store
 	knowledge.DocStore
 	knowledge.ChunkStore
+	mcp.LoginStore
 	// Ping checks that the database answers (/readyz).
 	Ping(ctx context.Context) error
 	Close() error
@@ -155,7 +161,7 @@ func (m *Main) Open() error {
 	}
 	// MCP servers connect in the background; their tools appear as
 	// they come up. Without any configured, the manager holds nothing.
-	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger)
+	tools, err := mcp.Start(context.Background(), cfg.MCP, m.Logger, m.mcpOptions(store)...)
 	if err != nil {
 		m.stopRecall()
 		m.closeBus()
@@ -200,6 +206,7 @@ func (m *Main) Open() error {
 		}
 	}
 	characters := config.NewCharacters(cfg, m.Getenv)
+	m.followMCPRoots(characters)
 	conversation.WarnMissingAvatars(characters, cfg.Server.AvatarsDir, m.Logger)
 	// The store as conversations and the histories call it is timed when
 	// metrics are on; nothing is measured (or paid for) when they are off.
@@ -279,6 +286,7 @@ func (m *Main) Open() error {
 		Pages:          static.Pages(),
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
 		LiveChat:       liveChatAPI,
+		MCP:            m.mcp,
 		Logger:         m.Logger,
 		Metrics:        serverMetrics,
 		MetricsHandler: metricsHandler,
@@ -288,6 +296,7 @@ func (m *Main) Open() error {
 	if m.metrics != nil && m.server.TLS() {
 		m.metrics.WatchCertificate(m.server.CertificateNotAfter)
 	}
+	m.reportMCP()
 
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)
@@ -296,6 +305,7 @@ func (m *Main) Open() error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	m.ln = ln
+	m.mcpCallback.Store(callbackURL(cfg, ln, m.server.TLS()))
 	m.served = make(chan error, 1)
 	srv := m.server
 	go func() { m.served <- srv.Serve(ln) }()

@@ -9,6 +9,10 @@ func (m *Main) Reload() error {
 	if m.server == nil {
 		return errors.New("reload: koe is not serving")
 	}
+	if m.kickRoots != nil {
+		m.Logger.Info("reload asked (SIGHUP): the MCP servers' roots follow the character files")
+		m.kickRoots()
+	}
 	if !m.server.TLS() {
 		m.Logger.Info("reload asked (SIGHUP): koe rereads only its TLS certificate, and serves none (server.tls_cert is not set); nothing to do")
 		return nil

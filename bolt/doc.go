@@ -33,6 +33,8 @@
 //	                            offsets, then the document's text as is
 //	    "chunks"                <doc id> 0x00 <4-byte seq> -> JSON koe.KnowledgeChunk
 //	    "vectors"               same key -> little-endian float32 embedding
+//	"mcp_logins"                root bucket, created by the first MCP login
+//	  <server> " " <url>        -> mcp's login record (JSON): client and tokens, a secret
 //
 // Messages live in their own nested bucket, rather than directly in the
 // history bucket, so that per-history side data can sit beside them as

@@ -32,7 +32,13 @@ type Characters struct {
 
 	mu    sync.Mutex
 	cache map[string]characterFile // by file name
+	// changed, if set, is called when a file is read anew or has gone.
+	changed func()
 }
+
+// OnChange makes f be called whenever a character file is read anew (new
+// or changed) or is found gone. Set it before use; f must not block.
+func (c *Characters) OnChange(f func()) { c.changed = f }
 
 // characterFile is one parsed file and the stat it was parsed after.
 type characterFile struct {
@@ -163,13 +169,18 @@ func (c *Characters) scan() ([]namedFile, error) {
 		}
 		files = append(files, namedFile{name: name, characterFile: f})
 	}
+	gone := false
 	c.mu.Lock()
 	for name := range c.cache {
 		if !present[name] {
 			delete(c.cache, name)
+			gone = true
 		}
 	}
 	c.mu.Unlock()
+	if gone && c.changed != nil {
+		c.changed()
+	}
 	return files, nil
 }
 
@@ -183,8 +194,13 @@ func (c *Characters) read(file string, info fs.FileInfo) characterFile {
 	}
 	f := characterFile{size: info.Size(), mod: info.ModTime(), ch: ch, err: err}
 	c.mu.Lock()
+	prev, had := c.cache[file]
 	c.cache[file] = f
 	c.mu.Unlock()
+	// Load reads a file each time: only a new stat is a change.
+	if c.changed != nil && (!had || prev.size != f.size || !prev.mod.Equal(f.mod)) {
+		c.changed()
+	}
 	return f
 }
 

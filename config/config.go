@@ -118,6 +118,9 @@ func Default() Config {
 			MaxSchemaBytes:      mcp.DefaultMaxSchemaBytes,
 			HostLimits: mcp.HostLimits{MaxImages: mcp.DefaultMaxImages, MaxImageBytes: mcp.DefaultMaxImageBytes,
 				ProgressInterval: mcp.DefaultProgressInterval, LogPerMinute: mcp.DefaultLogPerMinute, MaxLogChars: mcp.DefaultMaxLogChars},
+			MaxPrompts:          mcp.DefaultMaxPrompts,
+			MaxPromptChars:      mcp.DefaultMaxPromptChars,
+			OAuthConsentTimeout: mcp.DefaultOAuthConsentTimeout,
 		},
 		Embeddings: llm.DefaultEmbeddingsConfig(),
 		Knowledge:  knowledge.DefaultConfig(),
@@ -290,6 +293,11 @@ func (c Config) Validate() error {
 func (c Config) checkMCPServers(ch conversation.Character) error {
 	if err := c.MCP.CheckServers(ch.Tools.MCPServers); err != nil {
 		return fmt.Errorf("character %q: tools.mcp_servers: %w", ch.ConfName, err)
+	}
+	if ref := ch.PersonaPromptFrom; ref != nil {
+		if err := c.MCP.CheckServers([]string{ref.Server}); err != nil {
+			return fmt.Errorf("character %q: persona_prompt_from.server: %w", ch.ConfName, err)
+		}
 	}
 	return c.checkMCPKnowledge(ch)
 }

@@ -19,6 +19,11 @@ const exampleFile = "../conf.example.yaml"
 // purpose; each says why.
 var notInExample = map[string]string{
 	"character.llm.max_tokens": "the old name of character.llm.max_reply_tokens, still read; the example names the new key beside it",
+
+	"character.persona_prompt_from":           "needs an MCP server that offers prompts; the example shows it in a comment below persona_prompt",
+	"character.persona_prompt_from.server":    "needs an MCP server that offers prompts; the example shows it in a comment below persona_prompt",
+	"character.persona_prompt_from.prompt":    "needs an MCP server that offers prompts; the example shows it in a comment below persona_prompt",
+	"character.persona_prompt_from.arguments": "needs an MCP server that offers prompts; the example shows it in a comment below persona_prompt",
 }
 
 // A path segment that stands for any entry of a map, or any item of a

@@ -35,6 +35,14 @@ func (h *Hub) OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender
 	if err != nil {
 		return nil, err
 	}
+	if req.MCPPrompt != nil {
+		if req.Message != "" {
+			return nil, invalid(`send "message" or "mcp_prompt", not both`)
+		}
+		if req.Message, err = h.deps.mcpPromptText(ctx, char, *req.MCPPrompt); err != nil {
+			return nil, err
+		}
+	}
 	if strings.TrimSpace(req.Message) == "" && len(imgs) == 0 {
 		return nil, invalid(`"message" is empty: send some text or an image`)
 	}

@@ -7,6 +7,7 @@ import (
 	"koe"
 	"koe/agent"
 	"koe/asr"
+	"koe/protocol"
 	"koe/tools"
 	"koe/tts"
 )
@@ -148,6 +149,10 @@ type Character struct {
 	Tools     tools.Config       `yaml:"tools"`
 	// Overlay is how the OBS overlay (/overlay) shows the character.
 	Overlay OverlayConfig `yaml:"overlay"`
+	// PersonaPromptFrom, if set, makes an MCP server's prompt the
+	// persona, got for each new session; Persona stands in while the
+	// server is not connected (mcp_prompts.go).
+	PersonaPromptFrom *protocol.MCPPromptRef `yaml:"persona_prompt_from"`
 }
 
 // Validate reports settings that can never work.
@@ -168,6 +173,9 @@ func (c Character) Validate() error {
 		return fmt.Errorf("character %q: tts: %w", c.ConfName, err)
 	}
 	if err := c.Tools.Validate(); err != nil {
+		return fmt.Errorf("character %q: %w", c.ConfName, err)
+	}
+	if err := c.validatePersonaPrompt(); err != nil {
 		return fmt.Errorf("character %q: %w", c.ConfName, err)
 	}
 	if err := c.Overlay.Avatar.validate(c.ModelInfo); err != nil {

@@ -134,6 +134,10 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 		return s.speak(in.IdleTime, in.Images)
 	case protocol.TypeAttachFile:
 		return s.attachFile(in.Name, in.Mime, in.Data)
+	case protocol.TypeFetchMCPPrompts:
+		s.fetchMCPPrompts()
+	case protocol.TypeUseMCPPrompt:
+		return s.useMCPPrompt(in.MCPPrompt)
 	case protocol.TypeAudioPlayStart:
 		// Playback notices matter only in group chats.
 	default:

@@ -2,7 +2,6 @@ package conversation_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,18 +12,18 @@ import (
 	"koe/mcp"
 	"koe/protocol"
 	"koe/testkit"
+	"koe/testkit/everythingtest"
 	"koe/testkit/fakellm"
 	"koe/testkit/koetest"
 	"koe/testkit/mock"
-	"koe/testkit/proctest"
 	"koe/tools"
 )
 
-// withEverything connects the rig to the MCP project's reference server,
+// withSamplingEverything connects the rig to the MCP project's reference server,
 // allowed to sample, and enables it for a character that sees images.
-func withEverything(t *testing.T) rigOption {
+func withSamplingEverything(t *testing.T) rigOption {
 	t.Helper()
-	node, entry := proctest.NPMEntry(t, "@modelcontextprotocol/server-everything", filepath.Join("dist", "index.js"))
+	node, entry := everythingtest.Find(t)
 	cfg := mcp.Config{
 		Servers: map[string]mcp.ServerConfig{"everything": {Command: node, Args: []string{entry, "stdio"},
 			ServerHost: mcp.ServerHost{Sampling: true}}},
@@ -55,7 +54,7 @@ func withEverything(t *testing.T) rigOption {
 // request and then sees the image with the results; the OLV client's
 // tool_call_status frames are as ever, running then completed.
 func TestMCPHostTurn(t *testing.T) {
-	opt := withEverything(t)
+	opt := withSamplingEverything(t)
 	r := newRig(t, fakellm.Script(
 		fakellm.Reply{ToolCalls: []fakellm.ToolCall{
 			{ID: "call_1", Name: "everything__trigger-long-running-operation", Arguments: `{"duration":1,"steps":2}`},

@@ -133,7 +133,7 @@ func (s *Session) buildCast(char Character) cast {
 		Memory:        char.Memory,
 		// The saved prompts are applied once the cast is in place (see
 		// Hub.applyPrompts).
-		Persona:       char.Persona,
+		Persona:       s.deps.persona(s.ctx, char, s.log),
 		Rules:         s.rules,
 		CharacterName: char.Name,
 		HumanName:     char.HumanName,

@@ -52,6 +52,18 @@ type Config struct {
 	// What servers may make koe show and log, and how often (see
 	// HostLimits).
 	HostLimits `yaml:",inline"`
+	// MaxPrompts bounds the prompts listed of one server (0:
+	// DefaultMaxPrompts); MaxPromptChars bounds a prompt's text and its
+	// arguments (0: DefaultMaxPromptChars). See prompts.go.
+	MaxPrompts     int `yaml:"mcp_max_prompts" json:"mcp_max_prompts"`
+	MaxPromptChars int `yaml:"mcp_max_prompt_chars" json:"mcp_max_prompt_chars"`
+	// OAuthRedirectURL is koe's callback address as the user's browser
+	// reaches it, which an authorization server sends the browser back to
+	// (default: http://localhost:<port>/oauth/callback, filled in by app).
+	OAuthRedirectURL string `yaml:"mcp_oauth_redirect_url" json:"mcp_oauth_redirect_url"`
+	// OAuthConsentTimeout bounds how long a consent URL stays good (0:
+	// DefaultOAuthConsentTimeout); a new one is made after it.
+	OAuthConsentTimeout time.Duration `yaml:"mcp_oauth_consent_timeout" json:"mcp_oauth_consent_timeout"`
 }
 
 // ServerConfig is one server: Command (a stdio server koe starts) or URL
@@ -65,6 +77,9 @@ type ServerConfig struct {
 	URL string            `yaml:"url" json:"url"`
 	// Headers go with every HTTP request, for keys and tokens.
 	Headers map[string]string `yaml:"headers" json:"headers"`
+	// OAuth sets how koe logs in to an HTTP server that asks for it
+	// (oauth.go); without it, a client is registered dynamically.
+	OAuth OAuthConfig `yaml:"oauth" json:"oauth"`
 	// Timeout bounds connecting (start, handshake, listing tools) and each
 	// call (0: DefaultServerTimeout). The agent's tools.timeout bounds a
 	// call too; the shorter one wins.
@@ -116,6 +131,12 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.HostLimits.validate(); err != nil {
+		return err
+	}
+	if err := c.validatePrompts(); err != nil {
+		return err
+	}
+	if err := c.checkOAuth(); err != nil {
 		return err
 	}
 	var errs []error
@@ -192,6 +213,11 @@ func checkServer(name string, s ServerConfig) error {
 	if !serverNameRE().MatchString(name) || strings.Contains(name, "__") || strings.HasSuffix(name, "_") {
 		return fmt.Errorf("mcp_servers: server name %q must be 1 to %d of A-Z a-z 0-9 _ -, without \"__\" and not ending in \"_\" (it prefixes the names of its tools)", name, maxServerName)
 	}
+	// Values are checked as the server will get them.
+	s, err := s.resolved(name)
+	if err != nil {
+		return err
+	}
 	switch {
 	case s.Command == "" && s.URL == "":
 		return fmt.Errorf("%s: set command (a stdio server) or url (a streamable-HTTP server)", key)
@@ -209,6 +235,9 @@ func checkServer(name string, s ServerConfig) error {
 			return fmt.Errorf("%s.args: only a stdio server (command) takes args", key)
 		case len(s.Env) > 0:
 			return fmt.Errorf("%s.env: only a stdio server (command) takes env", key)
+		}
+		if err := s.OAuth.check(key); err != nil {
+			return err
 		}
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -229,6 +258,9 @@ func checkServer(name string, s ServerConfig) error {
 	}
 	if len(s.Headers) > 0 {
 		return fmt.Errorf("%s.headers: only an HTTP server (url) takes headers", key)
+	}
+	if !s.OAuth.isZero() {
+		return fmt.Errorf("%s.oauth: only an HTTP server (url) logs in with OAuth", key)
 	}
 	for k, v := range s.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

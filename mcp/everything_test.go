@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,19 +16,17 @@ import (
 	"go.uber.org/goleak"
 
 	"koe/agent"
+	"koe/testkit/everythingtest"
 	"koe/testkit/proctest"
 )
 
-// The reference server of the MCP project, from npm, is what users' Node
-// servers are built like. scripts/test.sh installs it under
-// KOE_TEST_NPM_DIR (default: koe-test-npm in the user's cache directory).
-const everythingPackage = "@modelcontextprotocol/server-everything"
-
-// everything returns node and the server's entry point; without them the
-// test is skipped, or fails on CI.
+// everything returns node and the entry point of the MCP project's
+// reference server from npm, which users' Node servers are built like
+// (testkit/everythingtest finds it); without them the test is skipped, or
+// fails on CI.
 func everything(t testing.TB) (node, entry string) {
 	t.Helper()
-	return proctest.NPMEntry(t, everythingPackage, filepath.Join("dist", "index.js"))
+	return everythingtest.Find(t)
 }
 
 // everythingStdio is the server over stdio: its first argument names the

@@ -14,11 +14,15 @@ import (
 type Manager struct {
 	cfg     Config
 	servers map[string]*server
+	ctx     context.Context // ends at Close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
 	watchMu sync.Mutex
 	watchCh chan struct{}
+
+	// logins are the OAuth consent URLs out with users (oauthrun.go).
+	logins *pendingLogins
 }
 
 // Start validates cfg and starts connecting to every server; it does not
@@ -26,11 +30,11 @@ type Manager struct {
 // again with a growing delay while its tools' calls fail with a clear
 // error. The servers run until Close, or until ctx ends (then Close still
 // waits for them to stop).
-func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Manager, error) {
-	return start(ctx, cfg, logger, defaultTiming)
+func Start(ctx context.Context, cfg Config, logger *slog.Logger, opts ...Option) (*Manager, error) {
+	return start(ctx, cfg, logger, defaultTiming, opts...)
 }
 
-func start(ctx context.Context, cfg Config, logger *slog.Logger, t timing) (*Manager, error) {
+func start(ctx context.Context, cfg Config, logger *slog.Logger, t timing, opts ...Option) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -38,9 +42,16 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger, t timing) (*Man
 		logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m := &Manager{cfg: cfg, servers: map[string]*server{}, cancel: cancel, watchCh: make(chan struct{})}
+	o := options{logins: &memoryLogins{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	m := &Manager{cfg: cfg, servers: map[string]*server{}, cancel: cancel, watchCh: make(chan struct{}), logins: &pendingLogins{}, ctx: ctx}
 	for _, name := range cfg.names() {
-		s := newServer(name, cfg.Servers[name], cfg.limits(), logger, m.changed)
+		// Validate has checked that it resolves.
+		sc, _ := cfg.Servers[name].resolved(name)
+		s := newServer(name, sc, cfg.limits(), logger, m.changed)
+		m.attachAuth(s, o)
 		m.servers[name] = s
 		m.wg.Add(1)
 		go func() {

@@ -25,10 +25,11 @@ const (
 	stateConnected               // tools listed, calls go through
 	stateRestarting              // failed or disconnected; waiting to try again
 	stateStopped                 // the Manager closed
+	stateNeedsLogin              // waiting for the user to authorize koe (oauthrun.go)
 )
 
 func (s state) String() string {
-	return [...]string{"starting", "connected", "restarting", "stopped"}[s]
+	return [...]string{"starting", "connected", "restarting", "stopped", "needs authorization"}[s]
 }
 
 // tool is one of a server's tools as the model sees it.
@@ -92,6 +93,12 @@ type server struct {
 	// rather than hold up closing it.
 	live  context.Context
 	tools []tool
+
+	// rootsMu orders SetRoots calls; roots are the URIs last set.
+	rootsMu sync.Mutex
+	roots   []string
+	// auth is the OAuth login of an HTTP server (nil for stdio).
+	auth *serverAuth
 }
 
 func newServer(name string, cfg ServerConfig, lim limits, log *slog.Logger, changed func()) *server {
@@ -128,6 +135,7 @@ func (s *server) clientOptions() *sdk.ClientOptions {
 	s.addElicitation(opts)
 	s.resourceOptions(opts)
 	s.hostOptions(opts)
+	addRoots(opts.Capabilities)
 	return opts
 }
 
@@ -142,6 +150,26 @@ func (s *server) run(ctx context.Context, t timing) {
 		l, session, tools, err := s.connect(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if nl := s.loginNeeded(err); nl != nil {
+			// Not a failure to retry: the user is asked, and koe
+			// connects again once they answered.
+			if err = s.askLogin(ctx, nl); ctx.Err() != nil {
+				return
+			}
+			switch {
+			case err == nil:
+				delay, failing = t.firstDelay, false
+				continue
+			case errors.Is(err, errConsentTimeout):
+				continue // a fresh consent URL
+			}
+			// No login could be offered (askLogin said why): the
+			// state stays "needs authorization", tried again slowly.
+			if t.wait(ctx, t.maxDelay) != nil {
+				return
+			}
+			continue
 		}
 		if err != nil {
 			s.set(stateRestarting, nil, nil, nil)
@@ -160,6 +188,12 @@ func (s *server) run(ctx context.Context, t timing) {
 			err = s.serve(ctx, session, l, endCalls)
 			if ctx.Err() != nil {
 				return
+			}
+			if errors.Is(err, errLoginLost) {
+				// Not a failure: connecting again meets the 401
+				// that asks for a login.
+				s.log.Info("MCP server no longer takes koe's token; asking for a login again")
+				continue
 			}
 			if time.Since(began) >= t.stableAfter {
 				delay = t.firstDelay
@@ -182,6 +216,7 @@ func (s *server) connect(ctx context.Context) (*link, *sdk.ClientSession, []tool
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	s.authorizeLink(l)
 	session, err := s.client.Connect(ctx, l.transport, nil)
 	if err == nil {
 		var tools []tool
@@ -244,6 +279,8 @@ func (s *server) serve(ctx context.Context, session *sdk.ClientSession, l *link,
 			return s.down(session, l, endCalls, err)
 		case <-s.relist:
 			s.refreshTools(ctx, session)
+		case <-s.loginLost():
+			return s.down(session, l, endCalls, errLoginLost)
 		}
 	}
 }

@@ -16,6 +16,7 @@
 //	koe_recall_models        the model that made a character's embeddings
 //	koe_knowledge_docs       knowledge documents with their text
 //	koe_knowledge_local_chunks  the local knowledge index's chunks
+//	koe_mcp_logins           MCP servers' OAuth logins (secrets: never logged)
 //
 // Everything kept of a history references its row, so deleting the
 // history deletes the rest in the same statement.

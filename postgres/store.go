@@ -195,6 +195,19 @@ var storeMigrations = []migration{
 			)`,
 		},
 	},
+	{
+		Version: 4,
+		Name:    "MCP servers' OAuth logins",
+		Statements: []string{
+			// data is mcp's login record (JSON): the client koe
+			// registered and its tokens.
+			`CREATE TABLE koe_mcp_logins (
+				key        text        PRIMARY KEY,
+				data       bytea       NOT NULL,
+				updated_at timestamptz NOT NULL DEFAULT now()
+			)`,
+		},
+	},
 }
 
 // Open connects to the database dsn (a PostgreSQL URL or key=value

@@ -45,6 +45,9 @@ type ChatRequest struct {
 	// CompressionRate sets the rate of summaries this turn starts
 	// (memory.compression_rate when absent).
 	CompressionRate *float64 `json:"compression_rate,omitempty"`
+	// MCPPrompt, instead of Message, sends an MCP server's prompt, filled
+	// with its arguments, as the user's turn (mcpprompts.go).
+	MCPPrompt *MCPPromptRef `json:"mcp_prompt,omitempty"`
 }
 
 // ChatEvent is one event of the stream.

@@ -144,6 +144,8 @@ type Inbound struct {
 	// accept, decline, cancel, or an option's label).
 	AskID  string `json:"ask_id"`
 	Action string `json:"action"`
+	// MCPPrompt is the prompt use-mcp-prompt sends (mcpprompts.go).
+	MCPPrompt *MCPPromptRef `json:"mcp_prompt"`
 }
 
 // Simple is a message that carries nothing but its type.

@@ -80,7 +80,7 @@ func (s *Service) Recall(ctx context.Context, q Query) (Block, error) {
 	c.mu.RLock()
 	// A line costs at least a few tokens, so the budget bounds how many
 	// candidates can matter.
-	order := c.rankLocked(q.Text, rk, exclude, qvec, q.Budget/4+16)
+	order := c.rankLocked(q.Text, rk, exclude, qvec, q.Budget, q.Budget/4+16)
 	picked, tokens := c.pickLocked(order, q.Budget)
 	b := Block{Indexed: c.live, Vectors: qvec != nil}
 	b.Memories = c.memoriesLocked(picked)

@@ -54,10 +54,15 @@ type Ranking struct {
 	// its subject ("likely", "kind", "mention") before it is scored
 	// (querywords.go). The index's own stop words apply either way.
 	QueryStops bool
+	// SpeakerFrom, from a block of this many tokens up (0: never), leaves
+	// the names of the people who spoke out of the first round's words:
+	// a question naming one gets what they said (Named), not every
+	// greeting that says their name (speakers.go).
+	SpeakerFrom int
 }
 
 // DefaultRanking is what live turns and the evaluation use.
-var DefaultRanking = Ranking{Near: 0.4, Far: 0.3, Window: 2, Session: 0.3, Named: 2.5, Summaries: true, Temporal: 0.5, Feedback: 0.5, Coverage: true}
+var DefaultRanking = Ranking{Near: 0.4, Far: 0.1, Window: 2, Session: 0.3, Named: 2.5, Summaries: true, Temporal: 1, Feedback: 0.5, Coverage: true, SpeakerFrom: 1000}
 
 // rrfK is the reciprocal-rank-fusion constant (the usual 60).
 const rrfK = 60
@@ -81,13 +86,24 @@ type ranked struct {
 }
 
 // rankLocked orders the character's messages for a query, best first,
-// keeping at most limit. exclude says which messages may not be returned
-// (they still lend their score to their neighbours). qvec, if set, adds a
-// vector ranking. Called with c.mu read-locked.
-func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, qvec []float32, limit int) []ranked {
+// keeping at most limit, for a block of budget tokens. exclude says which
+// messages may not be returned (they still lend their score to their
+// neighbours). qvec, if set, adds a vector ranking. Called with c.mu
+// read-locked.
+func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, qvec []float32, budget, limit int) []ranked {
 	words := textindex.Words(q)
 	terms := queryTerms(q, words, rk)
-	hits := c.words.Score(terms)
+	named := map[string]bool{}
+	for _, w := range words {
+		if c.names[w] {
+			named[w] = true
+		}
+	}
+	first := terms
+	if rk.SpeakerFrom > 0 && budget >= rk.SpeakerFrom {
+		first = withoutSpeakers(terms, named)
+	}
+	hits := c.words.Score(first)
 	if rk.Feedback > 0 {
 		hits = c.feedbackLocked(hits, terms, rk.Feedback, limit)
 	}
@@ -103,12 +119,6 @@ func (c *character) rankLocked(q string, rk Ranking, exclude func(*entry) bool, 
 	}
 	if rk.Coverage {
 		sess, bestSess = c.coverageLocked(terms)
-	}
-	named := map[string]bool{}
-	for _, w := range words {
-		if c.names[w] {
-			named[w] = true
-		}
 	}
 	var when timeQuestion
 	if rk.Temporal > 0 {

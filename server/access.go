@@ -213,6 +213,8 @@ func (a *access) tokenOK(r head) (ok, fromQuery bool) {
 	switch {
 	case get && (isRoute(path, "/healthz") || isRoute(path, "/readyz")):
 		return true, false
+	case get && isRoute(path, callbackRoute):
+		return true, false // its state is the secret (mcpauth.go)
 	case method == fiber.MethodOptions && isAssetPath(path):
 		return true, false // CORS preflights never carry credentials
 	case a.tokenMatches(bearer(string(r.h.Peek(fiber.HeaderAuthorization)))), a.cookieMatches(string(r.h.Cookie(tokenCookie))):

@@ -15,9 +15,9 @@ import (
 	"koe/config"
 	"koe/mcp"
 	"koe/protocol"
+	"koe/testkit/everythingtest"
 	"koe/testkit/fakellm"
 	"koe/testkit/koetest"
-	"koe/testkit/proctest"
 )
 
 // Questions the character puts to its user while tools run: a yes before
@@ -42,20 +42,8 @@ func askServer(t *testing.T) mcp.ServerConfig {
 // package the test is skipped (fails on CI).
 func askEverything(t *testing.T) mcp.ServerConfig {
 	t.Helper()
-	node := proctest.LookPath(t, "node", "nodejs")
-	dir := os.Getenv("KOE_TEST_NPM_DIR")
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			proctest.Missing(t, "no KOE_TEST_NPM_DIR and no cache directory", err)
-		}
-		dir = filepath.Join(cache, "koe-test-npm")
-	}
-	entry := filepath.Join(dir, "node_modules", "@modelcontextprotocol/server-everything", "dist", "index.js")
-	if _, err := os.Stat(entry); err != nil {
-		proctest.Missing(t, "server-everything is not installed (scripts/test.sh installs it)", err)
-	}
-	return mcp.ServerConfig{Command: node, Args: []string{entry, "stdio"}}
+	command, args := everythingtest.Stdio(t)
+	return mcp.ServerConfig{Command: command, Args: args}
 }
 
 // startAskKoe starts koe with one MCP server, server, enabled for the

@@ -46,6 +46,7 @@ type Chat interface {
 func (s *Server) chatRoutes(api fiber.Router) {
 	api.Post("/chat/stream", s.chatStream)
 	api.Post("/chat/invoke", s.chatInvoke)
+	s.mcpPromptRoutes(api)
 	api.Post("/chat/:history_uid/stop", func(c *fiber.Ctx) error {
 		uid := c.Params("history_uid")
 		stopped, err := s.opts.Chats.StopHistory(c.UserContext(), uid)

@@ -76,6 +76,9 @@ type Options struct {
 	// Backup copies koe.db for koe backup (backup.go); nil with a store
 	// that is backed up otherwise (PostgreSQL: pg_dump).
 	Backup Backup
+
+	// MCP are the MCP servers' states and logins (mcpauth.go); nil: none.
+	MCP MCPServers
 }
 
 // Server serves koe over HTTP and WebSocket.
@@ -235,6 +238,7 @@ func (s *Server) routes() {
 	s.app.Use(s.guard)
 	s.healthRoutes()
 	s.apiRoutes()
+	s.mcpRoutes()
 	s.app.Use("/client-ws", checkUpgrade, s.checkSocketQuery, s.keepClientIP)
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize:  wsReadBufferSize,

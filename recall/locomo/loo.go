@@ -24,9 +24,10 @@ type Dim struct {
 }
 
 // DefaultGrid is what `koe eval locomo -loo` searches: the window and
-// its weights, the session view, the speaker boost, and the four ideas of
+// its weights, the session view, the speaker boost, and the ideas of
 // recall.Ranking (dates, feedback, spread across sessions, sessions by
-// coverage, query stop words), each with its off value first.
+// coverage, query stop words, speakers' names), each with its off value
+// first.
 func DefaultGrid() []Dim {
 	return []Dim{
 		{Name: "window", Values: []float64{1, 2, 3},
@@ -60,6 +61,11 @@ func DefaultGrid() []Dim {
 			Set: func(r *recall.Ranking, v float64) { r.Spread = v }},
 		switchDim("coverage", func(r *recall.Ranking) *bool { return &r.Coverage }),
 		switchDim("stops", func(r *recall.Ranking) *bool { return &r.QueryStops }),
+		// The block size from which a speaker's name is not searched as a
+		// word; 500 is always, at the budgets the evaluation asks.
+		{Name: "speakers", Values: []float64{0, 500, 1000, 2000, 4000}, Idea: true,
+			Get: func(r recall.Ranking) float64 { return float64(r.SpeakerFrom) },
+			Set: func(r *recall.Ranking, v float64) { r.SpeakerFrom = int(v) }},
 	}
 }
 

@@ -700,6 +700,40 @@
   function docsURL(id) {
     return "/api/characters/" + encodeURIComponent(docs.conf) + "/documents" + (id ? "/" + encodeURIComponent(id) : "");
   }
+  // MCP servers that need the user to log in (OAuth): a line each under
+  // the header with the consent link, from /api/mcp/servers when the page
+  // connects and koe's mcp-servers events after. The browser comes back
+  // to koe's /oauth/callback, and the line goes when the server connects.
+  const mcpLogins = $("mcp-logins");
+  function showMCP(servers) {
+    mcpLogins.replaceChildren();
+    for (const s of Array.isArray(servers) ? servers : []) {
+      if (s.state !== "needs authorization") continue;
+      const line = document.createElement("div");
+      line.className = "mcp-login";
+      line.dataset.server = String(s.name);
+      let link = null;
+      try { link = s.authorize_url ? new URL(s.authorize_url) : null; } catch { link = null; }
+      if (link && (link.protocol === "https:" || link.protocol === "http:")) {
+        line.append("MCP server " + s.name + " needs you to log in: ");
+        const a = document.createElement("a");
+        a.href = link.href; a.target = "_blank"; a.rel = "noopener noreferrer";
+        a.textContent = "log in to " + link.host;
+        line.append(a);
+      } else {
+        line.append("MCP server " + s.name + " needs authorization" + (s.error ? ": " + s.error : "; koe is preparing a login link…"));
+      }
+      mcpLogins.append(line);
+    }
+    mcpLogins.hidden = !mcpLogins.firstChild;
+  }
+  async function refreshMCP() {
+    try {
+      const r = await api("/api/mcp/servers");
+      if (r.ok) showMCP(Array.isArray(r.body) ? r.body : []);
+    } catch { /* the next event brings it */ }
+  }
+
   // api sends a request and reads its JSON answer ({} if there is none).
   async function api(url, opts) {
     const r = await fetch(url, Object.assign({ credentials: "same-origin" }, opts));
@@ -1192,6 +1226,7 @@
       session.connects++;
       session.lost = false;
       send({ type: "fetch-configs" });
+      refreshMCP();
       if (session.file) switchCharacter(session.file, true);
       send({ type: "fetch-history-list" });
       session.restoring = true;
@@ -1333,12 +1368,16 @@
       case "citations":
         citations(m.citations);
         break;
+      case "mcp-servers":
+        showMCP(m.servers);
+        break;
       case "backend-synth-complete":
         if (ignoring) break;
         voice.synthDone = true;
         playNext();
         break;
       case "error": {
+        prompts.sent = false;
         const w = memory.waiting[0];
         if (w && w.kind === "switch") { memory.waiting.shift(); switchRefused(w, m); break; }
         if (w && w.kind === "history") { memory.waiting.shift(); historyRefused(m); break; }
@@ -1388,7 +1427,11 @@
         saveSession();
         restored();
         break;
+      case "mcp-prompts":
+        showPrompts(m);
+        break;
       case "message":
+        promptSent(m.content);
         // The human message of a turn names the history it is stored in
         // (a first turn after a switch of character starts one).
         if (m.content && m.content.type === "human" && m.content.additional_kwargs && m.content.additional_kwargs.history_uid) {
@@ -1434,6 +1477,73 @@
     resetMemory(true);
     sendChosenRate(); // the new character's agent starts at its configured rate
   });
+  // ---- MCP prompts -------------------------------------------------------
+  //
+  // The prompts of the character's MCP servers, listed when the panel
+  // opens; one picked is filled in and sent (use-mcp-prompt). koe gets its
+  // text from the server and runs it as the user's turn; the turn's human
+  // message event brings the text for the bubble.
+
+  const prompts = { box: $("prompts"), list: $("prompt-list"), status: $("prompt-status"), form: $("prompt-form"),
+    args: $("prompt-args"), title: $("prompt-title"), chosen: null, sent: false };
+  prompts.box.addEventListener("toggle", () => {
+    if (!prompts.box.open) return;
+    prompts.form.hidden = true; prompts.list.hidden = false;
+    prompts.status.textContent = "Asking the MCP servers…"; prompts.status.className = "doc-status";
+    send({ type: "fetch-mcp-prompts" });
+  });
+  function showPrompts(m) {
+    const list = Array.isArray(m.prompts) ? m.prompts : [];
+    const down = Array.isArray(m.unavailable) ? m.unavailable : [];
+    prompts.status.textContent = (list.length ? "" : "No prompts: the character's MCP servers offer none now.") +
+      (down.length ? " " + down.join("; ") : "");
+    prompts.status.className = "doc-status" + (down.length ? " error" : "");
+    prompts.list.replaceChildren(...list.map((p) => {
+      const li = document.createElement("li"), b = document.createElement("button");
+      b.type = "button"; b.dataset.server = String(p.server); b.dataset.name = String(p.name);
+      b.textContent = String(p.title || p.name) + " · " + String(p.server);
+      if (p.description) { const d = document.createElement("div"); d.className = "about"; d.textContent = String(p.description); b.append(d); }
+      b.addEventListener("click", () => choosePrompt(p));
+      li.append(b);
+      return li;
+    }));
+  }
+  function choosePrompt(p) {
+    prompts.chosen = p;
+    prompts.title.textContent = String(p.title || p.name);
+    prompts.args.replaceChildren(...(Array.isArray(p.arguments) ? p.arguments : []).map((a) => {
+      const label = document.createElement("label"), input = document.createElement("input");
+      label.append(String(a.title || a.name) + (a.required ? " *" : ""));
+      input.name = String(a.name); input.required = !!a.required; input.autocomplete = "off";
+      label.append(input);
+      if (a.description) { const d = document.createElement("div"); d.className = "about"; d.textContent = String(a.description); label.append(d); }
+      return label;
+    }));
+    prompts.list.hidden = true; prompts.form.hidden = false;
+    const first = prompts.args.querySelector("input");
+    if (first) first.focus();
+  }
+  prompts.form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const p = prompts.chosen;
+    if (!p) return;
+    const args = {};
+    for (const input of prompts.args.querySelectorAll("input")) if (input.value !== "") args[input.name] = input.value;
+    if (inTurn || voice.current) stopReply(true);
+    dropPending();
+    prompts.sent = true;
+    send({ type: "use-mcp-prompt", mcp_prompt: { server: p.server, prompt: p.name, arguments: args } });
+    prompts.box.open = false;
+  });
+  $("prompt-cancel").addEventListener("click", () => { prompts.form.hidden = true; prompts.list.hidden = false; });
+  // promptSent shows the text of a prompt this page sent, as the user's
+  // bubble, once koe has it.
+  function promptSent(c) {
+    if (!prompts.sent || !c || c.type !== "human") return;
+    prompts.sent = false;
+    bubble("human", String(c.content || ""));
+  }
+
   loadSession();
   connect();
 })();

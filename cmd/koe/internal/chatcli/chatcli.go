@@ -132,6 +132,8 @@ type chat struct {
 	rate    *float64
 	// listed is the last /history listing, for /history <n>.
 	listed []string
+	// prompts is the last /prompts listing, for /prompt <n>.
+	prompts promptList
 }
 
 // errQuit ends the chat from a command.

@@ -28,6 +28,8 @@ const help = `Type a message and press Enter to send it. Commands:
   /history <n|uid>  continue history n of the list (or the one with that uid)
   /rate <0.1-0.5>   compression rate of the summaries the next turns start
   /rate default     back to koe's configured rate
+  /prompts          list the prompts of this character's MCP servers
+  /prompt <n> [name=value …]  send prompt n of the list, filled in
   /help             this help
   /quit             leave (so do Ctrl-D, and Ctrl-C at the prompt)
 Ctrl-C while koe answers stops the reply; a second Ctrl-C leaves it at once.
@@ -52,6 +54,10 @@ func (c *chat) command(ctx context.Context, line string) error {
 		return c.pickHistory(ctx, arg)
 	case "/rate":
 		return c.setRate(arg)
+	case "/prompts":
+		return c.listPrompts(ctx)
+	case "/prompt":
+		return c.usePrompt(ctx, arg)
 	default:
 		return fmt.Errorf("unknown command %s (/help lists them)", name)
 	}

@@ -32,12 +32,18 @@ type stopped struct {
 // marked interrupted; a second one leaves the turn at once (closing the
 // stream, which stops it too).
 func (c *chat) turn(ctx context.Context, text string) {
+	c.send(ctx, protocol.ChatRequest{Message: text})
+}
+
+// send runs a turn for req (its text, or an MCP prompt) in the chat's
+// character and history, at its rate.
+func (c *chat) send(ctx context.Context, req protocol.ChatRequest) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 
-	req := protocol.ChatRequest{Message: text, ConfUID: c.conf, HistoryUID: c.history, CompressionRate: c.rate}
+	req.ConfUID, req.HistoryUID, req.CompressionRate = c.conf, c.history, c.rate
 	events := make(chan streamed)
 	// A koe that restarts refuses the turn and the client sends it again
 	// (client.WithRetry); the user hears of each try from this loop.
@@ -101,6 +107,9 @@ func (c *chat) turn(ctx context.Context, text string) {
 				c.view.line(markReconnect + " reconnected")
 			}
 			if m := item.ev.Message; m != nil && m.Type == protocol.MessageHuman {
+				if req.MCPPrompt != nil {
+					c.say("%s%s", userPrompt, m.Content) // the prompt's text, which nobody typed
+				}
 				c.stored(m)
 				historyUID = m.AdditionalKwargs.HistoryUID
 				if stopWanted && !stopSent && historyUID != "" {
