@@ -99,6 +99,10 @@ type Options struct {
 	MaxTools    int
 	Now         func() time.Time
 	Logger      *slog.Logger
+
+	// AskTimeout bounds how long a question put to the user while tools
+	// run waits for the answer (0: DefaultAskTimeout); then it declines.
+	AskTimeout time.Duration
 }
 
 // DefaultSystemPrompt is koe's packaged system prompt; users may replace it
@@ -171,6 +175,9 @@ func New(opts Options) *Agent {
 	}
 	if opts.MaxTools <= 0 {
 		opts.MaxTools = DefaultMaxTools
+	}
+	if opts.AskTimeout <= 0 {
+		opts.AskTimeout = DefaultAskTimeout
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a := &Agent{

@@ -109,6 +109,10 @@ type ToolSpec struct {
 	// Source names who offers the tool, for people ("MCP server search");
 	// "" is koe's own. It is not sent.
 	Source string
+	// Changes says the tool changes things (an MCP tool annotated as
+	// destructive or not read-only): a call waits for the user's yes
+	// unless the character allows it (see Guard). It is not sent.
+	Changes bool
 }
 
 // joinText joins two pieces of text with a blank line, skipping empty

@@ -113,12 +113,16 @@ type toolRun struct {
 // runTools runs a cycle's calls at once, each within ToolTimeout, and
 // returns what the model is told of each, in call order. It returns once
 // every call has ended; cancelling ctx cancels them all. While they run,
-// what they report through their ToolHost is shown from this goroutine.
+// what they report through their ToolHost is shown, and the questions they
+// ask the user are put (see Asker), from this goroutine, which owns the
+// emitter.
 func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmitter, status StatusEmitter) []toolRun {
 	done := make(chan toolOutcome, len(calls))
 	notes := make(chan toolNote, toolNoteBuffer)
 	finished := make(chan struct{})
 	defer close(finished)
+	asker := a.newCycleAsker()
+	defer close(asker.ended)
 	hosts := make([]*ToolHost, len(calls))
 	for i, c := range calls {
 		if watcher != nil {
@@ -126,13 +130,14 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmit
 		}
 		hosts[i] = &ToolHost{Call: c, LLM: a.opts.LLM, Model: a.opts.Model, Vision: a.opts.Vision, index: i, notes: notes, done: finished}
 		go func() {
-			callCtx, cancel := context.WithTimeout(WithToolHost(ctx, hosts[i]), a.opts.ToolTimeout)
+			// The time the user takes to answer a question does not count.
+			callCtx, cancel := WithCallTimeout(WithAsker(WithToolHost(ctx, hosts[i]), asker), a.opts.ToolTimeout)
 			defer cancel()
 			result, err := a.opts.Tools.Call(callCtx, c)
 			switch {
 			case ctx.Err() != nil:
 				err = ErrInterrupted
-			case err == nil && callCtx.Err() != nil:
+			case callCtx.Err() != nil:
 				err = callCtx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
@@ -158,6 +163,9 @@ func (a *Agent) runTools(ctx context.Context, calls []ToolCall, watcher ToolEmit
 		select {
 		case n := <-notes:
 			show(n)
+			continue
+		case r := <-asker.reqs:
+			asker.put(watcher, r)
 			continue
 		case o = <-done:
 		}

@@ -148,6 +148,7 @@ func defaultCharacter() conversation.Character {
 		Tools: tools.Config{
 			Enabled: []string{}, MCPServers: []string{},
 			Timeout: tools.DefaultTimeout, MaxResultChars: tools.DefaultMaxResultChars,
+			Allow: []string{}, Deny: []string{}, Confirm: []string{}, AskTimeout: tools.DefaultAskTimeout,
 		},
 		Overlay: conversation.OverlayConfig{Avatar: conversation.AvatarConfig{Threshold: conversation.DefaultOverlayThreshold}},
 	}

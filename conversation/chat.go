@@ -51,6 +51,7 @@ func (h *Hub) OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender
 	}
 	s := newSession(ctx, h, out, SessionOptions{ClientUID: newRunID(), KoeEvents: true, TextOnly: true}, char)
 	h.applyPrompts(s.cast)
+	s.asks.none = true // nobody can answer a question mid-turn (ask.go)
 	c := &Chat{s: s, in: turnInput{text: req.Message, images: imgs}}
 	if req.CompressionRate != nil {
 		if _, err := s.SetCompressionRate(*req.CompressionRate); err != nil {

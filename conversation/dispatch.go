@@ -15,7 +15,12 @@ import (
 func (s *Session) Dispatch(in protocol.Inbound) error {
 	switch in.Type {
 	case protocol.TypeTextInput:
+		if len(in.Images) == 0 && s.answerText(in.Text) {
+			return nil // it answers the question the turn waits on (ask.go)
+		}
 		return s.startText(in.Text, in.Images)
+	case protocol.TypeAskAnswer:
+		return s.answerClick(in.AskID, in.Action, in.Text)
 	case protocol.TypeInterruptSignal:
 		s.interrupt(in.Text)
 	case protocol.TypeFrontendPlaybackComplete:

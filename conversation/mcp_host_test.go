@@ -41,7 +41,9 @@ func withSamplingEverything(t *testing.T) rigOption {
 	return func(d *conversation.Deps) {
 		d.ToolServers = m
 		ch := &d.Characters.(*mock.Characters).DefaultChar
-		ch.Tools = tools.Config{MCPServers: []string{"everything"}}
+		// Its sampling tool says it is not read-only: allowed, it runs
+		// without asking the user first (tools.allow).
+		ch.Tools = tools.Config{MCPServers: []string{"everything"}, Allow: []string{"everything__*"}}
 		ch.LLM.Vision = true
 	}
 }

@@ -61,6 +61,8 @@ type Session struct {
 
 	turns turns
 	voice voice // the read loop's own
+	// asks is the question a turn waits on the user's answer to (ask.go).
+	asks asking
 	// turnAttrs label the log lines of the running turn (observe.go).
 	turnAttrs atomic.Pointer[[]slog.Attr]
 
@@ -144,6 +146,7 @@ func (s *Session) buildCast(char Character) cast {
 		Tools:         box,
 		MaxCycles:     char.LLM.Cycles(),
 		ToolTimeout:   char.Tools.Timeout,
+		AskTimeout:    char.Tools.AskTimeout,
 		MaxTools:      char.LLM.ToolLimit(),
 		Logger:        s.log,
 	})
@@ -176,7 +179,7 @@ func (d *Deps) toolbox(char Character, log *slog.Logger) agent.Toolbox {
 	if len(char.Tools.MCPServers) > 0 && d.ToolServers != nil {
 		servers = d.ToolServers.Toolbox(char.Tools.MCPServers)
 	}
-	return agent.JoinToolboxes(builtin, d.documentSearch(char), servers)
+	return agent.Guard(agent.JoinToolboxes(builtin, d.documentSearch(char), servers), char.Tools.Policy())
 }
 
 // summaryReady tells a koe client about a new summary of its current

@@ -71,6 +71,9 @@ func (v *voice) endMic(images []protocol.Image) error {
 	if len(samples) == 0 {
 		return invalid("mic-audio-end without any mic-audio-data before it")
 	}
+	if v.s.answerSpoken(asr.EncodeWAV(samples, asr.SampleRate)) {
+		return nil // it answers the question the turn waits on (ask.go)
+	}
 	return v.s.startInput(turnInput{recording: asr.EncodeWAV(samples, asr.SampleRate), images: imgs})
 }
 
@@ -152,6 +155,10 @@ func (v *voice) feed(samples []int16) error {
 			}
 			rs.carry, rs.last = nil, audio
 			s.reply(protocol.Control(protocol.ControlMicAudioEnd))
+			if s.answerSpoken(asr.EncodeWAV(audio, asr.SampleRate)) {
+				rs.last = nil
+				continue // it answers the question the turn waits on (ask.go)
+			}
 			if err := s.startInput(turnInput{recording: asr.EncodeWAV(audio, asr.SampleRate)}); err != nil {
 				return err
 			}
@@ -173,7 +180,8 @@ func (v *voice) speechStarted(rs *rawStream) {
 		return
 	}
 	rs.last = nil
-	if t == nil {
+	if t == nil || s.asks.pending() {
+		// While the turn waits on a question, the user is answering it.
 		return
 	}
 	// Barge-in: the client is told to stop playing, and memory keeps what

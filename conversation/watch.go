@@ -336,7 +336,7 @@ func watchable(msg any) watchKind {
 		case protocol.TypeBackendSynthComplete, protocol.TypeForceNewMessage:
 			return watchAll
 		}
-	case protocol.Token, protocol.Status, protocol.MessageEvent, protocol.Citations:
+	case protocol.Token, protocol.Status, protocol.MessageEvent, protocol.Citations, protocol.Ask, protocol.AskEnd:
 		return watchKoe
 	}
 	return watchNone

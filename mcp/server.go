@@ -79,6 +79,8 @@ type server struct {
 	changed func() // tells the Manager's watchers
 	// relist asks run to list the tools again (tools/list_changed).
 	relist chan struct{}
+	// asking are the askers of the calls under way (elicit.go).
+	asking askers
 	// subs are the resources followed, woken by their updates.
 	subs subscriptions
 	// host is what the server asks of koe besides calls (host.go).
@@ -130,6 +132,7 @@ func (s *server) clientOptions() *sdk.ClientOptions {
 			}
 		},
 	}
+	s.addElicitation(opts)
 	s.resourceOptions(opts)
 	s.hostOptions(opts)
 	addRoots(opts.Capabilities)
@@ -368,7 +371,7 @@ func (s *server) toolSpec(name string, t *sdk.Tool) (agent.ToolSpec, error) {
 		description = t.Title
 	}
 	return agent.ToolSpec{Name: name, Description: cutDescription(description, s.limits.description),
-		Parameters: params, Source: "MCP server " + s.name}, nil
+		Parameters: params, Source: "MCP server " + s.name, Changes: changesThings(t.Annotations)}, nil
 }
 
 // descriptionCut marks a description cut short.

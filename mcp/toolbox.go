@@ -69,8 +69,11 @@ func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (string, error
 	if err != nil {
 		return "", err
 	}
-	callCtx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+	// The time the user takes to answer the server's question does not
+	// count (agent.WithCallTimeout).
+	callCtx, cancel := agent.WithCallTimeout(context.WithValue(ctx, callKey{}, call), s.cfg.timeout())
 	defer cancel()
+	defer s.asking.during(callCtx, call, "MCP server "+s.name)()
 	// A session that ends (a crash, Close) ends its calls: closing it
 	// would otherwise wait for them.
 	defer context.AfterFunc(c.live, cancel)()

@@ -140,6 +140,10 @@ type Inbound struct {
 	Name string `json:"name"`
 	Mime string `json:"mime"`
 	Data string `json:"data"`
+	// ask-answer: the question (ask_id) and the button clicked (action:
+	// accept, decline, cancel, or an option's label).
+	AskID  string `json:"ask_id"`
+	Action string `json:"action"`
 	// MCPPrompt is the prompt use-mcp-prompt sends (mcpprompts.go).
 	MCPPrompt *MCPPromptRef `json:"mcp_prompt"`
 }

@@ -38,6 +38,25 @@ type Config struct {
 	// saying anything first ("Let me check."), so that a voice user is
 	// not left in silence while they run. It is not part of the reply.
 	SpokenFiller string `yaml:"spoken_filler"`
+	// Allow, Deny and Confirm name tools (as the model sees them, `*`
+	// matching any run of characters): Deny is never offered; Confirm,
+	// and MCP tools annotated as changing things, run only after the
+	// user's yes; Allow runs without asking.
+	Allow   []string `yaml:"allow"`
+	Deny    []string `yaml:"deny"`
+	Confirm []string `yaml:"confirm"`
+	// AskTimeout bounds the wait for the user's answer to a question put
+	// while tools run (a confirmation, an MCP server's question); then
+	// it is declined (0: DefaultAskTimeout).
+	AskTimeout time.Duration `yaml:"ask_timeout"`
+}
+
+// DefaultAskTimeout is tools.ask_timeout's default.
+const DefaultAskTimeout = agent.DefaultAskTimeout
+
+// Policy is what the character says of its tools by name.
+func (c Config) Policy() agent.ToolPolicy {
+	return agent.ToolPolicy{Allow: c.Allow, Deny: c.Deny, Confirm: c.Confirm}
 }
 
 // CalculatorSettings bound the calculator's expressions.
@@ -61,6 +80,14 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("tools.timeout %s is negative (default %s)", c.Timeout, DefaultTimeout)
+	}
+	if c.AskTimeout < 0 || c.AskTimeout > time.Hour {
+		return fmt.Errorf("tools.ask_timeout %s is out of range: 0 (%s) to 1h", c.AskTimeout, DefaultAskTimeout)
+	}
+	for key, list := range map[string][]string{"tools.allow": c.Allow, "tools.deny": c.Deny, "tools.confirm": c.Confirm} {
+		if err := agent.CheckPatterns(key, list); err != nil {
+			return err
+		}
 	}
 	if _, err := c.Box(Options{}); err != nil {
 		return err

@@ -615,11 +615,67 @@
   // endTools ends the reply's tool use: calls still shown as running were
   // cut off, and the status line goes.
   function endTools() {
+    askGone();
     tools.forEach((e) => { if (e.el.dataset.state === "running") setToolState(e, "stopped"); });
     tools.clear();
     steps.tasks.clear();
     steps.error = "";
     showStep();
+  }
+
+  // ---- Questions -------------------------------------------------------------
+  //
+  // While tools run, the character may ask something (koe's ask event): a
+  // yes before a tool that changes things, or an MCP server's question.
+  // It is said aloud like the reply; here it also shows under the reply
+  // with buttons. A click answers by the question's id; typed or spoken
+  // words answer it too, and while it waits they do not stop the reply.
+  const asking = { id: "", el: null };
+  function askShown(m) {
+    if (!m.ask_id) return;
+    askGone();
+    if (!reply) reply = bubble("ai", "", "");
+    const el = document.createElement("div");
+    el.className = "ask";
+    el.setAttribute("role", "group");
+    el.dataset.askId = String(m.ask_id);
+    el.dataset.kind = String(m.kind || "");
+    const q = document.createElement("p");
+    q.className = "ask-text";
+    q.textContent = String(m.text || "");
+    el.setAttribute("aria-label", q.textContent);
+    const buttons = document.createElement("div");
+    buttons.className = "ask-buttons";
+    const add = (label, answer, cls) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = label;
+      b.className = cls || "";
+      b.addEventListener("click", () => send(Object.assign({ type: "ask-answer", ask_id: String(m.ask_id) }, answer)));
+      buttons.append(b);
+    };
+    if (m.kind === "confirm") {
+      add("Yes", { action: "accept" }, "ask-yes");
+      add("No", { action: "decline" }, "ask-no");
+    } else {
+      for (const o of Array.isArray(m.options) ? m.options : []) add(String(o), { action: "accept", text: String(o) }, "ask-option");
+      add("Decline", { action: "decline" }, "ask-no");
+      add("Cancel", { action: "cancel" }, "ask-cancel");
+    }
+    el.append(q, buttons);
+    reply.after(el);
+    asking.id = String(m.ask_id); asking.el = el;
+    log.scrollTop = log.scrollHeight;
+  }
+  // askEnded shows how the question ended and takes its buttons away.
+  function askEnded(m) {
+    if (!asking.el || String(m.ask_id) !== asking.id) return;
+    asking.el.dataset.action = String(m.action || "");
+    askGone();
+  }
+  function askGone() {
+    if (asking.el) asking.el.querySelector(".ask-buttons")?.remove();
+    asking.id = ""; asking.el = null;
   }
 
   // ---- Documents -----------------------------------------------------------
@@ -1293,6 +1349,12 @@
       case "tool_call_status":
         if (!ignoring) toolCall(m);
         break;
+      case "ask":
+        if (!ignoring) askShown(m);
+        break;
+      case "ask-end":
+        askEnded(m);
+        break;
       case "status":
         if (m.content && String(m.content.task_id || "").startsWith("ingest:")) docStep(m.content);
         else if (!ignoring) step(m.content);
@@ -1384,6 +1446,11 @@
     e.preventDefault();
     const t = text.value.trim();
     if (!t) return;
+    if (asking.id) {
+      // It answers the question the reply waits on: the reply goes on.
+      if (sendText(t)) text.value = "";
+      return;
+    }
     // The new input cancels the running reply; tell the server what was heard.
     if (inTurn || voice.current) stopReply(true);
     dropPending(); // the typed message supersedes an utterance being transcribed
