@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,30 @@ func TestExtractBoundsFormsDrawingThemselves(t *testing.T) {
 				t.Fatal("a form drawing itself held the call")
 			}
 		})
+	}
+}
+
+// A form whose resources are written out at a megabyte and that draws
+// itself many times over costs its resources' text against the budget
+// each time it is drawn, and remembers it as a digest: the file is
+// refused having read little, where it once made koe write the
+// megabyte out for every one of some thirty thousand drawings.
+func TestExtractChargesLargeFormResources(t *testing.T) {
+	pad := " /Pad [" + strings.Repeat("0 ", 1<<19) + "]"
+	form := "BT /F1 10 Tf 72 720 Td (x) Tj ET " + strings.Repeat("/X1 Do ", 64)
+	data := formPage("/X1 Do", "/X1 5 0 R", []string{form}, []string{" /Resources << /Font << /F1 3 0 R >> /XObject << /X1 5 0 R >>" + pad + " >>"})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Extract(context.Background(), data)
+	runtime.ReadMemStats(&after)
+	var limit *LimitError
+	if !errors.As(err, &limit) {
+		t.Fatalf("got %v, want the inflated-bytes limit", err)
+	}
+	// The budget is 128 MiB of charged bytes; what was allocated stays
+	// within a few times that, not the tens of gigabytes of one
+	// megabyte written per drawing.
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 2<<30 {
+		t.Errorf("reading the file allocated %d MiB", allocated>>20)
 	}
 }

@@ -2,6 +2,7 @@ package pdftext
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io"
 
@@ -87,15 +88,22 @@ func (rd *reading) draw(next func() io.Reader, res pdf.Value, g gstate, w *pageW
 		fonts[name] = f
 		return f, nil
 	}
-	// resKey names res in rd.forms: the text of its dictionary, which
-	// writes the objects it refers to by number.
+	// resKey names res in rd.forms: a digest of the text of its
+	// dictionary (which writes the objects it refers to by number), made
+	// once per drawing and charged to the budget, since a hostile file's
+	// resources can be written out whole at megabytes.
 	resKey := ""
 	in.form = func(name string) error {
 		if depth >= maxFormDepth {
 			return nil
 		}
 		if resKey == "" {
-			resKey = res.String()
+			text := res.String()
+			if err := rd.m.charge(len(text)); err != nil {
+				return err
+			}
+			sum := sha256.Sum256([]byte(text))
+			resKey = string(sum[:])
 		}
 		x := rd.form(resKey, res, name)
 		if x == nil {
@@ -133,7 +141,7 @@ type form struct {
 // thousands of times (a page's furniture, or a hostile form drawing
 // itself) pays each time.
 func (rd *reading) form(resKey string, res pdf.Value, name string) *form {
-	key := resKey + "\x00" + name
+	key := resKey + name
 	if x, ok := rd.forms[key]; ok {
 		return x
 	}
@@ -147,6 +155,7 @@ func (rd *reading) form(resKey string, res pdf.Value, name string) *form {
 		}
 		x = &form{stream: v, resources: sub, matrix: formMatrix(v.Key("Matrix"))}
 	}
+	// The lexer cuts names at maxNameBytes, so a key is small.
 	if len(rd.forms) < maxForms {
 		rd.forms[key] = x
 	}
