@@ -118,13 +118,19 @@ func (s *Session) answerClick(id, action, text string) error {
 
 // answerSpoken transcribes a recording that answers the pending question,
 // in the running turn's goroutine of its own: the read loop goes on. The
-// turn's end ends it.
+// turn's end ends it. One is heard at a time: a recording sent while one
+// is being transcribed is refused with an error frame.
 func (s *Session) answerSpoken(wav []byte) bool {
 	t := s.turns.running()
 	if t == nil || !s.asks.pending() || s.deps.ASR == nil {
 		return false
 	}
+	if !s.hearing.CompareAndSwap(false, true) {
+		s.send(t.ctx, protocol.NewError("koe is still hearing your last answer; wait for it"))
+		return true
+	}
 	go func() {
+		defer s.hearing.Store(false)
 		ctx := t.ctx
 		if s.hub.asr.acquire(ctx, false) != nil {
 			return

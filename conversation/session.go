@@ -63,6 +63,9 @@ type Session struct {
 	voice voice // the read loop's own
 	// asks is the question a turn waits on the user's answer to (ask.go).
 	asks asking
+	// hearing is set while a spoken answer is being transcribed: one at a
+	// time, so recordings sent meanwhile cannot pile up on the ASR slots.
+	hearing atomic.Bool
 	// turnAttrs label the log lines of the running turn (observe.go).
 	turnAttrs atomic.Pointer[[]slog.Attr]
 
