@@ -86,7 +86,15 @@ func (m *Manager) FollowResources(ctx context.Context, sel ResourceSelection, go
 			uris = s.follow(ctx, session, names, followed, f, true)
 		} else if c != nil {
 			updated, relist := f.take()
+			// A list change is paced like a resource's update: a server
+			// announcing one after another gets one listing per
+			// mcp_resource_min_refresh.
+			if relist && len(sel.Match) > 0 && len(p.ready([]string{relistKey}, time.Now())) == 0 {
+				s.log.Debug("MCP resource list changed again within mcp_resource_min_refresh; listed later")
+				relist = false
+			}
 			if relist && len(sel.Match) > 0 {
+				p.read(relistKey, time.Now())
 				before := names
 				names = s.selected(ctx, sel)
 				// The ones newly matched are read; the others when
@@ -123,7 +131,7 @@ func (m *Manager) FollowResources(ctx context.Context, sel ResourceSelection, go
 		case <-p.wake():
 			// Held updates whose time came: as if updated now.
 			for _, uri := range p.due(time.Now()) {
-				f.mark(uri, false)
+				f.mark(uri, uri == relistKey)
 			}
 		case <-changed:
 		case <-f.wake:
@@ -245,6 +253,10 @@ type pace struct {
 	held  map[string]bool
 	timer *time.Timer
 }
+
+// relistKey stands for the server's resource list in a pace: no URI has
+// an empty scheme.
+const relistKey = ":list"
 
 func newPace(every time.Duration) *pace {
 	return &pace{every: every, last: map[string]time.Time{}, held: map[string]bool{}}
