@@ -103,6 +103,9 @@ type Options struct {
 	// AskTimeout bounds how long a question put to the user while tools
 	// run waits for the answer (0: DefaultAskTimeout); then it declines.
 	AskTimeout time.Duration
+	// MaxQuestions bounds the questions one call may put (0:
+	// DefaultMaxQuestions); more are declined.
+	MaxQuestions int
 }
 
 // DefaultSystemPrompt is koe's packaged system prompt; users may replace it
@@ -178,6 +181,9 @@ func New(opts Options) *Agent {
 	}
 	if opts.AskTimeout <= 0 {
 		opts.AskTimeout = DefaultAskTimeout
+	}
+	if opts.MaxQuestions <= 0 {
+		opts.MaxQuestions = DefaultMaxQuestions
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a := &Agent{

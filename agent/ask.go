@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -34,6 +35,10 @@ const (
 // DefaultAskTimeout is how long a question waits for the user unless
 // tools.ask_timeout says otherwise.
 const DefaultAskTimeout = 90 * time.Second
+
+// DefaultMaxQuestions is how many questions one tool call may put to the
+// user unless tools.max_questions says otherwise.
+const DefaultMaxQuestions = 3
 
 // Question is what a turn asks its user.
 type Question struct {
@@ -116,10 +121,13 @@ type cycleAsker struct {
 	reqs  chan askRequest
 	ended chan struct{} // the cycle's calls are over: nobody puts questions
 	one   chan struct{} // one question at a time
+
+	mu    sync.Mutex
+	asked map[string]int // questions put, by call id
 }
 
 func (a *Agent) newCycleAsker() *cycleAsker {
-	return &cycleAsker{a: a, reqs: make(chan askRequest), ended: make(chan struct{}), one: make(chan struct{}, 1)}
+	return &cycleAsker{a: a, reqs: make(chan askRequest), ended: make(chan struct{}), one: make(chan struct{}, 1), asked: map[string]int{}}
 }
 
 // put runs on Reply's goroutine.
@@ -136,6 +144,10 @@ func (ca *cycleAsker) put(watcher ToolEmitter, r askRequest) {
 // not answered within tools.ask_timeout, is declined; one whose call or
 // turn ends first (an interrupt) is cancelled.
 func (ca *cycleAsker) Ask(ctx context.Context, q Question) Answer {
+	if !ca.count(q.Call.ID) {
+		ca.a.log.Warn("a tool call asked the user more often than tools.max_questions allows; declined", "tool", q.Call.Name, "max_questions", ca.a.opts.MaxQuestions)
+		return Answer{Action: Decline, Reason: fmt.Sprintf("this call has asked %d questions, the most tools.max_questions allows", ca.a.opts.MaxQuestions)}
+	}
 	select {
 	case ca.one <- struct{}{}:
 		defer func() { <-ca.one }()
@@ -164,6 +176,18 @@ func (ca *cycleAsker) Ask(ctx context.Context, q Question) Answer {
 	out.done(ans)
 	ca.a.log.Info("the user was asked", "kind", q.Kind, "tool", q.Call.Name, "action", ans.Action, "reason", ans.Reason)
 	return ans
+}
+
+// count notes one more question of the call id, and reports whether it
+// is within tools.max_questions.
+func (ca *cycleAsker) count(id string) bool {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	if ca.asked[id] >= ca.a.opts.MaxQuestions {
+		return false
+	}
+	ca.asked[id]++
+	return true
 }
 
 // wait waits for an answer and reads it.

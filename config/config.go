@@ -148,7 +148,7 @@ func defaultCharacter() conversation.Character {
 		Tools: tools.Config{
 			Enabled: []string{}, MCPServers: []string{},
 			Timeout: tools.DefaultTimeout, MaxResultChars: tools.DefaultMaxResultChars,
-			Allow: []string{}, Deny: []string{}, Confirm: []string{}, AskTimeout: tools.DefaultAskTimeout,
+			Allow: []string{}, Deny: []string{}, Confirm: []string{}, AskTimeout: tools.DefaultAskTimeout, MaxQuestions: tools.DefaultMaxQuestions,
 		},
 		Overlay: conversation.OverlayConfig{Avatar: conversation.AvatarConfig{Threshold: conversation.DefaultOverlayThreshold}},
 	}

@@ -150,6 +150,7 @@ func (s *Session) buildCast(char Character) cast {
 		MaxCycles:     char.LLM.Cycles(),
 		ToolTimeout:   char.Tools.Timeout,
 		AskTimeout:    char.Tools.AskTimeout,
+		MaxQuestions:  char.Tools.MaxQuestions,
 		MaxTools:      char.LLM.ToolLimit(),
 		Logger:        s.log,
 	})

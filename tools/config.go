@@ -49,7 +49,14 @@ type Config struct {
 	// while tools run (a confirmation, an MCP server's question); then
 	// it is declined (0: DefaultAskTimeout).
 	AskTimeout time.Duration `yaml:"ask_timeout"`
+	// MaxQuestions bounds the questions one tool call may put to the user
+	// (0: DefaultMaxQuestions); more are declined, so a server asking
+	// again and again cannot hold a turn open.
+	MaxQuestions int `yaml:"max_questions"`
 }
+
+// DefaultMaxQuestions is tools.max_questions' default.
+const DefaultMaxQuestions = agent.DefaultMaxQuestions
 
 // DefaultAskTimeout is tools.ask_timeout's default.
 const DefaultAskTimeout = agent.DefaultAskTimeout
@@ -83,6 +90,9 @@ func (c Config) Validate() error {
 	}
 	if c.AskTimeout < 0 || c.AskTimeout > time.Hour {
 		return fmt.Errorf("tools.ask_timeout %s is out of range: 0 (%s) to 1h", c.AskTimeout, DefaultAskTimeout)
+	}
+	if c.MaxQuestions < 0 || c.MaxQuestions > 20 {
+		return fmt.Errorf("tools.max_questions %d is out of range: 0 (%d) to 20", c.MaxQuestions, DefaultMaxQuestions)
 	}
 	for key, list := range map[string][]string{"tools.allow": c.Allow, "tools.deny": c.Deny, "tools.confirm": c.Confirm} {
 		if err := agent.CheckPatterns(key, list); err != nil {
