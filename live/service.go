@@ -231,8 +231,8 @@ func (s *Service) run(ctx context.Context, c *chat, cmd, arg string) (liveReply,
 		c.runner.Clear()
 		s.keep(ctx, c)
 	case liveBan:
-		if _, ok := c.runner.Ban(arg); !ok {
-			return reply, errors.New("ban: name the viewer")
+		if _, err := c.runner.Ban(arg); err != nil {
+			return reply, err
 		}
 		s.keep(ctx, c)
 	case liveUnban:

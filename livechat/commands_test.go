@@ -113,10 +113,10 @@ func TestRunnerBanClearSaveRestore(t *testing.T) {
 	h := startRunner(t, testConfig(), newRecChar(false), nil, true)
 	h.r.Deliver(msg("Troll", "first"))
 	h.r.Deliver(msg("alice", "hi"))
-	if n, ok := h.r.Ban("@TROLL"); !ok || n != 1 {
-		t.Fatalf("ban dropped %d (%v), want 1", n, ok)
+	if n, err := h.r.Ban("@TROLL"); err != nil || n != 1 {
+		t.Fatalf("ban dropped %d (%v), want 1", n, err)
 	}
-	if _, ok := h.r.Ban(" "); ok {
+	if _, err := h.r.Ban(" "); err == nil {
 		t.Fatal("a ban of no name was taken")
 	}
 	h.r.Deliver(msg("troll", "again"))
@@ -345,5 +345,29 @@ func TestConfigValidatesChatKeys(t *testing.T) {
 	c.Commands.Prefix = ""
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The session's blocklist holds at most live_chat.max_banned viewers, and
+// a name no longer than a viewer's: a ban past either is refused saying
+// which key bounds it.
+func TestRunnerBansBounded(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxBanned = 2
+	h := startRunner(t, cfg, newRecChar(false), nil, true)
+	for _, name := range []string{"one", "two", "one"} {
+		if _, err := h.r.Ban(name); err != nil {
+			t.Fatalf("ban %s: %v", name, err)
+		}
+	}
+	if _, err := h.r.Ban("three"); err == nil || !strings.Contains(err.Error(), "live_chat.max_banned") {
+		t.Fatalf("a third ban: %v", err)
+	}
+	if _, err := h.r.Ban(strings.Repeat("x", cfg.MaxNameChars+1)); err == nil || !strings.Contains(err.Error(), "live_chat.max_name_chars") {
+		t.Fatalf("a ban of a name longer than a viewer's: %v", err)
+	}
+	h.r.Unban("two")
+	if _, err := h.r.Ban("three"); err != nil {
+		t.Fatalf("a ban after an unban: %v", err)
 	}
 }

@@ -35,6 +35,9 @@ type Config struct {
 	MaxPerViewerPerMinute int `yaml:"max_per_viewer_per_minute" json:"max_per_viewer_per_minute"`
 	// MaxQueue caps the messages waiting; beyond it the oldest are dropped.
 	MaxQueue int `yaml:"max_queue" json:"max_queue"`
+	// MaxBanned caps the session's blocklist (viewers banned from the
+	// chat by a moderator's ban command).
+	MaxBanned int `yaml:"max_banned" json:"max_banned"`
 	// MaxBatch caps the messages folded into one turn.
 	MaxBatch int `yaml:"max_batch" json:"max_batch"`
 	// MaxMessageChars cuts longer messages (in characters, not bytes).
@@ -154,6 +157,7 @@ func DefaultConfig() Config {
 		MaxPerMinute:          20,
 		MaxPerViewerPerMinute: 3,
 		MaxQueue:              50,
+		MaxBanned:             1000,
 		MaxBatch:              5,
 		MaxMessageChars:       300,
 		MaxNameChars:          40,
@@ -213,6 +217,7 @@ func (c Config) Validate() error {
 	positive("max_per_minute", c.MaxPerMinute)
 	positive("max_per_viewer_per_minute", c.MaxPerViewerPerMinute)
 	positive("max_queue", c.MaxQueue)
+	positive("max_banned", c.MaxBanned)
 	positive("max_batch", c.MaxBatch)
 	positive("max_message_chars", c.MaxMessageChars)
 	positive("max_name_chars", c.MaxNameChars)

@@ -1,6 +1,8 @@
 package livechat
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,18 +26,26 @@ func (r *Runner) Clear() int {
 
 // Ban puts a viewer (login or display name, any case, "@" allowed) on
 // the session's blocklist and drops their waiting messages; it reports
-// how many were dropped. ok is false for a name that names no viewer.
-func (r *Runner) Ban(name string) (dropped int, ok bool) {
+// how many were dropped. A name that names no viewer, or a blocklist
+// full at live_chat.max_banned, is an error saying so.
+func (r *Runner) Ban(name string) (dropped int, err error) {
 	key := banKey(name)
 	if key == "" {
-		return 0, false
+		return 0, errors.New("ban: name the viewer")
+	}
+	if n := len([]rune(key)); n > r.cfg.MaxNameChars {
+		return 0, fmt.Errorf("ban: a viewer's name is at most %d characters (live_chat.max_name_chars), not %d", r.cfg.MaxNameChars, n)
 	}
 	r.mu.Lock()
+	if !r.banned[key] && len(r.banned) >= r.cfg.MaxBanned {
+		r.mu.Unlock()
+		return 0, fmt.Errorf("ban: %d viewers are banned already, the most live_chat.max_banned allows; unban one first", r.cfg.MaxBanned)
+	}
 	r.banned[key] = true
 	dropped = r.dropWhereLocked(DropBlocked, func(q queued) bool { return q.Login == key || strings.ToLower(q.User) == key })
 	r.mu.Unlock()
 	r.log.Info("live chat: viewer banned for this session", "viewer", key, "dropped", dropped)
-	return dropped, true
+	return dropped, nil
 }
 
 // Unban takes a viewer off the session's blocklist (not off the
@@ -136,7 +146,7 @@ func (r *Runner) Restore(s Saved) {
 	r.mu.Lock()
 	r.paused = s.Paused
 	for _, b := range s.Banned {
-		if k := banKey(b); k != "" {
+		if k := banKey(b); k != "" && len(r.banned) < r.cfg.MaxBanned {
 			r.banned[k] = true
 		}
 	}
