@@ -90,6 +90,9 @@ func TestLiveChatModeratedFromChat(t *testing.T) {
 
 	// Clear drops the queue.
 	streamer.Send("PRIVMSG #koe :!pause")
+	// A command from the chat runs on the chat's own goroutine, and two
+	// chatters' lines may reach koe in either order: the pause first.
+	k.waitStatus("paused again", func(st livechat.Status) bool { return st.Paused })
 	alice.Send("PRIVMSG #koe :old news")
 	k.waitStatus("one waiting", func(st livechat.Status) bool { return st.Paused && st.Queued == 1 })
 	streamer.Send("PRIVMSG #koe :!clear")

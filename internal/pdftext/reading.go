@@ -48,7 +48,7 @@ func (rd *reading) page(page pdf.Value) (string, error) {
 		}
 	}
 	w := &pageWriter{m: rd.m}
-	if err := rd.draw(next, inherited(page, "Resources"), gstate{}, w, 0); err != nil {
+	if err := rd.draw(next, inherited(page, "Resources"), nil, gstate{}, w, 0); err != nil {
 		return "", err
 	}
 	if err := w.end(); err != nil {
@@ -73,7 +73,7 @@ const (
 // draw runs a content stream, a page's or a form's (8.10), whose
 // resources are res, from the graphics state g (zero: the initial one),
 // into w. depth counts the forms it is drawn inside.
-func (rd *reading) draw(next func() io.Reader, res pdf.Value, g gstate, w *pageWriter, depth int) error {
+func (rd *reading) draw(next func() io.Reader, res pdf.Value, owner *form, g gstate, w *pageWriter, depth int) error {
 	fontDicts := res.Key("Font")
 	fonts := map[string]*font{}
 	in := &interp{lex: newLexer(&concatenated{next: next}), out: w, g: g}
@@ -90,9 +90,13 @@ func (rd *reading) draw(next func() io.Reader, res pdf.Value, g gstate, w *pageW
 	}
 	// resKey names res in rd.forms: a digest of the text of its
 	// dictionary (which writes the objects it refers to by number), made
-	// once per drawing and charged to the budget, since a hostile file's
-	// resources can be written out whole at megabytes.
+	// once per resources (a form's are kept with it) and charged to the
+	// budget, since a hostile file's resources can be written out whole
+	// at megabytes.
 	resKey := ""
+	if owner != nil {
+		resKey = owner.resKey
+	}
 	in.form = func(name string) error {
 		if depth >= maxFormDepth {
 			return nil
@@ -104,6 +108,9 @@ func (rd *reading) draw(next func() io.Reader, res pdf.Value, g gstate, w *pageW
 			}
 			sum := sha256.Sum256([]byte(text))
 			resKey = string(sum[:])
+			if owner != nil {
+				owner.resKey = resKey
+			}
 		}
 		x := rd.form(resKey, res, name)
 		if x == nil {
@@ -124,7 +131,7 @@ func (rd *reading) draw(next func() io.Reader, res pdf.Value, g gstate, w *pageW
 			}
 			drawn = true
 			return inflated{r: x.stream.Reader(), m: rd.m}
-		}, x.resources, inner, w, depth+1)
+		}, x.resources, x, inner, w, depth+1)
 	}
 	return in.run()
 }
@@ -133,6 +140,8 @@ func (rd *reading) draw(next func() io.Reader, res pdf.Value, g gstate, w *pageW
 type form struct {
 	stream, resources pdf.Value
 	matrix            matrix
+	// resKey names resources in rd.forms once worked out (draw).
+	resKey string
 }
 
 // form is the form XObject that the resources res (whose text is
