@@ -161,15 +161,7 @@ func (d deliveries) next(t *testing.T) ReadResource {
 // the server says it was updated, and again after the server restarts.
 func TestFollowResources(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	gate := newGate()
-	m, _ := startManager(t, Config{Servers: map[string]ServerConfig{"res": resourceServer()},
-		ResourceLimits: ResourceLimits{MinRefresh: time.Nanosecond}}, gate.timing(0, 0))
-	ctx, cancel := context.WithCancel(context.Background())
-	d := make(deliveries, 8)
-	done := make(chan error, 1)
-	go func() {
-		done <- m.FollowResources(ctx, ResourceSelection{Server: "res", Match: []string{"koe-test://notes/*"}}, d.got)
-	}()
+	m, _, gate, d, stop := followNotes(t, time.Nanosecond)
 	r := d.next(t)
 	if r.Err != nil || r.URI != "koe-test://notes/cat" || r.Name != "cat.md" || r.MIMEType != "text/markdown" || !strings.Contains(string(r.Data), "Biscuit") {
 		t.Fatalf("first delivery: %+v %q", r, r.Data)
@@ -198,10 +190,7 @@ func TestFollowResources(t *testing.T) {
 	if r = d.next(t); !strings.Contains(string(r.Data), "Pebble") {
 		t.Fatalf("after the second update: %+v %q", r, r.Data)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Error(err)
-	}
+	stop()
 	if err := m.FollowResources(context.Background(), ResourceSelection{Server: "nope", URIs: []string{"x://y"}}, d.got); err == nil {
 		t.Error("an unknown server followed")
 	}
