@@ -183,6 +183,9 @@ func TestMemoryPanel(t *testing.T) {
 	}
 	p.navigate("http://" + koe.Addr() + "/")
 	p.waitFor(`document.getElementById("status").textContent === "connected"`)
+	// The documents' count, once in, widens the header: its buttons move
+	// then, and a click in between lands beside them.
+	p.waitFor(`document.getElementById("doc-summary").textContent !== ""`)
 	// Muted, a turn ends as soon as its text is in: no speech to wait for.
 	p.click("#mute")
 
