@@ -109,7 +109,7 @@ func (c *Conn) Handle(data []byte) {
 // Reject answers a message the server could not hand over (too large, a
 // binary frame).
 func (c *Conn) Reject(message string) {
-	c.fail(refuse(codeTooLarge, "", message), "")
+	c.fail(refuse(codeInvalidMessage, "", message), "")
 }
 
 // Drain makes the session start no response from now on (koe is

@@ -2,6 +2,7 @@ package realtime_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -325,6 +326,11 @@ func TestRealtimeCancelMidReply(t *testing.T) {
 	if delta.str("delta") != "First sentence. " {
 		t.Fatalf("first delta = %q", delta.str("delta"))
 	}
+	// One response at a time.
+	c.send(map[string]any{"type": "response.create", "event_id": "again"})
+	if e := c.expect("error"); e.str("error.event_id") != "again" || e.str("error.code") != "conversation_already_has_active_response" {
+		t.Errorf("a second response.create answered %s", e.raw)
+	}
 	c.send(map[string]any{"type": "response.cancel", "event_id": "cancel1"})
 	done := c.until("response.done")
 	if done.str("response.status") != "cancelled" || done.str("response.status_details.reason") != "client_cancelled" {
@@ -379,9 +385,19 @@ func TestRealtimeItemDelete(t *testing.T) {
 // Bad events are answered with error events naming them, and the socket
 // keeps working.
 func TestRealtimeBadEvents(t *testing.T) {
-	addr, _ := rtKoe(t, answer("Still here."))
+	addr, _ := rtKoe(t, answer("Still here."), func(c *config.Config) { c.Server.MaxMessageBytes = 4096 })
 	c := rtDial(t, addr, "", nil)
 	c.until("conversation.created")
+	c.sendRaw([]byte(`{"type":"conversation.item.create","event_id":"big","pad":"` + strings.Repeat("x", 5000) + `"}`))
+	if e := c.expect("error"); e.str("error.code") != "invalid_message" || !strings.Contains(e.str("error.message"), "server.max_message_bytes") {
+		t.Errorf("a message over server.max_message_bytes answered %s", e.raw)
+	}
+	if err := c.ws.WriteMessage(websocket.BinaryMessage, []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if e := c.expect("error"); e.str("error.code") != "invalid_message" {
+		t.Errorf("a binary message answered %s", e.raw)
+	}
 	cases := []struct {
 		raw, eventID, code string
 	}{
@@ -395,6 +411,9 @@ func TestRealtimeBadEvents(t *testing.T) {
 		{`{"type":"conversation.item.create","event_id":"e7","previous_item_id":"nope","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"x"}]}}`, "e7", "item_not_found"},
 		{`{"type":"response.create","event_id":"e8","response":{"conversation":"none"}}`, "e8", "unsupported"},
 		{`{"type":"response.create","event_id":"e9","response":{"temperature":"hot"}}`, "e9", "invalid_value"},
+		{`{"type":"conversation.item.create","event_id":"e10","item":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"I said so"}]}}`, "e10", "unsupported"},
+		{`{"type":"session.update","event_id":"e11","session":{"type":"transcription"}}`, "e11", "unsupported"},
+		{`{"type":"session.update","event_id":"e12"}`, "e12", "missing_required_parameter"},
 	}
 	for _, tc := range cases {
 		c.sendRaw([]byte(tc.raw))
@@ -463,6 +482,44 @@ func TestRealtimeWatcherSeesTurn(t *testing.T) {
 				}
 				return
 			}
+		}
+	}
+}
+
+// G.711 out: a telephony bridge's session gets 8 kHz μ-law (GA
+// audio/pcmu, beta g711_ulaw), a byte per sample, in deltas of 200 ms.
+func TestRealtimeG711Output(t *testing.T) {
+	addr, _ := rtKoe(t, answer("Hello ", "caller."))
+	for name, dial := range map[string]struct {
+		header http.Header
+		format any
+		param  string
+	}{
+		"ga":   {nil, map[string]any{"type": "audio/pcmu"}, "audio"},
+		"beta": {http.Header{"OpenAI-Beta": {"realtime=v1"}}, "g711_ulaw", "output_audio_format"},
+	} {
+		c := rtDial(t, addr, "", dial.header)
+		c.until("conversation.created")
+		session := map[string]any{"output_audio_format": dial.format}
+		if dial.param == "audio" {
+			session = map[string]any{"audio": map[string]any{"output": map[string]any{"format": dial.format}}}
+		}
+		c.send(map[string]any{"type": "session.update", "session": session})
+		c.expect("session.updated")
+		c.say("hi")
+		c.until("response.done")
+		var sizes []int
+		for _, e := range c.got {
+			if strings.HasSuffix(e.typ(), "audio.delta") {
+				b, err := base64.StdEncoding.DecodeString(e.str("delta"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sizes = append(sizes, len(b))
+			}
+		}
+		if len(sizes) < 2 || sizes[0] != 1600 {
+			t.Errorf("%s: audio deltas of %v bytes, want 1600-byte (200 ms at 8 kHz) deltas", name, sizes)
 		}
 	}
 }

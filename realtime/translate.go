@@ -85,14 +85,17 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 		}
 	case protocol.Token:
 		if r != nil && !r.audio {
+			c.sendThen(c.ctx, nil, c.notice(r)...)
 			events, deltas = c.textDelta(r, m.Content, &then), true
 		}
 	case protocol.Audio:
 		if r != nil && r.audio {
+			c.sendThen(c.ctx, nil, c.notice(r)...)
 			events, deltas = c.audioDelta(r, m, &then), true
 		}
 	case protocol.MessageEvent:
 		if r != nil && m.Content.Type == protocol.MessageAI && len(m.Content.ToolCalls) == 0 {
+			events = c.notice(r)
 			c.mu.Lock()
 			r.usage = m.Content.ResponseMetadata.TokenUsage
 			c.mu.Unlock()
@@ -115,6 +118,20 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 		return
 	}
 	c.sendThen(c.ctx, then, events...)
+}
+
+// notice turns a failure the turn told before going on (its speech engine
+// is off, so it answers in text) into an error event: the response did
+// not fail. A failure nothing follows fails the response (see finish).
+func (c *Conn) notice(r *response) []ev {
+	c.mu.Lock()
+	msg := r.failure
+	r.failure = ""
+	c.mu.Unlock()
+	if msg == "" {
+		return nil
+	}
+	return []ev{errorEvent(&clientError{code: "server_error", message: msg}, "")}
 }
 
 // textDelta renders a token of a text response; what is written is heard.
