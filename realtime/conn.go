@@ -219,6 +219,7 @@ func (c *Conn) sessionUpdate(raw []byte, _ string) error {
 		return refuse(codeMissing, "session", `session.update has no "session"`)
 	}
 	c.mu.Lock()
+	prev := c.cfg
 	next, err := c.cfg.apply(*e.Session)
 	if err == nil {
 		c.cfg = next
@@ -226,6 +227,12 @@ func (c *Conn) sessionUpdate(raw []byte, _ string) error {
 	c.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if next.voice != prev.voice || e.Session.givesVoice() {
+		// Reported as set either way: the API has no way to say a voice
+		// is kept but not used.
+		used := c.sess.SetVoice(next.voice)
+		c.log.Info("realtime: voice set", "voice", next.voice, "speaks_with_it", used)
 	}
 	c.send(c.ctx, ev{"type": "session.updated", "session": next.render(c.dialect, c.sessionID, c.expires)})
 	return nil

@@ -523,3 +523,36 @@ func TestRealtimeG711Output(t *testing.T) {
 		}
 	}
 }
+
+// A voice the character's engine names as the API does (the
+// OpenAI-compatible engine) is the one it speaks with from the next turn.
+func TestRealtimeVoiceReachesSpeech(t *testing.T) {
+	addr, llm := rtKoe(t, answer("Hello."))
+	c := rtDial(t, addr, "", nil)
+	c.until("conversation.created")
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"audio": map[string]any{"output": map[string]any{"voice": "ash"}}}})
+	if e := c.expect("session.updated"); e.str("session.audio.output.voice") != "ash" {
+		t.Errorf("session.updated = %s", e.raw)
+	}
+	c.say("hi")
+	c.until("response.done")
+	reqs := llm.SpeechRequests()
+	if len(reqs) == 0 || reqs[len(reqs)-1].Voice != "ash" {
+		t.Errorf("speech requests %+v, want the voice ash", reqs)
+	}
+}
+
+// A reply the model cut at its token limit ends its response as
+// incomplete, saying why.
+func TestRealtimeIncompleteAtTokenLimit(t *testing.T) {
+	addr, _ := rtKoe(t, func(fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Tokens: []string{"It was a dark and"}, FinishReason: "length"}
+	})
+	c := rtDial(t, addr, "", nil)
+	c.until("conversation.created")
+	c.say("tell a story")
+	done := c.until("response.done")
+	if done.str("response.status") != "incomplete" || done.str("response.status_details.reason") != "max_output_tokens" {
+		t.Errorf("response.done = %s, want incomplete at max_output_tokens", done.raw)
+	}
+}

@@ -46,6 +46,7 @@ type response struct {
 	heard   strings.Builder // of text: what was written to the client
 	encoder *audioEncoder
 	usage   *protocol.TokenUsage
+	length  bool   // the model stopped at its token limit
 	failure string // the turn's failure, for response.done
 }
 
@@ -311,10 +312,16 @@ func (c *Conn) finish(r *response, status, failure string) {
 		status = "failed"
 	}
 	text := r.text.String()
+	if r.length && status == "completed" {
+		status = "incomplete"
+	}
 	c.mu.Unlock()
 	var details any
-	if status == "failed" {
+	switch status {
+	case "failed":
 		details = ev{"type": "failed", "error": ev{"type": "server_error", "code": "turn_failed", "message": failure}}
+	case "incomplete":
+		details = ev{"type": "incomplete", "reason": "max_output_tokens"}
 	}
 	itemStatus := "completed"
 	if status != "completed" {

@@ -80,7 +80,7 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 			// history elsewhere).
 			c.sendThen(c.ctx, then)
 			r.cancel()
-			c.finishCancelled(r, "turn_detected")
+			c.finishCancelled(r, "client_cancelled")
 			return
 		}
 	case protocol.Token:
@@ -98,6 +98,7 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 			events = c.notice(r)
 			c.mu.Lock()
 			r.usage = m.Content.ResponseMetadata.TokenUsage
+			r.length = m.Content.ResponseMetadata.FinishReason == "length"
 			c.mu.Unlock()
 		}
 	case protocol.Error:
