@@ -8,7 +8,6 @@ import (
 
 	"koe/agent"
 	"koe/conversation"
-	"koe/protocol"
 )
 
 // A response is one turn of the session, asked for by response.create
@@ -45,8 +44,13 @@ type response struct {
 	text    strings.Builder
 	heard   strings.Builder // of text: what was written to the client
 	encoder *audioEncoder
-	usage   *protocol.TokenUsage
-	length  bool   // the model stopped at its token limit
+	// turn is the context of the turn's frames, from its chain-start:
+	// frames of any other (a turn ending before this one began, the
+	// session's own) are not this response's.
+	turn    context.Context
+	usage   agent.Usage // summed over the turn's LLM calls
+	calls   int         // LLM calls that reported usage
+	length  bool        // the model stopped at its token limit
 	failure string // the turn's failure, for response.done
 }
 
@@ -241,10 +245,10 @@ func (c *Conn) renderResponse(r *response, status string, details any, output []
 		resp["audio"] = ev{"output": ev{"format": r.format.gaForm(), "voice": r.voice}}
 		resp["max_output_tokens"] = maxTokensValue(r.maxOut)
 	}
-	if r.usage != nil {
+	if r.calls > 0 {
 		u := r.usage
 		resp["usage"] = ev{
-			"total_tokens": u.TotalTokens, "input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens,
+			"total_tokens": u.PromptTokens + u.CompletionTokens, "input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens,
 			"input_token_details":  ev{"text_tokens": u.PromptTokens, "audio_tokens": 0, "cached_tokens": 0},
 			"output_token_details": ev{"text_tokens": u.CompletionTokens, "audio_tokens": 0},
 		}
