@@ -51,7 +51,7 @@ type response struct {
 	usage   agent.Usage // summed over the turn's LLM calls
 	calls   int         // LLM calls that reported usage
 	length  bool        // the model stopped at its token limit
-	failure string // the turn's failure, for response.done
+	failure string      // the turn's failure, for response.done
 }
 
 // responseCreate is response.create's response: per-response overrides.
