@@ -560,3 +560,32 @@ func TestRealtimeIncompleteAtTokenLimit(t *testing.T) {
 		t.Errorf("response.done = %s, want incomplete at max_output_tokens", done.raw)
 	}
 }
+
+// What a connection's items hold is bounded by server.max_message_bytes:
+// unanswered items past it are refused (the client asks for a response
+// first), answered ones are forgotten oldest first.
+func TestRealtimeItemsBounded(t *testing.T) {
+	addr, _ := rtKoe(t, answer("Noted."), func(c *config.Config) { c.Server.MaxMessageBytes = 4096 })
+	c := rtDial(t, addr, "", nil)
+	c.until("conversation.created")
+	item := func(id string, n int) map[string]any {
+		return map[string]any{"type": "conversation.item.create", "event_id": "ev_" + id, "item": map[string]any{"id": id, "type": "message", "role": "user",
+			"content": []any{map[string]any{"type": "input_text", "text": strings.Repeat("a", n)}}}}
+	}
+	c.send(item("first", 1000))
+	c.until("conversation.item.done")
+	c.send(item("second", 1500))
+	if e := c.expect("error"); e.str("error.event_id") != "ev_second" || !strings.Contains(e.str("error.message"), "server.max_message_bytes") {
+		t.Errorf("an item past the bound answered %s", e.raw)
+	}
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.done")
+	c.send(item("third", 1500))
+	c.until("conversation.item.done")
+	c.send(map[string]any{"type": "conversation.item.delete", "event_id": "del", "item_id": "first"})
+	if e := c.expect("error"); e.str("error.code") != "item_not_found" || !strings.Contains(e.str("error.message"), "remembers") {
+		t.Errorf("the oldest answered item was not forgotten: %s", e.raw)
+	}
+	c.send(map[string]any{"type": "conversation.item.delete", "event_id": "del3", "item_id": "third"})
+	c.expect("conversation.item.deleted")
+}

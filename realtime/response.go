@@ -359,8 +359,7 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 		c.cur = nil
 	}
 	if i := c.items.index(r.itemID); i >= 0 {
-		c.items.list[i].status = itemStatus
-		c.items.list[i].rendered = c.outputItem(r, itemStatus, text)
+		c.items.settle(i, itemStatus, c.outputItem(r, itemStatus, text), len(text))
 	}
 	opened := r.opened
 	c.mu.Unlock()
