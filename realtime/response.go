@@ -164,7 +164,9 @@ func (c *Conn) startResponse(p plan) error {
 		// time per connection is the only one, and this says so.
 		ev{"type": "rate_limits.updated", "rate_limits": []ev{{"name": "requests", "limit": 1, "remaining": 0, "reset_seconds": 0}}})
 
-	opts := agent.ReplyOptions{Instructions: joinText(p.cfg.instructions, system), MaxTokens: p.cfg.maxTokens}
+	// The session's (or response's) instructions, then the system items'.
+	instructions := strings.TrimSpace(p.cfg.instructions + "\n\n" + system)
+	opts := agent.ReplyOptions{Instructions: instructions, MaxTokens: p.cfg.maxTokens}
 	if t := p.cfg.temperature; t != nil {
 		f := float32(*t)
 		opts.Temperature = &f
@@ -175,16 +177,6 @@ func (c *Conn) startResponse(p plan) error {
 		return err
 	}
 	return nil
-}
-
-func joinText(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "\n\n" + b
 }
 
 // responseCancel serves response.cancel: the turn stops at once through
