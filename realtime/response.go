@@ -379,9 +379,7 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 	events = append(events, ev{"type": "response.done", "response": resp})
 	// The deltas' context ends once everything before response.done is
 	// written (a cancel has ended it already).
-	if !c.sendThen(c.ctx, r.cancel, events...) {
-		r.cancel()
-	}
+	c.sendThen(c.ctx, r.cancel, events...)
 }
 
 // with returns a copy of base with more's fields.
