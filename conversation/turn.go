@@ -409,7 +409,13 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 		s.hub.watch.offer(s, context.Background(), protocol.Control(protocol.ControlInterrupt))
 	}
 	var ic interruptCause
+	var bc *bargeInCause
 	switch {
+	case errors.As(cause, &bc):
+		if heard := s.awaitHeard(t, bc); heard != "" || generated != "" {
+			st.persistReply(heard, true)
+		}
+		return
 	case errors.As(cause, &ic):
 		if ic.heard != "" || generated != "" {
 			st.persistReply(ic.heard, true)
