@@ -55,9 +55,10 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 	memories := a.recall(ctx)
 	docs := a.readKnowledge(ctx, emit)
 	hasDocs := a.offerDocuments(docs, emit)
+	opts := replyOptionsOf(ctx)
 	for cycle := 1; ; cycle++ {
 		last := cycle >= a.opts.MaxCycles
-		note, reminder := toolsNote(specs, last), ""
+		note, reminder := opts.note()+toolsNote(specs, last), ""
 		switch {
 		case searched:
 			note += citationNote
@@ -76,6 +77,7 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 		if len(specs) > 0 && last {
 			req.ToolChoice = ToolChoiceNone
 		}
+		opts.apply(&req)
 		var said strings.Builder
 		if cycles != nil {
 			cycles.CycleStarted(cycle)
