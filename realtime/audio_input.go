@@ -57,7 +57,7 @@ type InputEvent struct {
 // ends (non-speech in between is dropped as it goes). Only the
 // connection's read loop uses it, so it has no lock.
 type Input struct {
-	format   AudioFormat
+	format   audioFormat
 	res      *asr.Resampler // format → 16 kHz; nil until needed
 	cut      []byte         // an odd byte of PCM awaiting its pair
 	limit    time.Duration  // the most the buffer holds, and an utterance lasts
@@ -80,24 +80,17 @@ type Input struct {
 // one is cut there.
 func NewInput(limit time.Duration, defaults VADDefaults) *Input {
 	defaults.MaxMillis = int(limit.Milliseconds())
-	return &Input{format: DefaultAudioFormat, limit: limit, defaults: defaults}
+	return &Input{format: formatPCM, limit: limit, defaults: defaults}
 }
 
-// Format is the input format.
-func (in *Input) Format() AudioFormat { return in.format }
-
-// SetFormat changes the input format. Audio already appended stays in the
+// SetFormat changes the input format (one of session.go's). Audio already appended stays in the
 // buffer, as it was heard; a byte left of a cut sample is dropped.
-func (in *Input) SetFormat(f AudioFormat) error {
+func (in *Input) SetFormat(f audioFormat) {
 	if f == in.format {
-		return nil
-	}
-	if err := asr.CheckRate(f.Rate); err != nil {
-		return fmt.Errorf("input audio format: %w", err)
+		return
 	}
 	in.dropResampler()
 	in.format, in.res, in.cut = f, nil, nil
-	return nil
 }
 
 // TurnDetection is the buffer's turn detection (nil: manual commits).
@@ -127,7 +120,7 @@ func (in *Input) Append(b64 string) ([]InputEvent, error) {
 	if in.td == nil {
 		// What the chunk adds, at 16 kHz, rounded up.
 		samples := (len(in.cut) + len(raw)) / in.format.bytesPerSample()
-		add := (int64(samples)*asr.SampleRate + int64(in.format.Rate) - 1) / int64(in.format.Rate)
+		add := (int64(samples)*asr.SampleRate + int64(in.format.rate) - 1) / int64(in.format.rate)
 		if have := int64(len(in.buf)); float64(have+add) > in.limit.Seconds()*asr.SampleRate {
 			return nil, fmt.Errorf("the input audio buffer would hold more than %s of audio (conversation.max_utterance); commit or clear it first", in.limit)
 		}
@@ -137,7 +130,7 @@ func (in *Input) Append(b64 string) ([]InputEvent, error) {
 		in.cut = nil
 	}
 	var rest []byte
-	in.scratch, rest = in.format.Decode(in.scratch[:0], raw)
+	in.scratch, rest = in.format.decode(in.scratch[:0], raw)
 	if len(rest) > 0 {
 		in.cut = append([]byte(nil), rest...)
 	}
@@ -146,12 +139,12 @@ func (in *Input) Append(b64 string) ([]InputEvent, error) {
 
 // resample brings samples to 16 kHz.
 func (in *Input) resample(samples []int16) []int16 {
-	if in.format.Rate == asr.SampleRate {
+	if in.format.rate == asr.SampleRate {
 		return samples
 	}
 	if in.res == nil {
-		// The rate was checked when the format was set.
-		in.res, _ = asr.NewResampler(in.format.Rate, asr.SampleRate)
+		// The API's rates (24 and 8 kHz) are among the resampler's.
+		in.res, _ = asr.NewResampler(in.format.rate, asr.SampleRate)
 	}
 	return in.res.Process(samples)
 }

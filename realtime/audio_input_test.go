@@ -45,45 +45,43 @@ func rtaFormatEvents(evs []InputEvent) string {
 // TestInputManualCommit: with turn detection off, appended audio in any of
 // the formats is heard at 16 kHz, whole, on commit, and only then.
 func TestInputManualCommit(t *testing.T) {
-	for _, f := range []AudioFormat{DefaultAudioFormat, {EncodingULaw, 8000}, {EncodingALaw, 8000}, {EncodingPCM16, 48000}} {
+	for _, f := range []audioFormat{formatPCM, formatPCMU, formatPCMA} {
 		in := NewInput(time.Minute, rtaDefaults)
-		if err := in.SetFormat(f); err != nil {
-			t.Fatal(err)
-		}
-		tone := rtaTone(f.Rate, 1000, -6)
+		in.SetFormat(f)
+		tone := rtaTone(f.rate, 1000, -6)
 		// 7 ms chunks cut PCM samples in half at 24 kHz (7 × 48 = 336 bytes,
 		// but 7 ms at 48 kHz is 672; the cut comes from the odd offsets
 		// below).
-		b := f.Encode(nil, tone)
+		b := f.encode(nil, tone)
 		var chunks []string
 		for i, n := 0, 0; i < len(b); i += n {
-			n = min(len(b)-i, f.Bytes(7)+1)
+			n = min(len(b)-i, f.bytes(7)+1)
 			chunks = append(chunks, base64.StdEncoding.EncodeToString(b[i:i+n]))
 		}
 		if evs := rtaAppendAll(t, in, chunks); len(evs) != 0 {
-			t.Fatalf("%s: events before the commit: %s", f.BetaName(), rtaFormatEvents(evs))
+			t.Fatalf("%s: events before the commit: %s", f.betaName(), rtaFormatEvents(evs))
 		}
 		evs, err := in.Commit()
 		if err != nil || len(evs) != 1 || evs[0].Kind != Committed {
-			t.Fatalf("%s: commit gave %s, %v", f.BetaName(), rtaFormatEvents(evs), err)
+			t.Fatalf("%s: commit gave %s, %v", f.betaName(), rtaFormatEvents(evs), err)
 		}
 		audio := evs[0].Audio
 		if len(audio) < 15990 || len(audio) > 16010 {
-			t.Errorf("%s: a second became %d samples at 16 kHz", f.BetaName(), len(audio))
+			t.Errorf("%s: a second became %d samples at 16 kHz", f.betaName(), len(audio))
 		}
 		if db := 10 * math.Log10(rtaGoertzel(audio, asr.SampleRate, 150)/rtaGoertzel(audio, asr.SampleRate, 1000)); db < 30 {
-			t.Errorf("%s: the 150 Hz fundamental is only %.1f dB over 1 kHz", f.BetaName(), db)
+			t.Errorf("%s: the 150 Hz fundamental is only %.1f dB over 1 kHz", f.betaName(), db)
 		}
 		// The buffer is empty again.
 		if _, err := in.Commit(); err == nil || !strings.Contains(err.Error(), "holds 0 ms of audio; a commit needs at least 100 ms") {
-			t.Errorf("%s: a second commit: %v", f.BetaName(), err)
+			t.Errorf("%s: a second commit: %v", f.betaName(), err)
 		}
 	}
 }
 
 func TestInputErrors(t *testing.T) {
 	in := NewInput(2*time.Second, rtaDefaults)
-	b := DefaultAudioFormat.Encode(nil, rtaTone(24000, 1500, -6))
+	b := formatPCM.encode(nil, rtaTone(24000, 1500, -6))
 	if _, err := in.Append(base64.StdEncoding.EncodeToString(b)); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +92,7 @@ func TestInputErrors(t *testing.T) {
 		}
 	}
 	// Past the limit: refused, the buffer as it was.
-	over := base64.StdEncoding.EncodeToString(DefaultAudioFormat.Encode(nil, rtaTone(24000, 600, -6)))
+	over := base64.StdEncoding.EncodeToString(formatPCM.encode(nil, rtaTone(24000, 600, -6)))
 	if _, err := in.Append(over); err == nil || err.Error() != "the input audio buffer would hold more than 2s of audio (conversation.max_utterance); commit or clear it first" {
 		t.Errorf("over the limit: %v", err)
 	}
@@ -103,7 +101,7 @@ func TestInputErrors(t *testing.T) {
 		t.Fatalf("commit: %s, %v", rtaFormatEvents(evs), err)
 	}
 	// Under the minimum.
-	if _, err := in.Append(base64.StdEncoding.EncodeToString(DefaultAudioFormat.Encode(nil, rtaTone(24000, 90, -6)))); err != nil {
+	if _, err := in.Append(base64.StdEncoding.EncodeToString(formatPCM.encode(nil, rtaTone(24000, 90, -6)))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := in.Commit(); err == nil || !strings.Contains(err.Error(), "holds 90 ms") {
@@ -119,7 +117,7 @@ func TestInputErrors(t *testing.T) {
 	}
 	// With turn detection on, there is nothing to commit until speech.
 	in.SetTurnDetection(mustTD(t, `{"type":"server_vad"}`))
-	if _, err := in.Append(base64.StdEncoding.EncodeToString(DefaultAudioFormat.Encode(nil, make([]int16, 2400)))); err != nil {
+	if _, err := in.Append(base64.StdEncoding.EncodeToString(formatPCM.encode(nil, make([]int16, 2400)))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := in.Commit(); err == nil || !strings.Contains(err.Error(), "holds no speech to commit") {
@@ -152,19 +150,17 @@ func rtaSpeechStream(rate int) []int16 {
 // audio, whatever the format and however it was chunked.
 func TestInputServerVAD(t *testing.T) {
 	td := `{"type":"server_vad","threshold":0.5,"prefix_padding_ms":300,"silence_duration_ms":500}`
-	for _, f := range []AudioFormat{DefaultAudioFormat, {EncodingULaw, 8000}, {EncodingALaw, 8000}} {
+	for _, f := range []audioFormat{formatPCM, formatPCMU, formatPCMA} {
 		for _, chunkMs := range []int{20, 133} {
 			in := NewInput(time.Minute, rtaDefaults)
-			if err := in.SetFormat(f); err != nil {
-				t.Fatal(err)
-			}
+			in.SetFormat(f)
 			in.SetTurnDetection(mustTD(t, td))
-			evs := rtaAppendAll(t, in, rtaChunks(f, f.Encode(nil, rtaSpeechStream(f.Rate)), chunkMs))
+			evs := rtaAppendAll(t, in, rtaChunks(f, f.encode(nil, rtaSpeechStream(f.rate)), chunkMs))
 			// Speech counts once it lasted start_ms (100): 1000 - 300 =
 			// 700; it stops 500 ms after the last voiced frame.
 			want := "started@700 stopped@2500 committed(1800ms) started@3200 stopped@4500 committed(1300ms)"
 			if got := rtaFormatEvents(evs); !rtaNear(got, want, 20) {
-				t.Errorf("%s in %d ms chunks: %s\nwant about %s", f.BetaName(), chunkMs, got, want)
+				t.Errorf("%s in %d ms chunks: %s\nwant about %s", f.betaName(), chunkMs, got, want)
 			}
 		}
 	}
@@ -203,11 +199,11 @@ func rtaSplitNumber(s string) (string, int) {
 // TestInputVADCommitAndClear: a commit ends the utterance being heard
 // then and there; a clear forgets it; positions still count everything.
 func TestInputVADCommitAndClear(t *testing.T) {
-	f := DefaultAudioFormat
+	f := formatPCM
 	in := NewInput(time.Minute, rtaDefaults)
 	in.SetTurnDetection(mustTD(t, `{"type":"server_vad","prefix_padding_ms":300,"silence_duration_ms":500}`))
-	stream := f.Encode(nil, rtaSpeechStream(f.Rate))
-	evs := rtaAppendAll(t, in, rtaChunks(f, stream[:f.Bytes(1500)], 20))
+	stream := f.encode(nil, rtaSpeechStream(f.rate))
+	evs := rtaAppendAll(t, in, rtaChunks(f, stream[:f.bytes(1500)], 20))
 	if !in.Speaking() || !rtaNear(rtaFormatEvents(evs), "started@700", 20) {
 		t.Fatalf("first 1.5 s: %s", rtaFormatEvents(evs))
 	}
@@ -217,7 +213,7 @@ func TestInputVADCommitAndClear(t *testing.T) {
 	}
 	// The detector starts over in the middle of the voice, which it
 	// takes for the noise floor: the rest of the burst is not speech.
-	evs = rtaAppendAll(t, in, rtaChunks(f, stream[f.Bytes(1500):f.Bytes(3700)], 20))
+	evs = rtaAppendAll(t, in, rtaChunks(f, stream[f.bytes(1500):f.bytes(3700)], 20))
 	if !rtaNear(rtaFormatEvents(evs), "started@3200", 20) {
 		t.Fatalf("1.5 to 3.7 s: %s", rtaFormatEvents(evs))
 	}
@@ -227,7 +223,7 @@ func TestInputVADCommitAndClear(t *testing.T) {
 	if in.Speaking() {
 		t.Fatal("still speaking after a clear")
 	}
-	evs = rtaAppendAll(t, in, rtaChunks(f, stream[f.Bytes(3700):], 20))
+	evs = rtaAppendAll(t, in, rtaChunks(f, stream[f.bytes(3700):], 20))
 	if len(evs) != 0 {
 		t.Errorf("after the clear: %s", rtaFormatEvents(evs))
 	}
@@ -257,7 +253,7 @@ func TestThresholdMapping(t *testing.T) {
 	}{{0.1, true}, {0.9, false}} {
 		in := NewInput(time.Minute, rtaDefaults)
 		in.SetTurnDetection(mustTD(t, fmt.Sprintf(`{"type":"server_vad","threshold":%v}`, c.threshold)))
-		evs := rtaAppendAll(t, in, rtaChunks(DefaultAudioFormat, DefaultAudioFormat.Encode(nil, s), 20))
+		evs := rtaAppendAll(t, in, rtaChunks(formatPCM, formatPCM.encode(nil, s), 20))
 		if heard := len(evs) > 0; heard != c.speech {
 			t.Errorf("threshold %v: %s", c.threshold, rtaFormatEvents(evs))
 		}
@@ -301,8 +297,8 @@ func TestParseTurnDetection(t *testing.T) {
 // TestSemanticVADEagerness: eagerness picks the silence that ends the
 // turn.
 func TestSemanticVADEagerness(t *testing.T) {
-	f := DefaultAudioFormat
-	stream := f.Encode(nil, rtaSpeechStream(f.Rate))
+	f := formatPCM
+	stream := f.encode(nil, rtaSpeechStream(f.rate))
 	for eagerness, end := range map[string]int{"high": 2300, "auto": 2600, "low": 3200} {
 		in := NewInput(time.Minute, rtaDefaults)
 		in.SetTurnDetection(mustTD(t, `{"type":"semantic_vad","eagerness":"`+eagerness+`"}`))
@@ -320,13 +316,11 @@ func TestSemanticVADEagerness(t *testing.T) {
 func FuzzInputAppend(f *testing.F) {
 	f.Add("AAAA", uint8(0), false)
 	f.Add("not base64", uint8(1), true)
-	f.Add(base64.StdEncoding.EncodeToString(DefaultAudioFormat.Encode(nil, rtaTone(24000, 300, -6))), uint8(2), true)
+	f.Add(base64.StdEncoding.EncodeToString(formatPCM.encode(nil, rtaTone(24000, 300, -6))), uint8(2), true)
 	f.Fuzz(func(t *testing.T, s string, format uint8, vad bool) {
 		in := NewInput(10*time.Second, rtaDefaults)
-		fm := []AudioFormat{DefaultAudioFormat, {EncodingULaw, 8000}, {EncodingALaw, 8000}}[int(format)%3]
-		if err := in.SetFormat(fm); err != nil {
-			t.Fatal(err)
-		}
+		fm := []audioFormat{formatPCM, formatPCMU, formatPCMA}[int(format)%3]
+		in.SetFormat(fm)
 		if vad {
 			in.SetTurnDetection(mustTD(t, `{"type":"server_vad"}`))
 		}
@@ -366,12 +360,12 @@ func FuzzInputAppend(f *testing.F) {
 // BenchmarkInputAppend is a second of 24 kHz pcm16 in 20 ms chunks, the
 // way a browser sends it, through decoding, resampling and the detector.
 func BenchmarkInputAppend(b *testing.B) {
-	for _, f := range []AudioFormat{DefaultAudioFormat, {EncodingULaw, 8000}} {
-		b.Run(f.BetaName(), func(b *testing.B) {
-			chunks := rtaChunks(f, f.Encode(nil, rtaSpeechStream(f.Rate)[:f.Rate]), 20)
+	for _, f := range []audioFormat{formatPCM, formatPCMU} {
+		b.Run(f.betaName(), func(b *testing.B) {
+			chunks := rtaChunks(f, f.encode(nil, rtaSpeechStream(f.rate)[:f.rate]), 20)
 			td, _ := ParseTurnDetection(json.RawMessage(`{"type":"server_vad"}`), rtaDefaults)
 			in := NewInput(time.Minute, rtaDefaults)
-			_ = in.SetFormat(f)
+			in.SetFormat(f)
 			in.SetTurnDetection(td)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -44,8 +44,8 @@ func rtaMix(a, b []int16, offset int) []int16 {
 
 // rtaChunks splits the encoded audio into base64 chunks of about ms
 // milliseconds of the format.
-func rtaChunks(f AudioFormat, b []byte, ms int) []string {
-	size := max(1, f.Bytes(ms))
+func rtaChunks(f audioFormat, b []byte, ms int) []string {
+	size := max(1, f.bytes(ms))
 	var out []string
 	for len(b) > 0 {
 		n := min(size, len(b))

@@ -129,10 +129,10 @@ func (td *TurnDetection) resolve(d VADDefaults) error {
 			td.Eagerness = "auto"
 		case "low", "medium", "high", "auto":
 		default:
-			return fmt.Errorf("turn_detection.eagerness must be low, medium, high or auto, got %q", clip(td.Eagerness))
+			return fmt.Errorf("turn_detection.eagerness must be low, medium, high or auto, got %q", short(td.Eagerness))
 		}
 	default:
-		return fmt.Errorf("turn_detection.type must be server_vad or semantic_vad (or turn_detection null for manual commits), got %q", clip(td.Type))
+		return fmt.Errorf("turn_detection.type must be server_vad or semantic_vad (or turn_detection null for manual commits), got %q", short(td.Type))
 	}
 	return nil
 }
