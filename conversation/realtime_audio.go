@@ -48,12 +48,12 @@ func (s *Session) BargeIn() bool {
 
 // Truncate says the user heard the running (or barged-in) reply's audio
 // up to audioEnd: only the text of that much is stored, the piece being
-// played then cut back to its last whole word. It reports false when no
-// reply is running or waiting for it.
-func (s *Session) Truncate(audioEnd time.Duration) bool {
+// played then cut back to its last whole word. It returns that text, and
+// false when no reply is running or waiting for it.
+func (s *Session) Truncate(audioEnd time.Duration) (string, bool) {
 	t := s.turns.running()
 	if t == nil || t.finishing.Load() {
-		return false
+		return "", false
 	}
 	heard := t.heardUntil(audioEnd)
 	var bc *bargeInCause
@@ -62,9 +62,9 @@ func (s *Session) Truncate(audioEnd time.Duration) bool {
 		case bc.heard <- heard:
 		default: // a truncate came already: the first one counts
 		}
-		return true
+		return heard, true
 	}
-	return s.turns.stop(interruptCause{heard: heard})
+	return heard, s.turns.stop(interruptCause{heard: heard})
 }
 
 // awaitHeard is what a barged-in turn stores: the truncate's text, or
@@ -125,4 +125,12 @@ func wordsOf(text string, share float64) string {
 		cut = n
 	}
 	return strings.TrimRightFunc(string(r[:cut]), unicode.IsSpace)
+}
+
+// VoiceInput is what a Realtime connection's own voice detection takes of
+// koe's settings: how long speech must last to count
+// (conversation.vad.start_ms) and the longest utterance
+// (conversation.max_utterance), which also bounds its input buffer.
+func (h *Hub) VoiceInput() (startMillis int, maxUtterance time.Duration) {
+	return h.deps.Config.VAD.StartMillis, h.deps.Config.MaxUtterance
 }

@@ -52,13 +52,13 @@ func TestBargeInStoresWhatTheTruncateSays(t *testing.T) {
 		t.Fatal("a second barge-in found a reply to stop")
 	}
 	// 1.5 s: the first piece whole and half of the second.
-	if !r.sess.Truncate(1500 * time.Millisecond) {
-		t.Fatal("the barged-in reply took no truncate")
+	if heard, ok := r.sess.Truncate(1500 * time.Millisecond); !ok || heard != "One two three. Four" {
+		t.Fatalf("the barged-in reply took the truncate as %q, %v", heard, ok)
 	}
 	if got, want := r.rtaStoredReply(), []string{"One two three. Four [interrupted]"}; !slices.Equal(got, want) {
 		t.Fatalf("stored %q, want %q", got, want)
 	}
-	if r.sess.Truncate(time.Second) {
+	if _, ok := r.sess.Truncate(time.Second); ok {
 		t.Fatal("a truncate after the turn ended found a reply")
 	}
 }
@@ -74,7 +74,7 @@ func TestTruncateWithoutBargeIn(t *testing.T) {
 	), rtaSecondTTS(t))
 	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "count"})
 	r.until(protocol.TypeBackendSynthComplete, "")
-	if !r.sess.Truncate(2500 * time.Millisecond) {
+	if _, ok := r.sess.Truncate(2500 * time.Millisecond); !ok {
 		t.Fatal("no reply to truncate")
 	}
 	if got, want := aiRecords(r.records()), []string{"One two three. Four five six. [interrupted]"}; !slices.Equal(got, want) {

@@ -215,9 +215,12 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 
 	// The client may still be playing everything that was sent; a client
 	// that reads text plays nothing.
-	if s.headless {
+	if s.headless || s.playsItself {
 		// Its audience is still hearing it: a stop now (a skip, the
-		// streamer's own turn) cuts it off as an interrupt would.
+		// streamer's own turn) cuts it off as an interrupt would. A
+		// client playing on its own clock (Realtime) says nothing of
+		// its playback but may cut it short (a barge-in, a truncate)
+		// until it has had the time to play: the reply is stored then.
 		if waitSpoken(ctx, t, spoken); ctx.Err() != nil {
 			s.finishCancelled(t, &st, reply, true)
 			return

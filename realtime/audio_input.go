@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,9 @@ import (
 // minCommitMillis is the least audio a commit takes, as in the API: less
 // is a click, not something said.
 const minCommitMillis = 100
+
+// errInputFull begins the error of an append past the buffer's limit.
+var errInputFull = errors.New("the input audio buffer is full")
 
 // InputKind says what an InputEvent reports.
 type InputKind int
@@ -122,7 +126,7 @@ func (in *Input) Append(b64 string) ([]InputEvent, error) {
 		samples := (len(in.cut) + len(raw)) / in.format.bytesPerSample()
 		add := (int64(samples)*asr.SampleRate + int64(in.format.rate) - 1) / int64(in.format.rate)
 		if have := int64(len(in.buf)); float64(have+add) > in.limit.Seconds()*asr.SampleRate {
-			return nil, fmt.Errorf("the input audio buffer would hold more than %s of audio (conversation.max_utterance); commit or clear it first", in.limit)
+			return nil, fmt.Errorf("%w: it would hold more than %s of audio (conversation.max_utterance); commit or clear it first", errInputFull, in.limit)
 		}
 	}
 	if len(in.cut) > 0 {

@@ -93,7 +93,7 @@ func TestInputErrors(t *testing.T) {
 	}
 	// Past the limit: refused, the buffer as it was.
 	over := base64.StdEncoding.EncodeToString(formatPCM.encode(nil, rtaTone(24000, 600, -6)))
-	if _, err := in.Append(over); err == nil || err.Error() != "the input audio buffer would hold more than 2s of audio (conversation.max_utterance); commit or clear it first" {
+	if _, err := in.Append(over); err == nil || err.Error() != "the input audio buffer is full: it would hold more than 2s of audio (conversation.max_utterance); commit or clear it first" {
 		t.Errorf("over the limit: %v", err)
 	}
 	evs, err := in.Commit()

@@ -47,6 +47,10 @@ type response struct {
 	encoder *audioEncoder
 	usage   *protocol.TokenUsage
 	failure string // the turn's failure, for response.done
+	// inputItem is the audio message whose recording the turn hears
+	// first, and transcribed says it has been (input_events.go).
+	inputItem   string
+	transcribed bool
 }
 
 // responseCreate is response.create's response: per-response overrides.
@@ -143,11 +147,13 @@ func (c *Conn) startResponse(p plan) error {
 		c.mu.Unlock()
 		return refuse(codeActiveResponse, "", "response "+id+" is still running: wait for its response.done, or send response.cancel")
 	}
+	recording, inputItem := c.items.pendingRecording()
 	user, system := c.items.takePending()
 	ctx, cancel := context.WithCancel(c.ctx)
 	r := &response{
 		id: c.ids.next("resp"), ctx: ctx, cancel: cancel, audio: p.cfg.speaks(),
 		format: p.cfg.outFormat, voice: p.cfg.voice, maxOut: p.cfg.maxTokens, mods: slices.Clone(p.cfg.modalities),
+		inputItem: inputItem,
 	}
 	c.cur = r
 	c.mu.Unlock()
@@ -162,7 +168,7 @@ func (c *Conn) startResponse(p plan) error {
 		f := float32(*t)
 		opts.Temperature = &f
 	}
-	err := c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio})
+	err := c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: recording})
 	if err != nil {
 		c.finish(r, "failed", err.Error())
 		return err
@@ -207,7 +213,11 @@ func (c *Conn) cancelResponse(r *response, reason string) {
 	c.mu.Lock()
 	heard := r.heardText()
 	c.mu.Unlock()
-	c.sess.Interrupt(heard)
+	// A spoken reply waits for the client's truncate to say how much of
+	// it was played (truncate.go); a written one was read as written.
+	if !r.audio || !c.sess.BargeIn() {
+		c.sess.Interrupt(heard)
+	}
 	c.finishCancelled(r, reason)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"koe/asr"
 )
@@ -22,13 +23,14 @@ import (
 //     detected (the segmenter's pre-roll).
 //   - silence_duration_ms is the silence that ends the speech.
 //
-// Omitted fields take the operator's conversation.vad settings (0.5,
-// pre_roll_ms, hang_ms); how long speech must last before it counts is
-// conversation.vad.start_ms, which the API does not expose.
+// Omitted fields take the API's defaults (0.5, 300 ms, 500 ms); how long
+// speech must last before it counts is conversation.vad.start_ms, which
+// the API does not expose, and an utterance is cut at
+// conversation.max_utterance.
 //
 // semantic_vad is accepted and run as server_vad (koe has no model of
 // whether a sentence is finished): its eagerness picks the silence that
-// ends a turn, low 1200 ms, high 300 ms, medium and auto koe's hang_ms.
+// ends a turn, low 1200 ms, high 300 ms, medium and auto the API's 500 ms.
 type TurnDetection struct {
 	Type              string   `json:"type"`
 	Threshold         *float64 `json:"threshold,omitempty"`
@@ -45,6 +47,19 @@ const (
 	SemanticVAD = "semantic_vad"
 )
 
+// The API's defaults for server_vad.
+const (
+	apiPrefixPaddingMs   = 300
+	apiSilenceDurationMs = 500
+)
+
+// vadDefaults are the defaults of a connection on a hub with startMillis
+// (conversation.vad.start_ms) and maxUtterance.
+func vadDefaults(startMillis int, maxUtterance time.Duration) VADDefaults {
+	return VADDefaults{StartMillis: startMillis, HangMillis: apiSilenceDurationMs, PreRollMillis: apiPrefixPaddingMs,
+		MaxMillis: int(maxUtterance.Milliseconds())}
+}
+
 // Bounds on the client's values: the segmenter keeps the padding in
 // memory, and a silence past ten seconds never ends a turn in practice.
 const (
@@ -59,8 +74,7 @@ const (
 	eagerHighSilenceMs = 300
 )
 
-// VADDefaults are the operator's settings the omitted fields take
-// (conversation.vad).
+// VADDefaults are the settings the omitted fields take.
 type VADDefaults struct {
 	StartMillis   int // speech must last this long to count
 	HangMillis    int // silence_duration_ms
