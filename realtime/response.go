@@ -46,6 +46,7 @@ type response struct {
 	heard   strings.Builder // of text: what was written to the client
 	encoder *audioEncoder
 	usage   *protocol.TokenUsage
+	length  bool   // the model stopped at its token limit
 	failure string // the turn's failure, for response.done
 	// inputItem is the audio message whose recording the turn hears
 	// first, and transcribed says it has been (input_events.go).
@@ -83,10 +84,12 @@ func init() {
 // plan is a response as asked for: the session's settings with the
 // response's overrides.
 type plan struct {
-	cfg   sessionConfig
-	extra string // system items' words, read as instructions
+	cfg sessionConfig
 	// Raw overrides read by the client's tools (see rt-api notes).
 	tools, toolChoice json.RawMessage
+	// recording, if set, is the user's speech (16 kHz mono WAV) that
+	// koe's speech recognition hears first: the turn's words.
+	recording []byte
 }
 
 // overrides applies response.create's overrides to the session's settings.
@@ -168,7 +171,10 @@ func (c *Conn) startResponse(p plan) error {
 		f := float32(*t)
 		opts.Temperature = &f
 	}
-	err := c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: recording})
+	if p.recording == nil {
+		p.recording = recording // the pending audio messages' (input_events.go)
+	}
+	err := c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: p.recording})
 	if err != nil {
 		c.finish(r, "failed", err.Error())
 		return err
@@ -319,10 +325,16 @@ func (c *Conn) finish(r *response, status, failure string) {
 		status = "failed"
 	}
 	text := r.text.String()
+	if r.length && status == "completed" {
+		status = "incomplete"
+	}
 	c.mu.Unlock()
 	var details any
-	if status == "failed" {
+	switch status {
+	case "failed":
 		details = ev{"type": "failed", "error": ev{"type": "server_error", "code": "turn_failed", "message": failure}}
+	case "incomplete":
+		details = ev{"type": "incomplete", "reason": "max_output_tokens"}
 	}
 	itemStatus := "completed"
 	if status != "completed" {

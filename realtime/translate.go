@@ -80,21 +80,25 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 			// history elsewhere).
 			c.sendThen(c.ctx, then)
 			r.cancel()
-			c.finishCancelled(r, "turn_detected")
+			c.finishCancelled(r, "client_cancelled")
 			return
 		}
 	case protocol.Token:
 		if r != nil && !r.audio {
+			c.sendThen(c.ctx, nil, c.notice(r)...)
 			events, deltas = c.textDelta(r, m.Content, &then), true
 		}
 	case protocol.Audio:
 		if r != nil && r.audio {
+			c.sendThen(c.ctx, nil, c.notice(r)...)
 			events, deltas = c.audioDelta(r, m, &then), true
 		}
 	case protocol.MessageEvent:
 		if r != nil && m.Content.Type == protocol.MessageAI && len(m.Content.ToolCalls) == 0 {
+			events = c.notice(r)
 			c.mu.Lock()
 			r.usage = m.Content.ResponseMetadata.TokenUsage
+			r.length = m.Content.ResponseMetadata.FinishReason == "length"
 			c.mu.Unlock()
 		}
 	case protocol.Error:
@@ -115,6 +119,20 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 		return
 	}
 	c.sendThen(c.ctx, then, events...)
+}
+
+// notice turns a failure the turn told before going on (its speech engine
+// is off, so it answers in text) into an error event: the response did
+// not fail. A failure nothing follows fails the response (see finish).
+func (c *Conn) notice(r *response) []ev {
+	c.mu.Lock()
+	msg := r.failure
+	r.failure = ""
+	c.mu.Unlock()
+	if msg == "" {
+		return nil
+	}
+	return []ev{errorEvent(&clientError{code: "server_error", message: msg}, "")}
 }
 
 // textDelta renders a token of a text response; what is written is heard.
