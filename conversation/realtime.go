@@ -128,3 +128,10 @@ func (s *Session) SetVoice(voice string) bool {
 	s.mu.Unlock()
 	return same
 }
+
+// CallEnded is what one LLM call of a turn reported. It is no wire
+// message: a PlaysItself session's Sender (the Realtime API's) gets it, in
+// the turn's order, so that a response reports its usage once its audio
+// is sent, before the reply is stored; no other client and no watcher
+// sees it.
+type CallEnded struct{ agent.CycleResult }

@@ -49,6 +49,7 @@ func newConn(ctx context.Context, out Writer, o Options, log *slog.Logger) *Conn
 		// connection, which this only reports.
 		expires: time.Now().Add(30 * time.Minute).Unix(),
 		cfg:     defaultConfig(d),
+		items:   itemList{limit: o.MaxItemBytes},
 	}
 }
 

@@ -118,17 +118,21 @@ func at(lines []string, i int) string {
 	return "<none>"
 }
 
-// stored reads the one history of the default character over REST.
-func stored(t *testing.T, addr string) []protocol.ChatMessage {
+// stored reads the one history of the default character over REST, once
+// it holds n messages: response.done comes when the reply is sent, and
+// the turn stores it after.
+func stored(t *testing.T, addr string, n int) []protocol.ChatMessage {
 	t.Helper()
-	var list protocol.HistoryList
-	getJSON(t, "http://"+addr+"/api/histories/koe_default", &list)
-	if len(list.Histories) != 1 {
-		t.Fatalf("%d histories, want 1", len(list.Histories))
-	}
-	var h protocol.ChatHistory
-	getJSON(t, "http://"+addr+"/api/histories/koe_default/"+list.Histories[0].UID, &h)
-	return h.Messages
+	return testkit.Await(t, "the history's messages", func() ([]protocol.ChatMessage, bool) {
+		var list protocol.HistoryList
+		getJSON(t, "http://"+addr+"/api/histories/koe_default", &list)
+		if len(list.Histories) != 1 {
+			return nil, false
+		}
+		var h protocol.ChatHistory
+		getJSON(t, "http://"+addr+"/api/histories/koe_default/"+list.Histories[0].UID, &h)
+		return h.Messages, len(h.Messages) >= n
+	})
 }
 
 func getJSON(t *testing.T, url string, v any) {
@@ -192,7 +196,7 @@ func TestRealtimeTextTurnTrace(t *testing.T) {
 	if last := reqs[len(reqs)-1].Messages; !strings.Contains(last[len(last)-1].Content, "hi") {
 		t.Errorf("the LLM was not asked about the user's item: %+v", last[len(last)-1])
 	}
-	msgs := stored(t, addr)
+	msgs := stored(t, addr, 2)
 	if len(msgs) != 2 || msgs[0].Type != protocol.MessageHuman || msgs[0].Content != "hi" ||
 		msgs[1].Type != protocol.MessageAI || msgs[1].Content != "Hello there. How are you?" {
 		t.Errorf("stored history = %+v, want the user's item and the reply", msgs)
@@ -341,7 +345,7 @@ func TestRealtimeCancelMidReply(t *testing.T) {
 			t.Errorf("output_text.done text = %q, want what was sent", e.str("text"))
 		}
 	}
-	msgs := stored(t, addr)
+	msgs := stored(t, addr, 2)
 	if len(msgs) != 2 || msgs[1].Content != "First sentence. " || !msgs[1].AdditionalKwargs.Interrupted {
 		t.Errorf("stored = %+v, want the reply as far as it was sent, marked interrupted", msgs)
 	}
@@ -555,4 +559,33 @@ func TestRealtimeIncompleteAtTokenLimit(t *testing.T) {
 	if done.str("response.status") != "incomplete" || done.str("response.status_details.reason") != "max_output_tokens" {
 		t.Errorf("response.done = %s, want incomplete at max_output_tokens", done.raw)
 	}
+}
+
+// What a connection's items hold is bounded by server.max_message_bytes:
+// unanswered items past it are refused (the client asks for a response
+// first), answered ones are forgotten oldest first.
+func TestRealtimeItemsBounded(t *testing.T) {
+	addr, _ := rtKoe(t, answer("Noted."), func(c *config.Config) { c.Server.MaxMessageBytes = 4096 })
+	c := rtDial(t, addr, "", nil)
+	c.until("conversation.created")
+	item := func(id string, n int) map[string]any {
+		return map[string]any{"type": "conversation.item.create", "event_id": "ev_" + id, "item": map[string]any{"id": id, "type": "message", "role": "user",
+			"content": []any{map[string]any{"type": "input_text", "text": strings.Repeat("a", n)}}}}
+	}
+	c.send(item("first", 1000))
+	c.until("conversation.item.done")
+	c.send(item("second", 1500))
+	if e := c.expect("error"); e.str("error.event_id") != "ev_second" || !strings.Contains(e.str("error.message"), "server.max_message_bytes") {
+		t.Errorf("an item past the bound answered %s", e.raw)
+	}
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.done")
+	c.send(item("third", 1500))
+	c.until("conversation.item.done")
+	c.send(map[string]any{"type": "conversation.item.delete", "event_id": "del", "item_id": "first"})
+	if e := c.expect("error"); e.str("error.code") != "item_not_found" || !strings.Contains(e.str("error.message"), "remembers") {
+		t.Errorf("the oldest answered item was not forgotten: %s", e.raw)
+	}
+	c.send(map[string]any{"type": "conversation.item.delete", "event_id": "del3", "item_id": "third"})
+	c.expect("conversation.item.deleted")
 }

@@ -8,7 +8,6 @@ import (
 
 	"koe/agent"
 	"koe/conversation"
-	"koe/protocol"
 )
 
 // A response is one turn of the session, asked for by response.create
@@ -45,9 +44,14 @@ type response struct {
 	text    strings.Builder
 	heard   strings.Builder // of text: what was written to the client
 	encoder *audioEncoder
-	usage   *protocol.TokenUsage
-	length  bool   // the model stopped at its token limit
-	failure string // the turn's failure, for response.done
+	// turn is the context of the turn's frames, from its chain-start:
+	// frames of any other (a turn ending before this one began, the
+	// session's own) are not this response's.
+	turn    context.Context
+	usage   agent.Usage // summed over the turn's LLM calls
+	calls   int         // LLM calls that reported usage
+	length  bool        // the model stopped at its token limit
+	failure string      // the turn's failure, for response.done
 	// inputItem is the audio message whose recording the turn hears
 	// first, and transcribed says it has been (input_events.go).
 	inputItem   string
@@ -254,10 +258,10 @@ func (c *Conn) renderResponse(r *response, status string, details any, output []
 		resp["audio"] = ev{"output": ev{"format": r.format.gaForm(), "voice": r.voice}}
 		resp["max_output_tokens"] = maxTokensValue(r.maxOut)
 	}
-	if r.usage != nil {
+	if r.calls > 0 {
 		u := r.usage
 		resp["usage"] = ev{
-			"total_tokens": u.TotalTokens, "input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens,
+			"total_tokens": u.PromptTokens + u.CompletionTokens, "input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens,
 			"input_token_details":  ev{"text_tokens": u.PromptTokens, "audio_tokens": 0, "cached_tokens": 0},
 			"output_token_details": ev{"text_tokens": u.CompletionTokens, "audio_tokens": 0},
 		}
@@ -368,8 +372,7 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 		c.cur = nil
 	}
 	if i := c.items.index(r.itemID); i >= 0 {
-		c.items.list[i].status = itemStatus
-		c.items.list[i].rendered = c.outputItem(r, itemStatus, text)
+		c.items.settle(i, itemStatus, c.outputItem(r, itemStatus, text), len(text))
 	}
 	opened := r.opened
 	c.mu.Unlock()
