@@ -1,0 +1,155 @@
+package conversation
+
+import (
+	"context"
+	"sync"
+
+	"koe"
+	"koe/agent"
+	"koe/histories"
+	"koe/protocol"
+)
+
+// A client may define tools it runs itself (a Realtime API client's
+// functions). Its turns offer them to the model beside the character's
+// tools; when the model calls one, the turn's own tools of that cycle run
+// as ever, the call is stored with them (a tool_call record), the client
+// is handed it (a client-tool-calls event) and the turn ends with no
+// answer. The client's result (SubmitToolResult) waits for the next turn:
+// Continue starts one with no new user message, whose model call reads the
+// result after the call; a new user message instead first stores the
+// results given and closes the calls still waiting, as an interrupted
+// tool's are closed, so that no call is ever left without a result.
+
+// clientSide is what a session keeps of its client's own tools.
+type clientSide struct {
+	mu    sync.Mutex
+	tools agent.ClientTools
+	// results are the client's, waiting for the next turn, in the order
+	// given.
+	results []clientResult
+}
+
+type clientResult struct{ callID, output string }
+
+// SetClientTools sets the tools the client runs itself, offered in every
+// turn from now on (none: only the character's). A client tool named like
+// one of the character's takes its place for this session: the client
+// defined that name and expects its calls.
+func (s *Session) SetClientTools(ct agent.ClientTools) error {
+	if err := ct.Validate(s.Character().LLM.ToolLimit()); err != nil {
+		return invalid("%s", err.Error())
+	}
+	s.client.mu.Lock()
+	defer s.client.mu.Unlock()
+	s.client.tools = ct
+	return nil
+}
+
+// ClientTools returns the tools SetClientTools set.
+func (s *Session) ClientTools() agent.ClientTools {
+	s.client.mu.Lock()
+	defer s.client.mu.Unlock()
+	return s.client.tools
+}
+
+// SubmitToolResult takes the client's result of a call it was handed. It
+// joins the history at the next turn's start (Continue, or the user's next
+// message). A call id that no call waits for, or one given a result
+// already, is refused.
+func (s *Session) SubmitToolResult(callID, output string) error {
+	c, _ := s.current()
+	pending := c.agent.PendingCalls()
+	s.client.mu.Lock()
+	defer s.client.mu.Unlock()
+	for _, r := range s.client.results {
+		if r.callID == callID {
+			return invalid("the call %q has a result already", callID)
+		}
+	}
+	for _, c := range pending {
+		if c.ID == callID {
+			s.client.results = append(s.client.results, clientResult{callID: callID, output: output})
+			return nil
+		}
+	}
+	return invalid("no function call waits for a result with call_id %q", callID)
+}
+
+// Continue starts a turn that goes on from the client's results, with no
+// new user message; tools, if set, replace the session's client tools for
+// that turn only. With no result given there is nothing to go on from.
+func (s *Session) Continue(tools *agent.ClientTools) error {
+	if tools != nil {
+		if err := tools.Validate(s.Character().LLM.ToolLimit()); err != nil {
+			return invalid("%s", err.Error())
+		}
+	}
+	s.client.mu.Lock()
+	given := len(s.client.results)
+	s.client.mu.Unlock()
+	if given == 0 {
+		return invalid("no function call output to continue from: give the result of a call first")
+	}
+	return s.startInput(turnInput{resume: true, tools: tools})
+}
+
+// turnTools is what a turn offers of the client's tools: its own, or the
+// session's.
+func (s *Session) turnTools(in turnInput) agent.ClientTools {
+	if in.tools != nil {
+		return *in.tools
+	}
+	return s.ClientTools()
+}
+
+// settleCalls brings the client's results into memory and closes the calls
+// left without one, returning their records to store ahead of the turn's
+// own, in order. A result whose call memory no longer holds (the history
+// was switched or read again) is dropped.
+func (s *Session) settleCalls(c cast) []koe.Record {
+	s.client.mu.Lock()
+	results := s.client.results
+	s.client.results = nil
+	s.client.mu.Unlock()
+	var recs []koe.Record
+	for _, r := range results {
+		call, err := c.agent.AddToolResult(r.callID, r.output)
+		if err != nil {
+			s.log.Info("a client's tool result no longer has its call", "call_id", r.callID, "err", err)
+			continue
+		}
+		recs = append(recs, koe.Record{Role: koe.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: r.output})
+	}
+	closed, text := c.agent.ClosePendingCalls(agent.ErrNoClientResult)
+	for _, call := range closed {
+		recs = append(recs, koe.Record{Role: koe.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: text})
+	}
+	return recs
+}
+
+// errNothingToContinue: Continue's turn found no call to go on from (the
+// history changed since the results were given).
+var errNothingToContinue = koe.Errorf(koe.Invalid, "no function call output to continue from: the conversation changed since it was given")
+
+// showResults tells the turn's audience of the results it begins with.
+func (s *Session) showResults(ctx context.Context, st *turnState) {
+	for _, r := range st.settled {
+		m := histories.ToolResultMessage(r, st.run)
+		if r.Content == agent.ToolResultText("", agent.ErrNoClientResult) {
+			m.Status = protocol.ToolFailed
+		}
+		s.message(ctx, m)
+	}
+}
+
+// ClientCalls hands the client its calls: the turn ends here with no
+// answer of its own (see runTurn).
+func (e *turnEmitter) ClientCalls(calls []agent.ToolCall) {
+	e.st.clientCalls = true
+	ev := protocol.ClientToolCalls{Type: protocol.TypeClientToolCalls, RunID: e.st.run, Calls: make([]protocol.ClientToolCall, len(calls))}
+	for i, c := range calls {
+		ev.Calls[i] = protocol.ClientToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	}
+	e.now(ev)
+}
