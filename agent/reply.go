@@ -76,9 +76,10 @@ func (a *Agent) ReplyWith(ctx context.Context, emit Emitter, client ClientTools)
 	memories := a.recall(ctx)
 	docs := a.readKnowledge(ctx, emit)
 	hasDocs := a.offerDocuments(docs, emit)
+	opts := replyOptionsOf(ctx)
 	for cycle := 1; ; cycle++ {
 		last := cycle >= a.opts.MaxCycles
-		note, reminder := toolsNote(specs, last), ""
+		note, reminder := opts.note()+toolsNote(specs, last), ""
 		switch {
 		case searched:
 			note += citationNote
@@ -100,6 +101,7 @@ func (a *Agent) ReplyWith(ctx context.Context, emit Emitter, client ClientTools)
 		if len(specs) > 0 && last {
 			req.ToolChoice, req.ToolFunction = ToolChoiceNone, ""
 		}
+		opts.apply(&req)
 		var said strings.Builder
 		if cycles != nil {
 			cycles.CycleStarted(cycle)

@@ -58,6 +58,8 @@ type Session struct {
 	replaced  func() // SessionOptions.Replaced
 	headless  bool
 	rules     string // SessionOptions.Rules
+	// playsItself: SessionOptions.PlaysItself.
+	playsItself bool
 
 	turns turns
 	voice voice // the read loop's own
@@ -116,6 +118,8 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		replaced:  opts.Replaced,
 		headless:  opts.Headless,
 		rules:     opts.Rules,
+
+		playsItself: opts.PlaysItself,
 	}
 	s.log = slog.New(turnLogs{Handler: log.Handler(), cur: &s.turnAttrs})
 	s.air.init(s.clientUID, func() string { return s.Character().ConfUID }, false)

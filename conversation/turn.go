@@ -31,6 +31,12 @@ type turnInput struct {
 	// tools of this turn instead of the session's.
 	resume bool
 	tools  *agent.ClientTools
+	// reply changes this turn's LLM requests (a Realtime response's
+	// instructions, temperature, length).
+	reply agent.ReplyOptions
+	// silent: the turn is answered in text only, though the session
+	// speaks (a Realtime response with output_modalities ["text"]).
+	silent bool
 }
 
 // startText cancels the running turn, if any, and starts a new one.
@@ -179,10 +185,14 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 			AdditionalKwargs: protocol.AdditionalKwargs{ConfUID: st.conf, HistoryUID: st.uid}})
 	}
 
+	if in.silent {
+		// This turn only: the session's engine stays for the next.
+		st.cast.tts = nil
+	}
 	em := newTurnEmitter(s, t, st.cast, watch)
 	em.st = &st
 	st.final = em.final
-	err = st.cast.agent.ReplyWith(ctx, em, s.turnTools(in))
+	err = st.cast.agent.ReplyWith(agent.WithReplyOptions(ctx, in.reply), em, s.turnTools(in))
 	if ctx.Err() == nil {
 		em.flush()
 	}
@@ -223,7 +233,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 			s.finishCancelled(t, &st, reply, true)
 			return
 		}
-	} else if !s.textOnly {
+	} else if !s.textOnly && !s.playsItself {
 		wait := spoken + s.deps.Config.PlaybackTimeout
 		timer := time.NewTimer(wait)
 		defer timer.Stop()

@@ -1,0 +1,99 @@
+package conversation
+
+import (
+	"context"
+	"strings"
+
+	"koe/agent"
+)
+
+// What package realtime (the OpenAI Realtime API) asks of a session. Its
+// client keeps the conversation as items and asks for each response
+// itself, so a session there is opened for a named character, speaks or
+// not per response, plays its audio on its own clock (PlaysItself) and
+// answers through the same turns as any client: one stream, one history.
+
+// OpenFor starts a session for one client with the character model names:
+// a conf_uid, else a character's conf_name or name (case-insensitive);
+// "" or a name no character has is the default character, and found
+// reports which it was. It returns nil once the hub is closing.
+func (h *Hub) OpenFor(ctx context.Context, out Sender, opts SessionOptions, model string) (s *Session, found bool) {
+	char, found := h.characterNamed(model)
+	return h.open(ctx, out, opts, char), found
+}
+
+// characterNamed finds the character model names (see OpenFor).
+func (h *Hub) characterNamed(model string) (Character, bool) {
+	chars := h.deps.Characters
+	model = strings.TrimSpace(model)
+	if model == "" {
+		return chars.Default(), false
+	}
+	if c, ok := chars.Find(model); ok {
+		return c, true
+	}
+	if d := chars.Default(); strings.EqualFold(d.ConfName, model) || strings.EqualFold(d.Name, model) {
+		return d, true
+	}
+	files, err := chars.List()
+	if err != nil {
+		h.log.Warn("cannot list the characters; the default one answers", "err", err)
+		return chars.Default(), false
+	}
+	for _, f := range files {
+		if !strings.EqualFold(f.Name, model) {
+			continue
+		}
+		if c, err := chars.Load(f.Filename); err == nil {
+			return c, true
+		}
+	}
+	return chars.Default(), false
+}
+
+// Response is one answer a Realtime client asks for.
+type Response struct {
+	// Text is the user's words the answer is to (the user items not yet
+	// answered); "" makes the character speak on its own, told
+	// Instructions or else conversation.proactive_prompt.
+	Text string
+	// Reply changes the turn's LLM requests.
+	Reply agent.ReplyOptions
+	// TextOnly: the answer is not spoken, though the session speaks.
+	TextOnly bool
+	// Recording, if set, is a 16 kHz mono WAV of the user's words, which
+	// koe's speech recognition hears first (the turn's text is what it
+	// heard; Text is not used).
+	Recording []byte
+}
+
+// Respond stops the running turn, if any, and starts one for r. It fails
+// with koe.ErrRestarting once the session drains.
+func (s *Session) Respond(r Response) error {
+	in := turnInput{text: r.Text, reply: r.Reply, silent: r.TextOnly, recording: r.Recording}
+	if strings.TrimSpace(r.Text) == "" && r.Recording == nil {
+		in.proactive = true
+		in.text = r.Reply.Instructions
+		if in.text == "" {
+			in.text = strings.ReplaceAll(s.deps.Config.ProactivePrompt, "{idle_time}", "0")
+		}
+	}
+	return s.startInput(in)
+}
+
+// Interrupt stops the running turn at once, as the user's interrupt does:
+// memory and history keep heard, what the user got of the reply. It
+// returns once the turn has stored its records; it reports whether a turn
+// was running.
+func (s *Session) Interrupt(heard string) bool {
+	return s.turns.stop(interruptCause{heard: heard})
+}
+
+// ClientUID is the session's client_uid: what watchers name to follow it.
+func (s *Session) ClientUID() string { return s.clientUID }
+
+// CharacterOf returns the session's character's conf_uid and name.
+func (s *Session) CharacterOf() (confUID, name string) {
+	c := s.Character()
+	return c.ConfUID, c.Name
+}
