@@ -11,52 +11,30 @@ import (
 )
 
 // A client may define tools it runs itself (a Realtime API client's
-// functions). Its turns offer them to the model beside the character's
-// tools; when the model calls one, the turn's own tools of that cycle run
-// as ever, the call is stored with them (a tool_call record), the client
-// is handed it (a client-tool-calls event) and the turn ends with no
-// answer. The client's result (SubmitToolResult) waits for the next turn:
-// Continue starts one with no new user message, whose model call reads the
-// result after the call; a new user message instead first stores the
-// results given and closes the calls still waiting, as an interrupted
-// tool's are closed, so that no call is ever left without a result.
+// functions, given with each Response). Its turns offer them to the model
+// beside the character's tools; when the model calls one, the turn's own
+// tools of that cycle run as ever, the call is stored with them (a
+// tool_call record), the client is handed it (a client-tool-calls event)
+// and the turn ends with no answer. The client's result (SubmitToolResult)
+// waits for the next turn: a Response with no words then starts one with
+// no new user message, whose model call reads the result after the call;
+// a new user message instead first stores the results given and closes
+// the calls still waiting, as an interrupted tool's are closed, so that no
+// call is ever left without a result.
 
-// clientSide is what a session keeps of its client's own tools.
+// clientSide is the client's tool results waiting for the next turn, in
+// the order given.
 type clientSide struct {
-	mu    sync.Mutex
-	tools agent.ClientTools
-	// results are the client's, waiting for the next turn, in the order
-	// given.
+	mu      sync.Mutex
 	results []clientResult
 }
 
 type clientResult struct{ callID, output string }
 
-// SetClientTools sets the tools the client runs itself, offered in every
-// turn from now on (none: only the character's). A client tool named like
-// one of the character's takes its place for this session: the client
-// defined that name and expects its calls.
-func (s *Session) SetClientTools(ct agent.ClientTools) error {
-	if err := ct.Validate(s.Character().LLM.ToolLimit()); err != nil {
-		return invalid("%s", err.Error())
-	}
-	s.client.mu.Lock()
-	defer s.client.mu.Unlock()
-	s.client.tools = ct
-	return nil
-}
-
-// ClientTools returns the tools SetClientTools set.
-func (s *Session) ClientTools() agent.ClientTools {
-	s.client.mu.Lock()
-	defer s.client.mu.Unlock()
-	return s.client.tools
-}
-
 // SubmitToolResult takes the client's result of a call it was handed. It
-// joins the history at the next turn's start (Continue, or the user's next
-// message). A call id that no call waits for, or one given a result
-// already, is refused.
+// joins the history at the next turn's start (a Response goes on from it,
+// or the user's next message comes after it). A call id that no call
+// waits for, or one given a result already, is refused.
 func (s *Session) SubmitToolResult(callID, output string) error {
 	c, _ := s.current()
 	pending := c.agent.PendingCalls()
@@ -76,31 +54,20 @@ func (s *Session) SubmitToolResult(callID, output string) error {
 	return invalid("no function call waits for a result with call_id %q", callID)
 }
 
-// Continue starts a turn that goes on from the client's results, with no
-// new user message; tools, if set, replace the session's client tools for
-// that turn only. With no result given there is nothing to go on from.
-func (s *Session) Continue(tools *agent.ClientTools) error {
-	if tools != nil {
-		if err := tools.Validate(s.Character().LLM.ToolLimit()); err != nil {
-			return invalid("%s", err.Error())
-		}
-	}
+// resultsGiven reports whether the client gave results since the last
+// turn began.
+func (s *Session) resultsGiven() bool {
 	s.client.mu.Lock()
-	given := len(s.client.results)
-	s.client.mu.Unlock()
-	if given == 0 {
-		return invalid("no function call output to continue from: give the result of a call first")
-	}
-	return s.startInput(turnInput{resume: true, tools: tools})
+	defer s.client.mu.Unlock()
+	return len(s.client.results) > 0
 }
 
-// turnTools is what a turn offers of the client's tools: its own, or the
-// session's.
-func (s *Session) turnTools(in turnInput) agent.ClientTools {
+// turnTools is what a turn offers of the client's tools.
+func turnTools(in turnInput) agent.ClientTools {
 	if in.tools != nil {
 		return *in.tools
 	}
-	return s.ClientTools()
+	return agent.ClientTools{}
 }
 
 // settleCalls brings the client's results into memory and closes the calls
@@ -128,7 +95,7 @@ func (s *Session) settleCalls(c cast) []koe.Record {
 	return recs
 }
 
-// errNothingToContinue: Continue's turn found no call to go on from (the
+// errNothingToContinue: a turn to go on from results found none (the
 // history changed since the results were given).
 var errNothingToContinue = koe.Errorf(koe.Invalid, "no function call output to continue from: the conversation changed since it was given")
 

@@ -8,6 +8,7 @@ import (
 
 	"koe"
 	"koe/agent"
+	"koe/conversation"
 	"koe/protocol"
 	"koe/testkit/fakellm"
 	"koe/testkit/mock"
@@ -19,15 +20,22 @@ var clientLookup = agent.ClientTools{Specs: []agent.ToolSpec{{
 	Parameters: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}}}`),
 }}}
 
-// resumeTurn plays a turn that goes on from the client's results.
-func (r *rig) resumeTurn() []mock.Frame {
+// respond plays the turn of a Response with the client's tools (no
+// words: it goes on from the results given).
+func (r *rig) respond(text string, tools agent.ClientTools) []mock.Frame {
 	r.t.Helper()
-	if err := r.sess.Continue(nil); err != nil {
-		r.t.Fatalf("Continue: %v", err)
+	if err := r.sess.Respond(conversation.Response{Text: text, Tools: &tools}); err != nil {
+		r.t.Fatalf("Respond: %v", err)
 	}
 	got := r.until(protocol.TypeBackendSynthComplete, "")
 	played(r.sess)
-	return append(got, r.until(protocol.TypeControl, protocol.ControlChainEnd)...)
+	got = append(got, r.until(protocol.TypeControl, protocol.ControlChainEnd)...)
+	for _, f := range got {
+		if f.Type == protocol.TypeError {
+			r.t.Fatalf("Respond %q: error frame %s", text, f.JSON)
+		}
+	}
+	return got
 }
 
 // storedSteps is a history's records as role[:call ids], metadata left out.
@@ -79,10 +87,7 @@ func TestClientToolTurn(t *testing.T) {
 		}},
 		fakellm.Reply{Tokens: fakellm.Words("Koe means voice, and it is 42.")},
 	), withTools("calculator"))
-	if err := r.sess.SetClientTools(clientLookup); err != nil {
-		t.Fatal(err)
-	}
-	frames := r.turn("what does koe mean, and what is six times seven?")
+	frames := r.respond("what does koe mean, and what is six times seven?", clientLookup)
 	calls := handedOut(t, frames)
 	if len(calls) != 1 || len(calls[0].Calls) != 1 || calls[0].RunID == "" ||
 		calls[0].Calls[0] != (protocol.ClientToolCall{ID: "c1", Name: "lookup", Arguments: `{"word":"koe"}`}) {
@@ -110,12 +115,10 @@ func TestClientToolTurn(t *testing.T) {
 		t.Errorf("a second result for c1: %v", err)
 	}
 
-	frames = r.resumeTurn()
+	frames = r.respond("", clientLookup)
 	var msgs []string
 	for _, f := range frames {
 		switch f.Type {
-		case protocol.TypeError:
-			t.Fatalf("error frame %s", f.JSON)
 		case protocol.TypeMessage:
 			var m protocol.MessageEvent
 			mustUnmarshal(t, f.JSON, &m)
@@ -138,9 +141,6 @@ func TestClientToolTurn(t *testing.T) {
 	if got := storedSteps(r.records()); !reflect.DeepEqual(got, want) {
 		t.Errorf("history\n got %q\nwant %q", got, want)
 	}
-	if err := r.sess.Continue(nil); koe.ErrorKind(err) != koe.Invalid || !strings.Contains(err.Error(), "no function call output") {
-		t.Errorf("Continue with nothing given: %v", err)
-	}
 }
 
 // A call the client never answers is closed when the user speaks again:
@@ -152,11 +152,8 @@ func TestClientCallClosedByUser(t *testing.T) {
 		fakellm.Reply{Tokens: fakellm.Words("Alright.")},
 		fakellm.Reply{Tokens: fakellm.Words("Still here.")},
 	))
-	if err := r.sess.SetClientTools(clientLookup); err != nil {
-		t.Fatal(err)
-	}
-	r.turn("look it up")
-	r.turn("never mind")
+	r.respond("look it up", clientLookup)
+	r.respond("never mind", clientLookup)
 	closed := agent.ToolResultText("", agent.ErrNoClientResult)
 	want := []string{"human:look it up", "tool_call+c1", "tool:c1=" + closed, "human:never mind", "ai:Alright."}
 	if got := storedSteps(r.records()); !reflect.DeepEqual(got, want) {
@@ -174,18 +171,4 @@ func TestClientCallClosedByUser(t *testing.T) {
 		t.Error("a result for a closed call was taken")
 	}
 	r.turn("still there?")
-}
-
-// The client's definitions are checked when set: a bad one is an invalid
-// request naming the problem, and the session keeps its tools.
-func TestSetClientToolsRefused(t *testing.T) {
-	r := newRig(t, fakellm.Script())
-	bad := agent.ClientTools{Specs: []agent.ToolSpec{{Name: "two words"}}}
-	err := r.sess.SetClientTools(bad)
-	if koe.ErrorKind(err) != koe.Invalid || !strings.Contains(err.Error(), "two words") {
-		t.Errorf("SetClientTools: %v", err)
-	}
-	if got := r.sess.ClientTools(); len(got.Specs) != 0 {
-		t.Errorf("kept %+v", got)
-	}
 }

@@ -192,7 +192,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	em := newTurnEmitter(s, t, st.cast, watch)
 	em.st = &st
 	st.final = em.final
-	err = st.cast.agent.ReplyWith(agent.WithReplyOptions(ctx, in.reply), em, s.turnTools(in))
+	err = st.cast.agent.ReplyWith(agent.WithReplyOptions(ctx, in.reply), em, turnTools(in))
 	if ctx.Err() == nil {
 		em.flush()
 	}

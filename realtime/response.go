@@ -47,6 +47,9 @@ type response struct {
 	encoder *audioEncoder
 	usage   *protocol.TokenUsage
 	failure string // the turn's failure, for response.done
+	// calls are the function_call items of the client's tools the model
+	// called, as done (functions.go); they follow the message item.
+	calls []ev
 }
 
 // responseCreate is response.create's response: per-response overrides.
@@ -137,6 +140,10 @@ func (c *Conn) responseCreate(raw []byte, _ string) error {
 // in the session, and its frames come back through the sink. It fails
 // while another response runs, as the API does.
 func (c *Conn) startResponse(p plan) error {
+	tools, err := p.clientTools(c.sess.Character().LLM.ToolLimit())
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	if c.cur != nil {
 		id := c.cur.id
@@ -162,7 +169,7 @@ func (c *Conn) startResponse(p plan) error {
 		f := float32(*t)
 		opts.Temperature = &f
 	}
-	err := c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio})
+	err = c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Tools: &tools})
 	if err != nil {
 		c.finish(r, "failed", err.Error())
 		return err
@@ -370,6 +377,7 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 			ev{"type": "conversation.item.done", "previous_item_id": nullable(r.prev), "item": done})
 	}
 	c.mu.Lock()
+	output = append(output, r.calls...)
 	resp := c.renderResponse(r, status, details, output)
 	c.mu.Unlock()
 	events = append(events, ev{"type": "response.done", "response": resp})
