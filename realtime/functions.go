@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"koe/agent"
 	"koe/protocol"
@@ -69,6 +70,9 @@ func clientTools(tools, choice json.RawMessage, param string) (agent.ClientTools
 		return ct, err
 	}
 	ct.Choice = c
+	if f := c.Function; f != "" && !slices.ContainsFunc(ct.Specs, func(s agent.ToolSpec) bool { return s.Name == f }) {
+		return ct, refuse(codeInvalidValue, param+".tool_choice", fmt.Sprintf("tool_choice names the function %q, which is not among the tools", short(f)))
+	}
 	if err := ct.Validate(0); err != nil {
 		return ct, refuse(codeInvalidValue, param+".tools", err.Error())
 	}
