@@ -132,6 +132,25 @@ func (p plan) clientTools(limit int) (agent.ClientTools, error) {
 	return ct, nil
 }
 
+// functionNames is the set of the client's function names.
+func functionNames(ct agent.ClientTools) map[string]bool {
+	names := make(map[string]bool, len(ct.Specs))
+	for _, s := range ct.Specs {
+		names[s.Name] = true
+	}
+	return names
+}
+
+// nextIndex is the output_index of the response's next tool call item:
+// after the message item, if it was announced, and the calls before.
+// Called locked.
+func (r *response) nextIndex() int {
+	if r.opened {
+		return len(r.calls) + 1
+	}
+	return len(r.calls)
+}
+
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 // functionOutputItem takes the client's result of a call it was handed:
@@ -167,12 +186,7 @@ func renderClientCalls(c *Conn, r *response, _ context.Context, msg any) ([]ev, 
 			c.mu.Unlock()
 			break
 		}
-		id := c.ids.next("item")
-		prev := c.items.last()
-		index := len(r.calls)
-		if r.opened {
-			index++
-		}
+		id, prev, index := c.ids.next("item"), c.items.last(), r.nextIndex()
 		done := ev{"id": id, "object": "realtime.item", "type": "function_call", "status": "completed",
 			"name": call.Name, "call_id": call.ID, "arguments": call.Arguments}
 		it := &item{id: id, typ: "function_call", status: "completed", rendered: done}

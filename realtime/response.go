@@ -47,9 +47,14 @@ type response struct {
 	encoder *audioEncoder
 	usage   *protocol.TokenUsage
 	failure string // the turn's failure, for response.done
-	// calls are the function_call items of the client's tools the model
-	// called, as done (functions.go); they follow the message item.
-	calls []ev
+	// calls are the items of the tool calls the model made, in order, as
+	// they are (or will be) done: the client's function_call items
+	// (functions.go) and koe's own tools' mcp_call items (servertools.go).
+	// They follow the message item. theirs names the client's functions;
+	// running holds the calls of koe's own tools not yet returned.
+	calls   []ev
+	theirs  map[string]bool
+	running map[string]serverCall
 }
 
 // responseCreate is response.create's response: per-response overrides.
@@ -155,6 +160,7 @@ func (c *Conn) startResponse(p plan) error {
 	r := &response{
 		id: c.ids.next("resp"), ctx: ctx, cancel: cancel, audio: p.cfg.speaks(),
 		format: p.cfg.outFormat, voice: p.cfg.voice, maxOut: p.cfg.maxTokens, mods: slices.Clone(p.cfg.modalities),
+		theirs: functionNames(tools),
 	}
 	c.cur = r
 	c.mu.Unlock()

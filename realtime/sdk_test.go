@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"koe/config"
 	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/testkit/koetest"
@@ -25,12 +26,15 @@ const sdkToken = "realtime-sdk-token-0123456789"
 // sdkKoe starts a koe serving TLS (the SDK connects over wss only),
 // speaking through the fake server's speech endpoint, whose model answers
 // with respond; it returns the target for the SDK's driver.
-func sdkKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply) (realtimesdk.Target, *fakellm.Server) {
+func sdkKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply, mutate ...func(*config.Config)) (realtimesdk.Target, *fakellm.Server) {
 	t.Helper()
 	testkit.External(t, "node + openai sdk")
 	llm := koetest.StartLLM(t, respond)
 	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
 	cfg.Server.AuthToken = sdkToken
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	ca := realtimesdk.UseTLS(t, &cfg)
 	m := koetest.StartKoe(t, cfg)
 	return realtimesdk.For(m.Addr(), sdkToken, ca), llm
@@ -40,7 +44,7 @@ func sdkKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply) (realtime
 // event says, not the ids koe makes at random or the audio's bytes.
 var traceKeys = []string{
 	"response.status", "response.status_details.type", "response.status_details.reason",
-	"item.type", "item.role", "item.status", "item.name", "item.call_id", "item.arguments", "item.output",
+	"item.type", "item.role", "item.status", "item.server_label", "item.name", "item.call_id", "item.arguments", "item.output",
 	"part.type", "output_index", "content_index", "call_id", "name", "arguments", "delta", "text", "transcript",
 	"error.type", "error.code", "error.param", "error.event_id",
 }
@@ -219,6 +223,45 @@ func TestSDKFunctionCall(t *testing.T) {
 				t.Errorf("the continuation has %d user messages, the first request %d: one was added", users(reqs[1]), users(reqs[0]))
 			}
 		})
+	}
+}
+
+// koe's own tool and the client's, called in one cycle: the calculator
+// runs inside the response and shows as an mcp_call item with its output;
+// the client's function is handed out after it; the next request holds
+// both results after the calls.
+func TestSDKServerAndClientTools(t *testing.T) {
+	target, llm := sdkKoe(t, fakellm.Script(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+			{ID: "call_k1", Name: "calculator", Arguments: `{"expression":"6 * 7"}`},
+			{ID: "call_w1", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+		}},
+		fakellm.Reply{Tokens: []string{"It is 42, and sunny in Paris."}},
+	), func(cfg *config.Config) { cfg.Character.Tools.Enabled = []string{"calculator"} })
+	events := realtimesdk.Run(t, target, "server-and-client-tools", realtimesdk.Script{Steps: []realtimesdk.Step{
+		realtimesdk.Wait("session.created"),
+		realtimesdk.Send(map[string]any{"type": "session.update", "session": map[string]any{
+			"type": "realtime", "output_modalities": []any{"text"}, "tools": []any{weatherTool}}}),
+		realtimesdk.Wait("session.updated"),
+		realtimesdk.Send(userText("what is six times seven, and the weather in Paris?")),
+		realtimesdk.Send(map[string]any{"type": "response.create"}),
+		realtimesdk.Wait("response.done"),
+		realtimesdk.Send(map[string]any{"type": "conversation.item.create", "item": map[string]any{
+			"type": "function_call_output", "call_id": "${response.function_call_arguments.done.call_id}", "output": "sunny"}}),
+		realtimesdk.Send(map[string]any{"type": "response.create"}),
+		realtimesdk.Wait("response.done"),
+	}})
+	golden(t, "server-and-client-tools", events)
+	reqs := llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests to the model, want 2", len(reqs))
+	}
+	if got := strings.Join(reqs[0].Tools, ","); got != "get_weather,calculator" {
+		t.Errorf("tools offered %q: the client's first, then koe's", got)
+	}
+	m := reqs[1].Messages
+	if n := len(m); n < 3 || m[n-2].ToolCallID != "call_k1" || m[n-2].Content != "42" || m[n-1].ToolCallID != "call_w1" || m[n-1].Content != "sunny" {
+		t.Errorf("the second request ends %+v", m[max(0, len(m)-3):])
 	}
 }
 
