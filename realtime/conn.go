@@ -112,6 +112,11 @@ func (c *Conn) Reject(message string) {
 	c.fail(refuse(codeTooLarge, "", message), "")
 }
 
+// Drain makes the session start no response from now on (koe is
+// restarting): response.create is answered with an error. It reports
+// whether a response is running; idle is called once it has ended.
+func (c *Conn) Drain(idle func()) bool { return c.sess.Drain(idle) }
+
 // Close stops the running response (its reply is stored as far as it was
 // heard) and ends the session.
 func (c *Conn) Close() {

@@ -87,10 +87,12 @@ func init() {
 // plan is a response as asked for: the session's settings with the
 // response's overrides.
 type plan struct {
-	cfg   sessionConfig
-	extra string // system items' words, read as instructions
+	cfg sessionConfig
 	// Raw overrides read by the client's tools (see rt-api notes).
 	tools, toolChoice json.RawMessage
+	// recording, if set, is the user's speech (16 kHz mono WAV) that
+	// koe's speech recognition hears first: the turn's words.
+	recording []byte
 }
 
 // overrides applies response.create's overrides to the session's settings.
@@ -175,7 +177,7 @@ func (c *Conn) startResponse(p plan) error {
 		f := float32(*t)
 		opts.Temperature = &f
 	}
-	err = c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Tools: &tools})
+	err = c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: p.recording, Tools: &tools})
 	if err != nil {
 		c.finish(r, "failed", err.Error())
 		return err

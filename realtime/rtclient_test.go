@@ -2,6 +2,7 @@ package realtime_test
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,6 +13,10 @@ import (
 
 	"koe/testkit"
 )
+
+// update rewrites the golden traces under testdata/ (go test ./realtime
+// -run Trace -update); the package's other test files use it too.
+var update = flag.Bool("update", false, "rewrite golden traces under testdata/")
 
 // rtClient is a Realtime API client for the tests: a WebSocket to
 // /v1/realtime whose events a reader goroutine collects, and every event

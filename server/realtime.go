@@ -59,6 +59,9 @@ type RealtimeConn interface {
 	Reject(message string)
 	// Close ends the conversation.
 	Close()
+	// Drain starts no response from now on (koe is restarting); see
+	// Session.Drain.
+	Drain(idle func()) bool
 }
 
 // realtimeBetaLocal marks, before the upgrade, a client that asked for
@@ -134,6 +137,9 @@ func (s *Server) handleRealtime(c *websocket.Conn) {
 		return
 	}
 	log.Info("realtime client connected", "ip", socketClientIP(c.Locals(clientIPLocal)), "beta", beta)
+	// A drain lets the running response finish, then sends the client
+	// elsewhere (1012), as for /client-ws.
+	defer s.addSession(rc, cn)()
 	err := cn.readPump(rc.Handle, func([]byte) {
 		rc.Reject("binary messages are not part of the Realtime API: send audio base64 in input_audio_buffer.append")
 	}, rc.Reject)
