@@ -226,9 +226,12 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 
 	// The client may still be playing everything that was sent; a client
 	// that reads text plays nothing.
-	if s.headless {
+	if s.headless || s.playsItself {
 		// Its audience is still hearing it: a stop now (a skip, the
-		// streamer's own turn) cuts it off as an interrupt would.
+		// streamer's own turn) cuts it off as an interrupt would. A
+		// client playing on its own clock (Realtime) says nothing of
+		// its playback but may cut it short (a barge-in, a truncate)
+		// until it has had the time to play: the reply is stored then.
 		if waitSpoken(ctx, t, spoken); ctx.Err() != nil {
 			s.finishCancelled(t, &st, reply, true)
 			return
@@ -462,7 +465,13 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 		s.hub.watch.offer(s, context.Background(), protocol.Control(protocol.ControlInterrupt))
 	}
 	var ic interruptCause
+	var bc *bargeInCause
 	switch {
+	case errors.As(cause, &bc):
+		if heard := s.awaitHeard(t, bc); heard != "" || generated != "" {
+			st.persistReply(heard, true)
+		}
+		return
 	case errors.As(cause, &ic):
 		if ic.heard != "" || generated != "" {
 			st.persistReply(ic.heard, true)

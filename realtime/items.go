@@ -22,6 +22,9 @@ type item struct {
 	pending bool
 	// rendered is the item as the API shows it.
 	rendered ev
+	// recording is a pending audio message's words, 16 kHz: the turn
+	// that answers it hears them (input_events.go).
+	recording []int16
 }
 
 // maxItems bounds the items a connection remembers (their ids and order;

@@ -55,6 +55,10 @@ type response struct {
 	calls   []ev
 	theirs  map[string]bool
 	running map[string]serverCall
+	// inputItem is the audio message whose recording the turn hears
+	// first, and transcribed says it has been (input_events.go).
+	inputItem   string
+	transcribed bool
 }
 
 // responseCreate is response.create's response: per-response overrides.
@@ -157,12 +161,13 @@ func (c *Conn) startResponse(p plan) error {
 		c.mu.Unlock()
 		return refuse(codeActiveResponse, "", "response "+id+" is still running: wait for its response.done, or send response.cancel")
 	}
+	recording, inputItem := c.items.pendingRecording()
 	user, system := c.items.takePending()
 	ctx, cancel := context.WithCancel(c.ctx)
 	r := &response{
 		id: c.ids.next("resp"), ctx: ctx, cancel: cancel, audio: p.cfg.speaks(),
 		format: p.cfg.outFormat, voice: p.cfg.voice, maxOut: p.cfg.maxTokens, mods: slices.Clone(p.cfg.modalities),
-		theirs: functionNames(tools),
+		theirs: functionNames(tools), inputItem: inputItem,
 	}
 	c.cur = r
 	c.mu.Unlock()
@@ -177,7 +182,10 @@ func (c *Conn) startResponse(p plan) error {
 		f := float32(*t)
 		opts.Temperature = &f
 	}
-	err = c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: p.recording, Tools: &tools})
+	if recording == nil {
+		recording = p.recording
+	}
+	err = c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: recording, Tools: &tools})
 	if err != nil {
 		c.finish(r, "failed", err.Error())
 		return err
@@ -222,7 +230,11 @@ func (c *Conn) cancelResponse(r *response, reason string) {
 	c.mu.Lock()
 	heard := r.heardText()
 	c.mu.Unlock()
-	c.sess.Interrupt(heard)
+	// A spoken reply waits for the client's truncate to say how much of
+	// it was played (truncate.go); a written one was read as written.
+	if !r.audio || !c.sess.BargeIn() {
+		c.sess.Interrupt(heard)
+	}
 	c.finishCancelled(r, reason)
 }
 

@@ -107,6 +107,10 @@ type sessionConfig struct {
 	noiseReduction json.RawMessage
 	tools          json.RawMessage
 	toolChoice     json.RawMessage
+	// turns is turnDetection read (nil: manual commits), with the
+	// defaults its omitted fields take (input_events.go).
+	turns *TurnDetection
+	vad   VADDefaults
 }
 
 // defaultTurnDetection is server VAD with the API's documented defaults.
@@ -275,7 +279,9 @@ func (c sessionConfig) apply(u sessionUpdate) (sessionConfig, error) {
 		n.transcription = transcription
 	}
 	if turns != nil {
-		n.turnDetection = turns
+		if err := n.setTurnDetection(turns); err != nil {
+			return c, err
+		}
 	}
 	if noise != nil {
 		n.noiseReduction = noise
