@@ -1,6 +1,7 @@
 package realtime_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"koe/testkit"
 	"koe/testkit/fakellm"
 	"koe/testkit/koetest"
+	"koe/testkit/proctest"
 	"koe/testkit/realtimesdk"
 )
 
@@ -252,4 +254,46 @@ func TestSDKBadEvents(t *testing.T) {
 	if want := "evt_bad_type evt_bad_tool evt_bad_choice evt_bad_call evt_bad_cancel"; strings.Join(ids, " ") != want {
 		t.Errorf("error events answer %q, want %q", ids, want)
 	}
+}
+
+// An audio turn from the SDK: espeak-ng's speech at 24 kHz pcm16, sent in
+// 100 ms input_audio_buffer.append events under the default server VAD,
+// heard by koe's voice detection and speech recognition, and answered
+// with audio; the transcript is what the model was asked.
+func TestSDKAudioTurn(t *testing.T) {
+	testkit.External(t, "espeak-ng and pocketsphinx")
+	proctest.LookPath(t, "pocketsphinx_continuous", "pocketsphinx")
+	target, llm := sdkKoe(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("A cup of coffee it is.")}))
+	speech := filepath.Join(t.TempDir(), "speech.pcm")
+	if err := os.WriteFile(speech, rtaPCM16(rtaSpeech(t, rtaSentence, 24000, 500, 1000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	events := realtimesdk.Run(t, target, "audio-turn", realtimesdk.Script{Steps: []realtimesdk.Step{
+		realtimesdk.Wait("session.created"),
+		realtimesdk.Send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+			"audio": map[string]any{"input": map[string]any{"transcription": map[string]any{"model": "whisper-1"}}}}}),
+		realtimesdk.Wait("session.updated"),
+		realtimesdk.Audio(speech, 100),
+		realtimesdk.Wait("response.done"),
+	}})
+	c := &rtClient{t: t}
+	for _, e := range events {
+		ev := rtEvent{raw: e.Raw}
+		e.Decode(t, &ev.m)
+		c.got = append(c.got, ev)
+	}
+	if done := rtaEvent(t, c, "response.done"); done.str("response.status") != "completed" {
+		t.Fatalf("response: %s", done.raw)
+	}
+	heard := rtaEvent(t, c, "conversation.item.input_audio_transcription.completed").str("transcript")
+	if rtaHeard(heard) < 2 {
+		t.Errorf("transcript %q holds fewer than two of %v", heard, rtaKeyWords)
+	}
+	if m := llm.Requests()[0].Messages; !strings.Contains(m[len(m)-1].Content, heard) {
+		t.Errorf("the model was asked %q, not what was heard (%q)", m[len(m)-1].Content, heard)
+	}
+	if rtaCount(c, "response.output_audio.delta") == 0 {
+		t.Errorf("no audio in the answer: %s", c.types())
+	}
+	rtaGolden(t, "sdk/audio-turn", c)
 }
