@@ -8,6 +8,7 @@ import (
 	"koe/agent"
 	"koe/histories"
 	"koe/protocol"
+	"koe/tools"
 )
 
 // A client may define tools it runs itself (a Realtime API client's
@@ -34,10 +35,13 @@ type clientResult struct{ callID, output string }
 // SubmitToolResult takes the client's result of a call it was handed. It
 // joins the history at the next turn's start (a Response goes on from it,
 // or the user's next message comes after it). A call id that no call
-// waits for, or one given a result already, is refused.
+// waits for, or one given a result already, is refused. A result longer
+// than the character's tools.max_result_chars is cut, saying so.
 func (s *Session) SubmitToolResult(callID, output string) error {
 	c, _ := s.current()
 	pending := c.agent.PendingCalls()
+	// Bounded as the character's own tools' results are.
+	output = tools.CutResult(output, c.char.Tools.MaxResultChars)
 	s.client.mu.Lock()
 	defer s.client.mu.Unlock()
 	for _, r := range s.client.results {

@@ -172,3 +172,24 @@ func TestClientCallClosedByUser(t *testing.T) {
 	}
 	r.turn("still there?")
 }
+
+// A client's result is bounded as the character's own tools' are
+// (tools.max_result_chars): the model gets its start and a note.
+func TestClientResultCut(t *testing.T) {
+	r := newRig(t, fakellm.Script(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "lookup", Arguments: `{}`}}},
+		fakellm.Reply{Tokens: fakellm.Words("That is long.")},
+	), func(d *conversation.Deps) {
+		d.Characters.(*mock.Characters).DefaultChar.Tools.MaxResultChars = 300
+	})
+	r.respond("look it up", clientLookup)
+	if err := r.sess.SubmitToolResult("c1", strings.Repeat("word ", 1000)); err != nil {
+		t.Fatal(err)
+	}
+	r.respond("", clientLookup)
+	m := r.llm.Requests()[1].Messages
+	got := m[len(m)-1].Content
+	if n := len([]rune(got)); n > 300 || !strings.HasPrefix(got, "word word") || !strings.Contains(got, "result cut") {
+		t.Errorf("the model got %d characters: %q", n, got)
+	}
+}

@@ -28,10 +28,6 @@ func init() {
 	frameRenderers = append(frameRenderers, renderClientCalls)
 }
 
-// maxToolsJSON bounds the client's tool definitions as sent: they go to
-// the model with every request of every response.
-const maxToolsJSON = 256 << 10
-
 // functionTool is one of the client's tools as the API defines it.
 type functionTool struct {
 	Type        string          `json:"type"`
@@ -45,10 +41,10 @@ type functionTool struct {
 // checks them except for their number, which the character bounds (see
 // startResponse).
 func clientTools(tools, choice json.RawMessage, param string) (agent.ClientTools, error) {
+	// Their size is bounded by server.max_message_bytes, and what the
+	// model is sent by its window (a turn whose tools do not fit fails,
+	// naming llm.context_window); their number by llm.max_tools.
 	var ct agent.ClientTools
-	if len(tools) > maxToolsJSON {
-		return ct, refuse(codeInvalidValue, param+".tools", fmt.Sprintf("the tools' definitions are %d bytes; at most %d are taken", len(tools), maxToolsJSON))
-	}
 	if len(tools) > 0 && !isNull(tools) {
 		var defs []functionTool
 		if err := json.Unmarshal(tools, &defs); err != nil {
