@@ -27,15 +27,7 @@ func (r *rig) respond(text string, tools agent.ClientTools) []mock.Frame {
 	if err := r.sess.Respond(conversation.Response{Text: text, Tools: &tools}); err != nil {
 		r.t.Fatalf("Respond: %v", err)
 	}
-	got := r.until(protocol.TypeBackendSynthComplete, "")
-	played(r.sess)
-	got = append(got, r.until(protocol.TypeControl, protocol.ControlChainEnd)...)
-	for _, f := range got {
-		if f.Type == protocol.TypeError {
-			r.t.Fatalf("Respond %q: error frame %s", text, f.JSON)
-		}
-	}
-	return got
+	return r.playedTurn(text)
 }
 
 // storedSteps is a history's records as role[:call ids], metadata left out.

@@ -29,24 +29,11 @@
 // such event within KOE_REALTIME_WAIT_MS (60 s: a hang guard, not a timing)
 // is an error.
 import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
+import { loader } from '../npm.mjs'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
-const roots = [process.env.KOE_TEST_NPM_DIR, here].filter(Boolean)
-
-async function load(name) {
-  for (const root of roots) {
-    try {
-      const require = createRequire(path.join(root, 'package.json'))
-      return await import(pathToFileURL(require.resolve(name)).href)
-    } catch (err) {
-      if (err.code !== 'MODULE_NOT_FOUND' && err.code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') throw err
-    }
-  }
-  throw new Error(`${name} is not installed in ${roots.join(' or ')} (scripts/test.sh installs it)`)
-}
+const load = loader(path.dirname(fileURLToPath(import.meta.url)))
 
 function fail(msg) {
   process.stderr.write(`driver: ${msg}\n`)
