@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"koe/agent"
+	"koe/tts"
 )
 
 // What package realtime (the OpenAI Realtime API) asks of a session. Its
@@ -104,3 +105,40 @@ func (s *Session) CharacterOf() (confUID, name string) {
 	c := s.Character()
 	return c.ConfUID, c.Name
 }
+
+// SetVoice makes the session's character speak with voice where its
+// speech engine names voices as the Realtime API does (the
+// OpenAI-compatible engine); it reports whether it did. The next turn
+// takes it; the running one keeps its voice. Other engines name voices
+// otherwise (espeak-ng's are languages): the character keeps its own.
+func (s *Session) SetVoice(voice string) bool {
+	c, _ := s.current()
+	if c.char.TTS.Engine != tts.EngineOpenAI || s.deps.NewTTS == nil || s.textOnly {
+		return false
+	}
+	if c.char.TTS.OpenAI.Voice == voice {
+		return true
+	}
+	cfg := c.char.TTS
+	cfg.OpenAI.Voice = voice
+	engine, err := s.deps.NewTTS(cfg)
+	if err != nil {
+		s.log.Warn("realtime: the voice could not be set; the character keeps its own", "voice", voice, "err", err)
+		return false
+	}
+	s.mu.Lock()
+	same := s.cast.agent == c.agent // no character switch since
+	if same {
+		s.cast.tts, s.cast.ttsErr = engine, nil
+		s.cast.char.TTS = cfg
+	}
+	s.mu.Unlock()
+	return same
+}
+
+// CallEnded is what one LLM call of a turn reported. It is no wire
+// message: a PlaysItself session's Sender (the Realtime API's) gets it, in
+// the turn's order, so that a response reports its usage once its audio
+// is sent, before the reply is stored; no other client and no watcher
+// sees it.
+type CallEnded struct{ agent.CycleResult }

@@ -632,6 +632,11 @@ func (e *turnEmitter) CycleStarted(cycle int) {
 // more.
 func (e *turnEmitter) CycleEnded(cycle int, r agent.CycleResult) {
 	e.st.cycle = r
+	if e.s.playsItself {
+		if err := e.s.out.Send(e.ctx, CallEnded{r}); err != nil && e.ctx.Err() == nil {
+			e.s.log.Debug("message not queued", "err", err)
+		}
+	}
 	switch {
 	case r.Err == nil:
 		e.statusOf(cycleTask(cycle), protocol.StatusEnd, e.model+" answered", "")

@@ -49,6 +49,7 @@ func newConn(ctx context.Context, out Writer, o Options, log *slog.Logger) *Conn
 		// connection, which this only reports.
 		expires: time.Now().Add(30 * time.Minute).Unix(),
 		cfg:     defaultConfig(d),
+		items:   itemList{limit: o.MaxItemBytes},
 	}
 }
 
@@ -113,7 +114,7 @@ func (c *Conn) Handle(data []byte) {
 // Reject answers a message the server could not hand over (too large, a
 // binary frame).
 func (c *Conn) Reject(message string) {
-	c.fail(refuse(codeTooLarge, "", message), "")
+	c.fail(refuse(codeInvalidMessage, "", message), "")
 }
 
 // Drain makes the session start no response from now on (koe is
@@ -223,6 +224,7 @@ func (c *Conn) sessionUpdate(raw []byte, _ string) error {
 		return refuse(codeMissing, "session", `session.update has no "session"`)
 	}
 	c.mu.Lock()
+	prev := c.cfg
 	next, err := c.cfg.apply(*e.Session)
 	if err == nil {
 		c.cfg = next
@@ -230,6 +232,12 @@ func (c *Conn) sessionUpdate(raw []byte, _ string) error {
 	c.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if next.voice != prev.voice || e.Session.givesVoice() {
+		// Reported as set either way: the API has no way to say a voice
+		// is kept but not used.
+		used := c.sess.SetVoice(next.voice)
+		c.log.Info("realtime: voice set", "voice", next.voice, "speaks_with_it", used)
 	}
 	c.send(c.ctx, ev{"type": "session.updated", "session": next.render(c.dialect, c.sessionID, c.expires)})
 	return nil

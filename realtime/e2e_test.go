@@ -2,6 +2,7 @@ package realtime_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -117,17 +118,21 @@ func at(lines []string, i int) string {
 	return "<none>"
 }
 
-// stored reads the one history of the default character over REST.
-func stored(t *testing.T, addr string) []protocol.ChatMessage {
+// stored reads the one history of the default character over REST, once
+// it holds n messages: response.done comes when the reply is sent, and
+// the turn stores it after.
+func stored(t *testing.T, addr string, n int) []protocol.ChatMessage {
 	t.Helper()
-	var list protocol.HistoryList
-	getJSON(t, "http://"+addr+"/api/histories/koe_default", &list)
-	if len(list.Histories) != 1 {
-		t.Fatalf("%d histories, want 1", len(list.Histories))
-	}
-	var h protocol.ChatHistory
-	getJSON(t, "http://"+addr+"/api/histories/koe_default/"+list.Histories[0].UID, &h)
-	return h.Messages
+	return testkit.Await(t, "the history's messages", func() ([]protocol.ChatMessage, bool) {
+		var list protocol.HistoryList
+		getJSON(t, "http://"+addr+"/api/histories/koe_default", &list)
+		if len(list.Histories) != 1 {
+			return nil, false
+		}
+		var h protocol.ChatHistory
+		getJSON(t, "http://"+addr+"/api/histories/koe_default/"+list.Histories[0].UID, &h)
+		return h.Messages, len(h.Messages) >= n
+	})
 }
 
 func getJSON(t *testing.T, url string, v any) {
@@ -191,7 +196,7 @@ func TestRealtimeTextTurnTrace(t *testing.T) {
 	if last := reqs[len(reqs)-1].Messages; !strings.Contains(last[len(last)-1].Content, "hi") {
 		t.Errorf("the LLM was not asked about the user's item: %+v", last[len(last)-1])
 	}
-	msgs := stored(t, addr)
+	msgs := stored(t, addr, 2)
 	if len(msgs) != 2 || msgs[0].Type != protocol.MessageHuman || msgs[0].Content != "hi" ||
 		msgs[1].Type != protocol.MessageAI || msgs[1].Content != "Hello there. How are you?" {
 		t.Errorf("stored history = %+v, want the user's item and the reply", msgs)
@@ -325,6 +330,11 @@ func TestRealtimeCancelMidReply(t *testing.T) {
 	if delta.str("delta") != "First sentence. " {
 		t.Fatalf("first delta = %q", delta.str("delta"))
 	}
+	// One response at a time.
+	c.send(map[string]any{"type": "response.create", "event_id": "again"})
+	if e := c.expect("error"); e.str("error.event_id") != "again" || e.str("error.code") != "conversation_already_has_active_response" {
+		t.Errorf("a second response.create answered %s", e.raw)
+	}
 	c.send(map[string]any{"type": "response.cancel", "event_id": "cancel1"})
 	done := c.until("response.done")
 	if done.str("response.status") != "cancelled" || done.str("response.status_details.reason") != "client_cancelled" {
@@ -335,7 +345,7 @@ func TestRealtimeCancelMidReply(t *testing.T) {
 			t.Errorf("output_text.done text = %q, want what was sent", e.str("text"))
 		}
 	}
-	msgs := stored(t, addr)
+	msgs := stored(t, addr, 2)
 	if len(msgs) != 2 || msgs[1].Content != "First sentence. " || !msgs[1].AdditionalKwargs.Interrupted {
 		t.Errorf("stored = %+v, want the reply as far as it was sent, marked interrupted", msgs)
 	}
@@ -379,9 +389,19 @@ func TestRealtimeItemDelete(t *testing.T) {
 // Bad events are answered with error events naming them, and the socket
 // keeps working.
 func TestRealtimeBadEvents(t *testing.T) {
-	addr, _ := rtKoe(t, answer("Still here."))
+	addr, _ := rtKoe(t, answer("Still here."), func(c *config.Config) { c.Server.MaxMessageBytes = 4096 })
 	c := rtDial(t, addr, "", nil)
 	c.until("conversation.created")
+	c.sendRaw([]byte(`{"type":"conversation.item.create","event_id":"big","pad":"` + strings.Repeat("x", 5000) + `"}`))
+	if e := c.expect("error"); e.str("error.code") != "invalid_message" || !strings.Contains(e.str("error.message"), "server.max_message_bytes") {
+		t.Errorf("a message over server.max_message_bytes answered %s", e.raw)
+	}
+	if err := c.ws.WriteMessage(websocket.BinaryMessage, []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if e := c.expect("error"); e.str("error.code") != "invalid_message" {
+		t.Errorf("a binary message answered %s", e.raw)
+	}
 	cases := []struct {
 		raw, eventID, code string
 	}{
@@ -395,6 +415,9 @@ func TestRealtimeBadEvents(t *testing.T) {
 		{`{"type":"conversation.item.create","event_id":"e7","previous_item_id":"nope","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"x"}]}}`, "e7", "item_not_found"},
 		{`{"type":"response.create","event_id":"e8","response":{"conversation":"none"}}`, "e8", "unsupported"},
 		{`{"type":"response.create","event_id":"e9","response":{"temperature":"hot"}}`, "e9", "invalid_value"},
+		{`{"type":"conversation.item.create","event_id":"e10","item":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"I said so"}]}}`, "e10", "unsupported"},
+		{`{"type":"session.update","event_id":"e11","session":{"type":"transcription"}}`, "e11", "unsupported"},
+		{`{"type":"session.update","event_id":"e12"}`, "e12", "missing_required_parameter"},
 	}
 	for _, tc := range cases {
 		c.sendRaw([]byte(tc.raw))
@@ -465,4 +488,104 @@ func TestRealtimeWatcherSeesTurn(t *testing.T) {
 			}
 		}
 	}
+}
+
+// G.711 out: a telephony bridge's session gets 8 kHz μ-law (GA
+// audio/pcmu, beta g711_ulaw), a byte per sample, in deltas of 200 ms.
+func TestRealtimeG711Output(t *testing.T) {
+	addr, _ := rtKoe(t, answer("Hello ", "caller."))
+	for name, dial := range map[string]struct {
+		header http.Header
+		format any
+		param  string
+	}{
+		"ga":   {nil, map[string]any{"type": "audio/pcmu"}, "audio"},
+		"beta": {http.Header{"OpenAI-Beta": {"realtime=v1"}}, "g711_ulaw", "output_audio_format"},
+	} {
+		c := rtDial(t, addr, "", dial.header)
+		c.until("conversation.created")
+		session := map[string]any{"output_audio_format": dial.format}
+		if dial.param == "audio" {
+			session = map[string]any{"audio": map[string]any{"output": map[string]any{"format": dial.format}}}
+		}
+		c.send(map[string]any{"type": "session.update", "session": session})
+		c.expect("session.updated")
+		c.say("hi")
+		c.until("response.done")
+		var sizes []int
+		for _, e := range c.got {
+			if strings.HasSuffix(e.typ(), "audio.delta") {
+				b, err := base64.StdEncoding.DecodeString(e.str("delta"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sizes = append(sizes, len(b))
+			}
+		}
+		if len(sizes) < 2 || sizes[0] != 1600 {
+			t.Errorf("%s: audio deltas of %v bytes, want 1600-byte (200 ms at 8 kHz) deltas", name, sizes)
+		}
+	}
+}
+
+// A voice the character's engine names as the API does (the
+// OpenAI-compatible engine) is the one it speaks with from the next turn.
+func TestRealtimeVoiceReachesSpeech(t *testing.T) {
+	addr, llm := rtKoe(t, answer("Hello."))
+	c := rtDial(t, addr, "", nil)
+	c.until("conversation.created")
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"audio": map[string]any{"output": map[string]any{"voice": "ash"}}}})
+	if e := c.expect("session.updated"); e.str("session.audio.output.voice") != "ash" {
+		t.Errorf("session.updated = %s", e.raw)
+	}
+	c.say("hi")
+	c.until("response.done")
+	reqs := llm.SpeechRequests()
+	if len(reqs) == 0 || reqs[len(reqs)-1].Voice != "ash" {
+		t.Errorf("speech requests %+v, want the voice ash", reqs)
+	}
+}
+
+// A reply the model cut at its token limit ends its response as
+// incomplete, saying why.
+func TestRealtimeIncompleteAtTokenLimit(t *testing.T) {
+	addr, _ := rtKoe(t, func(fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Tokens: []string{"It was a dark and"}, FinishReason: "length"}
+	})
+	c := rtDial(t, addr, "", nil)
+	c.until("conversation.created")
+	c.say("tell a story")
+	done := c.until("response.done")
+	if done.str("response.status") != "incomplete" || done.str("response.status_details.reason") != "max_output_tokens" {
+		t.Errorf("response.done = %s, want incomplete at max_output_tokens", done.raw)
+	}
+}
+
+// What a connection's items hold is bounded by server.max_message_bytes:
+// unanswered items past it are refused (the client asks for a response
+// first), answered ones are forgotten oldest first.
+func TestRealtimeItemsBounded(t *testing.T) {
+	addr, _ := rtKoe(t, answer("Noted."), func(c *config.Config) { c.Server.MaxMessageBytes = 4096 })
+	c := rtDial(t, addr, "", nil)
+	c.until("conversation.created")
+	item := func(id string, n int) map[string]any {
+		return map[string]any{"type": "conversation.item.create", "event_id": "ev_" + id, "item": map[string]any{"id": id, "type": "message", "role": "user",
+			"content": []any{map[string]any{"type": "input_text", "text": strings.Repeat("a", n)}}}}
+	}
+	c.send(item("first", 1000))
+	c.until("conversation.item.done")
+	c.send(item("second", 1500))
+	if e := c.expect("error"); e.str("error.event_id") != "ev_second" || !strings.Contains(e.str("error.message"), "server.max_message_bytes") {
+		t.Errorf("an item past the bound answered %s", e.raw)
+	}
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.done")
+	c.send(item("third", 1500))
+	c.until("conversation.item.done")
+	c.send(map[string]any{"type": "conversation.item.delete", "event_id": "del", "item_id": "first"})
+	if e := c.expect("error"); e.str("error.code") != "item_not_found" || !strings.Contains(e.str("error.message"), "remembers") {
+		t.Errorf("the oldest answered item was not forgotten: %s", e.raw)
+	}
+	c.send(map[string]any{"type": "conversation.item.delete", "event_id": "del3", "item_id": "third"})
+	c.expect("conversation.item.deleted")
 }

@@ -78,7 +78,7 @@ const (
 	codeNoActiveResponse = "response_cancel_not_active"
 	codeItemNotFound     = "item_not_found"
 	codeUnsupported      = "unsupported"
-	codeTooLarge         = "message_too_large"
+	codeInvalidMessage   = "invalid_message" // too large, or binary
 	codeRestarting       = "server_restarting"
 )
 

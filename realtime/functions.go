@@ -142,9 +142,9 @@ func functionNames(ct agent.ClientTools) map[string]bool {
 // Called locked.
 func (r *response) nextIndex() int {
 	if r.opened {
-		return len(r.calls) + 1
+		return len(r.toolItems) + 1
 	}
-	return len(r.calls)
+	return len(r.toolItems)
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
@@ -167,12 +167,12 @@ func functionOutputItem(c *Conn, n *newItem) (*item, error) {
 // function_call items of the running response, after its message item.
 // Their arguments come whole from the model's stream, so each has one
 // delta.
-func renderClientCalls(c *Conn, r *response, _ context.Context, msg any) ([]ev, bool) {
+func renderClientCalls(c *Conn, r *response, ctx context.Context, msg any) ([]ev, bool) {
 	calls, ok := msg.(protocol.ClientToolCalls)
 	if !ok {
 		return nil, false
 	}
-	if r == nil {
+	if r == nil || !r.isTurn(c, ctx, msg) {
 		return nil, true
 	}
 	var events []ev
@@ -187,7 +187,7 @@ func renderClientCalls(c *Conn, r *response, _ context.Context, msg any) ([]ev, 
 			"name": call.Name, "call_id": call.ID, "arguments": call.Arguments}
 		it := &item{id: id, typ: "function_call", status: "completed", rendered: done}
 		_, _ = c.items.insert(it, nil)
-		r.calls = append(r.calls, done)
+		r.toolItems = append(r.toolItems, done)
 		c.mu.Unlock()
 		added := with(done, ev{"status": "in_progress", "arguments": ""})
 		at := ev{"response_id": r.id, "item_id": id, "output_index": index, "call_id": call.ID}

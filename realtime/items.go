@@ -3,6 +3,7 @@ package realtime
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -20,6 +21,8 @@ type item struct {
 	status string // "completed", "incomplete", "in_progress"
 	// pending: no response has answered it yet; it may still be deleted.
 	pending bool
+	// size is the bytes of words it holds (its text and its rendering).
+	size int
 	// rendered is the item as the API shows it.
 	rendered ev
 	// recording is a pending audio message's words, 16 kHz: the turn
@@ -38,6 +41,11 @@ type itemList struct {
 	list []*item
 	// forgotten counts the items dropped off the front.
 	forgotten int
+	// limit bounds the bytes of words the items hold
+	// (Options.MaxItemBytes; 0: none): unanswered items past it are
+	// refused, answered ones forgotten oldest first. bytes is what they
+	// hold now.
+	limit, bytes int
 }
 
 func (l *itemList) last() string {
@@ -89,6 +97,18 @@ func (l *itemList) insert(it *item, prev *string) (string, error) {
 				"koe's history only grows at its end: an item can be put before items no response has answered yet, not before "+after.id)
 		}
 	}
+	if it.pending && l.limit > 0 {
+		held := it.size
+		for _, p := range l.list {
+			if p.pending {
+				held += p.size
+			}
+		}
+		if held > l.limit {
+			return "", refuse(codeInvalidValue, "item", fmt.Sprintf(
+				"the items no response has answered yet would hold %d bytes, over server.max_message_bytes (%d): ask for a response first", held, l.limit))
+		}
+	}
 	before := ""
 	if at > 0 {
 		before = l.list[at-1].id
@@ -96,15 +116,36 @@ func (l *itemList) insert(it *item, prev *string) (string, error) {
 	l.list = append(l.list, nil)
 	copy(l.list[at+1:], l.list[at:])
 	l.list[at] = it
-	if len(l.list) > maxItems {
-		n := len(l.list) - maxItems
-		l.list = append(l.list[:0], l.list[n:]...)
-		l.forgotten += n
-	}
+	l.bytes += it.size
+	l.trim()
 	return before, nil
 }
 
+// trim forgets the oldest answered items while the list holds more than
+// maxItems items or limit bytes.
+func (l *itemList) trim() {
+	for len(l.list) > maxItems || l.limit > 0 && l.bytes > l.limit {
+		i := slices.IndexFunc(l.list, func(it *item) bool { return !it.pending })
+		if i < 0 {
+			return // unanswered items are bounded when they come
+		}
+		l.remove(i)
+		l.forgotten++
+	}
+}
+
+// settle gives item i its final state (a response's output, when the
+// response ends).
+func (l *itemList) settle(i int, status string, rendered ev, size int) {
+	it := l.list[i]
+	it.status, it.rendered = status, rendered
+	l.bytes += size - it.size
+	it.size = size
+	l.trim()
+}
+
 func (l *itemList) remove(i int) {
+	l.bytes -= l.list[i].size
 	l.list = append(l.list[:i], l.list[i+1:]...)
 }
 
@@ -281,7 +322,7 @@ func messageItem(c *Conn, n *newItem) (*item, error) {
 	if words == "" {
 		return nil, refuse(codeMissing, "item.content", "the message has no text")
 	}
-	return &item{typ: "message", role: n.Role, text: words,
+	return &item{typ: "message", role: n.Role, text: words, size: 2 * len(words),
 		rendered: ev{"type": "message", "role": n.Role, "content": content}}, nil
 }
 

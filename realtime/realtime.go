@@ -43,8 +43,12 @@ type Options struct {
 	Model string
 	// Beta: the client speaks the beta dialect (it sent "OpenAI-Beta:
 	// realtime=v1" or offered the openai-beta.realtime-v1 subprotocol).
-	Beta   bool
-	Logger *slog.Logger
+	Beta bool
+	// MaxItemBytes bounds the words a connection's items hold
+	// (server.max_message_bytes; 0: no bound): items no response has
+	// answered are refused past it, answered ones forgotten oldest first.
+	MaxItemBytes int
+	Logger       *slog.Logger
 }
 
 // Service opens Realtime connections on the hub's sessions.

@@ -8,7 +8,6 @@ import (
 
 	"koe/agent"
 	"koe/conversation"
-	"koe/protocol"
 )
 
 // A response is one turn of the session, asked for by response.create
@@ -45,16 +44,22 @@ type response struct {
 	text    strings.Builder
 	heard   strings.Builder // of text: what was written to the client
 	encoder *audioEncoder
-	usage   *protocol.TokenUsage
-	failure string // the turn's failure, for response.done
-	// calls are the items of the tool calls the model made, in order, as
-	// they are (or will be) done: the client's function_call items
+	// turn is the context of the turn's frames, from its chain-start:
+	// frames of any other (a turn ending before this one began, the
+	// session's own) are not this response's.
+	turn    context.Context
+	usage   agent.Usage // summed over the turn's LLM calls
+	calls   int         // LLM calls that reported usage
+	length  bool        // the model stopped at its token limit
+	failure string      // the turn's failure, for response.done
+	// toolItems are the items of the tool calls the model made, in order,
+	// as they are (or will be) done: the client's function_call items
 	// (functions.go) and koe's own tools' mcp_call items (servertools.go).
 	// They follow the message item. theirs names the client's functions;
 	// running holds the calls of koe's own tools not yet returned.
-	calls   []ev
-	theirs  map[string]bool
-	running map[string]serverCall
+	toolItems []ev
+	theirs    map[string]bool
+	running   map[string]serverCall
 	// inputItem is the audio message whose recording the turn hears
 	// first, and transcribed says it has been (input_events.go).
 	inputItem   string
@@ -265,10 +270,10 @@ func (c *Conn) renderResponse(r *response, status string, details any, output []
 		resp["audio"] = ev{"output": ev{"format": r.format.gaForm(), "voice": r.voice}}
 		resp["max_output_tokens"] = maxTokensValue(r.maxOut)
 	}
-	if r.usage != nil {
+	if r.calls > 0 {
 		u := r.usage
 		resp["usage"] = ev{
-			"total_tokens": u.TotalTokens, "input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens,
+			"total_tokens": u.PromptTokens + u.CompletionTokens, "input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens,
 			"input_token_details":  ev{"text_tokens": u.PromptTokens, "audio_tokens": 0, "cached_tokens": 0},
 			"output_token_details": ev{"text_tokens": u.CompletionTokens, "audio_tokens": 0},
 		}
@@ -336,10 +341,16 @@ func (c *Conn) finish(r *response, status, failure string) {
 		status = "failed"
 	}
 	text := r.text.String()
+	if r.length && status == "completed" {
+		status = "incomplete"
+	}
 	c.mu.Unlock()
 	var details any
-	if status == "failed" {
+	switch status {
+	case "failed":
 		details = ev{"type": "failed", "error": ev{"type": "server_error", "code": "turn_failed", "message": failure}}
+	case "incomplete":
+		details = ev{"type": "incomplete", "reason": "max_output_tokens"}
 	}
 	itemStatus := "completed"
 	if status != "completed" {
@@ -373,8 +384,7 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 		c.cur = nil
 	}
 	if i := c.items.index(r.itemID); i >= 0 {
-		c.items.list[i].status = itemStatus
-		c.items.list[i].rendered = c.outputItem(r, itemStatus, text)
+		c.items.settle(i, itemStatus, c.outputItem(r, itemStatus, text), len(text))
 	}
 	opened := r.opened
 	c.mu.Unlock()
@@ -397,7 +407,7 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 			ev{"type": "conversation.item.done", "previous_item_id": nullable(r.prev), "item": done})
 	}
 	c.mu.Lock()
-	output = append(output, r.calls...)
+	output = append(output, r.toolItems...)
 	resp := c.renderResponse(r, status, details, output)
 	c.mu.Unlock()
 	events = append(events, ev{"type": "response.done", "response": resp})

@@ -22,9 +22,9 @@ func init() {
 
 // renderServerTools renders koe's tool calls (the tool_call message of a
 // cycle, then each call's tool message) as mcp_call items.
-func renderServerTools(c *Conn, r *response, _ context.Context, msg any) ([]ev, bool) {
+func renderServerTools(c *Conn, r *response, ctx context.Context, msg any) ([]ev, bool) {
 	m, ok := msg.(protocol.MessageEvent)
-	if !ok || r == nil {
+	if !ok || r == nil || !r.isTurn(c, ctx, msg) {
 		return nil, false
 	}
 	switch {
@@ -79,8 +79,8 @@ func (c *Conn) serverCallsStarted(r *response, calls []protocol.ChatToolCall) []
 		if r.running == nil {
 			r.running = map[string]serverCall{}
 		}
-		r.running[call.ID] = serverCall{at: len(r.calls), prev: prev}
-		r.calls = append(r.calls, added)
+		r.running[call.ID] = serverCall{at: len(r.toolItems), prev: prev}
+		r.toolItems = append(r.toolItems, added)
 		c.mu.Unlock()
 		at := ev{"response_id": r.id, "item_id": id, "output_index": index}
 		events = append(events,
@@ -102,7 +102,7 @@ func (c *Conn) serverCallEnded(r *response, m protocol.ChatMessage) []ev {
 	}
 	delete(r.running, m.ToolCallID)
 	i := sc.at
-	done := with(r.calls[i], nil)
+	done := with(r.toolItems[i], nil)
 	result := "response.mcp_call.completed"
 	if m.Status == protocol.ToolFailed {
 		result = "response.mcp_call.failed"
@@ -110,7 +110,7 @@ func (c *Conn) serverCallEnded(r *response, m protocol.ChatMessage) []ev {
 	} else {
 		done["output"] = m.Content
 	}
-	r.calls[i] = done
+	r.toolItems[i] = done
 	id := done["id"].(string)
 	index := i
 	if r.opened {

@@ -289,6 +289,11 @@ func (c sessionConfig) apply(u sessionUpdate) (sessionConfig, error) {
 	return n, nil
 }
 
+// givesVoice reports whether the update names a voice, in either form.
+func (u sessionUpdate) givesVoice() bool {
+	return u.Voice != nil || u.Audio != nil && u.Audio.Output != nil && u.Audio.Output.Voice != nil
+}
+
 func or(a, b json.RawMessage) json.RawMessage {
 	if a != nil {
 		return a

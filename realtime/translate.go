@@ -3,6 +3,7 @@ package realtime
 import (
 	"context"
 
+	"koe/conversation"
 	"koe/protocol"
 )
 
@@ -62,49 +63,80 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 	}
 	var events []ev
 	deltas := false
+	// A frame is the response's if it comes from the response's turn:
+	// the first one (chain-start) names that turn.
+	ours := r != nil && r.isTurn(c, ctx, msg)
 	switch m := msg.(type) {
 	case protocol.Text:
-		if r == nil || m.Type != protocol.TypeControl {
+		if !ours || m.Type != protocol.TypeControl {
 			break
 		}
 		switch m.Text {
 		case protocol.ControlChainStart:
 			events = c.open(r)
 		case protocol.ControlChainEnd:
-			// Rendered after the frame's own place: end writes them.
+			// A turn that failed ends here (one that answered ended its
+			// response at backend-synth-complete). Its events follow
+			// the frame's own place.
 			c.sendThen(c.ctx, then)
 			c.finish(r, "completed", "")
 			return
-		case protocol.ControlInterrupt:
-			// Stopped from outside (a stop request, a turn in the same
-			// history elsewhere).
+		}
+	case protocol.Simple:
+		if ours && m.Type == protocol.TypeBackendSynthComplete {
+			// Everything is sent: the response is done, though the
+			// turn may still wait for its audio to be heard before it
+			// stores the reply.
 			c.sendThen(c.ctx, then)
-			r.cancel()
-			c.finishCancelled(r, "turn_detected")
+			c.finish(r, "completed", "")
 			return
 		}
+	case conversation.CallEnded:
+		if ours {
+			c.mu.Lock()
+			if u := m.Usage; u != nil {
+				r.usage.PromptTokens += u.PromptTokens
+				r.usage.CompletionTokens += u.CompletionTokens
+				r.calls++
+			}
+			r.length = m.FinishReason == "length"
+			c.mu.Unlock()
+		}
+		// Not a frame of the wire: nothing to write, no watcher.
+		if then != nil {
+			then()
+		}
+		return
 	case protocol.Token:
-		if r != nil && !r.audio {
+		if ours && !r.audio {
+			c.sendThen(c.ctx, nil, c.notice(r)...)
 			events, deltas = c.textDelta(r, m.Content, &then), true
 		}
 	case protocol.Audio:
-		if r != nil && r.audio {
+		if ours && r.audio {
+			c.sendThen(c.ctx, nil, c.notice(r)...)
 			events, deltas = c.audioDelta(r, m, &then), true
 		}
-	case protocol.MessageEvent:
-		if r != nil && m.Content.Type == protocol.MessageAI && len(m.Content.ToolCalls) == 0 {
-			c.mu.Lock()
-			r.usage = m.Content.ResponseMetadata.TokenUsage
-			c.mu.Unlock()
-		}
 	case protocol.Error:
-		if r != nil {
+		if ours {
 			c.mu.Lock()
 			r.failure = m.Message
 			c.mu.Unlock()
 			break
 		}
 		events = []ev{errorEvent(&clientError{code: "server_error", message: m.Message}, "")}
+	}
+	if r != nil && !ours {
+		if m, ok := msg.(protocol.Text); ok && m.Type == protocol.TypeControl && m.Text == protocol.ControlInterrupt {
+			// Stopped from outside (a stop request, a turn in the same
+			// history elsewhere): said on the session's context, by the
+			// running turn as it stops (a turn stopped by the next
+			// response's start tells its watchers only).
+			c.sendThen(c.ctx, then)
+			r.cancel()
+			c.finishCancelled(r, "client_cancelled")
+			return
+		}
 	}
 	if deltas {
 		// Deltas go on the response's context: a cancel drops them
@@ -115,6 +147,20 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 		return
 	}
 	c.sendThen(c.ctx, then, events...)
+}
+
+// notice turns a failure the turn told before going on (its speech engine
+// is off, so it answers in text) into an error event: the response did
+// not fail. A failure nothing follows fails the response (see finish).
+func (c *Conn) notice(r *response) []ev {
+	c.mu.Lock()
+	msg := r.failure
+	r.failure = ""
+	c.mu.Unlock()
+	if msg == "" {
+		return nil
+	}
+	return []ev{errorEvent(&clientError{code: "server_error", message: msg}, "")}
 }
 
 // textDelta renders a token of a text response; what is written is heard.
@@ -179,4 +225,20 @@ func chain(a, b func()) func() {
 		return a
 	}
 	return func() { a(); b() }
+}
+
+// isTurn reports whether a frame sent on ctx belongs to r's turn: the
+// turn's chain-start names it, and every frame of the turn comes on its
+// context.
+func (r *response) isTurn(c *Conn, ctx context.Context, msg any) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.turn == nil {
+		if m, ok := msg.(protocol.Text); ok && m.Type == protocol.TypeControl && m.Text == protocol.ControlChainStart {
+			r.turn = ctx
+			return true
+		}
+		return false
+	}
+	return r.turn == ctx
 }

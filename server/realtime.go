@@ -38,9 +38,12 @@ type Realtimes interface {
 
 // RealtimeOptions describe one Realtime connection.
 type RealtimeOptions struct {
-	Model  string // ?model=
-	Beta   bool   // the beta dialect was asked for
-	Logger *slog.Logger
+	Model string // ?model=
+	Beta  bool   // the beta dialect was asked for
+	// MaxItemBytes bounds the words a connection's items hold:
+	// server.max_message_bytes, the most one message may carry.
+	MaxItemBytes int
+	Logger       *slog.Logger
 }
 
 // RealtimeWriter is a connection's writer as a Realtime conversation
@@ -130,7 +133,7 @@ func (s *Server) handleRealtime(c *websocket.Conn) {
 	beta, _ := c.Locals(realtimeBetaLocal).(bool)
 	opened := s.metrics.SessionOpened("realtime")
 	defer opened()
-	rc := s.opts.Realtime.OpenRealtime(ctx, cn, RealtimeOptions{Model: c.Query("model"), Beta: beta, Logger: log})
+	rc := s.opts.Realtime.OpenRealtime(ctx, cn, RealtimeOptions{Model: c.Query("model"), Beta: beta, MaxItemBytes: s.cfg.MaxMessageBytes, Logger: log})
 	if rc == nil {
 		cn.close(closeGoingAway, "server shutting down")
 		cn.wait()
