@@ -109,3 +109,30 @@ func (c *rtClient) appendAudio(b []byte, chunk int) {
 		b = b[n:]
 	}
 }
+
+// rtaULawTo16k is what koe hears of µ-law bytes: decoded, resampled to
+// 16 kHz as one stream.
+func rtaULawTo16k(t testing.TB, ulaw []byte) []int16 {
+	t.Helper()
+	r, err := asr.NewResampler(8000, asr.SampleRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := g711.AppendULawSamples(nil, ulaw)
+	return append(r.Process(s), r.Flush()...)
+}
+
+// rtaTranscribe is what koe's default speech recognition hears in 16 kHz
+// samples.
+func rtaTranscribe(t testing.TB, samples []int16) string {
+	t.Helper()
+	e, err := asr.New(asr.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := e.Transcribe(t.Context(), asr.EncodeWAV(samples, asr.SampleRate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
+}

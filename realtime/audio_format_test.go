@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"math"
+	"slices"
 	"testing"
 
 	"koe/asr"
@@ -31,7 +32,7 @@ func TestFormatEncodeDecode(t *testing.T) {
 		t.Fatalf("5 bytes: %d samples, %d left", len(got), len(rest))
 	}
 	got, rest = formatPCM.decode(got, append(rest, pcm[5:]...))
-	if len(rest) != 0 || !equal16(got, samples) {
+	if len(rest) != 0 || !slices.Equal(got, samples) {
 		t.Fatalf("decoded %v, want %v", got, samples)
 	}
 	for _, f := range []audioFormat{formatPCMU, formatPCMA} {
@@ -53,18 +54,6 @@ func TestFormatEncodeDecode(t *testing.T) {
 			}
 		}
 	}
-}
-
-func equal16(a, b []int16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // rtaWAV is a sentence's audio as the turn sends it: a base64 WAV.

@@ -187,10 +187,10 @@ func (c *Conn) startResponse(p plan) error {
 		f := float32(*t)
 		opts.Temperature = &f
 	}
-	if recording == nil {
-		recording = p.recording
+	if p.recording == nil {
+		p.recording = recording // the pending audio messages' (input_events.go)
 	}
-	err = c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: recording, Tools: &tools})
+	err = c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: p.recording, Tools: &tools})
 	if err != nil {
 		c.finish(r, "failed", err.Error())
 		return err
