@@ -182,7 +182,9 @@ func (c *Conn) startResponse(p plan) error {
 		// time per connection is the only one, and this says so.
 		ev{"type": "rate_limits.updated", "rate_limits": []ev{{"name": "requests", "limit": 1, "remaining": 0, "reset_seconds": 0}}})
 
-	opts := agent.ReplyOptions{Instructions: joinText(p.cfg.instructions, system), MaxTokens: p.cfg.maxTokens}
+	// The session's (or response's) instructions, then the system items'.
+	instructions := strings.TrimSpace(p.cfg.instructions + "\n\n" + system)
+	opts := agent.ReplyOptions{Instructions: instructions, MaxTokens: p.cfg.maxTokens}
 	if t := p.cfg.temperature; t != nil {
 		f := float32(*t)
 		opts.Temperature = &f
@@ -196,16 +198,6 @@ func (c *Conn) startResponse(p plan) error {
 		return err
 	}
 	return nil
-}
-
-func joinText(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "\n\n" + b
 }
 
 // responseCancel serves response.cancel: the turn stops at once through
@@ -413,9 +405,7 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 	events = append(events, ev{"type": "response.done", "response": resp})
 	// The deltas' context ends once everything before response.done is
 	// written (a cancel has ended it already).
-	if !c.sendThen(c.ctx, r.cancel, events...) {
-		r.cancel()
-	}
+	c.sendThen(c.ctx, r.cancel, events...)
 }
 
 // with returns a copy of base with more's fields.
