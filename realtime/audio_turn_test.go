@@ -2,9 +2,14 @@ package realtime_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gorilla/websocket"
+
+	"koe/testkit"
 	"koe/testkit/fakellm"
 )
 
@@ -155,4 +160,53 @@ func rtaWithoutUsage(v any) any {
 	}
 	c["usage"] = "<usage>"
 	return c
+}
+
+// A watcher of the session sees the audio turn as koe's voice turns go:
+// the transcript as user-input-transcription, then the user's message
+// with those words; one turn, one stream.
+func TestRealtimeAudioTurnWatched(t *testing.T) {
+	addr, _ := rtaAudioKoe(t, fakellm.Script(fakellm.Reply{Tokens: fakellm.Words("Noted.")}))
+	c := rtDial(t, addr, "", nil)
+	id := c.expect("session.created").str("session.id")
+	c.expect("conversation.created")
+	w, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws?koe=1&watch="+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
+		"audio": map[string]any{"input": map[string]any{"transcription": map[string]any{"model": "whisper-1"}}}}})
+	c.expect("session.updated")
+	c.appendAudio(rtaPCM16(rtaSpeech(t, rtaSentence, 24000, 500, 1000)), 4800)
+	c.until("response.done")
+	heard := rtaEvent(t, c, "conversation.item.input_audio_transcription.completed").str("transcript")
+	_ = w.SetReadDeadline(time.Now().Add(testkit.HangGuard))
+	transcribed := ""
+	for {
+		_, data, err := w.ReadMessage()
+		if err != nil {
+			t.Fatalf("the watcher saw no human message (transcription %q): %v", transcribed, err)
+		}
+		var m struct {
+			Type    string `json:"type"`
+			Text    string `json:"text"`
+			Content struct {
+				Type    string `json:"type"`
+				Content string `json:"content"`
+			} `json:"content"`
+		}
+		if json.Unmarshal(data, &m) != nil {
+			continue
+		}
+		if m.Type == "user-input-transcription" {
+			transcribed = m.Text
+		}
+		if m.Type == "message" && m.Content.Type == "human" {
+			if transcribed != heard || m.Content.Content != heard {
+				t.Fatalf("the watcher saw %q transcribed and %q said; the client got %q", transcribed, m.Content.Content, heard)
+			}
+			return
+		}
+	}
 }
