@@ -166,29 +166,37 @@ func (c *Conn) send(ctx context.Context, events ...ev) bool {
 }
 
 // sendThen is send that runs then once the last event is written or
-// dropped (at once if nothing is sent, keeping its place in the order).
+// dropped (if nothing is sent, in its place in the order). then runs
+// exactly once, at once if the writer would not take the events: a turn
+// waiting on it (SendWait) must not wait for nothing.
 func (c *Conn) sendThen(ctx context.Context, then func(), events ...ev) bool {
 	events = c.named(events)
-	if len(events) == 0 {
-		if then != nil {
-			return c.out.SendThen(ctx, nil, then) == nil
-		}
+	var err error
+	switch {
+	case len(events) == 0 && then != nil:
+		err = c.out.SendThen(ctx, nil, then)
+	case len(events) == 0:
 		return true
 	}
 	for i, e := range events {
 		e["event_id"] = c.ids.next("event")
-		var err error
 		if i == len(events)-1 && then != nil {
 			err = c.out.SendThen(ctx, e, then)
 		} else {
 			err = c.out.Send(ctx, e)
 		}
 		if err != nil {
-			if ctx.Err() == nil && c.ctx.Err() == nil {
-				c.log.Debug("realtime: event not queued", "err", err)
-			}
-			return false
+			break
 		}
+	}
+	if err != nil {
+		if ctx.Err() == nil && c.ctx.Err() == nil {
+			c.log.Debug("realtime: event not queued", "err", err)
+		}
+		if then != nil {
+			then()
+		}
+		return false
 	}
 	return true
 }

@@ -372,11 +372,23 @@ func TestRealtimeItemDelete(t *testing.T) {
 	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"id": "item_b", "type": "message", "role": "user",
 		"content": []any{map[string]any{"type": "input_text", "text": "keep this"}}}})
 	c.until("conversation.item.done")
+	// previous_item_id "root": before the unanswered item_b.
+	c.send(map[string]any{"type": "conversation.item.create", "previous_item_id": "root", "item": map[string]any{"id": "item_c", "type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "first of all"}}}})
+	if e := c.until("conversation.item.done"); e.at("previous_item_id") != nil {
+		t.Errorf("an item at the root follows %v", e.at("previous_item_id"))
+	}
 	c.send(map[string]any{"type": "response.create"})
 	c.until("response.done")
 	last := lastRequest(t, llm).Messages
-	if u := last[len(last)-1].Content; strings.Contains(u, "forget this") || !strings.Contains(u, "keep this") {
-		t.Errorf("the LLM got %q, want the kept item only", u)
+	if u := last[len(last)-1].Content; strings.Contains(u, "forget this") || !strings.Contains(u, "first of all\nkeep this") {
+		t.Errorf("the LLM got %q, want the kept items in their order", u)
+	}
+	// The history grows at its end only.
+	c.send(map[string]any{"type": "conversation.item.create", "event_id": "before_b", "previous_item_id": "item_c", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "too late"}}}})
+	if e := c.expect("error"); e.str("error.event_id") != "before_b" || e.str("error.code") != "unsupported" {
+		t.Errorf("an item before answered ones answered %s", e.raw)
 	}
 	for id, code := range map[string]string{"item_b": "unsupported", "item_zz": "item_not_found"} {
 		c.send(map[string]any{"type": "conversation.item.delete", "event_id": "del_" + id, "item_id": id})
@@ -588,4 +600,31 @@ func TestRealtimeItemsBounded(t *testing.T) {
 	}
 	c.send(map[string]any{"type": "conversation.item.delete", "event_id": "del3", "item_id": "third"})
 	c.expect("conversation.item.deleted")
+}
+
+// ?model= names the character by conf_uid, conf_name or name; anything
+// else is the default character.
+func TestRealtimeModelNamesCharacter(t *testing.T) {
+	addr, llm := rtKoe(t, answer("Arr."), func(c *config.Config) {
+		if err := os.MkdirAll(c.CharactersDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		alice := "conf_name: alice\nconf_uid: alice_uid\ncharacter_name: Alice\npersona_prompt: You are Alice, a pirate.\n"
+		if err := os.WriteFile(filepath.Join(c.CharactersDir, "alice.yaml"), []byte(alice), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for query, pirate := range map[string]bool{"model=alice_uid": true, "model=Alice": true, "model=gpt-realtime": false, "": false} {
+		c := rtDial(t, addr, query, nil)
+		c.until("conversation.created")
+		c.say("who are you?")
+		c.until("response.done")
+		var all strings.Builder
+		for _, m := range lastRequest(t, llm).Messages {
+			all.WriteString(m.Content)
+		}
+		if got := strings.Contains(all.String(), "You are Alice, a pirate."); got != pirate {
+			t.Errorf("?%s: Alice's persona in the request = %v, want %v", query, got, pirate)
+		}
+	}
 }

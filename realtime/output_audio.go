@@ -2,10 +2,12 @@ package realtime
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"strings"
 
 	"koe/asr"
+	"koe/internal/wavio"
 	"koe/tts"
 )
 
@@ -39,15 +41,14 @@ func (e *audioEncoder) encode(b64 string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode the sentence's base64: %w", err)
 	}
-	a, err := tts.Normalize(wav)
+	samples, rate, err := wavSamples(wav)
 	if err != nil {
 		return nil, fmt.Errorf("read the sentence's WAV: %w", err)
 	}
-	samples := a.Samples
-	if a.SampleRate != e.format.rate {
-		rs, err := asr.NewResampler(a.SampleRate, e.format.rate)
+	if rate != e.format.rate {
+		rs, err := asr.NewResampler(rate, e.format.rate)
 		if err != nil {
-			return nil, fmt.Errorf("resample %d Hz to %d Hz: %w", a.SampleRate, e.format.rate, err)
+			return nil, fmt.Errorf("resample %d Hz to %d Hz: %w", rate, e.format.rate, err)
 		}
 		// Each sentence is a stream of its own: the filter's tail is
 		// flushed at its end, so nothing of it is lost.
@@ -61,6 +62,25 @@ func (e *audioEncoder) encode(b64 string) ([]string, error) {
 		samples = samples[n:]
 	}
 	return out, nil
+}
+
+// wavSamples reads a sentence's WAV. koe's speech frames hold 16-bit mono
+// PCM (tts normalised them): its samples are read as they are, without
+// building another WAV; anything else goes through tts.Normalize.
+func wavSamples(wav []byte) ([]int16, int, error) {
+	f, pcm, err := wavio.Parse(wav)
+	if err == nil && f.Tag == wavio.FormatPCM && f.Channels == 1 && f.Bits == 16 {
+		samples := make([]int16, len(pcm)/2)
+		for i := range samples {
+			samples[i] = int16(binary.LittleEndian.Uint16(pcm[2*i:]))
+		}
+		return samples, f.Rate, nil
+	}
+	a, err := tts.Normalize(wav)
+	if err != nil {
+		return nil, 0, err
+	}
+	return a.Samples, a.SampleRate, nil
 }
 
 // sent notes a sentence going out and returns its number.

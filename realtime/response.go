@@ -52,6 +52,14 @@ type response struct {
 	calls   int         // LLM calls that reported usage
 	length  bool        // the model stopped at its token limit
 	failure string      // the turn's failure, for response.done
+	// toolItems are the items of the tool calls the model made, in order,
+	// as they are (or will be) done: the client's function_call items
+	// (functions.go) and koe's own tools' mcp_call items (servertools.go).
+	// They follow the message item. theirs names the client's functions;
+	// running holds the calls of koe's own tools not yet returned.
+	toolItems []ev
+	theirs    map[string]bool
+	running   map[string]serverCall
 	// inputItem is the audio message whose recording the turn hears
 	// first, and transcribed says it has been (input_events.go).
 	inputItem   string
@@ -148,6 +156,10 @@ func (c *Conn) responseCreate(raw []byte, _ string) error {
 // in the session, and its frames come back through the sink. It fails
 // while another response runs, as the API does.
 func (c *Conn) startResponse(p plan) error {
+	tools, err := p.clientTools(c.sess.Character().LLM.ToolLimit())
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	if c.cur != nil {
 		id := c.cur.id
@@ -160,7 +172,7 @@ func (c *Conn) startResponse(p plan) error {
 	r := &response{
 		id: c.ids.next("resp"), ctx: ctx, cancel: cancel, audio: p.cfg.speaks(),
 		format: p.cfg.outFormat, voice: p.cfg.voice, maxOut: p.cfg.maxTokens, mods: slices.Clone(p.cfg.modalities),
-		inputItem: inputItem,
+		theirs: functionNames(tools), inputItem: inputItem,
 	}
 	c.cur = r
 	c.mu.Unlock()
@@ -170,7 +182,9 @@ func (c *Conn) startResponse(p plan) error {
 		// time per connection is the only one, and this says so.
 		ev{"type": "rate_limits.updated", "rate_limits": []ev{{"name": "requests", "limit": 1, "remaining": 0, "reset_seconds": 0}}})
 
-	opts := agent.ReplyOptions{Instructions: joinText(p.cfg.instructions, system), MaxTokens: p.cfg.maxTokens}
+	// The session's (or response's) instructions, then the system items'.
+	instructions := strings.TrimSpace(p.cfg.instructions + "\n\n" + system)
+	opts := agent.ReplyOptions{Instructions: instructions, MaxTokens: p.cfg.maxTokens}
 	if t := p.cfg.temperature; t != nil {
 		f := float32(*t)
 		opts.Temperature = &f
@@ -178,22 +192,12 @@ func (c *Conn) startResponse(p plan) error {
 	if p.recording == nil {
 		p.recording = recording // the pending audio messages' (input_events.go)
 	}
-	err := c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: p.recording})
+	err = c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: p.recording, Tools: &tools})
 	if err != nil {
 		c.finish(r, "failed", err.Error())
 		return err
 	}
 	return nil
-}
-
-func joinText(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "\n\n" + b
 }
 
 // responseCancel serves response.cancel: the turn stops at once through
@@ -395,14 +399,13 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 			ev{"type": "conversation.item.done", "previous_item_id": nullable(r.prev), "item": done})
 	}
 	c.mu.Lock()
+	output = append(output, r.toolItems...)
 	resp := c.renderResponse(r, status, details, output)
 	c.mu.Unlock()
 	events = append(events, ev{"type": "response.done", "response": resp})
 	// The deltas' context ends once everything before response.done is
 	// written (a cancel has ended it already).
-	if !c.sendThen(c.ctx, r.cancel, events...) {
-		r.cancel()
-	}
+	c.sendThen(c.ctx, r.cancel, events...)
 }
 
 // with returns a copy of base with more's fields.

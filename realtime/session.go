@@ -225,6 +225,11 @@ func (c sessionConfig) apply(u sessionUpdate) (sessionConfig, error) {
 	if u.ToolChoice != nil {
 		n.toolChoice = u.ToolChoice
 	}
+	if u.Tools != nil || u.ToolChoice != nil {
+		if _, err := clientTools(n.tools, n.toolChoice, "session"); err != nil {
+			return c, err
+		}
+	}
 	voice, speed := u.Voice, u.Speed
 	outFormat, inFormat := u.OutputAudioFormat, u.InputAudioFormat
 	transcription, turns, noise := u.InputAudioTranscription, u.TurnDetection, u.InputAudioNoiseReduction

@@ -141,9 +141,7 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 	if deltas {
 		// Deltas go on the response's context: a cancel drops them
 		// unwritten. The watchers' copy still runs (then).
-		if !c.sendThen(r.ctx, then, events...) && then != nil {
-			then()
-		}
+		c.sendThen(r.ctx, then, events...)
 		return
 	}
 	c.sendThen(c.ctx, then, events...)

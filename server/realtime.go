@@ -109,16 +109,10 @@ func offeredProtocols(header string) []string {
 // handleRealtime serves one Realtime connection: one read loop, the
 // connection's writer, and the conversation between.
 func (s *Server) handleRealtime(c *websocket.Conn) {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
+	if !s.socketStarted() {
 		return
 	}
-	s.conns.Add(1)
-	s.mu.Unlock()
-	defer s.conns.Done()
-	s.sessions.Add(1)
-	defer s.sessions.Add(-1)
+	defer s.socketEnded()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
