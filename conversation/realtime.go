@@ -64,7 +64,7 @@ type Response struct {
 	TextOnly bool
 	// Recording, if set, is a 16 kHz mono WAV of the user's words, which
 	// koe's speech recognition hears first (the turn's text is what it
-	// heard; Text is not used).
+	// heard, after Text if there is any).
 	Recording []byte
 	// Tools, if set, are the client's own tools offered in this turn
 	// instead of the session's (see clienttools.go).

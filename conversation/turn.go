@@ -161,6 +161,12 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		if !ok {
 			return
 		}
+		if typed := strings.TrimSpace(in.text); typed != "" {
+			// Typed words that came with the recording (a Realtime
+			// client's text and audio messages answered together)
+			// come first, as they were sent.
+			text = typed + "\n" + text
+		}
 		in.text = text
 	}
 	t.replying.Store(true)

@@ -2,9 +2,11 @@ package realtime
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"koe/asr"
@@ -69,6 +71,42 @@ func init() {
 	handle("input_audio_buffer.commit", (*Conn).bufferCommit)
 	handle("input_audio_buffer.clear", (*Conn).bufferClear)
 	frameRenderers = append(frameRenderers, renderTranscription)
+	contentMakers["input_audio"] = audioContent
+}
+
+// audioContent reads a user message's input_audio part
+// (conversation.item.create): with a transcript, the message is those
+// words, as the client heard them; without, its audio (base64, in the
+// session's input format) is a recording the answering turn hears, like a
+// committed buffer's, bounded with the others waiting by
+// conversation.max_utterance.
+func audioContent(c *Conn, audio, transcript string) (string, ev, []int16, error) {
+	if strings.TrimSpace(transcript) != "" {
+		return transcript, ev{"type": "input_audio", "transcript": transcript}, nil, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(audio)
+	if err != nil {
+		return "", nil, nil, refuse(codeInvalidValue, "item.content.audio", "the audio is not valid base64: "+err.Error())
+	}
+	f := c.config().inFormat
+	samples, _ := f.decode(nil, raw)
+	if f.rate != asr.SampleRate {
+		r, err := asr.NewResampler(f.rate, asr.SampleRate)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("input_audio at %d Hz: %w", f.rate, err)
+		}
+		samples = append(r.Process(samples), r.Flush()...)
+	}
+	if len(samples) < minCommitMillis*asr.SampleRate/1000 {
+		return "", nil, nil, refuse(codeInvalidValue, "item.content.audio", fmt.Sprintf("an input_audio part needs at least %d ms of audio, or a transcript", minCommitMillis))
+	}
+	c.mu.Lock()
+	waiting := c.items.pendingAudio()
+	c.mu.Unlock()
+	if limit := c.audio.in.limit; float64(waiting+len(samples)) > limit.Seconds()*asr.SampleRate {
+		return "", nil, nil, refuse(codeBufferFull, "item.content.audio", fmt.Sprintf("the audio messages waiting for a response would hold more than %s (conversation.max_utterance); ask for a response first", limit))
+	}
+	return "", ev{"type": "input_audio", "transcript": nil}, samples, nil
 }
 
 // Error codes of the input buffer, as the API names them.

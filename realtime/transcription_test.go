@@ -2,6 +2,7 @@ package realtime_test
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"koe/testkit/fakellm"
@@ -74,4 +75,46 @@ func containsTranscript(e rtEvent, text string) bool {
 		}
 	}
 	return false
+}
+
+// A user message made with conversation.item.create from audio is heard
+// like a committed buffer; one with a transcript is those words; typed
+// words waiting with it come first in the turn.
+func TestRealtimeAudioItem(t *testing.T) {
+	llm := koetest.StartLLM(t, fakellm.Echo(0))
+	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
+	cfg.ASR.Engine = "openai"
+	cfg.ASR.OpenAI.BaseURL = llm.URL()
+	addr := rtaKoeWith(t, cfg)
+	c := rtDial(t, addr, "", nil)
+	c.expect("session.created")
+	c.expect("conversation.created")
+	audioItem := func(audio, transcript string) map[string]any {
+		part := map[string]any{"type": "input_audio", "audio": audio}
+		if transcript != "" {
+			part["transcript"] = transcript
+		}
+		return map[string]any{"type": "conversation.item.create", "event_id": "ev_audio",
+			"item": map[string]any{"type": "message", "role": "user", "content": []any{part}}}
+	}
+	c.send(map[string]any{"type": "conversation.item.create",
+		"item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "Listen:"}}}})
+	c.send(audioItem(base64.StdEncoding.EncodeToString(formatToneBytes()), ""))
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.done")
+	reqs := llm.Requests()
+	if last := reqs[len(reqs)-1].Messages; !strings.HasSuffix(last[len(last)-1].Content, "\nListen:\n"+fakellm.DefaultTranscription) {
+		t.Fatalf("the model was asked %q", last[len(last)-1].Content)
+	}
+	c.send(audioItem("", "words the client heard"))
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.done")
+	reqs = llm.Requests()
+	if last := reqs[len(reqs)-1].Messages; !strings.HasSuffix(last[len(last)-1].Content, "words the client heard") || strings.Contains(last[len(last)-1].Content, fakellm.DefaultTranscription+"\nwords") {
+		t.Fatalf("the model was asked %q", last[len(last)-1].Content)
+	}
+	c.send(audioItem("not base64!", ""))
+	if e := c.until("error"); e.str("error.code") != "invalid_value" || e.str("error.event_id") != "ev_audio" {
+		t.Fatalf("bad audio in an item: %s", e.raw)
+	}
 }
