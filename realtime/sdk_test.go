@@ -10,7 +10,6 @@ import (
 	"koe/config"
 	"koe/testkit"
 	"koe/testkit/fakellm"
-	"koe/testkit/koetest"
 	"koe/testkit/proctest"
 	"koe/testkit/realtimesdk"
 )
@@ -21,18 +20,15 @@ const sdkToken = "realtime-sdk-token-0123456789"
 // sdkKoe starts a koe serving TLS (the SDK connects over wss only),
 // speaking through the fake server's speech endpoint, whose model answers
 // with respond; it returns the target for the SDK's driver.
-func sdkKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply, mutate ...func(*config.Config)) (realtimesdk.Target, *fakellm.Server) {
+func sdkKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply, edit ...func(*config.Config)) (realtimesdk.Target, *fakellm.Server) {
 	t.Helper()
 	testkit.External(t, "node + openai sdk")
-	llm := koetest.StartLLM(t, respond)
-	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
-	cfg.Server.AuthToken = sdkToken
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	ca := realtimesdk.UseTLS(t, &cfg)
-	m := koetest.StartKoe(t, cfg)
-	return realtimesdk.For(m.Addr(), sdkToken, ca), llm
+	ca := ""
+	addr, llm := rtKoe(t, respond, append(edit, func(cfg *config.Config) {
+		cfg.Server.AuthToken = sdkToken
+		ca = realtimesdk.UseTLS(t, cfg)
+	})...)
+	return realtimesdk.For(addr, sdkToken, ca), llm
 }
 
 // sdkGolden compares the SDK's events with testdata/sdk/NAME.jsonl,
