@@ -1,10 +1,15 @@
 package realtime_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"koe/config"
+	"koe/testkit"
 	"koe/testkit/fakellm"
 )
 
@@ -84,5 +89,81 @@ func TestServerToolFailure(t *testing.T) {
 			done.str("item.error.type") != "tool_execution_error" || done.str("item.error.message") == "" || done.at("item.output") != nil {
 			t.Errorf("the failed call's item: %s", done.raw)
 		}
+	}
+}
+
+// A koe.v1 watcher of the session sees the function call round trip as
+// the turn makes it for every audience: the call handed to the client,
+// the call and its result as messages, then the answer.
+func TestFunctionCallWatched(t *testing.T) {
+	addr, _ := rtKoe(t, fakellm.Script(
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "call_w1", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}},
+		fakellm.Reply{Tokens: []string{"Snow in Oslo."}},
+	))
+	c := rtDial(t, addr, "", nil)
+	id := c.expect("session.created").str("session.id")
+	w, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws?koe=1&watch="+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"output_modalities": []string{"text"}, "tools": []any{rtfWeather}}})
+	c.until("session.updated")
+	c.say("weather in Oslo?")
+	c.until("response.done")
+	c.send(map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "function_call_output", "call_id": "call_w1", "output": "snow"}})
+	c.send(map[string]any{"type": "response.create"})
+	c.until("response.done")
+
+	_ = w.SetReadDeadline(time.Now().Add(testkit.HangGuard))
+	var seen []string
+	for {
+		_, data, err := w.ReadMessage()
+		if err != nil {
+			t.Fatalf("the watcher saw %q, then: %v", seen, err)
+		}
+		var m struct {
+			Type  string `json:"type"`
+			Calls []struct {
+				CallID    string `json:"call_id"`
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"calls"`
+			Raw json.RawMessage `json:"content"`
+			// Content is a message's (other frames' content is text).
+			Content struct {
+				Type       string `json:"type"`
+				Content    string `json:"content"`
+				ToolCallID string `json:"tool_call_id"`
+				ToolCalls  []struct {
+					ID string `json:"id"`
+				} `json:"tool_calls"`
+			} `json:"-"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Type == "message" {
+			if err := json.Unmarshal(m.Raw, &m.Content); err != nil {
+				t.Fatal(err)
+			}
+		}
+		switch {
+		case m.Type == "client-tool-calls":
+			seen = append(seen, "handed "+m.Calls[0].CallID+" "+m.Calls[0].Name+" "+m.Calls[0].Arguments)
+		case m.Type == "message" && len(m.Content.ToolCalls) > 0:
+			seen = append(seen, "call "+m.Content.ToolCalls[0].ID)
+		case m.Type == "message" && m.Content.Type == "tool":
+			seen = append(seen, "result "+m.Content.ToolCallID+" "+m.Content.Content)
+		case m.Type == "message" && m.Content.Type == "ai":
+			seen = append(seen, "answer "+m.Content.Content)
+		}
+		if len(seen) > 0 && strings.HasPrefix(seen[len(seen)-1], "answer") {
+			break
+		}
+	}
+	want := []string{"call call_w1", `handed call_w1 get_weather {"city":"Oslo"}`, "result call_w1 snow", "answer Snow in Oslo."}
+	if strings.Join(seen, "|") != strings.Join(want, "|") {
+		t.Errorf("the watcher saw %q, want %q", seen, want)
 	}
 }
