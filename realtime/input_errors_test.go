@@ -88,10 +88,18 @@ func TestRealtimeInputErrors(t *testing.T) {
 			t.Errorf("%v: %s; want %s saying %q", tc.event["type"], e.raw, tc.code, tc.text)
 		}
 	}
-	// A second of audio still fits, and commits.
-	c.send(map[string]any{"type": "input_audio_buffer.append", "audio": base64.StdEncoding.EncodeToString(make([]byte, 48000))})
+	// A second and a half of audio still fits, and commits; another one
+	// does too, but the two messages would wait for a response with more
+	// than the limit between them: the second is refused.
+	second := base64.StdEncoding.EncodeToString(make([]byte, 72000))
+	c.send(map[string]any{"type": "input_audio_buffer.append", "audio": second})
 	c.send(map[string]any{"type": "input_audio_buffer.commit"})
 	c.until("input_audio_buffer.committed")
+	c.send(map[string]any{"type": "input_audio_buffer.append", "audio": second})
+	c.send(map[string]any{"type": "input_audio_buffer.commit"})
+	if e := c.until("error"); e.str("error.code") != "input_audio_buffer_full" || !strings.Contains(e.str("error.message"), "waiting for a response would hold more than 2s") {
+		t.Fatalf("a second message past the limit: %s", e.raw)
+	}
 }
 
 // rtaKoeWith starts koe with cfg.

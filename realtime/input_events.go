@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"koe/asr"
@@ -162,7 +163,14 @@ func (c *Conn) inputEvents(evs []InputEvent) {
 func (c *Conn) commitAudio(id string, audio []int16, create bool) {
 	c.mu.Lock()
 	prev := c.items.last()
+	waiting := c.items.pendingAudio()
 	c.mu.Unlock()
+	// The messages no response has answered yet are heard as one
+	// recording, which conversation.max_utterance bounds.
+	if limit := c.audio.in.limit; float64(waiting+len(audio)) > limit.Seconds()*asr.SampleRate {
+		c.fail(refuse(codeBufferFull, "", fmt.Sprintf("the audio messages waiting for a response would hold more than %s (conversation.max_utterance): this one is dropped; ask for a response first", limit)), "")
+		return
+	}
 	c.send(c.ctx, ev{"type": "input_audio_buffer.committed", "previous_item_id": nullable(prev), "item_id": id})
 	it := &item{id: id, typ: "message", role: "user", recording: audio,
 		rendered: ev{"type": "message", "role": "user", "content": []ev{{"type": "input_audio", "transcript": nil}}}}
@@ -215,21 +223,37 @@ func (c *Conn) bargeIn() {
 
 // pendingRecording is the recording of the pending audio messages, one
 // after the other, as a 16 kHz WAV, and the id of the last of them (its
-// transcript is the whole recording's); nil and "" without any. Called
-// locked.
+// transcript is the whole recording's); nil and "" without any. The last
+// one keeps the samples until they are transcribed (a barge-in during the
+// transcription hears them again); the others, and answered messages,
+// drop theirs. Called locked.
 func (l *itemList) pendingRecording() ([]byte, string) {
 	var samples []int16
-	id := ""
+	var last *item
 	for _, it := range l.list {
 		if it.pending && it.recording != nil {
 			samples = append(samples, it.recording...)
-			id = it.id
+			last = it
 		}
+		it.recording = nil
 	}
-	if id == "" {
+	if last == nil {
 		return nil, ""
 	}
-	return asr.EncodeWAV(samples, asr.SampleRate), id
+	last.recording = samples
+	return asr.EncodeWAV(samples, asr.SampleRate), last.id
+}
+
+// pendingAudio is how many 16 kHz samples the pending audio messages
+// hold. Called locked.
+func (l *itemList) pendingAudio() int {
+	n := 0
+	for _, it := range l.list {
+		if it.pending {
+			n += len(it.recording)
+		}
+	}
+	return n
 }
 
 // renderTranscription renders what koe's speech recognition made of the
@@ -268,6 +292,9 @@ func renderTranscription(c *Conn, r *response, _ context.Context, msg any) ([]ev
 		c.mu.Lock()
 		r.transcribed = true
 		r.failure = m.Message
+		if i := c.items.index(id); i >= 0 {
+			c.items.list[i].recording = nil
+		}
 		transcribes := c.cfg.transcribes()
 		c.mu.Unlock()
 		if !transcribes {
