@@ -67,5 +67,5 @@ func TestSDKBargeInAndTruncate(t *testing.T) {
 	if !strings.Contains(heard, "One two three four. Five six") || strings.Contains(heard, "seven") {
 		t.Fatalf("memory keeps %q of the reply; the client played 1700 ms: \"One two three four. Five six\"", heard)
 	}
-	sdkGolden(t, "barge-in", events)
+	sdkGolden(t, "ga", "barge-in", events)
 }

@@ -10,7 +10,6 @@ import (
 	"koe/config"
 	"koe/testkit"
 	"koe/testkit/fakellm"
-	"koe/testkit/koetest"
 	"koe/testkit/proctest"
 	"koe/testkit/realtimesdk"
 )
@@ -21,24 +20,28 @@ const sdkToken = "realtime-sdk-token-0123456789"
 // sdkKoe starts a koe serving TLS (the SDK connects over wss only),
 // speaking through the fake server's speech endpoint, whose model answers
 // with respond; it returns the target for the SDK's driver.
-func sdkKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply, mutate ...func(*config.Config)) (realtimesdk.Target, *fakellm.Server) {
+func sdkKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply, edit ...func(*config.Config)) (realtimesdk.Target, *fakellm.Server) {
 	t.Helper()
 	testkit.External(t, "node + openai sdk")
-	llm := koetest.StartLLM(t, respond)
-	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
-	cfg.Server.AuthToken = sdkToken
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	ca := realtimesdk.UseTLS(t, &cfg)
-	m := koetest.StartKoe(t, cfg)
-	return realtimesdk.For(m.Addr(), sdkToken, ca), llm
+	ca := ""
+	addr, llm := rtKoe(t, respond, append(edit, func(cfg *config.Config) {
+		cfg.Server.AuthToken = sdkToken
+		ca = realtimesdk.UseTLS(t, cfg)
+	})...)
+	return realtimesdk.For(addr, sdkToken, ca), llm
 }
 
 // sdkGolden compares the SDK's events with testdata/sdk/NAME.jsonl,
-// normalised as rtaTrace does (or rewrites it with -update).
-func sdkGolden(t *testing.T, name string, events []realtimesdk.Event) {
+// normalised as rtaTrace does (or rewrites it with -update), and checks
+// that each is an event the SDK's own types define for the dialect api.
+func sdkGolden(t *testing.T, api, name string, events []realtimesdk.Event) {
 	t.Helper()
+	known := realtimesdk.ServerEventTypes(t, api)
+	for _, e := range events {
+		if !known[e.Type] {
+			t.Errorf("koe sent %s, which the SDK's %s types do not define", e.Type, api)
+		}
+	}
 	checkGolden(t, filepath.Join("sdk", name+".jsonl"), rtaTrace(t, sdkEvents(t, events)))
 }
 
@@ -76,7 +79,7 @@ func TestSDKTextTurn(t *testing.T) {
 		realtimesdk.Send(map[string]any{"type": "response.create"}),
 		realtimesdk.Wait("response.done"),
 	}})
-	sdkGolden(t, "text-turn", events)
+	sdkGolden(t, "ga", "text-turn", events)
 }
 
 // The client's function, called by the model: the response holds a
@@ -114,7 +117,7 @@ func TestSDKFunctionCall(t *testing.T) {
 				realtimesdk.Send(map[string]any{"type": "response.create"}),
 				realtimesdk.Wait("response.done"),
 			}})
-			sdkGolden(t, "function-call-"+api, events)
+			sdkGolden(t, api, "function-call-"+api, events)
 
 			reqs := llm.Requests()
 			if len(reqs) != 2 {
@@ -161,7 +164,7 @@ func TestSDKServerAndClientTools(t *testing.T) {
 		realtimesdk.Send(map[string]any{"type": "response.create"}),
 		realtimesdk.Wait("response.done"),
 	}})
-	sdkGolden(t, "server-and-client-tools", events)
+	sdkGolden(t, "ga", "server-and-client-tools", events)
 	reqs := llm.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests to the model, want 2", len(reqs))
@@ -214,7 +217,7 @@ func TestSDKCancel(t *testing.T) {
 		realtimesdk.Send(map[string]any{"type": "response.create"}),
 		realtimesdk.Wait("response.done"),
 	}})
-	sdkGolden(t, "cancel", events)
+	sdkGolden(t, "ga", "cancel", events)
 }
 
 // Events koe cannot serve are answered with an error event naming the
@@ -244,7 +247,7 @@ func TestSDKBadEvents(t *testing.T) {
 		realtimesdk.Send(map[string]any{"type": "response.create"}),
 		realtimesdk.Wait("response.done"),
 	}})
-	sdkGolden(t, "bad-events", events)
+	sdkGolden(t, "ga", "bad-events", events)
 	var ids []string
 	for _, e := range events {
 		if e.Type == "error" {
@@ -296,5 +299,5 @@ func TestSDKAudioTurn(t *testing.T) {
 	if rtaCount(c, "response.output_audio.delta") == 0 {
 		t.Errorf("no audio in the answer: %s", c.types())
 	}
-	sdkGolden(t, "audio-turn", events)
+	sdkGolden(t, "ga", "audio-turn", events)
 }

@@ -189,3 +189,60 @@ func parse(t testing.TB, out []byte) []Event {
 	}
 	return events
 }
+
+// ServerEventTypes are the server event types the installed SDK's own
+// types define for api ("ga" or "beta"): the members of its
+// RealtimeServerEvent union, read from its declaration file. A client
+// written against the SDK's types knows these and no others.
+func ServerEventTypes(t testing.TB, api string) map[string]bool {
+	t.Helper()
+	rel := "resources/realtime/realtime.d.ts"
+	if api == "beta" {
+		rel = "resources/beta/realtime/realtime.d.ts"
+	}
+	_, file := proctest.NPMEntry(t, "openai", rel)
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := unionTypes(string(src), "RealtimeServerEvent")
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return types
+}
+
+// unionTypes reads the event type literal of each member of the union
+// named union in a declaration file: "export type U = A | U.B | …;", each
+// member an interface (top-level, or in U's namespace) whose own
+// "type: '…';" field names its event.
+func unionTypes(src, union string) (map[string]bool, error) {
+	head := "export type " + union + " = "
+	i := strings.Index(src, head)
+	if i < 0 {
+		return nil, fmt.Errorf("no %s union", union)
+	}
+	decl := src[i+len(head):]
+	decl = decl[:strings.IndexByte(decl, ';')]
+	types := map[string]bool{}
+	for _, member := range strings.Split(decl, "|") {
+		member = strings.TrimSpace(member)
+		start, indent := "\nexport interface "+member+" {", "\n    "
+		if inner, ok := strings.CutPrefix(member, union+"."); ok {
+			start, indent = "\n    interface "+inner+" {", "\n        "
+		}
+		j := strings.Index(src, start)
+		if j < 0 {
+			return nil, fmt.Errorf("no interface %s", member)
+		}
+		body := src[j+len(start):]
+		body = body[:strings.Index(body, indent[:len(indent)-4]+"}")]
+		k := strings.Index(body, indent+"type: '")
+		if k < 0 {
+			return nil, fmt.Errorf("interface %s has no type field", member)
+		}
+		lit := body[k+len(indent+"type: '"):]
+		types[lit[:strings.IndexByte(lit, '\'')]] = true
+	}
+	return types, nil
+}

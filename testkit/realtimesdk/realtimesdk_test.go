@@ -108,3 +108,28 @@ func TestHarnessDrivesTheSDK(t *testing.T) {
 		t.Errorf("the event was not returned whole: %s", events[0].Raw)
 	}
 }
+
+// The SDK's own types are read for the events each dialect defines.
+func TestServerEventTypes(t *testing.T) {
+	ga := realtimesdk.ServerEventTypes(t, "ga")
+	beta := realtimesdk.ServerEventTypes(t, "beta")
+	for _, c := range []struct {
+		types map[string]bool
+		event string
+		want  bool
+	}{
+		{ga, "response.output_audio.delta", true}, {ga, "response.audio.delta", false},
+		{ga, "conversation.item.done", true}, {ga, "response.mcp_call.completed", true},
+		{ga, "conversation.item.retrieved", true}, {ga, "error", true},
+		{beta, "response.audio.delta", true}, {beta, "response.output_audio.delta", false},
+		{beta, "conversation.item.created", true}, {beta, "conversation.item.done", false},
+		{beta, "response.function_call_arguments.done", true}, {beta, "response.mcp_call.completed", false},
+	} {
+		if c.types[c.event] != c.want {
+			t.Errorf("%s: defined %v, want %v", c.event, c.types[c.event], c.want)
+		}
+	}
+	if len(ga) < 40 || len(beta) < 30 {
+		t.Errorf("%d GA and %d beta event types: the declarations were not read whole", len(ga), len(beta))
+	}
+}
