@@ -56,6 +56,9 @@ func (c *Conn) itemTruncate(raw []byte, _ string) error {
 		latest = c.lastAssistant() == i
 	}
 	r := c.cur
+	// koe's running turn is this message's only while no other response
+	// runs (one asked for may not have shown its message yet).
+	latest = latest && (r == nil || r.itemID == id)
 	c.mu.Unlock()
 	if err != nil {
 		return err
