@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"koe/testkit/fakellm"
-	"koe/testkit/koetest"
 )
 
 // rtaBurst is ms of silence and then ms of a 200 Hz tone, 24 kHz pcm16:
@@ -24,10 +23,7 @@ func rtaBurst(silenceMs, toneMs int) []byte {
 // cancelled (turn_detected) and the next one hears both recordings, as
 // /client-ws does with raw audio.
 func TestRealtimePauseIsOneMessage(t *testing.T) {
-	llm := koetest.StartLLM(t, fakellm.Echo(0))
-	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
-	cfg.ASR.Engine = "openai"
-	cfg.ASR.OpenAI.BaseURL = llm.URL()
+	addr, llm := rtaFakeASRKoe(t)
 	hearing := make(chan struct{}, 1)
 	var heard atomic.Bool
 	llm.SetTranscription(func(fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
@@ -37,7 +33,6 @@ func TestRealtimePauseIsOneMessage(t *testing.T) {
 		}
 		return fakellm.TranscriptionReply{}
 	})
-	addr := rtaKoeWith(t, cfg)
 	c := rtDial(t, addr, "", nil)
 	c.expect("session.created")
 	c.expect("conversation.created")

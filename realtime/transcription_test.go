@@ -14,11 +14,7 @@ import (
 // cannot make fails the message's transcription
 // (conversation.item.input_audio_transcription.failed) and the response.
 func TestRealtimeTranscriptionFromTheEngine(t *testing.T) {
-	llm := koetest.StartLLM(t, fakellm.Echo(0))
-	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
-	cfg.ASR.Engine = "openai"
-	cfg.ASR.OpenAI.BaseURL = llm.URL()
-	addr := rtaKoeWith(t, cfg)
+	addr, llm := rtaFakeASRKoe(t)
 	c := rtDial(t, addr, "", nil)
 	c.expect("session.created")
 	c.expect("conversation.created")
@@ -81,11 +77,7 @@ func containsTranscript(e rtEvent, text string) bool {
 // like a committed buffer; one with a transcript is those words; typed
 // words waiting with it come first in the turn.
 func TestRealtimeAudioItem(t *testing.T) {
-	llm := koetest.StartLLM(t, fakellm.Echo(0))
-	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
-	cfg.ASR.Engine = "openai"
-	cfg.ASR.OpenAI.BaseURL = llm.URL()
-	addr := rtaKoeWith(t, cfg)
+	addr, llm := rtaFakeASRKoe(t)
 	c := rtDial(t, addr, "", nil)
 	c.expect("session.created")
 	c.expect("conversation.created")
@@ -117,4 +109,16 @@ func TestRealtimeAudioItem(t *testing.T) {
 	if e := c.until("error"); e.str("error.code") != "invalid_value" || e.str("error.event_id") != "ev_audio" {
 		t.Fatalf("bad audio in an item: %s", e.raw)
 	}
+}
+
+// rtaFakeASRKoe starts a koe that hears through the fake server's
+// transcription endpoint and speaks through its speech endpoint, whose
+// model echoes: no program from outside koe.
+func rtaFakeASRKoe(t *testing.T) (string, *fakellm.Server) {
+	t.Helper()
+	llm := koetest.StartLLM(t, fakellm.Echo(0))
+	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), llm.URL()), llm)
+	cfg.ASR.Engine = "openai"
+	cfg.ASR.OpenAI.BaseURL = llm.URL()
+	return rtaKoeWith(t, cfg), llm
 }
