@@ -208,7 +208,9 @@ type SessionOptions struct {
 	Rules string
 	// PlaysItself: the client plays the audio on its own clock and tells
 	// koe nothing of it (a Realtime API client): a turn ends once its
-	// last audio is sent, without waiting for playback.
+	// audio has had the time to play from its first piece on, without
+	// waiting for a word from the client, which may cut it short until
+	// then (Session.BargeIn, Session.Truncate).
 	PlaysItself bool
 	Logger      *slog.Logger
 }

@@ -64,15 +64,22 @@ type Response struct {
 	TextOnly bool
 	// Recording, if set, is a 16 kHz mono WAV of the user's words, which
 	// koe's speech recognition hears first (the turn's text is what it
-	// heard; Text is not used).
+	// heard, after Text if there is any).
 	Recording []byte
+	// Tools, if set, are the client's own tools offered in this turn
+	// instead of the session's (see clienttools.go).
+	Tools *agent.ClientTools
 }
 
 // Respond stops the running turn, if any, and starts one for r. It fails
 // with koe.ErrRestarting once the session drains.
 func (s *Session) Respond(r Response) error {
-	in := turnInput{text: r.Text, reply: r.Reply, silent: r.TextOnly, recording: r.Recording}
-	if strings.TrimSpace(r.Text) == "" && r.Recording == nil {
+	in := turnInput{text: r.Text, reply: r.Reply, silent: r.TextOnly, recording: r.Recording, tools: r.Tools}
+	switch {
+	case strings.TrimSpace(r.Text) == "" && r.Recording == nil && s.resultsGiven():
+		// The client gave its calls' results: the turn goes on from them.
+		in.resume = true
+	case strings.TrimSpace(r.Text) == "" && r.Recording == nil:
 		in.proactive = true
 		in.text = r.Reply.Instructions
 		if in.text == "" {

@@ -70,6 +70,9 @@ type Session struct {
 	hearing atomic.Bool
 	// turnAttrs label the log lines of the running turn (observe.go).
 	turnAttrs atomic.Pointer[[]slog.Attr]
+	// client is the tools the client runs itself, and its results
+	// waiting for the next turn (clienttools.go).
+	client clientSide
 
 	mu    sync.Mutex // guards cast and place; never held across a call out
 	cast  cast

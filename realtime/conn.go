@@ -29,6 +29,10 @@ type Conn struct {
 	expires   int64
 	sess      *conversation.Session
 
+	// audio is the input audio buffer and its voice detection: the
+	// read loop's own (input_events.go).
+	audio audioIn
+
 	mu    sync.Mutex
 	cfg   sessionConfig
 	items itemList

@@ -25,6 +25,9 @@ type item struct {
 	size int
 	// rendered is the item as the API shows it.
 	rendered ev
+	// recording is a pending audio message's words, 16 kHz: the turn
+	// that answers it hears them (input_events.go).
+	recording []int16
 }
 
 // maxItems bounds the items a connection remembers (their ids and order;
@@ -296,6 +299,7 @@ func messageItem(c *Conn, n *newItem) (*item, error) {
 		return nil, refuse(codeMissing, "item.content", "a message item needs content")
 	}
 	var text []string
+	var recording []int16
 	content := make([]ev, 0, len(n.Content))
 	for i, p := range n.Content {
 		switch p.Type {
@@ -304,11 +308,12 @@ func messageItem(c *Conn, n *newItem) (*item, error) {
 			content = append(content, ev{"type": "input_text", "text": p.Text})
 		default:
 			if mk, ok := contentMakers[p.Type]; ok && n.Role == "user" {
-				t, part, err := mk(c, p.Audio, p.Transcript)
+				t, part, rec, err := mk(c, p.Audio, p.Transcript)
 				if err != nil {
 					return nil, err
 				}
 				text = append(text, t)
+				recording = append(recording, rec...)
 				content = append(content, part)
 				continue
 			}
@@ -316,17 +321,18 @@ func messageItem(c *Conn, n *newItem) (*item, error) {
 		}
 	}
 	words := strings.TrimSpace(strings.Join(text, "\n"))
-	if words == "" {
+	if words == "" && recording == nil {
 		return nil, refuse(codeMissing, "item.content", "the message has no text")
 	}
-	return &item{typ: "message", role: n.Role, text: words, size: 2 * len(words),
+	return &item{typ: "message", role: n.Role, text: words, size: 2 * len(words), recording: recording,
 		rendered: ev{"type": "message", "role": n.Role, "content": content}}, nil
 }
 
 // contentMaker reads a user message's content part of one type other than
 // text (input_audio: audio is its base64 audio): the words it stands for
-// and the part as the item shows it.
-type contentMaker func(c *Conn, audio, transcript string) (text string, part ev, err error)
+// and the part as the item shows it, or the recording (16 kHz) that koe's
+// speech recognition is to hear.
+type contentMaker func(c *Conn, audio, transcript string) (text string, part ev, recording []int16, err error)
 
 var contentMakers = map[string]contentMaker{}
 

@@ -58,7 +58,7 @@ func (e *audioEncoder) encode(b64 string) ([]string, error) {
 	out := make([]string, 0, (len(samples)+per-1)/per)
 	for len(samples) > 0 {
 		n := min(per, len(samples))
-		out = append(out, base64.StdEncoding.EncodeToString(e.bytes(samples[:n])))
+		out = append(out, base64.StdEncoding.EncodeToString(e.format.encode(nil, samples[:n])))
 		samples = samples[n:]
 	}
 	return out, nil
@@ -81,21 +81,6 @@ func wavSamples(wav []byte) ([]int16, int, error) {
 		return nil, 0, err
 	}
 	return a.Samples, a.SampleRate, nil
-}
-
-// bytes encodes samples in the output format.
-func (e *audioEncoder) bytes(samples []int16) []byte {
-	switch e.format {
-	case formatPCMU:
-		return encodeULaw(samples)
-	case formatPCMA:
-		return encodeALaw(samples)
-	}
-	b := make([]byte, 2*len(samples))
-	for i, s := range samples {
-		binary.LittleEndian.PutUint16(b[2*i:], uint16(s))
-	}
-	return b
 }
 
 // sent notes a sentence going out and returns its number.

@@ -74,6 +74,7 @@ func (s *Service) Open(ctx context.Context, out Writer, o Options) *Conn {
 		log = s.log
 	}
 	c := newConn(ctx, out, o, log)
+	c.initAudio(s.hub.VoiceInput())
 	sess, found := s.hub.OpenFor(ctx, c.sink(), conversation.SessionOptions{
 		ClientUID: c.sessionID, KoeEvents: true, PlaysItself: true, Logger: log,
 	}, o.Model)

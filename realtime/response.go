@@ -52,6 +52,18 @@ type response struct {
 	calls   int         // LLM calls that reported usage
 	length  bool        // the model stopped at its token limit
 	failure string      // the turn's failure, for response.done
+	// toolItems are the items of the tool calls the model made, in order,
+	// as they are (or will be) done: the client's function_call items
+	// (functions.go) and koe's own tools' mcp_call items (servertools.go).
+	// They follow the message item. theirs names the client's functions;
+	// running holds the calls of koe's own tools not yet returned.
+	toolItems []ev
+	theirs    map[string]bool
+	running   map[string]serverCall
+	// inputItem is the audio message whose recording the turn hears
+	// first, and transcribed says it has been (input_events.go).
+	inputItem   string
+	transcribed bool
 }
 
 // responseCreate is response.create's response: per-response overrides.
@@ -144,17 +156,23 @@ func (c *Conn) responseCreate(raw []byte, _ string) error {
 // in the session, and its frames come back through the sink. It fails
 // while another response runs, as the API does.
 func (c *Conn) startResponse(p plan) error {
+	tools, err := p.clientTools(c.sess.Character().LLM.ToolLimit())
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	if c.cur != nil {
 		id := c.cur.id
 		c.mu.Unlock()
 		return refuse(codeActiveResponse, "", "response "+id+" is still running: wait for its response.done, or send response.cancel")
 	}
+	recording, inputItem := c.items.pendingRecording()
 	user, system := c.items.takePending()
 	ctx, cancel := context.WithCancel(c.ctx)
 	r := &response{
 		id: c.ids.next("resp"), ctx: ctx, cancel: cancel, audio: p.cfg.speaks(),
 		format: p.cfg.outFormat, voice: p.cfg.voice, maxOut: p.cfg.maxTokens, mods: slices.Clone(p.cfg.modalities),
+		theirs: functionNames(tools), inputItem: inputItem,
 	}
 	c.cur = r
 	c.mu.Unlock()
@@ -171,7 +189,10 @@ func (c *Conn) startResponse(p plan) error {
 		f := float32(*t)
 		opts.Temperature = &f
 	}
-	err := c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: p.recording})
+	if p.recording == nil {
+		p.recording = recording // the pending audio messages' (input_events.go)
+	}
+	err = c.sess.Respond(conversation.Response{Text: user, Reply: opts, TextOnly: !r.audio, Recording: p.recording, Tools: &tools})
 	if err != nil {
 		c.finish(r, "failed", err.Error())
 		return err
@@ -206,7 +227,11 @@ func (c *Conn) cancelResponse(r *response, reason string) {
 	c.mu.Lock()
 	heard := r.heardText()
 	c.mu.Unlock()
-	c.sess.Interrupt(heard)
+	// A spoken reply waits for the client's truncate to say how much of
+	// it was played (truncate.go); a written one was read as written.
+	if !r.audio || !c.sess.BargeIn() {
+		c.sess.Interrupt(heard)
+	}
 	c.finishCancelled(r, reason)
 }
 
@@ -374,6 +399,7 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 			ev{"type": "conversation.item.done", "previous_item_id": nullable(r.prev), "item": done})
 	}
 	c.mu.Lock()
+	output = append(output, r.toolItems...)
 	resp := c.renderResponse(r, status, details, output)
 	c.mu.Unlock()
 	events = append(events, ev{"type": "response.done", "response": resp})

@@ -107,6 +107,10 @@ type sessionConfig struct {
 	noiseReduction json.RawMessage
 	tools          json.RawMessage
 	toolChoice     json.RawMessage
+	// turns is turnDetection read (nil: manual commits), with the
+	// defaults its omitted fields take (input_events.go).
+	turns *TurnDetection
+	vad   VADDefaults
 }
 
 // defaultTurnDetection is server VAD with the API's documented defaults.
@@ -221,6 +225,11 @@ func (c sessionConfig) apply(u sessionUpdate) (sessionConfig, error) {
 	if u.ToolChoice != nil {
 		n.toolChoice = u.ToolChoice
 	}
+	if u.Tools != nil || u.ToolChoice != nil {
+		if _, err := clientTools(n.tools, n.toolChoice, "session"); err != nil {
+			return c, err
+		}
+	}
 	voice, speed := u.Voice, u.Speed
 	outFormat, inFormat := u.OutputAudioFormat, u.InputAudioFormat
 	transcription, turns, noise := u.InputAudioTranscription, u.TurnDetection, u.InputAudioNoiseReduction
@@ -270,7 +279,9 @@ func (c sessionConfig) apply(u sessionUpdate) (sessionConfig, error) {
 		n.transcription = transcription
 	}
 	if turns != nil {
-		n.turnDetection = turns
+		if err := n.setTurnDetection(turns); err != nil {
+			return c, err
+		}
 	}
 	if noise != nil {
 		n.noiseReduction = noise
