@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 )
@@ -20,7 +21,10 @@ type bargeInCause struct {
 	// guess is what had had the time to play when the user spoke, kept
 	// if no truncate comes.
 	guess string
-	heard chan string // one truncate's text, buffered
+	heard chan string // the truncate's text, buffered
+	// truncated is set by the first truncate, the one that counts: a
+	// second one finds no reply waiting for it.
+	truncated atomic.Bool
 }
 
 func (*bargeInCause) Error() string { return "interrupted by the user talking over the reply" }
@@ -49,7 +53,8 @@ func (s *Session) BargeIn() bool {
 // Truncate says the user heard the running (or barged-in) reply's audio
 // up to audioEnd: only the text of that much is stored, the piece being
 // played then cut back to its last whole word. It returns that text, and
-// false when no reply is running or waiting for it.
+// false when no reply is running or waiting for it (a barged-in reply
+// waits for one truncate: the first counts).
 func (s *Session) Truncate(audioEnd time.Duration) (string, bool) {
 	t := s.turns.running()
 	if t == nil || t.finishing.Load() {
@@ -58,10 +63,10 @@ func (s *Session) Truncate(audioEnd time.Duration) (string, bool) {
 	heard := t.heardUntil(audioEnd)
 	var bc *bargeInCause
 	if errors.As(context.Cause(t.ctx), &bc) {
-		select {
-		case bc.heard <- heard:
-		default: // a truncate came already: the first one counts
+		if !bc.truncated.CompareAndSwap(false, true) {
+			return "", false
 		}
+		bc.heard <- heard // buffered for this one send
 		return heard, true
 	}
 	return heard, s.turns.stop(interruptCause{heard: heard})
