@@ -97,14 +97,14 @@ const (
 
 // Values of the control message's text.
 const (
-	ControlStartMic         = "start-mic"
-	ControlStopMic          = "stop-mic"
-	ControlChainStart       = "conversation-chain-start"
-	ControlChainEnd         = "conversation-chain-end"
-	ControlInterrupt        = "interrupt"
-	ControlMicAudioEnd      = "mic-audio-end"
-	ThinkingText            = "Thinking..."
-	ConnectionEstablished   = "Connection established"
+	ControlStartMic       = "start-mic"
+	ControlStopMic        = "stop-mic"
+	ControlChainStart     = "conversation-chain-start"
+	ControlChainEnd       = "conversation-chain-end"
+	ControlInterrupt      = "interrupt"
+	ControlMicAudioEnd    = "mic-audio-end"
+	ThinkingText          = "Thinking..."
+	ConnectionEstablished = "Connection established"
 	// ConversationInterrupted is the text of the interrupt-signal a group
 	// member's client gets when another member interrupted the round.
 	ConversationInterrupted = "conversation-interrupted"
