@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -234,9 +236,6 @@ func (h *Hub) RunRound(ctx context.Context, opts RoundOptions) (RoundResult, err
 		line, stopped, err := h.groupTurn(ctx, sp, opts, groupRules(sp.Character().Name, opts.People, names))
 		if line.Text != "" {
 			res.Replies = append(res.Replies, line)
-			if aerr := opts.Transcript.Add(ctx, line); aerr != nil {
-				h.log.Error("could not store a reply in the group's record", "err", aerr)
-			}
 		}
 		if stopped {
 			res.Stopped = true
@@ -255,12 +254,16 @@ func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rul
 	c, _ := sp.current()
 	char := c.char
 	lines := opts.Transcript.unseen(char.ConfUID)
-	gt := &groupTurnState{}
+	gt := &groupTurnState{tr: opts.Transcript, line: Line{Name: char.Name, ConfUID: char.ConfUID, Avatar: char.Avatar}}
 	c.agent.SetGroupRules(rules)
 	defer c.agent.SetGroupRules("")
 	aud := newAudience(sp, opts.Audience)
 	sp.audience.Store(aud)
 	defer sp.audience.CompareAndSwap(aud, nil)
+	for l := range aud.players {
+		l.listening.Store(aud)
+		defer l.listening.CompareAndSwap(aud, nil)
+	}
 	t := sp.start(turnInput{text: groupInput(lines), group: gt})
 	if t == nil {
 		return Line{}, false, koe.ErrRestarting
@@ -277,7 +280,7 @@ func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rul
 		sp.turns.stopTurn(t, cause)
 		stopped = true
 	}
-	line := Line{Name: char.Name, ConfUID: char.ConfUID, Avatar: char.Avatar, Text: gt.said}
+	line := gt.line
 	if ctx.Err() != nil {
 		stopped = true
 	}
@@ -287,7 +290,22 @@ func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rul
 // groupTurnState is what a group turn tells the round: written by the
 // turn's goroutine before the turn is done.
 type groupTurnState struct {
-	said string
+	tr *Transcript
+	// line is the character's line, with its text once said.
+	line Line
+}
+
+// keep adds what the character said to the transcript and the group's
+// record: as the turn stores its reply, before its chain ends, so that a
+// client reading the record after the chain's end finds the reply.
+func (gt *groupTurnState) keep(ctx context.Context, log *slog.Logger, text string) {
+	gt.line.Text = text
+	if text == "" {
+		return
+	}
+	if err := gt.tr.Add(ctx, gt.line); err != nil {
+		log.Error("could not store a reply in the group's record", "err", err)
+	}
 }
 
 // audience is who else gets a group turn's frames (besides the speaking
@@ -297,17 +315,71 @@ type audience struct {
 	listeners []Listener
 	// koe: a listener takes koe's own events (see takesKoeEvents).
 	koe bool
+
+	// players are the listeners' sessions whose clients play the reply
+	// and say when they have (frontend-playback-complete); the turn waits
+	// for them as for its own client, once armed.
+	players   map[*Session]bool
+	mu        sync.Mutex
+	armed     bool
+	pending   map[*Session]bool
+	allPlayed chan struct{}
 }
 
 func newAudience(speaker *Session, ls []Listener) *audience {
-	a := &audience{speaker: speaker}
+	a := &audience{speaker: speaker, players: map[*Session]bool{}, allPlayed: make(chan struct{})}
 	for _, l := range ls {
 		if l.Session != speaker && l.Out != nil {
 			a.listeners = append(a.listeners, l)
 			a.koe = a.koe || l.KoeEvents
+			if p := l.Session; p != nil && !p.textOnly && !p.headless {
+				a.players[p] = true
+			}
 		}
 	}
 	return a
+}
+
+// arm starts counting the players' playback: the turn's
+// backend-synth-complete is about to go out. A nil audience (no round)
+// does nothing.
+func (a *audience) arm() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.armed = true
+	a.pending = maps.Clone(a.players)
+	if len(a.pending) == 0 {
+		close(a.allPlayed)
+	}
+}
+
+// played notes that p's client has played the reply.
+func (a *audience) played(p *Session) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.armed || !a.pending[p] {
+		return
+	}
+	delete(a.pending, p)
+	if len(a.pending) == 0 {
+		close(a.allPlayed)
+	}
+}
+
+// allPlayedCh is closed once every player has played the reply; nil (a
+// wait that never ends, so the caller does not wait on it) without a
+// round.
+func (a *audience) allPlayedCh() <-chan struct{} {
+	if a == nil {
+		return nil
+	}
+	return a.allPlayed
 }
 
 // offer sends each listener its copy of a turn's frame: what a watcher

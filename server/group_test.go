@@ -204,7 +204,13 @@ func TestGroupOfThreeClients(t *testing.T) {
 			return fakellm.Reply{Tokens: fakellm.Words(who + " says hello. " + who + " is glad.")}
 		}
 		return fakellm.Reply{Tokens: fakellm.Words("Alone.")}
-	}, func(c *config.Config) { c.Conversation.Groups.MaxMembers = 3 }, "Alice", "Bob", "Cara", "Dan")
+	}, func(c *config.Config) {
+		c.Conversation.Groups.MaxMembers = 3
+		// Each reply waits for every member's frontend-playback-complete:
+		// a wait that missed one would run into this, past the reads'
+		// deadline.
+		c.Conversation.PlaybackTimeout = time.Minute
+	}, "Alice", "Bob", "Cara", "Dan")
 	a, b, c, d := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob"), joinAs(t, addr, "Cara"), joinAs(t, addr, "Dan")
 
 	// Refused invitations, each saying why.
