@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -408,4 +409,57 @@ func TestGroupOwnerLeaves(t *testing.T) {
 	if slices.ContainsFunc(got, func(f msg) bool { return f["forwarded"] == true }) {
 		t.Fatal("a forwarded piece after the group ended")
 	}
+}
+
+// The chat API posts into a group: every member sees the message and
+// hears each character's reply; the request answers with the last reply;
+// /metrics counts each reply as a turn.
+func TestGroupFromTheChatAPI(t *testing.T) {
+	addr, _ := startGroupKoe(t, func(req fakellm.Request) fakellm.Reply {
+		if who := groupSpeakerOf(req); who != "" {
+			return fakellm.Reply{Tokens: fakellm.Words(who + " answers the viewer.")}
+		}
+		return fakellm.Reply{Tokens: fakellm.Words("Alone.")}
+	}, nil, "Alice", "Bob")
+	a, b := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
+	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
+	group := a.expectUpdate(true, a.uid, b.uid).str("group_id")
+	b.expectUpdate(false, a.uid, b.uid)
+
+	resp := postJSON(t, "http://"+addr+"/api/chat/invoke", msg{"group_id": "group_nobody", "message": "hi"})
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("a message to no group: HTTP %d, want 404", resp.StatusCode)
+	}
+
+	type answer struct {
+		status int
+		msg    protocol.ChatMessage
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp := postJSON(t, "http://"+addr+"/api/chat/invoke", msg{"group_id": group, "message": "What do you think?", "name": "Viewer"})
+		defer resp.Body.Close()
+		var m protocol.ChatMessage
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		done <- answer{resp.StatusCode, m}
+	}()
+	rounds := playRounds(t, 2, a, b)
+	for i, h := range rounds {
+		if got := distinctRuns(h.speakers); !slices.Equal(got, []string{"Alice", "Bob"}) {
+			t.Errorf("client %d heard %v", i, got)
+		}
+		if !slices.ContainsFunc(h.frames, func(f msg) bool {
+			return f.typ() == "user-input-transcription" && f.str("text") == "What do you think?"
+		}) {
+			t.Errorf("client %d was not shown the message", i)
+		}
+	}
+	got := <-done
+	if got.status != 200 || got.msg.Content != "Bob answers the viewer." || got.msg.Name != "Bob" {
+		t.Fatalf("the chat API answered %d %+v", got.status, got.msg)
+	}
+	s := scrape(t, addr, nil)
+	s.want(t, 2, "koe_turns_started_total")
+	s.want(t, 2, "koe_turns_ended_total", "outcome", "completed")
 }
