@@ -17,6 +17,7 @@ import (
 	"koe/config"
 	"koe/protocol"
 	"koe/testkit/fakellm"
+	"koe/testkit/pgtest"
 )
 
 // Groups of clients, as the stock OLV client makes them, against a real
@@ -199,7 +200,16 @@ func startGroupKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply, ed
 // character in turn on every client, heard once each, in order; each
 // character's history holds the group's conversation, and a member
 // reopens the group's own record.
-func TestGroupOfThreeClients(t *testing.T) {
+func TestGroupOfThreeClients(t *testing.T) { groupOfThree(t, nil) }
+
+// The same on the PostgreSQL store: it keeps the characters' histories
+// and the group's record as bbolt does.
+func TestGroupOfThreeClientsPostgres(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	groupOfThree(t, func(c *config.Config) { c.Store, c.StoreDSN = config.StorePostgres, dsn })
+}
+
+func groupOfThree(t *testing.T, store func(*config.Config)) {
 	addr, _ := startGroupKoe(t, func(req fakellm.Request) fakellm.Reply {
 		if who := groupSpeakerOf(req); who != "" {
 			return fakellm.Reply{Tokens: fakellm.Words(who + " says hello. " + who + " is glad.")}
@@ -211,6 +221,9 @@ func TestGroupOfThreeClients(t *testing.T) {
 		// a wait that missed one would run into this, past the reads'
 		// deadline.
 		c.Conversation.PlaybackTimeout = time.Minute
+		if store != nil {
+			store(c)
+		}
 	}, "Alice", "Bob", "Cara", "Dan")
 	a, b, c, d := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob"), joinAs(t, addr, "Cara"), joinAs(t, addr, "Dan")
 
