@@ -186,7 +186,7 @@ func distinctRuns(names []string) []string {
 func startGroupKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply, edit func(*config.Config), names ...string) (addr string, llm *fakellm.Server) {
 	t.Helper()
 	llm = startLLM(t, respond)
-	cfg := withFakeSpeech(testConfig(t, t.TempDir(), llm.URL()), llm)
+	cfg := withFakeASR(withFakeSpeech(testConfig(t, t.TempDir(), llm.URL()), llm), llm)
 	groupCharacters(t, cfg, names...)
 	if edit != nil {
 		edit(&cfg)
@@ -475,4 +475,51 @@ func TestGroupFromTheChatAPI(t *testing.T) {
 	s := scrape(t, addr, nil)
 	s.want(t, 2, "koe_turns_started_total")
 	s.want(t, 2, "koe_turns_ended_total", "outcome", "completed")
+}
+
+// A spoken message goes to the group too: the speaker is shown what was
+// heard, the others get it, and the characters answer it.
+func TestGroupSpokenMessage(t *testing.T) {
+	var firstInput atomic.Value
+	addr, llm := startGroupKoe(t, func(req fakellm.Request) fakellm.Reply {
+		who := groupSpeakerOf(req)
+		if who == "" {
+			return fakellm.Reply{Tokens: fakellm.Words("Alone.")}
+		}
+		firstInput.CompareAndSwap(nil, lastUserText(req))
+		return fakellm.Reply{Tokens: fakellm.Words(who + " heard you.")}
+	}, nil, "Alice", "Bob")
+	llm.SetTranscription(func(fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
+		return fakellm.TranscriptionReply{Text: "Spoken hello"}
+	})
+	a, b := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
+	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
+	a.expectUpdate(true, a.uid, b.uid)
+	b.expectUpdate(false, a.uid, b.uid)
+
+	b.sendMic(tone(time.Second, 0.3))
+	rounds := playRounds(t, 2, a, b)
+	for i, h := range rounds {
+		if !slices.ContainsFunc(h.frames, func(f msg) bool {
+			return f.typ() == "user-input-transcription" && f.str("text") == "Spoken hello"
+		}) {
+			t.Errorf("client %d was not shown what was heard", i)
+		}
+		if got := distinctRuns(h.speakers); !slices.Equal(got, []string{"Bob", "Alice"}) {
+			t.Errorf("client %d heard %v", i, got)
+		}
+	}
+	if got, _ := firstInput.Load().(string); !strings.Contains(got, "Bob's human: Spoken hello") {
+		t.Fatalf("Bob was given %q", got)
+	}
+}
+
+// lastUserText is the last user message of a request.
+func lastUserText(req fakellm.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			return req.Messages[i].Content
+		}
+	}
+	return ""
 }
