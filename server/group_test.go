@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -17,26 +16,15 @@ import (
 	"koe/config"
 	"koe/protocol"
 	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 	"koe/testkit/pgtest"
 )
 
 // Groups of clients, as the stock OLV client makes them, against a real
 // koe: real WebSocket clients, each with a character of its own.
 
-var groupSpeaker = regexp.MustCompile(`You are (\w+), talking in a group conversation`)
-
-// groupSpeakerOf is who the group prompt of a request says speaks ("":
-// the request is no group turn's).
-func groupSpeakerOf(req fakellm.Request) string {
-	for _, m := range req.Messages {
-		if m.Role == "system" {
-			if g := groupSpeaker.FindStringSubmatch(m.Content); g != nil {
-				return g[1]
-			}
-		}
-	}
-	return ""
-}
+// groupSpeakerOf is who the group prompt of a request says speaks.
+var groupSpeakerOf = koetest.GroupSpeaker
 
 // groupCharacters writes one character file per name (alice.yaml with
 // character_name Alice, conf_uid alice_uid, ...).
@@ -486,7 +474,7 @@ func TestGroupSpokenMessage(t *testing.T) {
 		if who == "" {
 			return fakellm.Reply{Tokens: fakellm.Words("Alone.")}
 		}
-		firstInput.CompareAndSwap(nil, lastUserText(req))
+		firstInput.CompareAndSwap(nil, contentOf(req))
 		return fakellm.Reply{Tokens: fakellm.Words(who + " heard you.")}
 	}, nil, "Alice", "Bob")
 	llm.SetTranscription(func(fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
@@ -512,14 +500,4 @@ func TestGroupSpokenMessage(t *testing.T) {
 	if got, _ := firstInput.Load().(string); !strings.Contains(got, "Bob's human: Spoken hello") {
 		t.Fatalf("Bob was given %q", got)
 	}
-}
-
-// lastUserText is the last user message of a request.
-func lastUserText(req fakellm.Request) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			return req.Messages[i].Content
-		}
-	}
-	return ""
 }
