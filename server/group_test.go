@@ -413,15 +413,16 @@ func TestGroupOwnerLeaves(t *testing.T) {
 }
 
 // The chat API posts into a group: every member sees the message and
-// hears each character's reply; the request answers with the last reply;
-// /metrics counts each reply as a turn.
+// hears each character's replies, conversation.groups.rounds of them; the
+// request answers with the last reply; /metrics counts each reply as a
+// turn.
 func TestGroupFromTheChatAPI(t *testing.T) {
 	addr, _ := startGroupKoe(t, func(req fakellm.Request) fakellm.Reply {
 		if who := groupSpeakerOf(req); who != "" {
 			return fakellm.Reply{Tokens: fakellm.Words(who + " answers the viewer.")}
 		}
 		return fakellm.Reply{Tokens: fakellm.Words("Alone.")}
-	}, nil, "Alice", "Bob")
+	}, func(c *config.Config) { c.Conversation.Groups.Rounds = 2 }, "Alice", "Bob")
 	a, b := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
 	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
 	group := a.expectUpdate(true, a.uid, b.uid).str("group_id")
@@ -445,9 +446,9 @@ func TestGroupFromTheChatAPI(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&m)
 		done <- answer{resp.StatusCode, m}
 	}()
-	rounds := playRounds(t, 2, a, b)
+	rounds := playRounds(t, 4, a, b)
 	for i, h := range rounds {
-		if got := distinctRuns(h.speakers); !slices.Equal(got, []string{"Alice", "Bob"}) {
+		if got := distinctRuns(h.speakers); !slices.Equal(got, []string{"Alice", "Bob", "Alice", "Bob"}) {
 			t.Errorf("client %d heard %v", i, got)
 		}
 		if !slices.ContainsFunc(h.frames, func(f msg) bool {
@@ -461,8 +462,8 @@ func TestGroupFromTheChatAPI(t *testing.T) {
 		t.Fatalf("the chat API answered %d %+v", got.status, got.msg)
 	}
 	s := scrape(t, addr, nil)
-	s.want(t, 2, "koe_turns_started_total")
-	s.want(t, 2, "koe_turns_ended_total", "outcome", "completed")
+	s.want(t, 4, "koe_turns_started_total")
+	s.want(t, 4, "koe_turns_ended_total", "outcome", "completed")
 }
 
 // A spoken message goes to the group too: the speaker is shown what was
