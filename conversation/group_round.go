@@ -51,8 +51,9 @@ type Transcript struct {
 
 	mu    sync.Mutex
 	lines []Line
-	// seen is how many lines each character (by conf uid) has been given
-	// or said: its next turn gets the lines after them.
+	// seen is how many lines each speaking session (by client_uid: two
+	// members may bring the same character) has been given or said: its
+	// next turn gets the lines after them.
 	seen map[string]int
 	// record is the uid of the group's record ("" until its first line).
 	record string
@@ -82,14 +83,20 @@ func (tr *Transcript) Lines() []Line {
 // its first line). The line is kept even when storing fails: the round
 // goes on, and the error says what was lost.
 func (tr *Transcript) Add(ctx context.Context, l Line) error {
+	return tr.add(ctx, "", l)
+}
+
+// add is Add for a line said by the speaking session speaker ("": a
+// person), which has then seen every line so far.
+func (tr *Transcript) add(ctx context.Context, speaker string, l Line) error {
 	rec := koe.Record{Role: koe.RoleHuman, Name: l.Name, Content: l.Text}
 	if l.ConfUID != "" {
 		rec = koe.Record{Role: koe.RoleAI, Name: l.Name, Avatar: l.Avatar, Content: l.Text}
 	}
 	tr.mu.Lock()
 	tr.lines = append(tr.lines, l)
-	if l.ConfUID != "" {
-		tr.seen[l.ConfUID] = len(tr.lines)
+	if speaker != "" {
+		tr.seen[speaker] = len(tr.lines)
 	}
 	uid, fresh := tr.record, tr.record == ""
 	if fresh {
@@ -115,13 +122,13 @@ func (tr *Transcript) Add(ctx context.Context, l Line) error {
 	return nil
 }
 
-// unseen returns the lines conf has not been given yet and marks them
+// unseen returns the lines speaker has not been given yet and marks them
 // given.
-func (tr *Transcript) unseen(conf string) []Line {
+func (tr *Transcript) unseen(speaker string) []Line {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	from := tr.seen[conf]
-	tr.seen[conf] = len(tr.lines)
+	from := tr.seen[speaker]
+	tr.seen[speaker] = len(tr.lines)
 	return append([]Line(nil), tr.lines[from:]...)
 }
 
@@ -253,8 +260,8 @@ func (h *Hub) RunRound(ctx context.Context, opts RoundOptions) (RoundResult, err
 func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rules string) (Line, bool, error) {
 	c, _ := sp.current()
 	char := c.char
-	lines := opts.Transcript.unseen(char.ConfUID)
-	gt := &groupTurnState{tr: opts.Transcript, line: Line{Name: char.Name, ConfUID: char.ConfUID, Avatar: char.Avatar}}
+	lines := opts.Transcript.unseen(sp.clientUID)
+	gt := &groupTurnState{tr: opts.Transcript, speaker: sp.clientUID, line: Line{Name: char.Name, ConfUID: char.ConfUID, Avatar: char.Avatar}}
 	c.agent.SetGroupRules(rules)
 	defer c.agent.SetGroupRules("")
 	aud := newAudience(sp, opts.Audience)
@@ -290,7 +297,8 @@ func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rul
 // groupTurnState is what a group turn tells the round: written by the
 // turn's goroutine before the turn is done.
 type groupTurnState struct {
-	tr *Transcript
+	tr      *Transcript
+	speaker string // the speaking session's client_uid
 	// line is the character's line, with its text once said.
 	line Line
 }
@@ -303,7 +311,7 @@ func (gt *groupTurnState) keep(ctx context.Context, log *slog.Logger, text strin
 	if text == "" {
 		return
 	}
-	if err := gt.tr.Add(ctx, gt.line); err != nil {
+	if err := gt.tr.add(ctx, gt.speaker, gt.line); err != nil {
 		log.Error("could not store a reply in the group's record", "err", err)
 	}
 }
