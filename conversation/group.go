@@ -324,7 +324,10 @@ func (g *Group) stopRound(cause error, by *Session) bool {
 	<-r.done
 	for _, m := range g.snapshot().members {
 		if m != by {
+			// OLV's clients stop on interrupt-signal, koe's on control
+			// interrupt, as when a stop request stops their turn.
 			m.reply(protocol.Text{Type: protocol.TypeInterruptSignal, Text: protocol.ConversationInterrupted})
+			m.reply(protocol.Control(protocol.ControlInterrupt))
 		}
 	}
 	return true
