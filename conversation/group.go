@@ -57,6 +57,10 @@ type Group struct {
 	owner   *Session
 	members []*Session // in the order they joined
 
+	// sayMu makes a message's stop of the running round and the start of
+	// its own one step: two members' messages at once must not leave two
+	// rounds running.
+	sayMu   sync.Mutex
 	roundMu sync.Mutex
 	round   *runningRound
 }
@@ -161,6 +165,8 @@ func (s *Session) invite(inviteeUID string) {
 	g := s.group.Load()
 	var refusal string
 	switch {
+	case invitee.leaving.Load():
+		refusal = fmt.Sprintf("Invitee %s does not exist", inviteeUID)
 	case invitee.group.Load() != nil:
 		refusal = fmt.Sprintf("Invitee %s is already in a group", inviteeUID)
 	case g != nil && g.owner != s:
@@ -174,10 +180,15 @@ func (s *Session) invite(inviteeUID string) {
 		return
 	}
 	if g == nil {
-		g = &Group{hub: h, id: "group_" + s.clientUID, tr: NewTranscript(s.deps.Store), owner: s, members: []*Session{s}}
 		if h.groups.byID == nil {
 			h.groups.byID = map[string]*Group{}
 		}
+		// A group the client founded may live on under another owner.
+		id := "group_" + s.clientUID
+		for n := 2; h.groups.byID[id] != nil; n++ {
+			id = fmt.Sprintf("group_%s_%d", s.clientUID, n)
+		}
+		g = &Group{hub: h, id: id, tr: NewTranscript(s.deps.Store), owner: s, members: []*Session{s}}
 		h.groups.byID[g.id] = g
 		s.group.Store(g)
 	}
@@ -271,6 +282,10 @@ func (g *Group) dropLocked(s *Session) (left memberSnapshot, gone []*Session) {
 // stops (OLV interrupts it), the ownership passes to the member who
 // joined next, and the others are told.
 func (s *Session) leaveGroup() {
+	// Set under the lock invitations take: none adds s from now on.
+	s.hub.groups.mu.Lock()
+	s.leaving.Store(true)
+	s.hub.groups.mu.Unlock()
 	g := s.group.Load()
 	if g == nil {
 		return
@@ -376,6 +391,8 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 	if text == "" {
 		return nil, invalid("empty input: type something first")
 	}
+	g.sayMu.Lock()
+	defer g.sayMu.Unlock()
 	g.stopRound(errSuperseded, from)
 	m := g.snapshot()
 	if len(m.members) < 2 {
