@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -395,8 +396,9 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 	defer g.sayMu.Unlock()
 	g.stopRound(errSuperseded, from)
 	m := g.snapshot()
-	if len(m.members) < 2 {
-		return nil, invalid("the group has ended")
+	if len(m.members) < 2 || from != nil && !slices.Contains(m.members, from) {
+		// It ended, or the member left, while the message was heard.
+		return nil, invalid("you are in no group any more: the message was not sent")
 	}
 	names := peopleNames(m.members)
 	if from != nil {
