@@ -234,26 +234,40 @@ func (h *Hub) RunRound(ctx context.Context, opts RoundOptions) (RoundResult, err
 	for i, s := range opts.Speakers {
 		names[i] = s.Character().Name
 	}
+	var errs []error
 	for i := 0; i < opts.Replies; i++ {
 		if ctx.Err() != nil {
 			res.Stopped = true
-			return res, nil
+			break
 		}
 		sp := opts.Speakers[i%len(opts.Speakers)]
 		line, stopped, err := h.groupTurn(ctx, sp, opts, groupRules(sp.Character().Name, opts.People, names))
+		if errors.Is(err, errNothingNew) {
+			// Nobody said anything since this character spoke: it
+			// would talk to itself.
+			break
+		}
 		if line.Text != "" {
 			res.Replies = append(res.Replies, line)
 		}
 		if stopped {
 			res.Stopped = true
-			return res, nil
+			break
 		}
-		if err != nil {
+		if errors.Is(err, koe.ErrRestarting) {
 			return res, err
 		}
+		if err != nil {
+			// Every audience saw the failure; the next character may
+			// still answer, as OLV goes on after a member's error.
+			errs = append(errs, fmt.Errorf("%s's reply: %w", sp.Character().Name, err))
+		}
 	}
-	return res, nil
+	return res, errors.Join(errs...)
 }
+
+// errNothingNew: a character's turn would have no new line to answer.
+var errNothingNew = errors.New("nothing new to answer")
 
 // groupTurn runs one character's turn of a round and returns what it
 // said. stopped: the round's context ended during it.
@@ -261,6 +275,9 @@ func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rul
 	c, _ := sp.current()
 	char := c.char
 	lines := opts.Transcript.unseen(sp.clientUID)
+	if len(lines) == 0 {
+		return Line{}, false, errNothingNew
+	}
 	gt := &groupTurnState{tr: opts.Transcript, speaker: sp.clientUID, line: Line{Name: char.Name, ConfUID: char.ConfUID, Avatar: char.Avatar}}
 	c.agent.SetGroupRules(rules)
 	defer c.agent.SetGroupRules("")

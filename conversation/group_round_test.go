@@ -201,3 +201,37 @@ func TestRoundStopEndsItForAll(t *testing.T) {
 		}
 	}
 }
+
+// A character whose LLM call fails does not end the round: the next one
+// answers, and the round reports the failure. A character alone does not
+// answer itself.
+func TestRoundGoesOnAfterAFailureAndNeverTalksToItself(t *testing.T) {
+	rr := newRoundRig(t, func(_ fakellm.Request, speaker string) fakellm.Reply {
+		if speaker == "Aki" {
+			return fakellm.Reply{Status: 500, ErrorMessage: "Aki's model is down"}
+		}
+		return fakellm.Reply{Tokens: fakellm.Words(speaker + " speaks.")}
+	})
+	tr := conversation.NewTranscript(rr.real)
+	if err := tr.Add(t.Context(), conversation.Line{Name: "Mika", Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rr.hub.RunRound(t.Context(), conversation.RoundOptions{Transcript: tr, Speakers: []*conversation.Session{rr.aki, rr.bo}, Replies: 2})
+	if err == nil || !strings.Contains(err.Error(), "Aki's reply") {
+		t.Fatalf("round error %v, want Aki's failure", err)
+	}
+	if len(res.Replies) != 1 || res.Replies[0].Name != "Bo" || res.Stopped {
+		t.Fatalf("replies %+v (stopped %v), want Bo's", res.Replies, res.Stopped)
+	}
+	res, err = rr.hub.RunRound(t.Context(), conversation.RoundOptions{Transcript: tr, Speakers: []*conversation.Session{rr.bo}, Replies: 3})
+	if err != nil || len(res.Replies) != 0 {
+		t.Fatalf("Bo alone, with nothing new said: %+v, %v", res.Replies, err)
+	}
+	if err := tr.Add(t.Context(), conversation.Line{Name: "Mika", Text: "and you?"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = rr.hub.RunRound(t.Context(), conversation.RoundOptions{Transcript: tr, Speakers: []*conversation.Session{rr.bo}, Replies: 3})
+	if err != nil || len(res.Replies) != 1 {
+		t.Fatalf("Bo alone answered %+v, %v; want one reply", res.Replies, err)
+	}
+}
