@@ -235,3 +235,26 @@ func TestRoundGoesOnAfterAFailureAndNeverTalksToItself(t *testing.T) {
 		t.Fatalf("Bo alone answered %+v, %v; want one reply", res.Replies, err)
 	}
 }
+
+// Two sessions with the same character are two speakers: each is given
+// the lines since it spoke itself.
+func TestRoundTwoSessionsOfOneCharacter(t *testing.T) {
+	rr := newRoundRig(t, func(_ fakellm.Request, speaker string) fakellm.Reply {
+		return fakellm.Reply{Tokens: fakellm.Words(speaker + " speaks.")}
+	})
+	twin := rr.hub.Open(rr.ctx, mock.NewSender(1<<12), conversation.SessionOptions{ClientUID: "aki-twin", TextOnly: true})
+	t.Cleanup(twin.Close)
+	tr := conversation.NewTranscript(rr.real)
+	if err := tr.Add(t.Context(), conversation.Line{Name: "Mika", Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rr.hub.RunRound(t.Context(), conversation.RoundOptions{Transcript: tr, Speakers: []*conversation.Session{rr.aki, twin}, Replies: 2})
+	if err != nil || len(res.Replies) != 2 {
+		t.Fatalf("round: %+v, %v", res.Replies, err)
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if got := liveLastUser(rr.asked[1]); !strings.Contains(got, "Mika: hello\nAki: Aki speaks.") {
+		t.Fatalf("the second Aki was given %q", got)
+	}
+}
