@@ -171,6 +171,32 @@ func distinctRuns(names []string) []string {
 	return out
 }
 
+// holdStream holds a fake LLM stream before its chunk i (hold(i) is its
+// BeforeChunk) until release is called, at the test's end at the latest.
+func holdStream(t *testing.T) (hold func(i int) func(int), release func()) {
+	ch := make(chan struct{})
+	release = sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(release)
+	return func(at int) func(int) {
+		return func(i int) {
+			if i == at {
+				<-ch
+			}
+		}
+	}, release
+}
+
+// pairUp joins Alice and Bob, and Alice invites Bob: a group of two,
+// each told so.
+func pairUp(t *testing.T, addr string) (a, b *groupMember) {
+	t.Helper()
+	a, b = joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
+	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
+	a.expectUpdate(true, a.uid, b.uid)
+	b.expectUpdate(false, a.uid, b.uid)
+	return a, b
+}
+
 func startGroupKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply, edit func(*config.Config), names ...string) (addr string, llm *fakellm.Server) {
 	t.Helper()
 	llm = startLLM(t, respond)
@@ -320,25 +346,16 @@ func groupOfThree(t *testing.T, store func(*config.Config)) {
 // the speaker's client is told to stop, the reply keeps what was heard,
 // and no other character is asked.
 func TestGroupInterruptByAnotherMember(t *testing.T) {
-	release := make(chan struct{})
-	var released sync.Once
-	t.Cleanup(func() { released.Do(func() { close(release) }) })
+	hold, release := holdStream(t)
 	var asked atomic.Int32
 	addr, _ := startGroupKoe(t, func(req fakellm.Request) fakellm.Reply {
 		if groupSpeakerOf(req) == "" {
 			return fakellm.Reply{Tokens: fakellm.Words("Alone.")}
 		}
 		asked.Add(1)
-		return fakellm.Reply{Tokens: fakellm.Words("First sentence here. Then much more."), BeforeChunk: func(i int) {
-			if i == 4 {
-				<-release
-			}
-		}}
+		return fakellm.Reply{Tokens: fakellm.Words("First sentence here. Then much more."), BeforeChunk: hold(4)}
 	}, nil, "Alice", "Bob")
-	a, b := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
-	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
-	a.expectUpdate(true, a.uid, b.uid)
-	b.expectUpdate(false, a.uid, b.uid)
+	a, b := pairUp(t, addr)
 
 	a.send(msg{"type": "text-input", "text": "Tell us a story", "images": []any{}})
 	// Alice's first sentence reaches Bob's client: he interrupts.
@@ -348,7 +365,7 @@ func TestGroupInterruptByAnotherMember(t *testing.T) {
 	if sig := got[len(got)-1]; sig.str("text") != "conversation-interrupted" {
 		t.Fatalf("the speaker's client got %v", sig)
 	}
-	released.Do(func() { close(release) })
+	release()
 	for _, m := range []*groupMember{a, b} {
 		m.send(msg{"type": "heartbeat"})
 		for _, f := range m.until(isType("heartbeat-ack")) {
@@ -423,10 +440,8 @@ func TestGroupFromTheChatAPI(t *testing.T) {
 		}
 		return fakellm.Reply{Tokens: fakellm.Words("Alone.")}
 	}, func(c *config.Config) { c.Conversation.Groups.Rounds = 2 }, "Alice", "Bob")
-	a, b := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
-	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
-	group := a.expectUpdate(true, a.uid, b.uid).str("group_id")
-	b.expectUpdate(false, a.uid, b.uid)
+	a, b := pairUp(t, addr)
+	group := "group_" + a.uid
 
 	resp := postJSON(t, "http://"+addr+"/api/chat/invoke", msg{"group_id": "group_nobody", "message": "hi"})
 	resp.Body.Close()
@@ -481,10 +496,7 @@ func TestGroupSpokenMessage(t *testing.T) {
 	llm.SetTranscription(func(fakellm.TranscriptionRequest) fakellm.TranscriptionReply {
 		return fakellm.TranscriptionReply{Text: "Spoken hello"}
 	})
-	a, b := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
-	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
-	a.expectUpdate(true, a.uid, b.uid)
-	b.expectUpdate(false, a.uid, b.uid)
+	a, b := pairUp(t, addr)
 
 	b.sendMic(tone(time.Second, 0.3))
 	rounds := playRounds(t, 2, a, b)
@@ -507,26 +519,17 @@ func TestGroupSpokenMessage(t *testing.T) {
 // of its own (OLV drops the message); the group's record keeps both
 // messages and the first reply as far as it went.
 func TestGroupNewMessageStopsTheRound(t *testing.T) {
-	release := make(chan struct{})
-	var released sync.Once
-	t.Cleanup(func() { released.Do(func() { close(release) }) })
+	hold, release := holdStream(t)
 	var calls atomic.Int32
 	addr, _ := startGroupKoe(t, func(req fakellm.Request) fakellm.Reply {
 		who := groupSpeakerOf(req)
 		if calls.Add(1) == 1 {
 			// Held after "And": the first sentence is certainly over.
-			return fakellm.Reply{Tokens: fakellm.Words(who + " starts. And goes on."), BeforeChunk: func(i int) {
-				if i == 3 {
-					<-release
-				}
-			}}
+			return fakellm.Reply{Tokens: fakellm.Words(who + " starts. And goes on."), BeforeChunk: hold(3)}
 		}
 		return fakellm.Reply{Tokens: fakellm.Words(who + " answers the second.")}
 	}, nil, "Alice", "Bob")
-	a, b := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
-	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
-	a.expectUpdate(true, a.uid, b.uid)
-	b.expectUpdate(false, a.uid, b.uid)
+	a, b := pairUp(t, addr)
 
 	a.send(msg{"type": "text-input", "text": "First message", "images": []any{}})
 	b.until(func(m msg) bool { return m.typ() == "audio" && m["forwarded"] == true })
@@ -534,7 +537,7 @@ func TestGroupNewMessageStopsTheRound(t *testing.T) {
 	// A, whose character was speaking, is told to stop; then the new
 	// round: Bob first, then Alice.
 	a.until(isType("interrupt-signal"))
-	released.Do(func() { close(release) })
+	release()
 	rounds := playRounds(t, 2, a, b)
 	for i, h := range rounds {
 		if got := distinctRuns(h.speakers); len(got) < 2 || !slices.Equal(got[len(got)-2:], []string{"Bob", "Alice"}) {
