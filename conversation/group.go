@@ -405,9 +405,15 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 		name = names[from]
 	}
 	fresh := g.tr.RecordUID() == ""
-	if err := g.tr.Add(ctx, Line{Name: name, Text: text}); err != nil {
-		g.hub.log.Error("could not store a message in the group's record", "err", err)
-	}
+	// Stored alongside the first reply's request; the replies' lines wait
+	// for it, so the record keeps the order.
+	w := g.tr.add(ctx, "", Line{Name: name, Text: text})
+	go func() {
+		<-w.done
+		if w.err != nil {
+			g.hub.log.Error("could not store a message in the group's record", "err", w.err)
+		}
+	}()
 	if fresh {
 		// The members learn where the group's record is.
 		g.tellMembers(m)

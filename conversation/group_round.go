@@ -57,6 +57,15 @@ type Transcript struct {
 	seen map[string]int
 	// record is the uid of the group's record ("" until its first line).
 	record string
+	// last is the latest write to the record: each waits for the one
+	// before, so the record keeps the lines' order.
+	last *recordWrite
+}
+
+// recordWrite is one line on its way to the group's record.
+type recordWrite struct {
+	done chan struct{}
+	err  error // set before done is closed
 }
 
 // NewTranscript starts an empty transcript whose record goes to store.
@@ -83,12 +92,18 @@ func (tr *Transcript) Lines() []Line {
 // its first line). The line is kept even when storing fails: the round
 // goes on, and the error says what was lost.
 func (tr *Transcript) Add(ctx context.Context, l Line) error {
-	return tr.add(ctx, "", l)
+	w := tr.add(ctx, "", l)
+	<-w.done
+	return w.err
 }
 
-// add is Add for a line said by the speaking session speaker ("": a
-// person), which has then seen every line so far.
-func (tr *Transcript) add(ctx context.Context, speaker string, l Line) error {
+// add appends a line said by the speaking session speaker ("": a
+// person), which has then seen every line so far, and starts storing it
+// after the lines before it: the caller may wait for it, or go on (a
+// person's message is stored alongside the first reply's request, as a
+// turn stores its user's: a disk sync is not worth delaying the first
+// words for).
+func (tr *Transcript) add(ctx context.Context, speaker string, l Line) *recordWrite {
 	rec := koe.Record{Role: koe.RoleHuman, Name: l.Name, Content: l.Text}
 	if l.ConfUID != "" {
 		rec = koe.Record{Role: koe.RoleAI, Name: l.Name, Avatar: l.Avatar, Content: l.Text}
@@ -103,23 +118,33 @@ func (tr *Transcript) add(ctx context.Context, speaker string, l Line) error {
 		uid = koe.NewHistoryUID(time.Now())
 		tr.record = uid
 	}
+	w := &recordWrite{done: make(chan struct{})}
+	prev := tr.last
+	tr.last = w
 	tr.mu.Unlock()
 	if tr.store == nil {
-		return nil
+		close(w.done)
+		return w
 	}
 	// Stored on a context of its own: a round stopped now still keeps
-	// what was said.
+	// what was said. The goroutine ends with its one store call.
 	ctx = context.WithoutCancel(ctx)
-	var err error
-	if fresh {
-		err = tr.store.CreateWith(ctx, GroupConf, uid, rec)
-	} else {
-		err = tr.store.Append(ctx, GroupConf, uid, rec)
-	}
-	if err != nil {
-		return fmt.Errorf("store the group's line: %w", err)
-	}
-	return nil
+	go func() {
+		defer close(w.done)
+		if prev != nil {
+			<-prev.done
+		}
+		var err error
+		if fresh {
+			err = tr.store.CreateWith(ctx, GroupConf, uid, rec)
+		} else {
+			err = tr.store.Append(ctx, GroupConf, uid, rec)
+		}
+		if err != nil {
+			w.err = fmt.Errorf("store the group's line: %w", err)
+		}
+	}()
+	return w
 }
 
 // unseen returns the lines speaker has not been given yet and marks them
@@ -328,8 +353,10 @@ func (gt *groupTurnState) keep(ctx context.Context, log *slog.Logger, text strin
 	if text == "" {
 		return
 	}
-	if err := gt.tr.add(ctx, gt.speaker, gt.line); err != nil {
-		log.Error("could not store a reply in the group's record", "err", err)
+	w := gt.tr.add(ctx, gt.speaker, gt.line)
+	<-w.done
+	if w.err != nil {
+		log.Error("could not store a reply in the group's record", "err", w.err)
 	}
 }
 
