@@ -35,7 +35,11 @@ func TestPackageLayers(t *testing.T) {
 		// chats, histories, documents, memories, watchers, the live chat)
 		// and is handed their implementations: it imports none of the
 		// packages that implement them but for their shapes.
-		"server": {"koe/agent", "koe/tts", "koe/asr", "koe/llm", "koe/history", "koe/config", "koe/conversation", "koe/histories", "koe/live", "koe/coord", "koe/metrics", "koe/app", "github.com/sashabaranov/go-openai", "github.com/prometheus", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
+		"server": {"koe/agent", "koe/tts", "koe/asr", "koe/llm", "koe/history", "koe/config", "koe/conversation", "koe/histories", "koe/live", "koe/coord", "koe/metrics", "koe/app", "koe/realtime", "github.com/sashabaranov/go-openai", "github.com/prometheus", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
+		// The Realtime API renders conversation's turns as its events: it
+		// is served (the server sees it through its own interface), it
+		// talks to no model or store itself.
+		"realtime": {"koe/server", "koe/llm", "koe/config", "koe/app", "koe/live", "koe/history", "koe/metrics", "github.com/sashabaranov/go-openai", "github.com/gofiber", "github.com/prometheus", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
 		// What clients read of the stored histories and prompts stands
 		// below the conversations that share it, on the stored types.
 		"histories": {"koe/conversation", "koe/server", "koe/app", "koe/live", "koe/history", "go.etcd.io/bbolt", "github.com/jackc/pgx"},
@@ -114,7 +118,7 @@ func TestPackageLayers(t *testing.T) {
 	// Above storage nothing even links a store: what these packages import
 	// of koe, and what that imports, reaches no backend and no driver, nor
 	// even the store contract (they declare the few methods they use).
-	for _, pkg := range []string{"agent", "llm", "recall", "knowledge", "histories", "conversation", "live", "server", "history"} {
+	for _, pkg := range []string{"agent", "llm", "recall", "knowledge", "histories", "conversation", "live", "realtime", "server", "history"} {
 		for _, imp := range linked(imports, pkg) {
 			if imp == "koe/bolt" || imp == "koe/postgres" || isDriver(imp) || imp == "koe/history" && pkg != "history" {
 				t.Errorf("%s links %s", pkg, imp)

@@ -44,7 +44,7 @@ func (a *Agent) AttachFile(f File) {
 // system prompt, the persona, the tools) and a reserve for the message it
 // comes with.
 func (a *Agent) FileRoom() int {
-	specs, _ := a.offeredTools(false)
+	specs, _ := a.offeredTools(false, 0)
 	a.mu.Lock()
 	system, persona := joinText(a.systemPromptLocked(), a.opts.Rules), a.opts.Persona
 	a.mu.Unlock()

@@ -47,7 +47,28 @@ type CycleResult struct {
 // allowed cycle must answer in text. The caller records the final reply
 // with AddAssistant once it knows what the user heard.
 func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
-	specs, available := a.offeredTools(true)
+	return a.ReplyWith(ctx, emit, ClientTools{})
+}
+
+// ReplyWith is Reply with the client's own tools offered too (see
+// ClientTools). A cycle that calls any of them runs koe's calls of that
+// cycle, then hands the client's out through emit (a ClientCallEmitter)
+// and ends the turn: it has no final reply until the client's results
+// come (AddToolResult) and the next turn continues.
+func (a *Agent) ReplyWith(ctx context.Context, emit Emitter, client ClientTools) error {
+	theirs := client.names()
+	handOut, _ := emit.(ClientCallEmitter)
+	if len(theirs) > 0 {
+		if handOut == nil {
+			return ErrNoClientEmitter
+		}
+		if err := client.Validate(a.opts.MaxTools); err != nil {
+			return fmt.Errorf("client tools: %w", err)
+		}
+	}
+	own, available := a.offeredTools(true, len(client.Specs))
+	specs := withClientTools(client.Specs, own)
+	available += len(client.Specs)
 	watcher, _ := emit.(ToolEmitter)
 	cycles, _ := emit.(CycleEmitter)
 	searcher, _ := a.opts.Tools.(Searcher)
@@ -55,9 +76,10 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 	memories := a.recall(ctx)
 	docs := a.readKnowledge(ctx, emit)
 	hasDocs := a.offerDocuments(docs, emit)
+	opts := replyOptionsOf(ctx)
 	for cycle := 1; ; cycle++ {
 		last := cycle >= a.opts.MaxCycles
-		note, reminder := toolsNote(specs, last), ""
+		note, reminder := opts.note()+toolsNote(specs, last), ""
 		switch {
 		case searched:
 			note += citationNote
@@ -73,9 +95,13 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 		if err != nil {
 			return err
 		}
-		if len(specs) > 0 && last {
-			req.ToolChoice = ToolChoiceNone
+		if len(specs) > 0 && cycle == 1 {
+			req.ToolChoice, req.ToolFunction = client.Choice.Mode, client.Choice.Function
 		}
+		if len(specs) > 0 && last {
+			req.ToolChoice, req.ToolFunction = ToolChoiceNone, ""
+		}
+		opts.apply(&req)
 		var said strings.Builder
 		if cycles != nil {
 			cycles.CycleStarted(cycle)
@@ -104,18 +130,46 @@ func (a *Agent) Reply(ctx context.Context, emit Emitter) error {
 		if watcher != nil {
 			watcher.ToolsCalled(res.ToolCalls)
 		}
-		for _, c := range res.ToolCalls {
+		calls, clientCalls := splitCalls(res.ToolCalls, theirs)
+		for _, c := range calls {
 			searched = searched || searcher != nil && searcher.IsSearch(c.Name)
 		}
 		status, _ := emit.(StatusEmitter)
-		results := a.runTools(ctx, res.ToolCalls, watcher, status)
+		results := a.runTools(ctx, calls, watcher, status)
 		// Every call gets its result in memory, even after an interrupt:
 		// a call without one would break every later request.
-		for i, c := range res.ToolCalls {
+		for i, c := range calls {
 			a.add(Message{Role: RoleTool, ToolCallID: c.ID, Name: c.Name, Content: results[i].text, Images: results[i].images, Time: a.opts.Now()})
 		}
 		if err := ctx.Err(); err != nil {
+			// The client's calls never went out: they end as koe's do.
+			for _, c := range clientCalls {
+				a.add(Message{Role: RoleTool, ToolCallID: c.ID, Name: c.Name, Content: ToolResultText("", ErrInterrupted), Time: a.opts.Now()})
+				if watcher != nil {
+					watcher.ToolFinished(c, "", ErrInterrupted)
+				}
+			}
 			return err
 		}
+		if len(clientCalls) > 0 {
+			handOut.ClientCalls(clientCalls)
+			return nil
+		}
 	}
+}
+
+// splitCalls parts a cycle's calls into koe's (run here) and the client's
+// (handed out), each in the model's order.
+func splitCalls(calls []ToolCall, theirs map[string]bool) (own, client []ToolCall) {
+	if len(theirs) == 0 {
+		return calls, nil
+	}
+	for _, c := range calls {
+		if theirs[c.Name] {
+			client = append(client, c)
+		} else {
+			own = append(own, c)
+		}
+	}
+	return own, client
 }

@@ -13,9 +13,13 @@ type Request struct {
 	// Tools the model may call in this cycle (none: a plain answer).
 	Tools []ToolSpec
 	// ToolChoice is "" (the server decides, which is "auto" when tools are
-	// offered) or ToolChoiceNone: the tools are described but the model
-	// must answer in text.
+	// offered), ToolChoiceNone (the tools are described but the model
+	// must answer in text), ToolChoiceAuto or ToolChoiceRequired (it must
+	// call one), as a client's tool_choice asks.
 	ToolChoice string
+	// ToolFunction, if set, is the one function the model must call (a
+	// client's tool_choice naming it); it overrides ToolChoice.
+	ToolFunction string
 	// Temperature, if set, overrides the character's temperature (the
 	// router asks at 0 so that its answer is repeatable).
 	Temperature *float32

@@ -45,17 +45,19 @@ const DefaultToolTimeout = 20 * time.Second
 var ErrInterrupted = errors.New("the user interrupted before the tool finished")
 
 // offeredTools is what a request offers of the toolbox's tools: the first
-// MaxTools, koe's own coming first in the list, and how many there are in
-// all. With note, a change in what is left out is logged, once.
-func (a *Agent) offeredTools(note bool) ([]ToolSpec, int) {
+// MaxTools less reserved (the client's own tools take that room), koe's
+// own coming first in the list, and how many there are in all. With note,
+// a change in what is left out is logged, once.
+func (a *Agent) offeredTools(note bool, reserved int) ([]ToolSpec, int) {
 	if a.opts.Tools == nil {
 		return nil, 0
 	}
 	specs := a.opts.Tools.Specs()
 	available := len(specs)
+	room := max(a.opts.MaxTools-reserved, 0)
 	var left []ToolSpec
-	if len(specs) > a.opts.MaxTools {
-		specs, left = specs[:a.opts.MaxTools], specs[a.opts.MaxTools:]
+	if len(specs) > room {
+		specs, left = specs[:room], specs[room:]
 	}
 	if !note {
 		return specs, available

@@ -5,6 +5,7 @@ import (
 
 	"koe/conversation"
 	"koe/protocol"
+	"koe/realtime"
 	"koe/server"
 )
 
@@ -21,6 +22,7 @@ func HubOptions(hub *conversation.Hub, o server.Options) server.Options {
 	o.Chats = hubChats{hub}
 	o.Attachments = hub
 	o.Watchers = hubWatchers{hub.Watchers()}
+	o.Realtime = hubRealtime{realtime.New(hub, o.Logger)}
 	o.Explain = func(err error) server.Problem { return server.Problem(conversation.Explain(err)) }
 	return o
 }
@@ -62,4 +64,14 @@ type hubWatchers struct{ *conversation.Watchers }
 
 func (h hubWatchers) Watch(t protocol.WatchTarget, w server.Watcher, o server.WatchOptions) (func(), error) {
 	return h.Watchers.Watch(t, w, conversation.WatchOptions{ClientUID: o.ClientUID, KoeEvents: o.KoeEvents})
+}
+
+type hubRealtime struct{ svc *realtime.Service }
+
+func (h hubRealtime) OpenRealtime(ctx context.Context, out server.RealtimeWriter, o server.RealtimeOptions) server.RealtimeConn {
+	c := h.svc.Open(ctx, out, realtime.Options{Model: o.Model, Beta: o.Beta, MaxItemBytes: o.MaxItemBytes, Logger: o.Logger})
+	if c == nil {
+		return nil
+	}
+	return c
 }

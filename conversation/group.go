@@ -157,7 +157,9 @@ func (s *Session) invite(inviteeUID string) {
 		return
 	}
 	invitee := h.Session(inviteeUID)
-	if invitee == nil || invitee.textOnly || invitee.headless || !protocol.ValidClientUID(inviteeUID) {
+	// Only an OLV client can be a member: a chat API turn, a live or
+	// scene session and a Realtime API connection speak no group-update.
+	if invitee == nil || invitee.textOnly || invitee.headless || invitee.playsItself || !protocol.ValidClientUID(inviteeUID) {
 		s.reply(groupResult(false, "Invitee %s does not exist", quote.Shorten(inviteeUID, 80)))
 		return
 	}

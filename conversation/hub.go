@@ -208,14 +208,25 @@ type SessionOptions struct {
 	Headless bool
 	// Rules end the system prompt of every request the session makes,
 	// whatever prompt the user saved (see agent.Options.Rules).
-	Rules  string
-	Logger *slog.Logger
+	Rules string
+	// PlaysItself: the client plays the audio on its own clock and tells
+	// koe nothing of it (a Realtime API client): a turn ends once its
+	// audio has had the time to play from its first piece on, without
+	// waiting for a word from the client, which may cut it short until
+	// then (Session.BargeIn, Session.Truncate).
+	PlaysItself bool
+	Logger      *slog.Logger
 }
 
 // Open starts a session for one client with the default character. ctx
 // bounds its life; Close ends it. It returns nil once the hub is closing.
 func (h *Hub) Open(ctx context.Context, out Sender, opts SessionOptions) *Session {
-	s := newSession(ctx, h, out, opts, h.deps.Characters.Default())
+	return h.open(ctx, out, opts, h.deps.Characters.Default())
+}
+
+// open starts a session for one client with char.
+func (h *Hub) open(ctx context.Context, out Sender, opts SessionOptions, char Character) *Session {
+	s := newSession(ctx, h, out, opts, char)
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()

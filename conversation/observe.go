@@ -99,7 +99,8 @@ func (w *turnWatch) end(outcome string) {
 func (w *turnWatch) endStopped(ctx context.Context) {
 	cause := context.Cause(ctx)
 	var ic interruptCause
-	if errors.As(cause, &ic) || errors.Is(cause, errSuperseded) {
+	var bc *bargeInCause
+	if errors.As(cause, &ic) || errors.As(cause, &bc) || errors.Is(cause, errSuperseded) {
 		w.end(TurnInterrupted)
 		return
 	}

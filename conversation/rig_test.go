@@ -164,6 +164,13 @@ func played(sess *conversation.Session) {
 func (r *rig) turn(text string) []mock.Frame {
 	r.t.Helper()
 	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: text})
+	return r.playedTurn(text)
+}
+
+// playedTurn reads the turn just started to its end, playing it as the
+// OLV client does, and fails the test on an error frame.
+func (r *rig) playedTurn(text string) []mock.Frame {
+	r.t.Helper()
 	got := r.until(protocol.TypeBackendSynthComplete, "")
 	played(r.sess)
 	got = append(got, r.until(protocol.TypeControl, protocol.ControlChainEnd)...)

@@ -58,6 +58,8 @@ type Session struct {
 	replaced  func() // SessionOptions.Replaced
 	headless  bool
 	rules     string // SessionOptions.Rules
+	// playsItself: SessionOptions.PlaysItself.
+	playsItself bool
 
 	turns turns
 	voice voice // the read loop's own
@@ -78,6 +80,9 @@ type Session struct {
 	// the session is closing, and no group may take it.
 	group   atomic.Pointer[Group]
 	leaving atomic.Bool
+	// client is the tools the client runs itself, and its results
+	// waiting for the next turn (clienttools.go).
+	client clientSide
 
 	mu    sync.Mutex // guards cast and place; never held across a call out
 	cast  cast
@@ -123,6 +128,8 @@ func newSession(ctx context.Context, h *Hub, out Sender, opts SessionOptions, ch
 		replaced:  opts.Replaced,
 		headless:  opts.Headless,
 		rules:     opts.Rules,
+
+		playsItself: opts.PlaysItself,
 	}
 	s.log = slog.New(turnLogs{Handler: log.Handler(), cur: &s.turnAttrs})
 	s.air.init(s.clientUID, func() string { return s.Character().ConfUID }, false)

@@ -29,6 +29,17 @@ type turnInput struct {
 	// group: the turn is a character's reply in a round (group_round.go),
 	// which learns from it what was said.
 	group *groupTurnState
+	// resume: no new user message; the turn goes on from the client's
+	// tool results (see clienttools.go). tools, if set, are the client's
+	// tools of this turn instead of the session's.
+	resume bool
+	tools  *agent.ClientTools
+	// reply changes this turn's LLM requests (a Realtime response's
+	// instructions, temperature, length).
+	reply agent.ReplyOptions
+	// silent: the turn is answered in text only, though the session
+	// speaks (a Realtime response with output_modalities ["text"]).
+	silent bool
 }
 
 // startText cancels the running turn, if any, and starts a new one.
@@ -139,6 +150,11 @@ type turnState struct {
 	unsaved bool
 	// group: the turn is a reply in a round, told what was said.
 	group *groupTurnState
+	// settled are the client's tool results (and the closed calls) the
+	// turn began with; clientCalls: it ended handing calls to the client,
+	// so it has no answer of its own to store.
+	settled     []koe.Record
+	clientCalls bool
 }
 
 func (s *Session) runTurn(t *turn, in turnInput) {
@@ -158,6 +174,12 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		if !ok {
 			return
 		}
+		if typed := strings.TrimSpace(in.text); typed != "" {
+			// Typed words that came with the recording (a Realtime
+			// client's text and audio messages answered together)
+			// come first, as they were sent.
+			text = typed + "\n" + text
+		}
 		in.text = text
 	}
 	t.replying.Store(true)
@@ -176,15 +198,20 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	if st.ttsErr != nil {
 		s.send(ctx, protocol.NewError("speech is off for this character, so replies come as text only: "+st.ttsErr.Error()))
 	}
-	if !in.proactive {
+	s.showResults(ctx, &st)
+	if !in.proactive && !in.resume {
 		s.message(ctx, protocol.ChatMessage{Type: protocol.MessageHuman, Content: in.text, Name: st.cast.char.HumanName, RunID: t.id,
 			AdditionalKwargs: protocol.AdditionalKwargs{ConfUID: st.conf, HistoryUID: st.uid}})
 	}
 
+	if in.silent {
+		// This turn only: the session's engine stays for the next.
+		st.cast.tts = nil
+	}
 	em := newTurnEmitter(s, t, st.cast, watch)
 	em.st = &st
 	st.final = em.final
-	err = st.cast.agent.Reply(ctx, em)
+	err = st.cast.agent.ReplyWith(agent.WithReplyOptions(ctx, in.reply), em, turnTools(in))
 	if ctx.Err() == nil {
 		em.flush()
 	}
@@ -219,14 +246,17 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 
 	// The client may still be playing everything that was sent; a client
 	// that reads text plays nothing.
-	if s.headless {
+	if s.headless || s.playsItself {
 		// Its audience is still hearing it: a stop now (a skip, the
-		// streamer's own turn) cuts it off as an interrupt would.
+		// streamer's own turn) cuts it off as an interrupt would. A
+		// client playing on its own clock (Realtime) says nothing of
+		// its playback but may cut it short (a barge-in, a truncate)
+		// until it has had the time to play: the reply is stored then.
 		if waitSpoken(ctx, t, spoken); ctx.Err() != nil {
 			s.finishCancelled(t, &st, reply, true)
 			return
 		}
-	} else if !s.textOnly {
+	} else if !s.textOnly && !s.playsItself {
 		wait := spoken + s.deps.Config.PlaybackTimeout
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
@@ -328,6 +358,14 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 	s.mu.Unlock()
 
 	conf := c.char.ConfUID
+	if in.resume && fresh {
+		s.mu.Lock()
+		if s.place.uid == uid {
+			s.place.uid = ""
+		}
+		s.mu.Unlock()
+		return turnState{}, errNothingToContinue
+	}
 	lease, err := s.hub.takeOver(uid, t)
 	if err != nil {
 		if fresh {
@@ -340,8 +378,14 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 		}
 		return turnState{}, err
 	}
+	var settled []koe.Record
 	if !fresh {
 		s.refreshMemory(c, conf, uid, seen)
+		settled = s.settleCalls(c)
+	}
+	if in.resume && len(settled) == 0 {
+		s.hub.releaseHistory(uid, t, lease)
+		return turnState{}, errNothingToContinue
 	}
 	rec.Name = c.char.HumanName
 	if in.proactive {
@@ -365,8 +409,26 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 			return err
 		}
 	}
-	c.agent.AddUser(in.text, in.images...)
-	st := turnState{s: s, cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id, lease: lease, group: in.group}
+	if in.resume {
+		save = func() error { return nil }
+	}
+	if len(settled) > 0 {
+		// Results and closed calls go before the turn's own record: a
+		// result follows its call.
+		store := save
+		save = func() error {
+			for _, r := range settled {
+				if err := s.deps.Store.Append(saveCtx, conf, uid, r); err != nil {
+					return err
+				}
+			}
+			return store()
+		}
+	}
+	if !in.resume {
+		c.agent.AddUser(in.text, in.images...)
+	}
+	st := turnState{s: s, cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id, lease: lease, settled: settled, group: in.group}
 	go func() { st.saved <- save() }()
 	return st, nil
 }
@@ -433,7 +495,13 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 		s.hub.watch.offer(s, context.Background(), protocol.Control(protocol.ControlInterrupt))
 	}
 	var ic interruptCause
+	var bc *bargeInCause
 	switch {
+	case errors.As(cause, &bc):
+		if heard := s.awaitHeard(t, bc); heard != "" || generated != "" {
+			st.persistReply(heard, true)
+		}
+		return
 	case errors.As(cause, &ic):
 		if ic.heard != "" || generated != "" {
 			st.persistReply(ic.heard, true)
@@ -465,7 +533,10 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 func (st *turnState) persistReply(text string, interrupted bool) {
 	st.waitSaved()
 	s := st.s
-	if text == "" && !interrupted {
+	if text == "" && !interrupted || st.clientCalls {
+		// A turn that handed calls to the client has no answer yet: what
+		// it said is stored with its calls, and the turn that reads
+		// their results answers.
 		return
 	}
 	ch := st.cast.char
@@ -594,6 +665,11 @@ func (e *turnEmitter) CycleStarted(cycle int) {
 // more.
 func (e *turnEmitter) CycleEnded(cycle int, r agent.CycleResult) {
 	e.st.cycle = r
+	if e.s.playsItself {
+		if err := e.s.out.Send(e.ctx, CallEnded{r}); err != nil && e.ctx.Err() == nil {
+			e.s.log.Debug("message not queued", "err", err)
+		}
+	}
 	switch {
 	case r.Err == nil:
 		e.statusOf(cycleTask(cycle), protocol.StatusEnd, e.model+" answered", "")

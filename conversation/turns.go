@@ -83,6 +83,7 @@ func (ts *turns) stop(cause error) bool {
 		return false
 	}
 	t.cancel(cause)
+	t.hurryUp()
 	<-t.done
 	return true
 }
@@ -128,6 +129,11 @@ type turn struct {
 	awaitingPlayback atomic.Bool
 	playback         chan struct{}
 
+	// hurry is closed when a stop waits for the turn: a turn waiting
+	// for its client's word on what was heard (BargeIn) stops waiting.
+	hurry     chan struct{}
+	hurryOnce sync.Once
+
 	// replying is set once the turn has its input (a recording is
 	// transcribed): from then on, speech over it is a barge-in.
 	replying atomic.Bool
@@ -154,7 +160,7 @@ func newTurn(parent context.Context) *turn {
 	// leaves as its turn ends its chain takes nothing from its watchers)
 	// and is otherwise left to the collector.
 	watch, stopWatch := context.WithCancel(context.Background())
-	t := &turn{done: make(chan struct{}), playback: make(chan struct{}, 1), id: newRunID()}
+	t := &turn{done: make(chan struct{}), playback: make(chan struct{}, 1), hurry: make(chan struct{}), id: newRunID()}
 	t.ctx = context.WithValue(ctx, watchContextKey{}, &watchCtx{ctx: watch, id: t.id})
 	t.cancel = func(cause error) {
 		if cause != nil && !t.finishing.Load() {
@@ -174,6 +180,9 @@ func newRunID() string {
 	_, _ = rand.Read(b[:])
 	return "run-" + hex.EncodeToString(b[:])
 }
+
+// hurryUp tells the turn that a stop waits for it.
+func (t *turn) hurryUp() { t.hurryOnce.Do(func() { close(t.hurry) }) }
 
 // playbackComplete counts only once backend-synth-complete is out: a late
 // frame from the previous turn must not end this one early.

@@ -336,7 +336,7 @@ func watchable(msg any) watchKind {
 		case protocol.TypeBackendSynthComplete, protocol.TypeForceNewMessage:
 			return watchAll
 		}
-	case protocol.Token, protocol.Status, protocol.MessageEvent, protocol.Citations, protocol.Ask, protocol.AskEnd:
+	case protocol.Token, protocol.Status, protocol.MessageEvent, protocol.Citations, protocol.Ask, protocol.AskEnd, protocol.ClientToolCalls:
 		return watchKoe
 	}
 	return watchNone

@@ -98,6 +98,9 @@ func (c *Client) chatRequest(req agent.Request) openai.ChatCompletionRequest {
 	if req.ToolChoice != "" && len(r.Tools) > 0 {
 		r.ToolChoice = req.ToolChoice
 	}
+	if req.ToolFunction != "" && len(r.Tools) > 0 {
+		r.ToolChoice = openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: req.ToolFunction}}
+	}
 	if c.cfg.Temperature != nil {
 		r.Temperature = *c.cfg.Temperature
 	}

@@ -24,7 +24,7 @@ import (
 // the first scrape, which rate() and alerts need.
 var (
 	// SessionKinds are the kinds of open session koe counts.
-	SessionKinds = []string{"websocket", "watcher", "sse", "live"}
+	SessionKinds = []string{"websocket", "watcher", "sse", "live", "realtime"}
 	// Outcomes are how a turn ends.
 	Outcomes = []string{OutcomeCompleted, OutcomeUnsaved, OutcomeInterrupted, OutcomeStopped, OutcomeFailed}
 	// Queues are where frames are dropped.

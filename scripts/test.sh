@@ -44,14 +44,24 @@ fi
 # packages pinned in scripts/pglite/package.json and kept with the others.
 # A DSN already in KOE_TEST_POSTGRES_DSN (a real PostgreSQL with pgvector)
 # is used instead.
-pglite_pkgs=$(node -e 'const d = require(process.argv[1]).dependencies; console.log(Object.entries(d).map(([n, v]) => n + "@" + v).join(" "))' "$PWD/scripts/pglite/package.json")
-for spec in $pglite_pkgs; do
-  name=${spec%@*} version=${spec##*@}
-  if ! grep -qs "\"version\": \"$version\"" "$KOE_TEST_NPM_DIR/node_modules/$name/package.json"; then
-    npm install --prefix "$KOE_TEST_NPM_DIR" --no-audit --no-fund --loglevel=error $pglite_pkgs
-    break
-  fi
-done
+# npm_pinned installs the dependencies of a package.json under scripts/
+# into KOE_TEST_NPM_DIR when one is missing or at another version.
+npm_pinned() {
+  local pkgs spec name version
+  pkgs=$(node -e 'const d = require(process.argv[1]).dependencies; console.log(Object.entries(d).map(([n, v]) => n + "@" + v).join(" "))' "$PWD/$1")
+  for spec in $pkgs; do
+    name=${spec%@*} version=${spec##*@}
+    if ! grep -qs "\"version\": \"$version\"" "$KOE_TEST_NPM_DIR/node_modules/$name/package.json"; then
+      npm install --prefix "$KOE_TEST_NPM_DIR" --no-audit --no-fund --loglevel=error $pkgs
+      break
+    fi
+  done
+}
+npm_pinned scripts/pglite/package.json
+# The official openai npm package's Realtime WebSocket client (and ws, which
+# it connects with in node), which the /v1/realtime tests drive through
+# scripts/realtime/driver.mjs (testkit/realtimesdk).
+npm_pinned scripts/realtime/package.json
 # Servers started below are stopped, and their files removed, on exit.
 pglite_pid="" pglite_out="" pg_dir="" pg_as=()
 cleanup() {

@@ -185,9 +185,14 @@ func bearer(header string) string {
 
 // subprotocolToken returns the token offered as a koe.token.* subprotocol.
 func subprotocolToken(headers []string) string {
+	return subprotocolTokenOf(headers, tokenSubprotocolPrefix)
+}
+
+// subprotocolTokenOf returns the token offered as a subprotocol of prefix.
+func subprotocolTokenOf(headers []string, prefix string) string {
 	for _, h := range headers {
 		for _, p := range strings.Split(h, ",") {
-			if tok, ok := strings.CutPrefix(strings.TrimSpace(p), tokenSubprotocolPrefix); ok {
+			if tok, ok := strings.CutPrefix(strings.TrimSpace(p), prefix); ok {
 				return tok
 			}
 		}
@@ -222,7 +227,7 @@ func (a *access) tokenOK(r head) (ok, fromQuery bool) {
 	}
 	query := string(r.uri.QueryArgs().Peek(tokenQuery))
 	if query == "" || !a.tokenMatches(query) {
-		if isRoute(path, "/client-ws") {
+		if isRoute(path, "/client-ws") || isRoute(path, realtimeRoute) {
 			var protocols []string
 			for k, v := range r.h.All() {
 				if strings.EqualFold(string(k), fiber.HeaderSecWebSocketProtocol) {
@@ -230,12 +235,16 @@ func (a *access) tokenOK(r head) (ok, fromQuery bool) {
 				}
 			}
 			sp := subprotocolToken(protocols)
+			if sp == "" && isRoute(path, realtimeRoute) {
+				// The Realtime SDKs' browser form.
+				sp = subprotocolTokenOf(protocols, realtimeKeySubprotocol)
+			}
 			return sp != "" && a.tokenMatches(sp), false
 		}
 		return false, false
 	}
 	switch {
-	case isRoute(path, "/client-ws"):
+	case isRoute(path, "/client-ws"), isRoute(path, realtimeRoute):
 		return true, false
 	case get:
 		return true, true

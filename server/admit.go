@@ -74,7 +74,7 @@ func (s *Server) judge(r head) verdict {
 	}
 	path := r.path()
 	// A plain GET of /client-ws is told it is a WebSocket endpoint.
-	if underPrefix(path, "/api") || isRoute(path, "/client-ws") && len(r.h.Peek(fiber.HeaderUpgrade)) > 0 {
+	if underPrefix(path, "/api") || (isRoute(path, "/client-ws") || isRoute(path, realtimeRoute)) && len(r.h.Peek(fiber.HeaderUpgrade)) > 0 {
 		if origin := string(r.h.Peek(fiber.HeaderOrigin)); !a.originAllowed(origin, string(r.h.Host())) {
 			return verdict{refusal: originRefusal(origin), origin: origin}
 		}

@@ -79,8 +79,14 @@ type drainer struct {
 
 // clientSession is an open WebSocket session as the drain sees it.
 type clientSession struct {
-	sess Session
+	sess drainable
 	conn *conn
+}
+
+// drainable is what the drain asks of a session: a /client-ws one, or a
+// Realtime one.
+type drainable interface {
+	Drain(idle func()) bool
 }
 
 // draining reports whether a drain has begun.
@@ -197,7 +203,7 @@ func sendElsewhere(c *conn) {
 
 // addSession registers an open client session; while koe drains, it is
 // drained at once. The returned func forgets it.
-func (s *Server) addSession(sess Session, cn *conn) (remove func()) {
+func (s *Server) addSession(sess drainable, cn *conn) (remove func()) {
 	cs := &clientSession{sess: sess, conn: cn}
 	d := &s.drain
 	d.mu.Lock()

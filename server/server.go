@@ -79,6 +79,10 @@ type Options struct {
 
 	// MCP are the MCP servers' states and logins (mcpauth.go); nil: none.
 	MCP MCPServers
+
+	// Realtime serves the OpenAI Realtime API at /v1/realtime
+	// (realtime.go); nil: that route answers 404.
+	Realtime Realtimes
 }
 
 // Server serves koe over HTTP and WebSocket.
@@ -239,6 +243,7 @@ func (s *Server) routes() {
 	s.healthRoutes()
 	s.apiRoutes()
 	s.mcpRoutes()
+	s.realtimeRoutes()
 	s.app.Use("/client-ws", checkUpgrade, s.checkSocketQuery, s.keepClientIP)
 	s.app.Get("/client-ws", websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize:  wsReadBufferSize,

@@ -71,19 +71,32 @@ type Sender interface {
 	SendWait(ctx context.Context, msg any) error
 }
 
-func (s *Server) handleWS(c *websocket.Conn) {
+// socketStarted registers a WebSocket connection, so that Shutdown waits
+// for it, or reports false once Shutdown has begun. socketEnded counts it
+// off.
+func (s *Server) socketStarted() bool {
 	// Registered under the lock that Shutdown takes before it waits: a
 	// WaitGroup must not grow once Wait has begun.
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closing {
-		s.mu.Unlock()
-		return
+		return false
 	}
 	s.conns.Add(1)
-	s.mu.Unlock()
-	defer s.conns.Done()
 	s.sessions.Add(1)
-	defer s.sessions.Add(-1)
+	return true
+}
+
+func (s *Server) socketEnded() {
+	s.sessions.Add(-1)
+	s.conns.Done()
+}
+
+func (s *Server) handleWS(c *websocket.Conn) {
+	if !s.socketStarted() {
+		return
+	}
+	defer s.socketEnded()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

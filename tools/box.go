@@ -297,6 +297,16 @@ func shortError(err error) error {
 	return &toolError{msg: string([]rune(msg)[:maxErrorChars-1]) + "…", cause: err}
 }
 
+// CutResult bounds a tool's result to limit characters (0:
+// DefaultMaxResultChars) as the built-in tools' are, a note saying so
+// included: a client's own tool's result, say.
+func CutResult(s string, limit int) string {
+	if limit <= 0 {
+		limit = DefaultMaxResultChars
+	}
+	return cut(s, max(limit, minResultChars))
+}
+
 // cut bounds s to limit characters, the note that says so included.
 func cut(s string, limit int) string {
 	n := utf8.RuneCountInString(s)

@@ -26,26 +26,11 @@
 // seen by all; so clients with several connections must use the simple
 // protocol (pgx: default_query_exec_mode=simple_protocol), where one query
 // is one message. See knowledge/postgres_test.go.
-import { createRequire } from 'node:module'
 import path from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
+import { loader } from '../npm.mjs'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
-const roots = [process.env.KOE_TEST_NPM_DIR, here].filter(Boolean)
-
-async function load(name) {
-  for (const root of roots) {
-    try {
-      const require = createRequire(path.join(root, 'package.json'))
-      // The packages are ES modules: resolve the path, then import it.
-      const resolved = require.resolve(name)
-      return await import(pathToFileURL(resolved).href)
-    } catch (err) {
-      if (err.code !== 'MODULE_NOT_FOUND' && err.code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') throw err
-    }
-  }
-  throw new Error(`${name} is not installed in ${roots.join(' or ')} (scripts/test.sh installs it)`)
-}
+const load = loader(path.dirname(fileURLToPath(import.meta.url)))
 
 const { PGlite } = await load('@electric-sql/pglite')
 const { vector } = await load('@electric-sql/pglite-pgvector')

@@ -93,6 +93,9 @@ type Reply struct {
 	// index, id and name, then its arguments in several fragments; the
 	// finish reason is then "tool_calls".
 	ToolCalls []ToolCall
+	// FinishReason, if set, is the stream's finish reason instead of
+	// "stop" or "tool_calls" ("length": the model hit its token limit).
+	FinishReason string
 }
 
 // ToolCall is one function call of a Reply, or of an assistant message
@@ -705,6 +708,9 @@ func (c *call) stream(id string, req Request, includeUsage bool) {
 	stop := "stop"
 	if len(c.reply.ToolCalls) > 0 {
 		stop = "tool_calls"
+	}
+	if c.reply.FinishReason != "" {
+		stop = c.reply.FinishReason
 	}
 	chunk := chunkFor(id, created, req.Model)
 	// With no tokens at all the role still has to be announced once.
