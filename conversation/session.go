@@ -70,6 +70,16 @@ type Session struct {
 	hearing atomic.Bool
 	// turnAttrs label the log lines of the running turn (observe.go).
 	turnAttrs atomic.Pointer[[]slog.Attr]
+	// audience, while a round's turn of this session runs, is who else
+	// gets its frames (group_round.go).
+	audience atomic.Pointer[audience]
+	// listening, while a round's turn of another session runs, is its
+	// audience, which this session's client is part of.
+	listening atomic.Pointer[audience]
+	// group is the client's group, if it is in one (group.go); leaving:
+	// the session is closing, and no group may take it.
+	group   atomic.Pointer[Group]
+	leaving atomic.Bool
 	// client is the tools the client runs itself, and its results
 	// waiting for the next turn (clienttools.go).
 	client clientSide
@@ -278,6 +288,7 @@ func (s *Session) switchCharacter(file string) (Character, error) {
 // Close stops the running turn (it stores what it has), hands the agent's
 // background work to the hub and tidies up. The session is unusable after.
 func (s *Session) Close() {
+	s.leaveGroup()
 	s.turns.stop(errSessionClosed)
 	s.hub.watch.offAir(s)
 	s.hub.forget(s)

@@ -26,6 +26,9 @@ type turnInput struct {
 	// viewers: a live chat turn answers them (their display names); its
 	// watchers are told at the chain's start.
 	viewers []string
+	// group: the turn is a character's reply in a round (group_round.go),
+	// which learns from it what was said.
+	group *groupTurnState
 	// resume: no new user message; the turn goes on from the client's
 	// tool results (see clienttools.go). tools, if set, are the client's
 	// tools of this turn instead of the session's.
@@ -54,6 +57,9 @@ func (s *Session) startText(text string, images []protocol.Image) error {
 // startInput starts a turn for the client's input, or refuses it with
 // koe.ErrRestarting once the session drains.
 func (s *Session) startInput(in turnInput) error {
+	if g := s.inGroup(); g != nil && !in.proactive {
+		return s.sayToGroup(g, in)
+	}
 	if s.start(in) == nil {
 		return koe.ErrRestarting
 	}
@@ -96,6 +102,9 @@ func (s *Session) Drain(idle func()) bool { return s.turns.drain(idle) }
 // interrupt stops the running turn at once. heard is what the user actually
 // heard of the reply; memory and history keep only that.
 func (s *Session) interrupt(heard string) {
+	if s.interruptGroup(heard) {
+		return
+	}
 	if !s.turns.stop(interruptCause{heard: heard}) {
 		s.log.Debug("interrupt with no running turn")
 	}
@@ -107,6 +116,8 @@ func (s *Session) playbackComplete() {
 	if t := s.turns.running(); t != nil {
 		t.playbackComplete()
 	}
+	// A group member's client played another character's reply.
+	s.listening.Load().played(s)
 }
 
 // turnState is what a turn works with, taken once at its start so that it
@@ -137,6 +148,8 @@ type turnState struct {
 	lease Lease
 	// unsaved: a record of the turn could not be stored.
 	unsaved bool
+	// group: the turn is a reply in a round, told what was said.
+	group *groupTurnState
 	// settled are the client's tool results (and the closed calls) the
 	// turn began with; clientCalls: it ended handing calls to the client,
 	// so it has no answer of its own to store.
@@ -225,6 +238,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	// SendWait returns. The frame follows every audio message in the
 	// queue, so it is written only after the last of them.
 	t.awaitingPlayback.Store(true)
+	s.audience.Load().arm()
 	if err := s.emitWait(ctx, protocol.Simple{Type: protocol.TypeBackendSynthComplete}); err != nil {
 		s.finishCancelled(t, &st, reply, true)
 		return
@@ -246,13 +260,23 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		wait := spoken + s.deps.Config.PlaybackTimeout
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
-		select {
-		case <-t.playback:
-		case <-timer.C:
-			s.log.Debug("no frontend-playback-complete; ending the turn anyway", "waited", wait)
-		case <-ctx.Done():
-			s.finishCancelled(t, &st, reply, true)
-			return
+		// In a round, every member's client plays the reply: the next
+		// character starts once all of them have played it.
+		own, others := t.playback, s.audience.Load().allPlayedCh()
+	wait:
+		for own != nil || others != nil {
+			select {
+			case <-own:
+				own = nil
+			case <-others:
+				others = nil
+			case <-timer.C:
+				s.log.Debug("no frontend-playback-complete; ending the turn anyway", "waited", wait)
+				break wait
+			case <-ctx.Done():
+				s.finishCancelled(t, &st, reply, true)
+				return
+			}
 		}
 	}
 	// Stored before chain-end so that a client asking for the history right
@@ -404,7 +428,7 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 	if !in.resume {
 		c.agent.AddUser(in.text, in.images...)
 	}
-	st := turnState{s: s, cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id, lease: lease, settled: settled}
+	st := turnState{s: s, cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id, lease: lease, settled: settled, group: in.group}
 	go func() { st.saved <- save() }()
 	return st, nil
 }
@@ -516,6 +540,9 @@ func (st *turnState) persistReply(text string, interrupted bool) {
 		return
 	}
 	ch := st.cast.char
+	if st.group != nil {
+		st.group.keep(s.ctx, s.log, text)
+	}
 	rec := koe.Record{Role: koe.RoleAI, Content: text, Name: ch.Name, Avatar: ch.Avatar, Interrupted: interrupted}
 	if err := s.deps.Store.Append(context.WithoutCancel(s.ctx), st.conf, st.uid, rec); err != nil {
 		st.unsaved = true
