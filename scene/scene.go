@@ -32,10 +32,10 @@ type Scene struct {
 	rounds    int
 	lines     []protocol.SceneLine // the latest scenes.max_lines
 	dropped   int
-	heard     []int                 // per character: lines it has heard (by number)
-	said      int                   // lines said in all, the dropped ones too
-	waiting   []protocol.SceneLine  // viewers' lines not yet heard
-	answerers []chan string         // Viewers calls waiting for the line after theirs
+	heard     []int                // per character: lines it has heard (by number)
+	said      int                  // lines said in all, the dropped ones too
+	waiting   []protocol.SceneLine // viewers' lines not yet heard
+	answerers []chan string        // Viewers calls waiting for the line after theirs
 	started   time.Time
 	ran       time.Duration // running time before the current run (pauses excluded)
 	runFrom   time.Time     // when it last began running; zero while paused

@@ -67,7 +67,7 @@ type Options struct {
 	// Scenes are the streamer's all-character scenes at /api/scenes
 	// (scenes.go); nil: those routes answer 404.
 	Scenes Scenes
-	Logger   *slog.Logger
+	Logger *slog.Logger
 	// Metrics, if set, counts sessions and queue drops.
 	Metrics Metrics
 	// MetricsHandler serves /metrics (Prometheus) when Config.Metrics is
