@@ -37,7 +37,10 @@ type Options struct {
 	// across a restart (data_dir); "" keeps nothing. With an election it
 	// is kept in Redis.
 	StateDir string
-	Logger   *slog.Logger
+	// Scenes, if set, take the chat's messages while a scene with the
+	// chat's character runs here.
+	Scenes Scenes
+	Logger *slog.Logger
 }
 
 // Leadership is the election of the one instance that runs the live chat

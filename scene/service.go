@@ -15,6 +15,7 @@ import (
 
 	"koe"
 	"koe/internal/quote"
+	"koe/livechat"
 	"koe/protocol"
 )
 
@@ -37,7 +38,13 @@ type CastOptions struct {
 	Scene      string
 	Characters []protocol.SceneCharacter
 	Topic      string
+	// Rules end every character's system prompt in the scene: what a
+	// scene is and, when it takes the live chat, how viewers' lines come.
+	Rules string
 }
+
+// Rules of every scene, in each character's system prompt.
+const Rules = `Scene: you are on a stream with other characters, talking with each other about a topic the streamer set, for the audience to enjoy. The others' lines reach you named by who said them. Say only your own next line, as yourself: one to three spoken sentences that answer or carry on what was just said; do not write the others' lines and do not put your name before yours.`
 
 // Cast is a scene's characters, each in a headless session, taking turns
 // on a shared transcript whose lines name their speakers.
@@ -219,7 +226,11 @@ func (s *Service) Start(ctx context.Context, req protocol.SceneRequest) (protoco
 	s.wg.Add(1)
 	s.mu.Unlock()
 
-	cast, err := s.opts.Stage.OpenCast(sc.ctx, CastOptions{Scene: id, Characters: p.chars, Topic: p.topic})
+	rules := Rules
+	if sc.liveChat {
+		rules += "\n\n" + livechat.Instruction
+	}
+	cast, err := s.opts.Stage.OpenCast(sc.ctx, CastOptions{Scene: id, Characters: p.chars, Topic: p.topic, Rules: rules})
 	if err != nil {
 		sc.cancel(nil)
 		s.mu.Lock()
