@@ -61,6 +61,9 @@ type SceneInfo struct {
 	// Speaking is the conf_uid of the character whose line runs now.
 	Speaking string `json:"speaking,omitempty"`
 	LiveChat bool   `json:"live_chat"`
+	// RecordUID is the scene's own record: every line with its speaker,
+	// a history of the groups' records (conf_uid koe-groups).
+	RecordUID string `json:"record_uid,omitempty"`
 	// Lines are the latest lines (at most scenes.max_lines), oldest first;
 	// LinesDropped counts the older ones not shown.
 	Lines        []SceneLine `json:"lines"`

@@ -32,8 +32,6 @@ type Scene struct {
 	rounds    int
 	lines     []protocol.SceneLine // the latest scenes.max_lines
 	dropped   int
-	heard     []int                // per character: lines it has heard (by number)
-	said      int                  // lines said in all, the dropped ones too
 	waiting   []protocol.SceneLine // viewers' lines not yet heard
 	answerers []chan string        // Viewers calls waiting for the line after theirs
 	started   time.Time
@@ -48,9 +46,8 @@ func newScene(s *Service, id string, p plan) *Scene {
 	ctx, cancel := context.WithCancelCause(s.base)
 	now := time.Now()
 	sc := &Scene{svc: s, id: id, plan: p, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
-		state: protocol.SceneRunning, speaking: -1, heard: make([]int, len(p.chars)), started: now, runFrom: now}
-	sc.lines = []protocol.SceneLine{{Kind: protocol.SceneLineTopic, Speaker: "topic", Text: p.topic}}
-	sc.said = 1
+		state: protocol.SceneRunning, speaking: -1, started: now, runFrom: now}
+	sc.lines = []protocol.SceneLine{{Kind: protocol.SceneLineTopic, Speaker: TopicSpeaker, Text: p.topic}}
 	return sc
 }
 
@@ -157,35 +154,36 @@ func (sc *Scene) waitRunning() error {
 	}
 }
 
-// line has character i say its line of round, hearing what it has not
-// heard yet first.
+// line has character i say its line of round; viewers' lines that came
+// since the last line are heard first.
 func (sc *Scene) line(round, i int) error {
 	lineCtx, stop := context.WithCancel(sc.ctx)
 	defer stop()
 	sc.mu.Lock()
 	sc.state = protocol.SceneRunning
-	// Viewers' lines that came meanwhile are heard from here on.
-	for _, v := range sc.waiting {
+	waiting := sc.waiting
+	sc.waiting = nil
+	for _, v := range waiting {
 		v.Round = round
 		sc.appendLocked(v)
 	}
-	sc.waiting = nil
-	heard := sc.unheardLocked(i)
-	sc.heard[i] = sc.said
 	sc.speaking, sc.lineStop = i, stop
 	answerers := sc.answerers
 	sc.answerers = nil
 	sc.mu.Unlock()
 
-	text, interrupted, err := sc.cast.Speak(lineCtx, i, heard)
+	for _, v := range waiting {
+		if err := sc.cast.Hear(lineCtx, v); err != nil {
+			sc.svc.log.Warn("scene: viewers' line not kept in the scene's record", "scene", sc.id, "err", err)
+		}
+	}
+	text, interrupted, err := sc.cast.Speak(lineCtx, i)
 
 	c := sc.plan.chars[i]
 	sc.mu.Lock()
 	sc.speaking, sc.lineStop = -1, nil
 	if text != "" || interrupted {
 		sc.appendLocked(protocol.SceneLine{Kind: protocol.SceneLineCharacter, Speaker: c.Name, ConfUID: c.ConfUID, Text: text, Round: round, Interrupted: interrupted})
-		// The speaker heard its own line as it said it.
-		sc.heard[i] = sc.said
 	}
 	sc.mu.Unlock()
 	for _, a := range answerers {
@@ -202,18 +200,10 @@ func (sc *Scene) line(round, i int) error {
 // appendLocked keeps a line, dropping the oldest past scenes.max_lines.
 func (sc *Scene) appendLocked(l protocol.SceneLine) {
 	sc.lines = append(sc.lines, l)
-	sc.said++
 	if over := len(sc.lines) - sc.svc.cfg.MaxLines; over > 0 {
 		sc.lines = append(sc.lines[:0], sc.lines[over:]...)
 		sc.dropped += over
 	}
-}
-
-// unheardLocked are the kept lines character i has not heard.
-func (sc *Scene) unheardLocked(i int) []protocol.SceneLine {
-	first := sc.said - len(sc.lines) // number of the oldest kept line
-	from := max(sc.heard[i]-first, 0)
-	return append([]protocol.SceneLine(nil), sc.lines[from:]...)
 }
 
 // hear takes viewers' lines for the next speaker, and returns where the
@@ -224,13 +214,19 @@ func (sc *Scene) hear(text string, viewers []string) (<-chan string, bool) {
 	if sc.state == protocol.SceneEnded {
 		return nil, false
 	}
-	sc.waiting = append(sc.waiting, protocol.SceneLine{Kind: protocol.SceneLineViewers, Speaker: joinViewers(viewers), Text: text})
+	sc.waiting = append(sc.waiting, protocol.SceneLine{Kind: protocol.SceneLineViewers, Speaker: ViewersSpeaker(viewers), Text: text})
 	ch := make(chan string, 1)
 	sc.answerers = append(sc.answerers, ch)
 	return ch, true
 }
 
-func joinViewers(viewers []string) string {
+// TopicSpeaker names the scene's opening line, its topic, in the
+// transcript the characters are given.
+const TopicSpeaker = "The streamer's topic"
+
+// ViewersSpeaker names a line of viewers' messages in the transcript
+// ("viewers alice, bob"); the messages inside name each viewer again.
+func ViewersSpeaker(viewers []string) string {
 	s := "viewers"
 	for i, v := range viewers {
 		if i == 0 {
@@ -287,8 +283,15 @@ func (sc *Scene) skip() bool {
 // info is the scene's state for the API.
 func (sc *Scene) info() protocol.SceneInfo {
 	sc.mu.Lock()
+	cast := sc.cast
+	sc.mu.Unlock()
+	record := ""
+	if cast != nil {
+		record = cast.RecordUID()
+	}
+	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	in := protocol.SceneInfo{ID: sc.id, State: sc.state, Topic: sc.plan.topic, Characters: append([]protocol.SceneCharacter(nil), sc.plan.chars...),
+	in := protocol.SceneInfo{RecordUID: record, ID: sc.id, State: sc.state, Topic: sc.plan.topic, Characters: append([]protocol.SceneCharacter(nil), sc.plan.chars...),
 		MaxRounds: sc.plan.maxRounds, Rounds: sc.rounds, LiveChat: sc.liveChat, Lines: append([]protocol.SceneLine{}, sc.lines...),
 		LinesDropped: sc.dropped, StartedAt: sc.started, EndReason: sc.endReason, Error: sc.errText}
 	if sc.plan.duration > 0 {

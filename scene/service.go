@@ -47,14 +47,23 @@ type CastOptions struct {
 const Rules = `Scene: you are on a stream with other characters, talking with each other about a topic the streamer set, for the audience to enjoy. The others' lines reach you named by who said them. Say only your own next line, as yourself: one to three spoken sentences that answer or carry on what was just said; do not write the others' lines and do not put your name before yours.`
 
 // Cast is a scene's characters, each in a headless session, taking turns
-// on a shared transcript whose lines name their speakers.
+// on a shared transcript whose lines name their speakers (conversation's
+// round).
 type Cast interface {
-	// Speak has character i say its next line, after hearing lines (what
-	// was said since its last line: the others' lines, viewers' lines).
-	// It returns once the line has ended (spoken: its audio has had the
-	// time to play; or stopped by ctx), with the text as heard and
-	// whether it was cut short.
-	Speak(ctx context.Context, i int, lines []protocol.SceneLine) (text string, interrupted bool, err error)
+	// Hear adds a line that no character said (viewers' messages) to the
+	// transcript: each character is given it at its next line.
+	Hear(ctx context.Context, line protocol.SceneLine) error
+	// Speak has character i say its next line, given what was said since
+	// its last one. It returns once the line has ended (spoken: its audio
+	// has had the time to play; or stopped by ctx), with the text as
+	// heard and whether it was cut short.
+	Speak(ctx context.Context, i int) (text string, interrupted bool, err error)
+	// ClientUIDs are the characters' sessions, in order: the overlay
+	// watches them.
+	ClientUIDs() []string
+	// RecordUID is the scene's own record (the transcript, every line
+	// with its speaker), "" until it has a line.
+	RecordUID() string
 	// Close ends the sessions (a running line is stopped, kept as heard).
 	Close()
 }
@@ -233,13 +242,25 @@ func (s *Service) Start(ctx context.Context, req protocol.SceneRequest) (protoco
 	cast, err := s.opts.Stage.OpenCast(sc.ctx, CastOptions{Scene: id, Characters: p.chars, Topic: p.topic, Rules: rules})
 	if err != nil {
 		sc.cancel(nil)
+		sc.mu.Lock()
+		sc.state = protocol.SceneEnded
+		sc.mu.Unlock()
+		close(sc.done)
 		s.mu.Lock()
 		delete(s.scenes, id)
 		s.mu.Unlock()
 		s.wg.Done()
 		return protocol.SceneInfo{}, fmt.Errorf("start the scene: %w", err)
 	}
+	uids := cast.ClientUIDs()
+	sc.mu.Lock()
 	sc.cast = cast
+	for i := range sc.plan.chars {
+		if i < len(uids) {
+			sc.plan.chars[i].ClientUID = uids[i]
+		}
+	}
+	sc.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
 		sc.run()
