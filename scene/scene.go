@@ -222,7 +222,7 @@ func (sc *Scene) hear(text string, viewers []string) (<-chan string, bool) {
 
 // TopicSpeaker names the scene's opening line, its topic, in the
 // transcript the characters are given.
-const TopicSpeaker = "The streamer's topic"
+const TopicSpeaker = "Streamer"
 
 // ViewersSpeaker names a line of viewers' messages in the transcript
 // ("viewers alice, bob"); the messages inside name each viewer again.

@@ -38,6 +38,9 @@ type CastOptions struct {
 	Scene      string
 	Characters []protocol.SceneCharacter
 	Topic      string
+	// Opening is the transcript's first line: the topic, said by the
+	// streamer.
+	Opening protocol.SceneLine
 	// Rules end every character's system prompt in the scene: what a
 	// scene is and, when it takes the live chat, how viewers' lines come.
 	Rules string
@@ -239,7 +242,8 @@ func (s *Service) Start(ctx context.Context, req protocol.SceneRequest) (protoco
 	if sc.liveChat {
 		rules += "\n\n" + livechat.Instruction
 	}
-	cast, err := s.opts.Stage.OpenCast(sc.ctx, CastOptions{Scene: id, Characters: p.chars, Topic: p.topic, Rules: rules})
+	cast, err := s.opts.Stage.OpenCast(sc.ctx, CastOptions{Scene: id, Characters: p.chars, Topic: p.topic, Rules: rules,
+		Opening: protocol.SceneLine{Kind: protocol.SceneLineTopic, Speaker: TopicSpeaker, Text: openingText(p.topic)}})
 	if err != nil {
 		sc.cancel(nil)
 		sc.mu.Lock()
@@ -386,6 +390,11 @@ func (s *Service) Skip(id string) (bool, protocol.SceneInfo, error) {
 	}
 	skipped := sc.skip()
 	return skipped, sc.info(), nil
+}
+
+// openingText is the topic as the first character is given it.
+func openingText(topic string) string {
+	return "Today's topic: " + topic + "\nTalk about it with each other."
 }
 
 // errStopped ends a scene the streamer stopped.
