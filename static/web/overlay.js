@@ -214,16 +214,18 @@
   // stop drops everything of member m queued and playing, at once (an
   // interrupt, a lost connection); the other members' pieces go on.
   function stop(m) {
+    // A piece being started (its sound loading) is dropped too: the
+    // generation tells it; what is left of the queue starts again below.
+    generation++;
     for (let i = queue.length - 1; i >= 0; i--) if (queue[i].member === m) queue.splice(i, 1);
     if (playing && playing.member === m) {
-      generation++;
       clearTimeout(playing.timer);
       if (playing.el) playing.el.pause();
       playing = null;
       state.slice = -1;
       setSpeaking(null);
-      if (queue.length > 0) next();
     }
+    if (!playing && queue.length > 0) next();
     clearTimeout(m.fadeTimer);
     showSubtitle(m, "");
     showViewers(m, []);
@@ -292,7 +294,7 @@
         if (err && err.name === "NotAllowedError") state.audio = "blocked";
       }
     }
-    if (gen !== generation || queue[0] !== frame) { if (el) el.pause(); return; }
+    if (gen !== generation) { if (el) el.pause(); return; }
     queue.shift();
     const m = frame.member;
     const seq = ++state.chunk;
