@@ -98,7 +98,9 @@ func (sc *Scene) talk() (string, error) {
 				}
 			}
 			if err := sc.line(round, i); err != nil {
-				if sc.ctx.Err() != nil {
+				if sc.ctx.Err() != nil || errors.Is(err, koe.ErrRestarting) {
+					// koe drains for a restart: the character's session
+					// starts no turn.
 					return sc.stopReason(), nil
 				}
 				return protocol.SceneEndFailed, err
@@ -113,7 +115,7 @@ func (sc *Scene) talk() (string, error) {
 
 // stopReason is why the scene's context ended.
 func (sc *Scene) stopReason() string {
-	if errors.Is(context.Cause(sc.ctx), errStopped) {
+	if sc.ctx.Err() != nil && errors.Is(context.Cause(sc.ctx), errStopped) {
 		return protocol.SceneEndStopped
 	}
 	return protocol.SceneEndShutdown

@@ -117,7 +117,12 @@ func newTestService(t *testing.T, edit func(*Config)) (*Service, fakeStage) {
 }
 
 func TestSceneRefusesWhatCannotWork(t *testing.T) {
-	s, _ := newTestService(t, func(c *Config) { c.MaxCharacters = 2; c.MaxRounds = 10; c.MaxDuration = time.Hour; c.MaxTopicChars = 20 })
+	s, _ := newTestService(t, func(c *Config) {
+		c.MaxCharacters = 2
+		c.MaxRounds = 10
+		c.MaxDuration = time.Hour
+		c.MaxTopicChars = 20
+	})
 	for _, c := range []struct {
 		req  protocol.SceneRequest
 		kind koe.Kind
