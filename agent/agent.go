@@ -138,8 +138,11 @@ type Agent struct {
 	rate         float64
 	system       string
 	reminder     string
-	last         *ContextReport
-	calibration  float64
+	// group is the group prompt while the character talks in a group
+	// (SetGroupRules); it ends the system prompt after Rules.
+	group       string
+	last        *ContextReport
+	calibration float64
 	// noticeDue: a summary was added that OnSummary has not been told
 	// of. Notices that pile up while the receiver is busy become one,
 	// carrying the latest state.
@@ -357,7 +360,7 @@ func (a *Agent) buildContext(tools []ToolSpec, toolsNote, extraReminder, memorie
 	if a.opts.Memory.PersonaAsSystem && persona != "" {
 		system, persona = persona, ""
 	}
-	system = joinText(system, a.opts.Rules)
+	system = joinText(joinText(system, a.opts.Rules), a.group)
 	req, rep, err := build(a.opts.Tokenizer, contextParts{
 		system:      system,
 		dynamic:     "Current date and time: " + a.opts.Now().Format("Monday, 2 January 2006, 15:04 MST") + "." + toolsNote,
@@ -443,6 +446,16 @@ func (a *Agent) SetSystemPrompt(text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.system = text
+}
+
+// SetGroupRules sets the group prompt, which tells the character who else
+// talks and how the lines it is given name their speakers ("" = none: it
+// talks with one person again). It ends the system prompt of every
+// request, after Rules.
+func (a *Agent) SetGroupRules(text string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.group = text
 }
 
 // SetReminder sets the reminder, the last user text of every request

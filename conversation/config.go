@@ -56,6 +56,8 @@ type Config struct {
 	// that joins a reply that needs more gets its start and what is sent
 	// after it joined. 0 keeps none.
 	OnAirBytes int `yaml:"on_air_bytes"`
+	// Groups bound the groups of clients (group.go).
+	Groups GroupsConfig `yaml:"groups"`
 }
 
 // VADConfig tunes how a continuous microphone stream is cut into
@@ -93,6 +95,7 @@ func DefaultConfig() Config {
 		ProactivePrompt:     defaultProactivePrompt,
 		VAD:                 VADConfig{StartMillis: 100, HangMillis: 600, PreRollMillis: 200},
 		OnAirBytes:          DefaultOnAirBytes,
+		Groups:              DefaultGroupsConfig(),
 	}
 }
 
@@ -128,6 +131,9 @@ func (c Config) Validate() error {
 	if c.FirstPieceMaxWords < 0 {
 		return fmt.Errorf("conversation.first_piece_max_words must not be negative, got %d", c.FirstPieceMaxWords)
 	}
+	if err := c.Groups.Validate(); err != nil {
+		return err
+	}
 	if c.OnAirBytes < 0 {
 		return fmt.Errorf("conversation.on_air_bytes must not be negative (0 keeps nothing for watchers that join mid-reply), got %d", c.OnAirBytes)
 	}
@@ -159,6 +165,9 @@ type Character struct {
 func (c Character) Validate() error {
 	if !koe.ValidID(c.ConfUID) {
 		return fmt.Errorf("character %q: conf_uid %q must be 1-128 characters of letters, digits, '_', '-' or '.'", c.ConfName, c.ConfUID)
+	}
+	if c.ConfUID == GroupConf {
+		return fmt.Errorf("character %q: conf_uid %q is koe's own: the groups' records are kept under it; choose another", c.ConfName, c.ConfUID)
 	}
 	if err := c.LLM.Validate(); err != nil {
 		return fmt.Errorf("character %q: %w", c.ConfName, err)

@@ -80,9 +80,11 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 	case protocol.TypeRequestInitConfig:
 		s.reply(s.modelAndConf())
 	case protocol.TypeRequestGroupInfo:
-		s.reply(protocol.GroupUpdate{Type: protocol.TypeGroupUpdate, Members: []string{}})
-	case protocol.TypeAddClientToGroup, protocol.TypeRemoveClientFromGroup:
-		s.reply(protocol.GroupOperationResult{Type: protocol.TypeGroupOperationResult, Message: "group chat is not supported by this koe server yet"})
+		s.groupInfo()
+	case protocol.TypeAddClientToGroup:
+		s.invite(in.InviteeUID)
+	case protocol.TypeRemoveClientFromGroup:
+		s.removeFromGroup(in.TargetUID)
 	case protocol.TypeFetchMemoryState:
 		s.reply(s.MemoryState())
 	case protocol.TypeSetCompressionRate:
@@ -139,7 +141,9 @@ func (s *Session) Dispatch(in protocol.Inbound) error {
 	case protocol.TypeUseMCPPrompt:
 		return s.useMCPPrompt(in.MCPPrompt)
 	case protocol.TypeAudioPlayStart:
-		// Playback notices matter only in group chats.
+		// OLV relays a silent copy of the piece to the other members;
+		// koe has sent them the piece itself, audio and all (see
+		// audience.offer), so a copy would show it twice.
 	default:
 		return invalid("unknown message type %q; koe ignored it", quote.Shorten(in.Type, 40))
 	}

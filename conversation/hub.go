@@ -144,6 +144,9 @@ type Hub struct {
 	// session (live.go).
 	characters characterTurns
 
+	// groups are the groups of clients (group.go).
+	groups groupSet
+
 	mu       sync.Mutex
 	sessions map[string]*Session // by client_uid
 	lives    map[string]*Live    // by conf_uid

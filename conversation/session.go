@@ -68,6 +68,11 @@ type Session struct {
 	hearing atomic.Bool
 	// turnAttrs label the log lines of the running turn (observe.go).
 	turnAttrs atomic.Pointer[[]slog.Attr]
+	// audience, while a round's turn of this session runs, is who else
+	// gets its frames (group_round.go).
+	audience atomic.Pointer[audience]
+	// group is the client's group, if it is in one (group.go).
+	group atomic.Pointer[Group]
 
 	mu    sync.Mutex // guards cast and place; never held across a call out
 	cast  cast
@@ -271,6 +276,7 @@ func (s *Session) switchCharacter(file string) (Character, error) {
 // Close stops the running turn (it stores what it has), hands the agent's
 // background work to the hub and tidies up. The session is unusable after.
 func (s *Session) Close() {
+	s.leaveGroup()
 	s.turns.stop(errSessionClosed)
 	s.hub.watch.offAir(s)
 	s.hub.forget(s)

@@ -26,6 +26,9 @@ type turnInput struct {
 	// viewers: a live chat turn answers them (their display names); its
 	// watchers are told at the chain's start.
 	viewers []string
+	// group: the turn is a character's reply in a round (group_round.go),
+	// which learns from it what was said.
+	group *groupTurnState
 }
 
 // startText cancels the running turn, if any, and starts a new one.
@@ -43,6 +46,9 @@ func (s *Session) startText(text string, images []protocol.Image) error {
 // startInput starts a turn for the client's input, or refuses it with
 // koe.ErrRestarting once the session drains.
 func (s *Session) startInput(in turnInput) error {
+	if g := s.inGroup(); g != nil && !in.proactive {
+		return s.sayToGroup(g, in)
+	}
 	if s.start(in) == nil {
 		return koe.ErrRestarting
 	}
@@ -85,6 +91,9 @@ func (s *Session) Drain(idle func()) bool { return s.turns.drain(idle) }
 // interrupt stops the running turn at once. heard is what the user actually
 // heard of the reply; memory and history keep only that.
 func (s *Session) interrupt(heard string) {
+	if s.interruptGroup(heard) {
+		return
+	}
 	if !s.turns.stop(interruptCause{heard: heard}) {
 		s.log.Debug("interrupt with no running turn")
 	}
@@ -126,6 +135,8 @@ type turnState struct {
 	lease Lease
 	// unsaved: a record of the turn could not be stored.
 	unsaved bool
+	// group: the turn is a reply in a round, told what was said.
+	group *groupTurnState
 }
 
 func (s *Session) runTurn(t *turn, in turnInput) {
@@ -342,7 +353,7 @@ func (s *Session) beginTurn(t *turn, in turnInput) (turnState, error) {
 		}
 	}
 	c.agent.AddUser(in.text, in.images...)
-	st := turnState{s: s, cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id, lease: lease}
+	st := turnState{s: s, cast: c, conf: conf, uid: uid, ttsErr: c.ttsErr, saved: make(chan error, 1), run: t.id, lease: lease, group: in.group}
 	go func() { st.saved <- save() }()
 	return st, nil
 }
@@ -445,6 +456,9 @@ func (st *turnState) persistReply(text string, interrupted bool) {
 		return
 	}
 	ch := st.cast.char
+	if st.group != nil {
+		st.group.said = text
+	}
 	rec := koe.Record{Role: koe.RoleAI, Content: text, Name: ch.Name, Avatar: ch.Avatar, Interrupted: interrupted}
 	if err := s.deps.Store.Append(context.WithoutCancel(s.ctx), st.conf, st.uid, rec); err != nil {
 		st.unsaved = true

@@ -87,6 +87,18 @@ func (ts *turns) stop(cause error) bool {
 	return true
 }
 
+// stopTurn cancels t with cause, if it has not ended, and waits until it
+// has stored its records. Unlike stop it never touches a later turn.
+func (ts *turns) stopTurn(t *turn, cause error) {
+	select {
+	case <-t.done:
+		return
+	default:
+	}
+	t.cancel(cause)
+	<-t.done
+}
+
 func (ts *turns) finish(t *turn) {
 	var idle func()
 	ts.mu.Lock()

@@ -402,6 +402,9 @@ type thenSender interface {
 // client's is written, when the Sender can say when (a watcher must not
 // delay its speaker: see conn.SendThen).
 func (s *Session) emit(ctx context.Context, msg any) error {
+	if a := s.audience.Load(); a != nil {
+		a.offer(ctx, msg)
+	}
 	ws := s.hub.watch
 	toClient := s.koeEvents || watchable(msg) != watchKoe
 	if !ws.watching(s, msg) {
@@ -432,6 +435,9 @@ func (s *Session) emit(ctx context.Context, msg any) error {
 // was stopped (then its watchers' context has ended and drops it), the
 // client left as the turn was ending.
 func (s *Session) emitWait(ctx context.Context, msg any) error {
+	if a := s.audience.Load(); a != nil {
+		a.offer(ctx, msg)
+	}
 	err := s.out.SendWait(ctx, msg)
 	s.hub.watch.offer(s, ctx, msg)
 	return err
@@ -457,5 +463,8 @@ func (ws *Watchers) anyone() bool {
 // asked for them, or to a watcher. When not, emit would drop them, and a
 // caller may skip building them: a turn makes one per LLM delta.
 func (s *Session) takesKoeEvents() bool {
+	if a := s.audience.Load(); a != nil && a.koe {
+		return true
+	}
 	return s.koeEvents || s.hub.watch.anyone()
 }

@@ -97,14 +97,17 @@ const (
 
 // Values of the control message's text.
 const (
-	ControlStartMic         = "start-mic"
-	ControlStopMic          = "stop-mic"
-	ControlChainStart       = "conversation-chain-start"
-	ControlChainEnd         = "conversation-chain-end"
-	ControlInterrupt        = "interrupt"
-	ControlMicAudioEnd      = "mic-audio-end"
-	ThinkingText            = "Thinking..."
-	ConnectionEstablished   = "Connection established"
+	ControlStartMic       = "start-mic"
+	ControlStopMic        = "stop-mic"
+	ControlChainStart     = "conversation-chain-start"
+	ControlChainEnd       = "conversation-chain-end"
+	ControlInterrupt      = "interrupt"
+	ControlMicAudioEnd    = "mic-audio-end"
+	ThinkingText          = "Thinking..."
+	ConnectionEstablished = "Connection established"
+	// ConversationInterrupted is the text of the interrupt-signal a group
+	// member's client gets when another member interrupted the round.
+	ConversationInterrupted = "conversation-interrupted"
 	DefaultAudioSliceMillis = 20
 )
 
@@ -127,6 +130,10 @@ type Inbound struct {
 	// raw-audio-data); IdleTime is ai-speak-signal's seconds of silence.
 	Audio    []float64 `json:"audio"`
 	IdleTime float64   `json:"idle_time"`
+	// add-client-to-group names the client to invite, and
+	// remove-client-from-group the one to remove, by client_uid.
+	InviteeUID string `json:"invitee_uid"`
+	TargetUID  string `json:"target_uid"`
 	// koe's own fields.
 	SampleRate int      `json:"sample_rate"` // raw-audio-config
 	Rate       *float64 `json:"rate"`
@@ -270,6 +277,9 @@ type GroupUpdate struct {
 	Type    string   `json:"type"`
 	Members []string `json:"members"`
 	IsOwner bool     `json:"is_owner"`
+	// HistoryUID is koe's: the group's own record (a history of conf uid
+	// koe-groups), once it has a line; an OLV client ignores it.
+	HistoryUID string `json:"history_uid,omitempty"`
 }
 
 // GroupOperationResult answers a group request.

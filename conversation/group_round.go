@@ -1,0 +1,340 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"koe"
+	"koe/protocol"
+)
+
+// A multi-character round: characters take turns in order on a shared
+// transcript. Each reply is an ordinary turn of the speaking character's
+// session (its persona, memory, recall and tools, its history, its
+// watchers and metrics): the only differences are the input (what was
+// said since the character last spoke, each line naming its speaker), the
+// group prompt at the end of its system prompt, and the audience, which
+// also gets every frame of the turn (audience.go).
+//
+// Groups of clients (group.go) and scenes use it: a group runs a round for
+// each human message, a scene runs rounds on a topic.
+
+// GroupConf is the conf uid under which the groups' own records are kept
+// in the history store: a group's conversation is a history of this
+// pseudo-character, one per group, with each record naming its speaker.
+// No character may have it (Character.Validate refuses it).
+const GroupConf = "koe-groups"
+
+// Line is one line of a group's conversation.
+type Line struct {
+	// Name is who said it: a person's name, or a character's.
+	Name string
+	// ConfUID is the character who said it; "" for a person.
+	ConfUID string
+	// Avatar is the speaking character's avatar, kept in the record.
+	Avatar string
+	Text   string
+}
+
+// Transcript is a group's shared conversation. It keeps the lines, what
+// each character has been given of them, and the group's own record (a
+// history of GroupConf that any member can reopen). Safe for concurrent
+// use.
+type Transcript struct {
+	store HistoryStore
+
+	mu    sync.Mutex
+	lines []Line
+	// seen is how many lines each character (by conf uid) has been given
+	// or said: its next turn gets the lines after them.
+	seen map[string]int
+	// record is the uid of the group's record ("" until its first line).
+	record string
+}
+
+// NewTranscript starts an empty transcript whose record goes to store.
+func NewTranscript(store HistoryStore) *Transcript {
+	return &Transcript{store: store, seen: map[string]int{}}
+}
+
+// RecordUID is the history uid of the group's record under GroupConf, ""
+// until a line has been stored.
+func (tr *Transcript) RecordUID() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.record
+}
+
+// Lines returns a copy of every line so far.
+func (tr *Transcript) Lines() []Line {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return append([]Line(nil), tr.lines...)
+}
+
+// Add appends a line and stores it in the group's record (created with
+// its first line). The line is kept even when storing fails: the round
+// goes on, and the error says what was lost.
+func (tr *Transcript) Add(ctx context.Context, l Line) error {
+	rec := koe.Record{Role: koe.RoleHuman, Name: l.Name, Content: l.Text}
+	if l.ConfUID != "" {
+		rec = koe.Record{Role: koe.RoleAI, Name: l.Name, Avatar: l.Avatar, Content: l.Text}
+	}
+	tr.mu.Lock()
+	tr.lines = append(tr.lines, l)
+	if l.ConfUID != "" {
+		tr.seen[l.ConfUID] = len(tr.lines)
+	}
+	uid, fresh := tr.record, tr.record == ""
+	if fresh {
+		uid = koe.NewHistoryUID(time.Now())
+		tr.record = uid
+	}
+	tr.mu.Unlock()
+	if tr.store == nil {
+		return nil
+	}
+	// Stored on a context of its own: a round stopped now still keeps
+	// what was said.
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if fresh {
+		err = tr.store.CreateWith(ctx, GroupConf, uid, rec)
+	} else {
+		err = tr.store.Append(ctx, GroupConf, uid, rec)
+	}
+	if err != nil {
+		return fmt.Errorf("store the group's line: %w", err)
+	}
+	return nil
+}
+
+// unseen returns the lines conf has not been given yet and marks them
+// given.
+func (tr *Transcript) unseen(conf string) []Line {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	from := tr.seen[conf]
+	tr.seen[conf] = len(tr.lines)
+	return append([]Line(nil), tr.lines[from:]...)
+}
+
+// groupInput is what a character is given at its turn: the lines since
+// it last spoke, one per line, each as "Name: words".
+func groupInput(lines []Line) string {
+	var b strings.Builder
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l.Name)
+		b.WriteString(": ")
+		b.WriteString(strings.TrimSpace(l.Text))
+	}
+	return b.String()
+}
+
+// groupRules is the group prompt: who else is there, and how the lines
+// the character is given name their speakers.
+func groupRules(self string, people, characters []string) string {
+	var others []string
+	for _, c := range characters {
+		if c != self {
+			others = append(others, c)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are %s, talking in a group conversation.", self)
+	if len(people) > 0 {
+		fmt.Fprintf(&b, " The people in it: %s.", strings.Join(people, ", "))
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(&b, " The other characters in it: %s.", strings.Join(others, ", "))
+	}
+	b.WriteString(" Each message you are given holds what was said since you last spoke, one line per speaker, as \"Name: words\". ")
+	fmt.Fprintf(&b, "Answer as %s only, in your own voice: do not write your name in front of your answer, and do not speak for anyone else.", self)
+	return b.String()
+}
+
+// RoundOptions describe one round.
+type RoundOptions struct {
+	// Transcript is the group's conversation; the round adds each reply.
+	Transcript *Transcript
+	// Speakers are the characters' sessions, in speaking order. A
+	// session may be a client's or a headless one (a scene's).
+	Speakers []*Session
+	// Audience also gets every frame of each reply, besides the speaking
+	// session's own client and watchers (a group's other members, a chat
+	// API stream). A speaker listed here does not get its own turn twice.
+	Audience []Listener
+	// Replies is how many replies the round makes at most: the speakers
+	// answer in turn, from the first, until it is reached.
+	Replies int
+	// People name the humans in the group, for the group prompt.
+	People []string
+}
+
+// Listener is one more audience of a round's turns.
+type Listener struct {
+	// Out gets the frames.
+	Out Sender
+	// KoeEvents: it also gets koe's own events (tokens, status,
+	// messages), not only the OLV frames.
+	KoeEvents bool
+	// Session, if set, is the listener's own session: it does not get
+	// the frames of its own turns twice.
+	Session *Session
+}
+
+// RoundResult tells how a round went.
+type RoundResult struct {
+	// Replies are the lines the characters said, in order (an interrupted
+	// reply as heard).
+	Replies []Line
+	// Stopped: the round was stopped before it made all its replies.
+	Stopped bool
+}
+
+// ErrNoSpeakers: a round needs at least one character.
+var ErrNoSpeakers = errors.New("a round needs at least one speaking character")
+
+// RoundInterrupted is the cause to cancel a round's context with when a
+// person interrupted it: heard is what they heard of the reply being
+// spoken, which the speaker's memory and history keep. Any other cause
+// stops the round as a stop request does.
+func RoundInterrupted(heard string) error { return interruptCause{heard: heard} }
+
+// RunRound runs one round: each speaker in turn answers what was said
+// since it last spoke, until opts.Replies replies are made or ctx ends.
+// Stopping ctx (see RoundInterrupted) stops the reply being made, for
+// every audience at once, and ends the round. It returns once the last
+// turn has stored its records.
+func (h *Hub) RunRound(ctx context.Context, opts RoundOptions) (RoundResult, error) {
+	var res RoundResult
+	if len(opts.Speakers) == 0 {
+		return res, ErrNoSpeakers
+	}
+	if opts.Transcript == nil {
+		return res, errors.New("a round needs a transcript")
+	}
+	names := make([]string, len(opts.Speakers))
+	for i, s := range opts.Speakers {
+		names[i] = s.Character().Name
+	}
+	for i := 0; i < opts.Replies; i++ {
+		if ctx.Err() != nil {
+			res.Stopped = true
+			return res, nil
+		}
+		sp := opts.Speakers[i%len(opts.Speakers)]
+		line, stopped, err := h.groupTurn(ctx, sp, opts, groupRules(sp.Character().Name, opts.People, names))
+		if line.Text != "" {
+			res.Replies = append(res.Replies, line)
+			if aerr := opts.Transcript.Add(ctx, line); aerr != nil {
+				h.log.Error("could not store a reply in the group's record", "err", aerr)
+			}
+		}
+		if stopped {
+			res.Stopped = true
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// groupTurn runs one character's turn of a round and returns what it
+// said. stopped: the round's context ended during it.
+func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rules string) (Line, bool, error) {
+	c, _ := sp.current()
+	char := c.char
+	lines := opts.Transcript.unseen(char.ConfUID)
+	gt := &groupTurnState{}
+	c.agent.SetGroupRules(rules)
+	defer c.agent.SetGroupRules("")
+	aud := newAudience(sp, opts.Audience)
+	sp.audience.Store(aud)
+	defer sp.audience.CompareAndSwap(aud, nil)
+	t := sp.start(turnInput{text: groupInput(lines), group: gt})
+	if t == nil {
+		return Line{}, false, koe.ErrRestarting
+	}
+	stopped := false
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		cause := context.Cause(ctx)
+		var ic interruptCause
+		if !errors.As(cause, &ic) {
+			cause = errStopped
+		}
+		sp.turns.stopTurn(t, cause)
+		stopped = true
+	}
+	line := Line{Name: char.Name, ConfUID: char.ConfUID, Avatar: char.Avatar, Text: gt.said}
+	if ctx.Err() != nil {
+		stopped = true
+	}
+	return line, stopped, t.err
+}
+
+// groupTurnState is what a group turn tells the round: written by the
+// turn's goroutine before the turn is done.
+type groupTurnState struct {
+	said string
+}
+
+// audience is who else gets a group turn's frames (besides the speaking
+// session's client and watchers): emit hands each of them its copy.
+type audience struct {
+	speaker   *Session
+	listeners []Listener
+	// koe: a listener takes koe's own events (see takesKoeEvents).
+	koe bool
+}
+
+func newAudience(speaker *Session, ls []Listener) *audience {
+	a := &audience{speaker: speaker}
+	for _, l := range ls {
+		if l.Session != speaker && l.Out != nil {
+			a.listeners = append(a.listeners, l)
+			a.koe = a.koe || l.KoeEvents
+		}
+	}
+	return a
+}
+
+// offer sends each listener its copy of a turn's frame: what a watcher
+// sees (a turn's output, never the answers to the speaker's own
+// requests), with audio marked forwarded, as OLV marks the audio of
+// another member's character, so that the OLV client plays it without
+// reporting its playback. The frames go by the turn's watchers' context:
+// they outlive the speaker's own (a listener may lag a little) and end
+// when the turn is stopped.
+func (a *audience) offer(ctx context.Context, msg any) {
+	kind := watchable(msg)
+	if kind == watchNone || len(a.listeners) == 0 {
+		return
+	}
+	if tw, _ := ctx.Value(watchContextKey{}).(*watchCtx); tw != nil {
+		ctx = tw.ctx
+	}
+	if au, ok := msg.(protocol.Audio); ok {
+		au.Forwarded = true
+		msg = au
+	}
+	for _, l := range a.listeners {
+		if kind == watchKoe && !l.KoeEvents {
+			continue
+		}
+		if err := l.Out.Send(ctx, msg); err != nil && ctx.Err() == nil {
+			a.speaker.log.Debug("group frame not queued", "err", err)
+		}
+	}
+}
