@@ -36,6 +36,9 @@ type Scenes interface {
 	// after it (that line, for the chat), and ending ctx stops the line
 	// being said.
 	Viewers(ctx context.Context, conf, text string, viewers []string) (taken bool, reply string, err error)
+	// SkipLine stops the line being said in the scene that takes the
+	// chat of character conf, and reports whether one was.
+	SkipLine(conf string) bool
 }
 
 // speaker is the live session as livechat's Character: a turn, and the

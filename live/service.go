@@ -230,6 +230,11 @@ func (s *Service) run(ctx context.Context, c *chat, cmd, arg string) (liveReply,
 		s.keep(ctx, c)
 	case liveSkip:
 		reply.Skipped = c.runner.Skip()
+		if !reply.Skipped && s.opts.Scenes != nil {
+			// The chat goes into a scene: the streamer's skip (and a
+			// moderator's) stops the scene's line being said.
+			reply.Skipped = s.opts.Scenes.SkipLine(c.live.Character().ConfUID)
+		}
 	case liveClear:
 		c.runner.Clear()
 		s.keep(ctx, c)

@@ -295,6 +295,17 @@ func TestSceneTakesViewersLines(t *testing.T) {
 	if taken, _, _ := s.Viewers(t.Context(), "rin", "x", nil); taken {
 		t.Error("the chat of a character that is not the live chat's went into the scene")
 	}
+	// The live chat's skip stops the scene's line being said.
+	l = cast.next(t)
+	if s.SkipLine("rin") {
+		t.Error("a skip of another character's live chat stopped the scene's line")
+	}
+	if !s.SkipLine("mio") {
+		t.Error("the live chat's skip did not stop the scene's line")
+	}
+	if next := cast.next(t); next.i != 1 || l.ctx.Err() == nil {
+		t.Errorf("after the live chat's skip, character %d speaks (the skipped line's context: %v)", next.i, l.ctx.Err())
+	}
 	in, _ := s.Scene(info.ID)
 	if v := in.Lines[2]; v.Kind != protocol.SceneLineViewers || v.Speaker != "viewers ann" || v.Round != 1 {
 		t.Errorf("the viewers' line is kept as %+v", v)

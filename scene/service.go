@@ -400,6 +400,19 @@ func openingText(topic string) string {
 // errStopped ends a scene the streamer stopped.
 var errStopped = errors.New("stopped by the streamer")
 
+// SkipLine stops the line being said in the scene that takes the live
+// chat of character conf (the live chat's skip), and reports whether one
+// was.
+func (s *Service) SkipLine(conf string) bool {
+	if s == nil || conf == "" || conf != s.opts.LiveChat {
+		return false
+	}
+	s.mu.Lock()
+	sc := s.liveSceneLocked()
+	s.mu.Unlock()
+	return sc != nil && sc.skip()
+}
+
 // Viewers hands viewers' messages from the live chat of character conf
 // to the scene that takes them, if one runs: text is the live chat's
 // framed batch. It reports whether a scene took them; if so, it returns
