@@ -41,6 +41,7 @@ type sceneKoe struct {
 	count map[string]int // lines asked of each character
 	gates map[string]*gate
 	long  map[string]bool // a character whose next line is long
+	fail  map[string]bool // a character whose lines the LLM server refuses
 }
 
 // sceneSpeakers tells which character a request is for: the persona's
@@ -49,7 +50,7 @@ var sceneSpeakers = []struct{ mark, name string }{{"PERSONA-KOE", "Koe"}, {"PERS
 
 func startSceneKoe(t testing.TB, tune func(*config.Config)) *sceneKoe {
 	t.Helper()
-	k := &sceneKoe{t: t, count: map[string]int{}, gates: map[string]*gate{}, long: map[string]bool{}}
+	k := &sceneKoe{t: t, count: map[string]int{}, gates: map[string]*gate{}, long: map[string]bool{}, fail: map[string]bool{}}
 	k.llm = koetest.StartLLM(t, k.respond)
 	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), k.llm.URL()), k.llm)
 	cfg.Server.AuthToken = sceneToken
@@ -92,6 +93,7 @@ func (k *sceneKoe) respond(r fakellm.Request) fakellm.Reply {
 	n := k.count[name]
 	long := k.long[name]
 	k.long[name] = false
+	fail := k.fail[name]
 	var g *gate
 	for word, gg := range k.gates {
 		if strings.Contains(words, word) {
@@ -99,6 +101,9 @@ func (k *sceneKoe) respond(r fakellm.Request) fakellm.Reply {
 		}
 	}
 	k.mu.Unlock()
+	if fail {
+		return fakellm.Reply{Status: http.StatusServiceUnavailable, ErrorMessage: "the model is overloaded"}
+	}
 	text := fmt.Sprintf("%s line %d.", name, n)
 	if long {
 		text = fmt.Sprintf("%s starts line %d. ", name, n) + strings.Repeat("And it goes on and on. ", 200)

@@ -243,3 +243,17 @@ func TestSceneViewersLine(t *testing.T) {
 		t.Errorf("the live session's history holds %+v", r)
 	}
 }
+
+// TestSceneLineFails: a line the LLM server refuses ends the scene,
+// saying why in the streamer's terms.
+func TestSceneLineFails(t *testing.T) {
+	k := startSceneKoe(t, nil)
+	k.mu.Lock()
+	k.fail["Mio"] = true
+	k.mu.Unlock()
+	in := k.startScene(protocol.SceneRequest{Characters: []string{"koe_default", "mio"}, Topic: "tea", MaxRounds: 2})
+	end := k.awaitScene("the scene ends", in.ID, func(in protocol.SceneInfo) bool { return in.State == protocol.SceneEnded })
+	if end.EndReason != protocol.SceneEndFailed || !strings.Contains(end.Error, "503") || len(end.Lines) != 2 {
+		t.Errorf("scene %+v, want it failed on Mio's line, saying the server answered 503", end)
+	}
+}

@@ -53,5 +53,6 @@ func (m *Main) openScenes(cfg config.Config, chars *config.Characters) *scene.Se
 			liveConf = cfg.Character.ConfUID
 		}
 	}
-	return scene.New(scene.Options{Config: cfg.Scenes, Characters: sceneCharacters{chars}, Stage: sceneStage{m.hub}, LiveChat: liveConf, Logger: m.Logger})
+	return scene.New(scene.Options{Config: cfg.Scenes, Characters: sceneCharacters{chars}, Stage: sceneStage{m.hub}, LiveChat: liveConf,
+		Explain: func(err error) string { return conversation.Explain(err).Message }, Logger: m.Logger})
 }

@@ -67,6 +67,9 @@ func (sc *Scene) run() {
 	sc.endedAt, sc.endReason = time.Now(), reason
 	if err != nil {
 		sc.errText = err.Error()
+		if sc.svc.opts.Explain != nil {
+			sc.errText = sc.svc.opts.Explain(err)
+		}
 	}
 	answerers := sc.answerers
 	sc.answerers = nil

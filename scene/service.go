@@ -79,7 +79,10 @@ type Options struct {
 	// LiveChat is the conf_uid of the live chat's character ("" when the
 	// live chat is off): a scene with it may take viewers' lines.
 	LiveChat string
-	Logger   *slog.Logger
+	// Explain words a failed line for the streamer (conversation's
+	// Explain); nil: the error's text.
+	Explain func(error) string
+	Logger  *slog.Logger
 }
 
 // Service holds the scenes: the running and paused ones, and the latest
