@@ -32,9 +32,9 @@ func TestOverlayScene(t *testing.T) {
 		Args: []string{"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows"}})
 	var mu sync.Mutex
 	said := map[string]int{}
-	open := make(chan struct{})
-	var release sync.Once
-	t.Cleanup(func() { release.Do(func() { close(open) }) })
+	open, open2 := make(chan struct{}), make(chan struct{})
+	var release, release2 sync.Once
+	t.Cleanup(func() { release.Do(func() { close(open) }); release2.Do(func() { close(open2) }) })
 	llm := koetest.StartLLM(t, func(r fakellm.Request) fakellm.Reply {
 		words := r.UserWords()
 		if strings.HasPrefix(words, "[Turn ") {
@@ -56,11 +56,13 @@ func TestOverlayScene(t *testing.T) {
 		} else {
 			reply.Tokens = fakellm.Words("This goes on. " + strings.Repeat("And on and on we go. ", 300))
 		}
-		if strings.Contains(words, "Today's topic") {
-			// The first line waits until the overlay watches.
-			reply.BeforeChunk = func(i int) {
-				if i == 0 {
-					<-open
+		// A scene's first line waits until the overlay watches.
+		for topic, gate := range map[string]chan struct{}{"Today's topic: cats": open, "Today's topic: birds": open2} {
+			if strings.Contains(words, topic) {
+				reply.BeforeChunk = func(i int) {
+					if i == 0 {
+						<-gate
+					}
 				}
 			}
 		}
@@ -126,6 +128,21 @@ func TestOverlayScene(t *testing.T) {
 	if n := p.int(`document.querySelectorAll("#scene .member.speaking").length`); n != 0 {
 		t.Errorf("%d members highlighted after the stop", n)
 	}
+
+	// ?scene=current follows whichever scene runs: none now, then the
+	// next one started.
+	q := openOverlay(t, browser)
+	q.navigate("http://" + koe.Addr() + "/overlay?scene=current&fade=3600&blink=3600")
+	q.waitFor(`document.readyState === "complete" && koeOverlay.scene === null`)
+	next := startOverlayScene(t, koe.Addr(), protocol.SceneRequest{Characters: []string{"mio", "default"}, Topic: "birds", MaxRounds: 1})
+	q.waitFor(fmt.Sprintf(`koeOverlay.scene !== null && koeOverlay.scene.id === %q && koeOverlay.connection === "connected"`, next.ID))
+	if got := q.str(`[...document.querySelectorAll("#scene .member")].map((b) => b.dataset.conf).join(" ")`); got != "mio koe_default" {
+		t.Errorf("the next scene's characters on the page: %q", got)
+	}
+	release2.Do(func() { close(open2) })
+	q.waitFor(`document.querySelector('#scene .member[data-conf="mio"] .subtitle').textContent === "This goes on." && koeOverlay.speaking === "mio"`)
+	overlaySceneCall(t, koe.Addr(), http.MethodPost, "/api/scenes/"+next.ID+"/stop", nil)
+	q.waitFor(`koeOverlay.pending() === 0 && koeOverlay.speaking === ""`)
 }
 
 type sceneSub struct {

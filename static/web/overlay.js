@@ -378,22 +378,23 @@
     return "watch_conf=" + encodeURIComponent(conf);
   }
 
-  // connect keeps member m's connection open; query returns its watch
-  // query.
+  // connect keeps member m's connection open until the returned function
+  // is called; query returns its watch query.
   function connect(m, query) {
-    const c = { retry: 500, quickUsed: false }; // quickUsed: reconnected at once since the last turn followed
+    const c = { retry: 500, quickUsed: false, closed: false, ws: null }; // quickUsed: reconnected at once since the last turn followed
     const open = async () => {
       let qs;
       try {
         qs = await query();
       } catch (err) {
-        setTimeout(open, backoff(c));
+        if (!c.closed) setTimeout(open, backoff(c));
         return;
       }
+      if (c.closed) return;
       const proto = location.protocol === "https:" ? "wss://" : "ws://";
       // The token, when koe has one, is the cookie koe set when this page
       // was opened with ?token=, as for koe's own page.
-      const ws = new WebSocket(proto + location.host + "/client-ws?" + qs);
+      const ws = c.ws = new WebSocket(proto + location.host + "/client-ws?" + qs);
       ws.onopen = () => {
         c.retry = 500; state.connects++;
         m.connected = true;
@@ -404,6 +405,7 @@
       // once; after any other close the overlay waits longer each time.
       ws.onclose = (ev) => {
         m.connected = false;
+        if (c.closed) return;
         state.connection = "reconnecting";
         // At once after a 1012, but not again before a turn has been
         // followed: a load balancer may send the overlay back to the
@@ -416,6 +418,7 @@
         setTimeout(open, delay);
       };
       ws.onmessage = (ev) => {
+        if (c.closed) return;
         let msg;
         try { msg = JSON.parse(ev.data); } catch (e) { return; }
         if (msg.type === "audio" || msg.type === "control") c.quickUsed = false;
@@ -423,6 +426,7 @@
       };
     };
     open();
+    return () => { c.closed = true; if (c.ws) c.ws.close(); };
   }
 
   function handle(m, msg) {
@@ -455,23 +459,16 @@
     return e;
   }
 
-  // startScene shows the scene's characters side by side, each watched
-  // on its session of the scene (GET /api/scenes/{id} names them).
-  async function startScene() {
-    let sc;
-    for (;;) {
-      try {
-        const r = await fetch("/api/scenes/" + encodeURIComponent(opt.scene), { cache: "no-store" });
-        if (!r.ok) throw new Error("scene: HTTP " + r.status);
-        sc = await r.json();
-        break;
-      } catch (err) {
-        await new Promise((res) => setTimeout(res, 2000));
-      }
-    }
+  // showScene shows scene sc's characters side by side, each watched on
+  // its session of the scene, in place of the scene shown before.
+  let sceneRow = null, sceneClose = [];
+  function showScene(sc) {
+    for (const close of sceneClose) close();
+    for (const m of members) stop(m);
+    if (sceneRow) sceneRow.remove();
     state.scene = sc;
     stage.hidden = true;
-    const row = el("div", "", document.body);
+    const row = sceneRow = el("div", "", document.body);
     row.id = "scene";
     row.className = stage.className === "top" ? "top" : "bottom";
     members = sc.characters.map((ch) => {
@@ -486,11 +483,42 @@
       m.nameEl.textContent = opt.showName ? ch.name : "";
       return m;
     });
-    members.forEach((m, i) => {
+    sceneClose = members.map((m, i) => {
       fetchView(m.conf).then((v) => applyView(v, m), () => {});
       const uid = sc.characters[i].client_uid;
-      connect(m, async () => uid ? "watch=" + encodeURIComponent(uid) : "watch_conf=" + encodeURIComponent(m.conf));
+      return connect(m, async () => uid ? "watch=" + encodeURIComponent(uid) : "watch_conf=" + encodeURIComponent(m.conf));
     });
+  }
+
+  async function getJSON(path) {
+    const r = await fetch(path, { cache: "no-store" });
+    if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+    return r.json();
+  }
+
+  // startScene shows the scene of ?scene=ID; with ?scene=current, the
+  // scene running (or paused) now, and the next one when another starts:
+  // the list of scenes is read every two seconds.
+  async function startScene() {
+    if (opt.scene !== "current") {
+      for (;;) {
+        try {
+          showScene(await getJSON("/api/scenes/" + encodeURIComponent(opt.scene)));
+          return;
+        } catch (err) {
+          await new Promise((res) => setTimeout(res, 2000));
+        }
+      }
+    }
+    const look = async () => {
+      try {
+        const list = await getJSON("/api/scenes");
+        const sc = (list.scenes || []).find((x) => x.state !== "ended");
+        if (sc && (!state.scene || state.scene.id !== sc.id)) showScene(sc);
+      } catch (err) { /* koe is away: look again */ }
+      setTimeout(look, 2000);
+    };
+    look();
   }
 
   scheduleBlink();
