@@ -15,6 +15,9 @@ type Chat struct {
 	s     *Session
 	in    turnInput
 	close sync.Once
+	// group, if set, is the group the message goes to (group_chat.go);
+	// s is then nil.
+	group *groupChat
 }
 
 // OpenChat checks req and readies its turn: the character, the history
@@ -24,6 +27,9 @@ type Chat struct {
 // through the same code as a WebSocket client's, and a history can be
 // continued from either. Errors are for the client (see Explain).
 func (h *Hub) OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender) (*Chat, error) {
+	if req.GroupID != "" {
+		return h.openGroupChat(ctx, req, out)
+	}
 	char := h.deps.Characters.Default()
 	if req.ConfUID != "" {
 		var ok bool
@@ -73,6 +79,9 @@ func (h *Hub) OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender
 // (the LLM's, say), worded for the client by Explain; a turn stopped or
 // cancelled (ctx) is no failure.
 func (c *Chat) Run() error {
+	if c.group != nil {
+		return c.group.run()
+	}
 	t := c.s.start(c.in)
 	if t == nil { // a chat's session is never drained; the server refuses chats instead
 		c.Close()
@@ -84,7 +93,11 @@ func (c *Chat) Run() error {
 }
 
 // Close gives up a chat that will not run; after Run it does nothing more.
-func (c *Chat) Close() { c.close.Do(c.s.Close) }
+func (c *Chat) Close() {
+	if c.s != nil {
+		c.close.Do(c.s.Close)
+	}
+}
 
 func (h *Hub) isClosed() bool {
 	h.mu.Lock()

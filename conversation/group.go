@@ -128,7 +128,7 @@ func (g *Group) tellMembers(m memberSnapshot) {
 }
 
 func (g *Group) update(uids []string, owner bool) protocol.GroupUpdate {
-	return protocol.GroupUpdate{Type: protocol.TypeGroupUpdate, Members: uids, IsOwner: owner, HistoryUID: g.tr.RecordUID()}
+	return protocol.GroupUpdate{Type: protocol.TypeGroupUpdate, Members: uids, IsOwner: owner, GroupID: g.id, HistoryUID: g.tr.RecordUID()}
 }
 
 // groupInfo answers request-group-info.
@@ -382,8 +382,13 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 	if from != nil {
 		name = names[from]
 	}
+	fresh := g.tr.RecordUID() == ""
 	if err := g.tr.Add(ctx, Line{Name: name, Text: text}); err != nil {
 		g.hub.log.Error("could not store a message in the group's record", "err", err)
+	}
+	if fresh {
+		// The members learn where the group's record is.
+		g.tellMembers(m)
 	}
 	// Every other member sees the message, as OLV shows it.
 	for _, o := range m.members {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -49,8 +51,9 @@ type Transcript struct {
 
 	mu    sync.Mutex
 	lines []Line
-	// seen is how many lines each character (by conf uid) has been given
-	// or said: its next turn gets the lines after them.
+	// seen is how many lines each speaking session (by client_uid: two
+	// members may bring the same character) has been given or said: its
+	// next turn gets the lines after them.
 	seen map[string]int
 	// record is the uid of the group's record ("" until its first line).
 	record string
@@ -80,14 +83,20 @@ func (tr *Transcript) Lines() []Line {
 // its first line). The line is kept even when storing fails: the round
 // goes on, and the error says what was lost.
 func (tr *Transcript) Add(ctx context.Context, l Line) error {
+	return tr.add(ctx, "", l)
+}
+
+// add is Add for a line said by the speaking session speaker ("": a
+// person), which has then seen every line so far.
+func (tr *Transcript) add(ctx context.Context, speaker string, l Line) error {
 	rec := koe.Record{Role: koe.RoleHuman, Name: l.Name, Content: l.Text}
 	if l.ConfUID != "" {
 		rec = koe.Record{Role: koe.RoleAI, Name: l.Name, Avatar: l.Avatar, Content: l.Text}
 	}
 	tr.mu.Lock()
 	tr.lines = append(tr.lines, l)
-	if l.ConfUID != "" {
-		tr.seen[l.ConfUID] = len(tr.lines)
+	if speaker != "" {
+		tr.seen[speaker] = len(tr.lines)
 	}
 	uid, fresh := tr.record, tr.record == ""
 	if fresh {
@@ -113,13 +122,13 @@ func (tr *Transcript) Add(ctx context.Context, l Line) error {
 	return nil
 }
 
-// unseen returns the lines conf has not been given yet and marks them
+// unseen returns the lines speaker has not been given yet and marks them
 // given.
-func (tr *Transcript) unseen(conf string) []Line {
+func (tr *Transcript) unseen(speaker string) []Line {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	from := tr.seen[conf]
-	tr.seen[conf] = len(tr.lines)
+	from := tr.seen[speaker]
+	tr.seen[speaker] = len(tr.lines)
 	return append([]Line(nil), tr.lines[from:]...)
 }
 
@@ -234,9 +243,6 @@ func (h *Hub) RunRound(ctx context.Context, opts RoundOptions) (RoundResult, err
 		line, stopped, err := h.groupTurn(ctx, sp, opts, groupRules(sp.Character().Name, opts.People, names))
 		if line.Text != "" {
 			res.Replies = append(res.Replies, line)
-			if aerr := opts.Transcript.Add(ctx, line); aerr != nil {
-				h.log.Error("could not store a reply in the group's record", "err", aerr)
-			}
 		}
 		if stopped {
 			res.Stopped = true
@@ -254,13 +260,17 @@ func (h *Hub) RunRound(ctx context.Context, opts RoundOptions) (RoundResult, err
 func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rules string) (Line, bool, error) {
 	c, _ := sp.current()
 	char := c.char
-	lines := opts.Transcript.unseen(char.ConfUID)
-	gt := &groupTurnState{}
+	lines := opts.Transcript.unseen(sp.clientUID)
+	gt := &groupTurnState{tr: opts.Transcript, speaker: sp.clientUID, line: Line{Name: char.Name, ConfUID: char.ConfUID, Avatar: char.Avatar}}
 	c.agent.SetGroupRules(rules)
 	defer c.agent.SetGroupRules("")
 	aud := newAudience(sp, opts.Audience)
 	sp.audience.Store(aud)
 	defer sp.audience.CompareAndSwap(aud, nil)
+	for l := range aud.players {
+		l.listening.Store(aud)
+		defer l.listening.CompareAndSwap(aud, nil)
+	}
 	t := sp.start(turnInput{text: groupInput(lines), group: gt})
 	if t == nil {
 		return Line{}, false, koe.ErrRestarting
@@ -277,7 +287,7 @@ func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rul
 		sp.turns.stopTurn(t, cause)
 		stopped = true
 	}
-	line := Line{Name: char.Name, ConfUID: char.ConfUID, Avatar: char.Avatar, Text: gt.said}
+	line := gt.line
 	if ctx.Err() != nil {
 		stopped = true
 	}
@@ -287,7 +297,23 @@ func (h *Hub) groupTurn(ctx context.Context, sp *Session, opts RoundOptions, rul
 // groupTurnState is what a group turn tells the round: written by the
 // turn's goroutine before the turn is done.
 type groupTurnState struct {
-	said string
+	tr      *Transcript
+	speaker string // the speaking session's client_uid
+	// line is the character's line, with its text once said.
+	line Line
+}
+
+// keep adds what the character said to the transcript and the group's
+// record: as the turn stores its reply, before its chain ends, so that a
+// client reading the record after the chain's end finds the reply.
+func (gt *groupTurnState) keep(ctx context.Context, log *slog.Logger, text string) {
+	gt.line.Text = text
+	if text == "" {
+		return
+	}
+	if err := gt.tr.add(ctx, gt.speaker, gt.line); err != nil {
+		log.Error("could not store a reply in the group's record", "err", err)
+	}
 }
 
 // audience is who else gets a group turn's frames (besides the speaking
@@ -297,17 +323,71 @@ type audience struct {
 	listeners []Listener
 	// koe: a listener takes koe's own events (see takesKoeEvents).
 	koe bool
+
+	// players are the listeners' sessions whose clients play the reply
+	// and say when they have (frontend-playback-complete); the turn waits
+	// for them as for its own client, once armed.
+	players   map[*Session]bool
+	mu        sync.Mutex
+	armed     bool
+	pending   map[*Session]bool
+	allPlayed chan struct{}
 }
 
 func newAudience(speaker *Session, ls []Listener) *audience {
-	a := &audience{speaker: speaker}
+	a := &audience{speaker: speaker, players: map[*Session]bool{}, allPlayed: make(chan struct{})}
 	for _, l := range ls {
 		if l.Session != speaker && l.Out != nil {
 			a.listeners = append(a.listeners, l)
 			a.koe = a.koe || l.KoeEvents
+			if p := l.Session; p != nil && !p.textOnly && !p.headless {
+				a.players[p] = true
+			}
 		}
 	}
 	return a
+}
+
+// arm starts counting the players' playback: the turn's
+// backend-synth-complete is about to go out. A nil audience (no round)
+// does nothing.
+func (a *audience) arm() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.armed = true
+	a.pending = maps.Clone(a.players)
+	if len(a.pending) == 0 {
+		close(a.allPlayed)
+	}
+}
+
+// played notes that p's client has played the reply.
+func (a *audience) played(p *Session) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.armed || !a.pending[p] {
+		return
+	}
+	delete(a.pending, p)
+	if len(a.pending) == 0 {
+		close(a.allPlayed)
+	}
+}
+
+// allPlayedCh is closed once every player has played the reply; nil (a
+// wait that never ends, so the caller does not wait on it) without a
+// round.
+func (a *audience) allPlayedCh() <-chan struct{} {
+	if a == nil {
+		return nil
+	}
+	return a.allPlayed
 }
 
 // offer sends each listener its copy of a turn's frame: what a watcher

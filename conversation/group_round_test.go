@@ -3,7 +3,6 @@ package conversation_test
 import (
 	"context"
 	"encoding/json"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"koe/conversation"
 	"koe/protocol"
 	"koe/testkit/fakellm"
+	"koe/testkit/koetest"
 	"koe/testkit/mock"
 )
 
@@ -27,20 +27,6 @@ type roundRig struct {
 	asked   []fakellm.Request // every LLM request, in order
 }
 
-var groupSelf = regexp.MustCompile(`You are (\w+), talking in a group conversation`)
-
-// roundSpeaker is who a request's group prompt says is speaking.
-func roundSpeaker(req fakellm.Request) string {
-	for _, m := range req.Messages {
-		if m.Role == "system" {
-			if g := groupSelf.FindStringSubmatch(m.Content); g != nil {
-				return g[1]
-			}
-		}
-	}
-	return ""
-}
-
 func newRoundRig(t *testing.T, answer func(req fakellm.Request, speaker string) fakellm.Reply) *roundRig {
 	t.Helper()
 	rr := &roundRig{}
@@ -48,7 +34,7 @@ func newRoundRig(t *testing.T, answer func(req fakellm.Request, speaker string) 
 		rr.mu.Lock()
 		rr.asked = append(rr.asked, req)
 		rr.mu.Unlock()
-		return answer(req, roundSpeaker(req))
+		return answer(req, koetest.GroupSpeaker(req))
 	})
 	aki := rr.chars.DefaultChar
 	aki.Name, aki.Persona = "Aki", "You are Aki."
@@ -64,16 +50,6 @@ func newRoundRig(t *testing.T, answer func(req fakellm.Request, speaker string) 
 		t.Fatal(err)
 	}
 	return rr
-}
-
-// lastUser is the last user message of a request.
-func lastUser(req fakellm.Request) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			return req.Messages[i].Content
-		}
-	}
-	return ""
 }
 
 func (rr *roundRig) history(s *conversation.Session) []koe.Record {
@@ -121,7 +97,7 @@ func TestRoundRepliesInOrderOnASharedTranscript(t *testing.T) {
 	}
 	// What each was given: the lines since it last spoke, named.
 	for i, want := range []string{"Mika: hello both", "Mika: hello both\nAki: Aki speaks.", "Bo: Bo speaks."} {
-		if got := lastUser(asked[i]); !strings.Contains(got, want) {
+		if got := liveLastUser(asked[i]); !strings.Contains(got, want) {
 			t.Errorf("request %d's user message %q does not hold %q", i, got, want)
 		}
 	}

@@ -71,6 +71,9 @@ type Session struct {
 	// audience, while a round's turn of this session runs, is who else
 	// gets its frames (group_round.go).
 	audience atomic.Pointer[audience]
+	// listening, while a round's turn of another session runs, is its
+	// audience, which this session's client is part of.
+	listening atomic.Pointer[audience]
 	// group is the client's group, if it is in one (group.go).
 	group atomic.Pointer[Group]
 

@@ -105,6 +105,8 @@ func (s *Session) playbackComplete() {
 	if t := s.turns.running(); t != nil {
 		t.playbackComplete()
 	}
+	// A group member's client played another character's reply.
+	s.listening.Load().played(s)
 }
 
 // turnState is what a turn works with, taken once at its start so that it
@@ -209,6 +211,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	// SendWait returns. The frame follows every audio message in the
 	// queue, so it is written only after the last of them.
 	t.awaitingPlayback.Store(true)
+	s.audience.Load().arm()
 	if err := s.emitWait(ctx, protocol.Simple{Type: protocol.TypeBackendSynthComplete}); err != nil {
 		s.finishCancelled(t, &st, reply, true)
 		return
@@ -227,13 +230,23 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		wait := spoken + s.deps.Config.PlaybackTimeout
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
-		select {
-		case <-t.playback:
-		case <-timer.C:
-			s.log.Debug("no frontend-playback-complete; ending the turn anyway", "waited", wait)
-		case <-ctx.Done():
-			s.finishCancelled(t, &st, reply, true)
-			return
+		// In a round, every member's client plays the reply: the next
+		// character starts once all of them have played it.
+		own, others := t.playback, s.audience.Load().allPlayedCh()
+	wait:
+		for own != nil || others != nil {
+			select {
+			case <-own:
+				own = nil
+			case <-others:
+				others = nil
+			case <-timer.C:
+				s.log.Debug("no frontend-playback-complete; ending the turn anyway", "waited", wait)
+				break wait
+			case <-ctx.Done():
+				s.finishCancelled(t, &st, reply, true)
+				return
+			}
 		}
 	}
 	// Stored before chain-end so that a client asking for the history right
@@ -457,7 +470,7 @@ func (st *turnState) persistReply(text string, interrupted bool) {
 	}
 	ch := st.cast.char
 	if st.group != nil {
-		st.group.said = text
+		st.group.keep(s.ctx, s.log, text)
 	}
 	rec := koe.Record{Role: koe.RoleAI, Content: text, Name: ch.Name, Avatar: ch.Avatar, Interrupted: interrupted}
 	if err := s.deps.Store.Append(context.WithoutCancel(s.ctx), st.conf, st.uid, rec); err != nil {

@@ -48,6 +48,12 @@ type ChatRequest struct {
 	// MCPPrompt, instead of Message, sends an MCP server's prompt, filled
 	// with its arguments, as the user's turn (mcpprompts.go).
 	MCPPrompt *MCPPromptRef `json:"mcp_prompt,omitempty"`
+	// GroupID posts Message into a group of clients (the id group-update
+	// names it by: "group_" and its founder's client_uid): every member's
+	// character answers in turn, and every member sees and hears it.
+	GroupID string `json:"group_id,omitempty"`
+	// Name is who says Message in the group ("" = "Guest").
+	Name string `json:"name,omitempty"`
 }
 
 // ChatEvent is one event of the stream.

@@ -277,8 +277,10 @@ type GroupUpdate struct {
 	Type    string   `json:"type"`
 	Members []string `json:"members"`
 	IsOwner bool     `json:"is_owner"`
-	// HistoryUID is koe's: the group's own record (a history of conf uid
-	// koe-groups), once it has a line; an OLV client ignores it.
+	// GroupID and HistoryUID are koe's, which an OLV client ignores: the
+	// group's id (the chat API posts into a group by it) and its own
+	// record (a history of conf uid koe-groups), once it has a line.
+	GroupID    string `json:"group_id,omitempty"`
 	HistoryUID string `json:"history_uid,omitempty"`
 }
 
