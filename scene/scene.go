@@ -109,6 +109,10 @@ func (sc *Scene) talk() (string, error) {
 				return protocol.SceneEndFailed, err
 			}
 		}
+		if sc.ctx.Err() != nil {
+			// The round's last line was stopped: the round is not whole.
+			return sc.stopReason(), nil
+		}
 		sc.mu.Lock()
 		sc.rounds = round
 		sc.mu.Unlock()

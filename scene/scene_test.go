@@ -360,3 +360,40 @@ func waitScene(t *testing.T, s *Service, id string, ok func(protocol.SceneInfo) 
 		return in, ok(in)
 	})
 }
+
+// A scene that ends before a character was given the viewers' line hands
+// it back: the live session answers it.
+func TestSceneEndGivesViewersBack(t *testing.T) {
+	s, st := newTestService(t, nil)
+	info, err := s.Start(t.Context(), protocol.SceneRequest{Characters: []string{"mio", "rin"}, Topic: "cats", MaxRounds: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cast := <-st.casts
+	cast.next(t)
+	taken := make(chan bool, 1)
+	go func() {
+		ok, _, _ := s.Viewers(t.Context(), "mio", "<live_chat>x</live_chat>", []string{"ann"})
+		taken <- ok
+	}()
+	sc, err := s.find(info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "the viewers' line waits", func() bool {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return len(sc.waiting) == 1
+	})
+	if _, err := s.Stop(info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if <-taken {
+		t.Error("a scene that ended before hearing the viewers' line kept it")
+	}
+	for _, ev := range cast.Events() {
+		if strings.HasPrefix(ev, "hear") {
+			t.Errorf("the ended scene heard %q", ev)
+		}
+	}
+}

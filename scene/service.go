@@ -420,8 +420,9 @@ func (s *Service) SkipLine(conf string) bool {
 // to the scene that takes them, if one runs: text is the live chat's
 // framed batch. It reports whether a scene took them; if so, it returns
 // once a character has said the line that follows them (its text, for
-// the chat), or the scene ended, or ctx ended (a skip in the live chat:
-// the line being said stops).
+// the chat), or ctx ended (a skip in the live chat: the line being said
+// stops). A scene that ends before a character was given the line did not
+// take it after all.
 func (s *Service) Viewers(ctx context.Context, conf, text string, viewers []string) (taken bool, reply string, err error) {
 	if s == nil || conf == "" || conf != s.opts.LiveChat {
 		return false, "", nil
@@ -437,10 +438,13 @@ func (s *Service) Viewers(ctx context.Context, conf, text string, viewers []stri
 		return false, "", nil
 	}
 	select {
-	case r := <-answered:
+	case r, ok := <-answered:
+		if !ok {
+			// The scene ended before a character was given the
+			// viewers' line: the live session answers it instead.
+			return false, "", nil
+		}
 		return true, r, nil
-	case <-sc.done:
-		return true, "", nil
 	case <-ctx.Done():
 		sc.skip()
 		return true, "", ctx.Err()
