@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -255,5 +256,33 @@ func TestSceneLineFails(t *testing.T) {
 	end := k.awaitScene("the scene ends", in.ID, func(in protocol.SceneInfo) bool { return in.State == protocol.SceneEnded })
 	if end.EndReason != protocol.SceneEndFailed || !strings.Contains(end.Error, "503") || len(end.Lines) != 2 {
 		t.Errorf("scene %+v, want it failed on Mio's line, saying the server answered 503", end)
+	}
+}
+
+// TestSceneDrain: koe's drain before a restart lets the scene's line
+// being said end, begins no other line, and refuses a new scene; Close
+// ends the scene as a shutdown, its lines kept.
+func TestSceneDrain(t *testing.T) {
+	k := startSceneKoe(t, nil)
+	hold := k.gateOn("Today's topic")
+	in := k.startScene(protocol.SceneRequest{Characters: []string{"koe_default", "mio"}, Topic: "tea", MaxRounds: 2})
+	testkit.Eventually(t, "Koe's first line is asked", func() bool { return len(k.lineRequests()) == 1 })
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		k.koe.Drain(context.Background())
+	}()
+	testkit.Eventually(t, "a new scene is refused while koe drains", func() bool {
+		a := k.api(http.MethodPost, "/api/scenes", protocol.SceneRequest{Characters: []string{"koe_default", "mio"}, Topic: "more"})
+		return a.status == http.StatusServiceUnavailable && strings.Contains(string(a.body), `"draining":true`)
+	})
+	hold.release()
+	<-drained
+	got := k.scene(in.ID)
+	if n := len(k.lineRequests()); n != 1 || len(got.Lines) != 2 || got.Lines[1].Text != "Koe line 1." || got.Lines[1].Interrupted {
+		t.Fatalf("after the drain: %d lines asked, scene %q; want Koe's first line whole and no other", n, sceneTexts(got))
+	}
+	if err := k.koe.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -27,6 +27,8 @@ type Scene struct {
 	mu        sync.Mutex
 	state     string
 	paused    bool
+	held      bool               // koe drains for a restart: no line starts
+	lineDone  chan struct{}      // closed when the line being said ends; nil between lines
 	lineStop  context.CancelFunc // stops the line being said; nil between lines
 	speaking  int                // index of the speaker, -1 between lines
 	rounds    int
@@ -100,7 +102,10 @@ func (sc *Scene) talk() (string, error) {
 					return protocol.SceneEndDuration, nil
 				}
 			}
-			if err := sc.line(round, i); err != nil {
+			if err := sc.line(round, i); errors.Is(err, errHeld) {
+				_ = sc.waitRunning() // until Close
+				return sc.stopReason(), nil
+			} else if err != nil {
 				if sc.ctx.Err() != nil || errors.Is(err, koe.ErrRestarting) {
 					// koe drains for a restart: the character's session
 					// starts no turn.
@@ -119,6 +124,9 @@ func (sc *Scene) talk() (string, error) {
 	}
 	return protocol.SceneEndRounds, nil
 }
+
+// errHeld: a line was not begun, koe drains for a restart.
+var errHeld = errors.New("koe drains for a restart")
 
 // stopReason is why the scene's context ended.
 func (sc *Scene) stopReason() string {
@@ -148,6 +156,7 @@ func (sc *Scene) waitRunning() error {
 		if paused {
 			sc.state = protocol.ScenePaused
 		}
+		paused = paused || sc.held
 		sc.mu.Unlock()
 		if err := sc.ctx.Err(); err != nil {
 			return err
@@ -169,6 +178,11 @@ func (sc *Scene) line(round, i int) error {
 	lineCtx, stop := context.WithCancel(sc.ctx)
 	defer stop()
 	sc.mu.Lock()
+	if sc.held {
+		// Held since waitRunning let this line go: it does not begin.
+		sc.mu.Unlock()
+		return errHeld
+	}
 	sc.state = protocol.SceneRunning
 	waiting := sc.waiting
 	sc.waiting = nil
@@ -177,6 +191,9 @@ func (sc *Scene) line(round, i int) error {
 		sc.appendLocked(v)
 	}
 	sc.speaking, sc.lineStop = i, stop
+	done := make(chan struct{})
+	sc.lineDone = done
+	defer close(done)
 	answerers := sc.answerers
 	sc.answerers = nil
 	sc.mu.Unlock()
@@ -190,7 +207,7 @@ func (sc *Scene) line(round, i int) error {
 
 	c := sc.plan.chars[i]
 	sc.mu.Lock()
-	sc.speaking, sc.lineStop = -1, nil
+	sc.speaking, sc.lineStop, sc.lineDone = -1, nil, nil
 	if text != "" || interrupted {
 		sc.appendLocked(protocol.SceneLine{Kind: protocol.SceneLineCharacter, Speaker: c.Name, ConfUID: c.ConfUID, Text: text, Round: round, Interrupted: interrupted})
 	}
@@ -275,6 +292,18 @@ func (sc *Scene) setPaused(paused bool) error {
 	default:
 	}
 	return nil
+}
+
+// hold starts no line from now on (koe drains for a restart), and
+// returns the end of the line being said (nil if none).
+func (sc *Scene) hold() <-chan struct{} {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.held = true
+	if sc.lineDone == nil {
+		return nil
+	}
+	return sc.lineDone
 }
 
 // skip stops the line being said.

@@ -2,6 +2,7 @@ package scene
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -395,5 +396,44 @@ func TestSceneEndGivesViewersBack(t *testing.T) {
 		if strings.HasPrefix(ev, "hear") {
 			t.Errorf("the ended scene heard %q", ev)
 		}
+	}
+}
+
+// koe's drain before a restart lets the line being said end, begins no
+// other and starts no scene; Close then ends the scene as a shutdown.
+func TestSceneDrain(t *testing.T) {
+	s, st := newTestService(t, nil)
+	info, err := s.Start(t.Context(), protocol.SceneRequest{Characters: []string{"mio", "rin"}, Topic: "cats", MaxRounds: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cast := <-st.casts
+	l := cast.next(t)
+	drained := make(chan bool, 1)
+	go func() { drained <- s.Drain(t.Context()) }()
+	testkit.Eventually(t, "the drain holds the scene", func() bool {
+		sc, _ := s.find(info.ID)
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return sc.held
+	})
+	select {
+	case <-drained:
+		t.Fatal("the drain ended while a line was being said")
+	default:
+	}
+	if _, err := s.Start(t.Context(), protocol.SceneRequest{Characters: []string{"mio", "rin"}, Topic: "dogs"}); !errors.Is(err, koe.ErrRestarting) {
+		t.Errorf("a scene started while draining: %v", err)
+	}
+	l.reply <- "the last line"
+	if !<-drained {
+		t.Error("the drain says no line was being said")
+	}
+	s.Close()
+	if in, _ := s.Scene(info.ID); in.EndReason != protocol.SceneEndShutdown || len(in.Lines) != 2 {
+		t.Errorf("after the drain and close: %+v", in)
+	}
+	if ev := cast.Events(); len(ev) != 1 {
+		t.Errorf("the cast was asked %q, want the one line begun before the drain", ev)
 	}
 }

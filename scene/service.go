@@ -95,10 +95,11 @@ type Service struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex
-	scenes map[string]*Scene
-	ended  []string // ids of ended scenes, oldest first
-	closed bool
+	mu       sync.Mutex
+	scenes   map[string]*Scene
+	ended    []string // ids of ended scenes, oldest first
+	closed   bool
+	draining bool // koe drains for a restart: no scene starts, no line begins
 }
 
 // New makes the service; Close stops its scenes.
@@ -121,6 +122,37 @@ func (s *Service) Close() {
 	s.mu.Unlock()
 	s.stop()
 	s.wg.Wait()
+}
+
+// Drain is koe's drain before a restart: no scene starts and no line
+// begins from now on, and it returns once the lines being said have ended
+// (or ctx has). It reports whether a line was being said. Close then ends
+// the scenes.
+func (s *Service) Drain(ctx context.Context) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	s.draining = true
+	all := make([]*Scene, 0, len(s.scenes))
+	for _, sc := range s.scenes {
+		all = append(all, sc)
+	}
+	s.mu.Unlock()
+	var saying []<-chan struct{}
+	for _, sc := range all {
+		if done := sc.hold(); done != nil {
+			saying = append(saying, done)
+		}
+	}
+	for _, done := range saying {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return true
+		}
+	}
+	return len(saying) > 0
 }
 
 // plan is a checked request.
@@ -225,6 +257,9 @@ func (s *Service) Start(ctx context.Context, req protocol.SceneRequest) (protoco
 	case s.closed:
 		s.mu.Unlock()
 		return protocol.SceneInfo{}, koe.Errorf(koe.Unavailable, "koe is shutting down")
+	case s.draining:
+		s.mu.Unlock()
+		return protocol.SceneInfo{}, koe.ErrRestarting
 	case s.runningLocked() >= s.cfg.MaxRunning:
 		s.mu.Unlock()
 		return protocol.SceneInfo{}, koe.Errorf(koe.Conflict, "%d scenes are running, the most at once (scenes.max_running): stop one first", s.cfg.MaxRunning)
