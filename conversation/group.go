@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -57,6 +58,10 @@ type Group struct {
 	owner   *Session
 	members []*Session // in the order they joined
 
+	// sayMu makes a message's stop of the running round and the start of
+	// its own one step: two members' messages at once must not leave two
+	// rounds running.
+	sayMu   sync.Mutex
 	roundMu sync.Mutex
 	round   *runningRound
 }
@@ -161,6 +166,8 @@ func (s *Session) invite(inviteeUID string) {
 	g := s.group.Load()
 	var refusal string
 	switch {
+	case invitee.leaving.Load():
+		refusal = fmt.Sprintf("Invitee %s does not exist", inviteeUID)
 	case invitee.group.Load() != nil:
 		refusal = fmt.Sprintf("Invitee %s is already in a group", inviteeUID)
 	case g != nil && g.owner != s:
@@ -174,10 +181,15 @@ func (s *Session) invite(inviteeUID string) {
 		return
 	}
 	if g == nil {
-		g = &Group{hub: h, id: "group_" + s.clientUID, tr: NewTranscript(s.deps.Store), owner: s, members: []*Session{s}}
 		if h.groups.byID == nil {
 			h.groups.byID = map[string]*Group{}
 		}
+		// A group the client founded may live on under another owner.
+		id := "group_" + s.clientUID
+		for n := 2; h.groups.byID[id] != nil; n++ {
+			id = fmt.Sprintf("group_%s_%d", s.clientUID, n)
+		}
+		g = &Group{hub: h, id: id, tr: NewTranscript(s.deps.Store), owner: s, members: []*Session{s}}
 		h.groups.byID[g.id] = g
 		s.group.Store(g)
 	}
@@ -271,6 +283,10 @@ func (g *Group) dropLocked(s *Session) (left memberSnapshot, gone []*Session) {
 // stops (OLV interrupts it), the ownership passes to the member who
 // joined next, and the others are told.
 func (s *Session) leaveGroup() {
+	// Set under the lock invitations take: none adds s from now on.
+	s.hub.groups.mu.Lock()
+	s.leaving.Store(true)
+	s.hub.groups.mu.Unlock()
 	g := s.group.Load()
 	if g == nil {
 		return
@@ -324,7 +340,10 @@ func (g *Group) stopRound(cause error, by *Session) bool {
 	<-r.done
 	for _, m := range g.snapshot().members {
 		if m != by {
+			// OLV's clients stop on interrupt-signal, koe's on control
+			// interrupt, as when a stop request stops their turn.
 			m.reply(protocol.Text{Type: protocol.TypeInterruptSignal, Text: protocol.ConversationInterrupted})
+			m.reply(protocol.Control(protocol.ControlInterrupt))
 		}
 	}
 	return true
@@ -373,10 +392,13 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 	if text == "" {
 		return nil, invalid("empty input: type something first")
 	}
+	g.sayMu.Lock()
+	defer g.sayMu.Unlock()
 	g.stopRound(errSuperseded, from)
 	m := g.snapshot()
-	if len(m.members) < 2 {
-		return nil, invalid("the group has ended")
+	if len(m.members) < 2 || from != nil && !slices.Contains(m.members, from) {
+		// It ended, or the member left, while the message was heard.
+		return nil, invalid("you are in no group any more: the message was not sent")
 	}
 	names := peopleNames(m.members)
 	if from != nil {

@@ -409,8 +409,15 @@ func (a *audience) offer(ctx context.Context, msg any) {
 		au.Forwarded = true
 		msg = au
 	}
+	// A speaker's turn opens with the lines it was given as its human
+	// message, which names the speaker's own history: a member's client
+	// has its own, and saw the lines as they were said.
+	ownHuman := false
+	if m, ok := msg.(protocol.MessageEvent); ok && m.Content.Type == protocol.MessageHuman {
+		ownHuman = true
+	}
 	for _, l := range a.listeners {
-		if kind == watchKoe && !l.KoeEvents {
+		if kind == watchKoe && !l.KoeEvents || ownHuman && l.Session != nil {
 			continue
 		}
 		if err := l.Out.Send(ctx, msg); err != nil && ctx.Err() == nil {

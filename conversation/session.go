@@ -74,8 +74,10 @@ type Session struct {
 	// listening, while a round's turn of another session runs, is its
 	// audience, which this session's client is part of.
 	listening atomic.Pointer[audience]
-	// group is the client's group, if it is in one (group.go).
-	group atomic.Pointer[Group]
+	// group is the client's group, if it is in one (group.go); leaving:
+	// the session is closing, and no group may take it.
+	group   atomic.Pointer[Group]
+	leaving atomic.Bool
 
 	mu    sync.Mutex // guards cast and place; never held across a call out
 	cast  cast

@@ -502,3 +502,61 @@ func TestGroupSpokenMessage(t *testing.T) {
 		t.Fatalf("Bob was given %q", got)
 	}
 }
+
+// A new message while a round runs stops it for all and starts a round
+// of its own (OLV drops the message); the group's record keeps both
+// messages and the first reply as far as it went.
+func TestGroupNewMessageStopsTheRound(t *testing.T) {
+	release := make(chan struct{})
+	var released sync.Once
+	t.Cleanup(func() { released.Do(func() { close(release) }) })
+	var calls atomic.Int32
+	addr, _ := startGroupKoe(t, func(req fakellm.Request) fakellm.Reply {
+		who := groupSpeakerOf(req)
+		if calls.Add(1) == 1 {
+			// Held after "And": the first sentence is certainly over.
+			return fakellm.Reply{Tokens: fakellm.Words(who + " starts. And goes on."), BeforeChunk: func(i int) {
+				if i == 3 {
+					<-release
+				}
+			}}
+		}
+		return fakellm.Reply{Tokens: fakellm.Words(who + " answers the second.")}
+	}, nil, "Alice", "Bob")
+	a, b := joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
+	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
+	a.expectUpdate(true, a.uid, b.uid)
+	b.expectUpdate(false, a.uid, b.uid)
+
+	a.send(msg{"type": "text-input", "text": "First message", "images": []any{}})
+	b.until(func(m msg) bool { return m.typ() == "audio" && m["forwarded"] == true })
+	b.send(msg{"type": "text-input", "text": "Second message", "images": []any{}})
+	// A, whose character was speaking, is told to stop; then the new
+	// round: Bob first, then Alice.
+	a.until(isType("interrupt-signal"))
+	released.Do(func() { close(release) })
+	rounds := playRounds(t, 2, a, b)
+	for i, h := range rounds {
+		if got := distinctRuns(h.speakers); len(got) < 2 || !slices.Equal(got[len(got)-2:], []string{"Bob", "Alice"}) {
+			t.Errorf("client %d heard %v, want the new round's Bob then Alice last", i, got)
+		}
+	}
+	info := a.request(msg{"type": "request-group-info"}, "group-update")
+	var page protocol.HistoryPage
+	if code := getJSON(t, "http://"+addr+"/api/histories/koe-groups/"+info.str("history_uid")+"/messages", &page); code != 200 {
+		t.Fatalf("the group's record: HTTP %d", code)
+	}
+	var record []string
+	for _, r := range page.Messages {
+		record = append(record, r.Name+": "+r.Content)
+	}
+	// The stopped reply is kept as far as it was made when it was
+	// stopped (" And" may have arrived), as a new input keeps a client's.
+	want := []string{"Alice's human: First message", "Alice: Alice starts.", "Bob's human: Second message", "Bob: Bob answers the second.", "Alice: Alice answers the second."}
+	if len(record) == len(want) && strings.HasPrefix(record[1], want[1]) {
+		record[1] = want[1]
+	}
+	if !slices.Equal(record, want) {
+		t.Fatalf("the group's record %q, want %q", record, want)
+	}
+}
