@@ -46,6 +46,9 @@ func TestPackageLayers(t *testing.T) {
 		// The live chat's koe side sits on conversation, recall and the
 		// election in coord; it is served, it does not serve.
 		"live": {"koe/server", "koe/app"},
+		// The scenes run on the round through a Cast they declare: they
+		// import no conversation (app hands it over), and are served.
+		"scene": {"koe/server", "koe/app", "koe/conversation", "koe/agent", "koe/llm", "koe/history", "koe/live"},
 		"tts":  {"koe/conversation", "koe/server", "koe/agent"},
 		"asr":  {"koe/conversation", "koe/server", "koe/agent"},
 		// Instrumentation is told what happened through small interfaces
@@ -118,7 +121,7 @@ func TestPackageLayers(t *testing.T) {
 	// Above storage nothing even links a store: what these packages import
 	// of koe, and what that imports, reaches no backend and no driver, nor
 	// even the store contract (they declare the few methods they use).
-	for _, pkg := range []string{"agent", "llm", "recall", "knowledge", "histories", "conversation", "live", "realtime", "server", "history"} {
+	for _, pkg := range []string{"agent", "llm", "recall", "knowledge", "histories", "conversation", "live", "realtime", "scene", "server", "history"} {
 		for _, imp := range linked(imports, pkg) {
 			if imp == "koe/bolt" || imp == "koe/postgres" || isDriver(imp) || imp == "koe/history" && pkg != "history" {
 				t.Errorf("%s links %s", pkg, imp)

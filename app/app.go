@@ -30,6 +30,7 @@ import (
 	"koe/metrics"
 	"koe/postgres"
 	"koe/recall"
+	"koe/scene"
 	"koe/server"
 	"koe/static"
 	"koe/tts"
@@ -57,6 +58,7 @@ type Main struct {
 	relay     *coord.WatchRelay       // with coord: watchers across instances
 	bus       *coord.Bus              // with coord: news of changes between instances
 	liveChat  *live.Service           // nil unless live_chat.enabled
+	scenes    *scene.Service          // the streamer's scenes (scenes.go)
 	metrics   *metrics.Metrics        // nil unless server.metrics
 	server    *server.Server
 	ln        net.Listener
@@ -247,6 +249,7 @@ func (m *Main) Open() error {
 		Logger:          m.Logger,
 	})
 	m.startRelay()
+	m.scenes = m.openScenes(cfg, characters)
 	var liveChatAPI server.LiveChat
 	if cfg.LiveChat.Enabled {
 		if m.liveChat, err = live.Open(m.liveOptions(cfg)); err != nil {
@@ -286,6 +289,7 @@ func (m *Main) Open() error {
 		Pages:          static.Pages(),
 		MaxUploadBytes: cfg.Knowledge.MaxFileBytes,
 		LiveChat:       liveChatAPI,
+		Scenes:         m.scenes,
 		MCP:            m.mcp,
 		Logger:         m.Logger,
 		Metrics:        serverMetrics,
@@ -325,7 +329,7 @@ func (m *Main) Open() error {
 // elect the one that runs it.
 func (m *Main) liveOptions(cfg config.Config) live.Options {
 	opts := live.Options{Config: cfg.LiveChat, DefaultCharacter: cfg.Character.ConfUID, Stages: m.hub, Recall: m.recall,
-		Lease: cfg.Coord.Lease, Logger: m.Logger, StateDir: cfg.DataDir}
+		Lease: cfg.Coord.Lease, Logger: m.Logger, StateDir: cfg.DataDir, Scenes: m.scenes}
 	if m.coord != nil {
 		opts.Elect = func(name string) live.Leadership { return m.coord.NewLeader(name) }
 	}
@@ -402,6 +406,7 @@ func (m *Main) abandon(store appStore) {
 		m.stopMCPKnowledge()
 	}
 	m.liveChat.Close()
+	m.scenes.Close()
 	m.closeCoord()
 	m.mcp.Close()
 	m.stopRecall()
@@ -477,6 +482,9 @@ func (m *Main) shutdown() error {
 	// The live chat first: its running turn ends (kept as far as it was
 	// heard) while its watchers are still connected.
 	m.liveChat.Close()
+	// Then the scenes: each line being said stops, kept as heard, while
+	// the overlays still watch.
+	m.scenes.Close()
 	err := m.server.Shutdown(ctx)
 	// Before the hub: reading a resource in tells its sessions.
 	if m.stopMCPKnowledge != nil {

@@ -23,9 +23,15 @@ func (m *Main) Drain(stop context.Context) server.DrainResult {
 	// connected until the drain ends); Close hands the chat over after.
 	live := make(chan bool, 1)
 	go func() { live <- m.liveChat.Drain(ctx) }()
+	// So do the lines the scenes' characters are saying; no other begins.
+	scenes := make(chan bool, 1)
+	go func() { scenes <- m.scenes.Drain(ctx) }()
 	res := m.server.Drain(ctx)
 	if <-live {
 		m.Logger.Info("drain: the live chat's turn ended, or is stopped now", "finished", ctx.Err() == nil)
+	}
+	if <-scenes {
+		m.Logger.Info("drain: the scenes' lines ended, or are stopped now", "finished", ctx.Err() == nil)
 	}
 	return res
 }

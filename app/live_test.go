@@ -173,18 +173,7 @@ type frame struct {
 // if not "") and returns them.
 func (k *liveKoe) watchUntil(typ, text string) []frame {
 	k.t.Helper()
-	var got []frame
-	_ = k.watcher.SetReadDeadline(time.Now().Add(guard))
-	for {
-		var f frame
-		if err := k.watcher.ReadJSON(&f); err != nil {
-			k.t.Fatalf("watcher waiting for %s %s: %v (after %d frames)", typ, text, err, len(got))
-		}
-		got = append(got, f)
-		if f.Type == typ && (text == "" || f.Text == text) {
-			return got
-		}
-	}
+	return readFramesUntil(k.t, k.watcher, typ, text)
 }
 
 // isChatTurn tells the live chat's turns from summary requests.

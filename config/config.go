@@ -25,6 +25,7 @@ import (
 	"koe/livechat"
 	"koe/llm"
 	"koe/mcp"
+	"koe/scene"
 	"koe/server"
 	"koe/tools"
 	"koe/tts"
@@ -67,6 +68,8 @@ type Config struct {
 	// LiveChat turns a stream's chat into turns of a character's live
 	// session.
 	LiveChat livechat.Config `yaml:"live_chat"`
+	// Scenes bounds the streamer's all-character scenes (POST /api/scenes).
+	Scenes scene.Config `yaml:"scenes"`
 	// Coord is how instances that share histories coordinate their
 	// turns. Files from before the section may still hold its keys at
 	// the top level (moveLegacyCoord).
@@ -125,6 +128,7 @@ func Default() Config {
 		Embeddings: llm.DefaultEmbeddingsConfig(),
 		Knowledge:  knowledge.DefaultConfig(),
 		LiveChat:   livechat.DefaultConfig(),
+		Scenes:     scene.DefaultConfig(),
 		Coord:      coord.DefaultConfig(),
 		fileName:   "conf.yaml",
 	}
@@ -280,7 +284,7 @@ func (c Config) Validate() error {
 	if err := checkInstance(c.Instance); err != nil {
 		return err
 	}
-	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings, c.Knowledge, c.LiveChat, c.Coord} {
+	for _, v := range []interface{ Validate() error }{c.Server, c.Conversation, c.Character, c.ASR, c.MCP, c.Embeddings, c.Knowledge, c.LiveChat, c.Scenes, c.Coord} {
 		if err := v.Validate(); err != nil {
 			return err
 		}

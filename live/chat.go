@@ -27,11 +27,35 @@ type chat struct {
 	keep   func() // keeps the chat's state once its goroutines ended
 }
 
+// Scenes take the chat's messages while a scene with the chat's
+// character runs (package scene): they enter it as lines the characters
+// may answer, instead of a turn of the live session.
+type Scenes interface {
+	// Viewers reports whether a scene took the batch (text as the live
+	// chat frames it); if so it returns once a character said the line
+	// after it (that line, for the chat), and ending ctx stops the line
+	// being said.
+	Viewers(ctx context.Context, conf, text string, viewers []string) (taken bool, reply string, err error)
+	// SkipLine stops the line being said in the scene that takes the
+	// chat of character conf, and reports whether one was.
+	SkipLine(conf string) bool
+}
+
 // speaker is the live session as livechat's Character: a turn, and the
-// reply as it was shown, for the chat.
-type speaker struct{ live *conversation.Live }
+// reply as it was shown, for the chat; or, while a scene takes the chat,
+// the scene's next line.
+type speaker struct {
+	live   *conversation.Live
+	scenes Scenes
+	conf   string
+}
 
 func (s speaker) Say(ctx context.Context, text string, viewers []string) (string, error) {
+	if s.scenes != nil {
+		if taken, reply, err := s.scenes.Viewers(ctx, s.conf, text, viewers); taken {
+			return reply, err
+		}
+	}
 	return s.live.Reply(ctx, text, viewers)
 }
 
@@ -60,7 +84,7 @@ func (s *Service) startChat(saved livechat.Saved) (*chat, error) {
 		cancel()
 		return nil, fmt.Errorf("live_chat.twitch: %w", err)
 	}
-	c := &chat{live: live, runner: livechat.NewRunner(lc, speaker{live}, notes, log), cancel: cancel}
+	c := &chat{live: live, runner: livechat.NewRunner(lc, speaker{live: live, scenes: s.opts.Scenes, conf: char.ConfUID}, notes, log), cancel: cancel}
 	c.keep = func() { s.keep(context.Background(), c) }
 	c.runner.AddSource(twitch.Name(), twitch.Connected)
 	c.runner.Restore(saved)

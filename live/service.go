@@ -37,7 +37,10 @@ type Options struct {
 	// across a restart (data_dir); "" keeps nothing. With an election it
 	// is kept in Redis.
 	StateDir string
-	Logger   *slog.Logger
+	// Scenes, if set, take the chat's messages while a scene with the
+	// chat's character runs here.
+	Scenes Scenes
+	Logger *slog.Logger
 }
 
 // Leadership is the election of the one instance that runs the live chat
@@ -227,6 +230,11 @@ func (s *Service) run(ctx context.Context, c *chat, cmd, arg string) (liveReply,
 		s.keep(ctx, c)
 	case liveSkip:
 		reply.Skipped = c.runner.Skip()
+		if !reply.Skipped && s.opts.Scenes != nil {
+			// The chat goes into a scene: the streamer's skip (and a
+			// moderator's) stops the scene's line being said.
+			reply.Skipped = s.opts.Scenes.SkipLine(c.live.Character().ConfUID)
+		}
 	case liveClear:
 		c.runner.Clear()
 		s.keep(ctx, c)

@@ -105,6 +105,7 @@ func (s *Server) apiRoutes() {
 	s.knowledgeRoutes(api)
 	s.chatRoutes(api)
 	s.liveRoutes(api)
+	s.sceneRoutes(api)
 }
 
 // SessionState is an open session as the REST API reads and tunes it.

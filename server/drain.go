@@ -247,10 +247,11 @@ func (s *Server) chatEnded() {
 	}
 }
 
-// isTurnRoute reports the chat API routes that start a turn, which a
-// draining koe refuses from their headers.
+// isTurnRoute reports the routes that start turns (the chat API's, a
+// scene's), which a draining koe refuses from their headers.
 func isTurnRoute(method, path string) bool {
-	return method == fiber.MethodPost && (isRoute(path, "/api/chat/stream") || isRoute(path, "/api/chat/invoke"))
+	return method == fiber.MethodPost && (isRoute(path, "/api/chat/stream") || isRoute(path, "/api/chat/invoke") ||
+		isRoute(path, "/api/scenes")) // a scene's lines are turns
 }
 
 // refuseDraining answers a turn refused while koe drains: 503, when to try

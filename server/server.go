@@ -64,7 +64,10 @@ type Options struct {
 	MaxUploadBytes int
 	// LiveChat is the live chat the streamer steers at /api/live (live.go).
 	LiveChat LiveChat
-	Logger   *slog.Logger
+	// Scenes are the streamer's all-character scenes at /api/scenes
+	// (scenes.go); nil: those routes answer 404.
+	Scenes Scenes
+	Logger *slog.Logger
 	// Metrics, if set, counts sessions and queue drops.
 	Metrics Metrics
 	// MetricsHandler serves /metrics (Prometheus) when Config.Metrics is
