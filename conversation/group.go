@@ -476,7 +476,11 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 // first, as a one-client turn hears it.
 func (s *Session) sayToGroup(g *Group, in turnInput) error {
 	if in.recording != nil {
-		go s.hearForGroup(g, in.recording)
+		s.groupHearing.Add(1)
+		go func() {
+			defer s.groupHearing.Done()
+			s.hearForGroup(g, in.recording)
+		}()
 		return nil
 	}
 	if len(in.images) > 0 {
@@ -488,7 +492,7 @@ func (s *Session) sayToGroup(g *Group, in turnInput) error {
 
 // hearForGroup transcribes a member's recording, shows the member what
 // was heard, and puts it to the group. It runs in a goroutine of its
-// own, bounded by the session's context.
+// own, bounded by the session's context, that Close waits for.
 func (s *Session) hearForGroup(g *Group, wav []byte) {
 	if !s.hearing.CompareAndSwap(false, true) {
 		s.reply(protocol.NewError("koe is still hearing your last recording"))

@@ -68,6 +68,9 @@ type Session struct {
 	// hearing is set while a spoken answer is being transcribed: one at a
 	// time, so recordings sent meanwhile cannot pile up on the ASR slots.
 	hearing atomic.Bool
+	// groupHearing counts the recordings for the session's group being
+	// transcribed (each in a goroutine of its own); Close waits for them.
+	groupHearing sync.WaitGroup
 	// turnAttrs label the log lines of the running turn (observe.go).
 	turnAttrs atomic.Pointer[[]slog.Attr]
 	// audience, while a round's turn of this session runs, is who else
@@ -288,6 +291,9 @@ func (s *Session) switchCharacter(file string) (Character, error) {
 // Close stops the running turn (it stores what it has), hands the agent's
 // background work to the hub and tidies up. The session is unusable after.
 func (s *Session) Close() {
+	// A recording still being heard for the group would otherwise put
+	// its words to the group after the session left it.
+	s.groupHearing.Wait()
 	s.leaveGroup()
 	s.turns.stop(errSessionClosed)
 	s.hub.watch.offAir(s)
