@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"koe/testkit"
 	"koe/testkit/fakellm"
 )
@@ -167,11 +165,7 @@ func TestRealtimeAudioTurnWatched(t *testing.T) {
 	c := rtDial(t, addr, "", nil)
 	id := c.expect("session.created").str("session.id")
 	c.expect("conversation.created")
-	w, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws?koe=1&watch="+id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := rtWatcher(t, addr, id)
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime",
 		"audio": map[string]any{"input": map[string]any{"transcription": map[string]any{"model": "whisper-1"}}}}})
 	c.expect("session.updated")

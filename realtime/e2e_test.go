@@ -455,11 +455,7 @@ func TestRealtimeWatcherSeesTurn(t *testing.T) {
 	addr, _ := rtKoe(t, answer("Seen ", "by all."))
 	c := rtDial(t, addr, "", nil)
 	id := c.expect("session.created").str("session.id")
-	w, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws?koe=1&watch="+id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := rtWatcher(t, addr, id)
 	watched := make(chan map[string]any, 256)
 	go func() {
 		defer close(watched)
@@ -630,6 +626,32 @@ func TestRealtimeModelNamesCharacter(t *testing.T) {
 		}
 		if got := strings.Contains(all.String(), "You are Alice, a pirate."); got != pirate {
 			t.Errorf("?%s: Alice's persona in the request = %v, want %v", query, got, pirate)
+		}
+	}
+}
+
+// rtWatcher follows the Realtime session id as a koe.v1 watcher, from
+// its greeting on: the watcher is registered by then, so it sees every
+// frame of the turns started after.
+func rtWatcher(t *testing.T, addr, id string) *websocket.Conn {
+	t.Helper()
+	w, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws?koe=1&watch="+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	_ = w.SetReadDeadline(time.Now().Add(testkit.HangGuard))
+	for {
+		_, data, err := w.ReadMessage()
+		if err != nil {
+			t.Fatalf("the watcher was not greeted: %v", err)
+		}
+		var m struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(data, &m) == nil && m.Type == "set-model-and-conf" {
+			_ = w.SetReadDeadline(time.Time{})
+			return w
 		}
 	}
 }

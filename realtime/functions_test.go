@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"koe/config"
 	"koe/testkit"
 	"koe/testkit/fakellm"
@@ -102,11 +100,7 @@ func TestFunctionCallWatched(t *testing.T) {
 	))
 	c := rtDial(t, addr, "", nil)
 	id := c.expect("session.created").str("session.id")
-	w, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/client-ws?koe=1&watch="+id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := rtWatcher(t, addr, id)
 	c.send(map[string]any{"type": "session.update", "session": map[string]any{"output_modalities": []string{"text"}, "tools": []any{rtfWeather}}})
 	c.until("session.updated")
 	c.say("weather in Oslo?")
