@@ -279,6 +279,8 @@ func (k *sceneKoe) watch(query string) *sceneWatcher {
 	}
 	_ = resp.Body.Close()
 	k.t.Cleanup(func() { _ = ws.Close() })
+	// Greeted once registered: it sees every frame from here on.
+	readFramesUntil(k.t, ws, "set-model-and-conf", "")
 	return &sceneWatcher{t: k.t, ws: ws}
 }
 
