@@ -49,8 +49,8 @@ func TestPackageLayers(t *testing.T) {
 		// The scenes run on the round through a Cast they declare: they
 		// import no conversation (app hands it over), and are served.
 		"scene": {"koe/server", "koe/app", "koe/conversation", "koe/agent", "koe/llm", "koe/history", "koe/live"},
-		"tts":  {"koe/conversation", "koe/server", "koe/agent"},
-		"asr":  {"koe/conversation", "koe/server", "koe/agent"},
+		"tts":   {"koe/conversation", "koe/server", "koe/agent"},
+		"asr":   {"koe/conversation", "koe/server", "koe/agent"},
 		// Instrumentation is told what happened through small interfaces
 		// declared by conversation and server; it knows neither.
 		"metrics": {"koe/conversation", "koe/server", "koe/app", "koe/history", "koe/llm"},
