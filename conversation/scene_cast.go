@@ -95,8 +95,15 @@ func (h *Hub) openStaged(ctx context.Context, conf, historyUID, uid, rules, kind
 		s.cast.agent.Close()
 		return nil, koe.Errorf(koe.Unavailable, "koe is shutting down")
 	}
-	h.sessions[uid] = s
+	replaced, err := h.claimLocked(s)
 	h.mu.Unlock()
+	if err != nil {
+		s.cast.agent.Close()
+		return nil, err
+	}
+	if replaced != nil {
+		replaced()
+	}
 	h.applyPrompts(s.cast)
 	if _, err := s.loadHistory(char.ConfUID, historyUID); err != nil {
 		s.Close()
