@@ -42,6 +42,7 @@ type sceneKoe struct {
 	gates map[string]*gate
 	long  map[string]bool // a character whose next line is long
 	fail  map[string]bool // a character whose lines the LLM server refuses
+	empty map[string]bool // a character whose model thinks and says nothing
 }
 
 // sceneSpeakers tells which character a request is for: the persona's
@@ -50,7 +51,7 @@ var sceneSpeakers = []struct{ mark, name string }{{"PERSONA-KOE", "Koe"}, {"PERS
 
 func startSceneKoe(t testing.TB, tune func(*config.Config)) *sceneKoe {
 	t.Helper()
-	k := &sceneKoe{t: t, count: map[string]int{}, gates: map[string]*gate{}, long: map[string]bool{}, fail: map[string]bool{}}
+	k := &sceneKoe{t: t, count: map[string]int{}, gates: map[string]*gate{}, long: map[string]bool{}, fail: map[string]bool{}, empty: map[string]bool{}}
 	k.llm = koetest.StartLLM(t, k.respond)
 	cfg := koetest.WithFakeSpeech(koetest.Config(t, t.TempDir(), k.llm.URL()), k.llm)
 	cfg.Server.AuthToken = sceneToken
@@ -94,6 +95,7 @@ func (k *sceneKoe) respond(r fakellm.Request) fakellm.Reply {
 	long := k.long[name]
 	k.long[name] = false
 	fail := k.fail[name]
+	empty := k.empty[name]
 	var g *gate
 	for word, gg := range k.gates {
 		if strings.Contains(words, word) {
@@ -103,6 +105,10 @@ func (k *sceneKoe) respond(r fakellm.Request) fakellm.Reply {
 	k.mu.Unlock()
 	if fail {
 		return fakellm.Reply{Status: http.StatusServiceUnavailable, ErrorMessage: "the model is overloaded"}
+	}
+	if empty {
+		// It thinks, and says nothing.
+		return fakellm.Reply{Tokens: []string{" ", "\n"}}
 	}
 	text := fmt.Sprintf("%s line %d.", name, n)
 	if long {

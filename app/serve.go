@@ -29,12 +29,12 @@ func HubOptions(hub *conversation.Hub, o server.Options) server.Options {
 
 type hubSessions struct{ hub *conversation.Hub }
 
-func (h hubSessions) Open(ctx context.Context, out server.Sender, o server.SessionOptions) server.Session {
-	s := h.hub.Open(ctx, out, conversation.SessionOptions{ClientUID: o.ClientUID, KoeEvents: o.KoeEvents, Replaced: o.Replaced, Logger: o.Logger})
+func (h hubSessions) Open(ctx context.Context, out server.Sender, o server.SessionOptions) (server.Session, error) {
+	s, err := h.hub.OpenClient(ctx, out, conversation.SessionOptions{ClientUID: o.ClientUID, KoeEvents: o.KoeEvents, Replaced: o.Replaced, Logger: o.Logger})
 	if s == nil {
-		return nil
+		return nil, err
 	}
-	return s
+	return s, nil
 }
 
 func (h hubSessions) Find(clientUID string) server.SessionState {

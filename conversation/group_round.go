@@ -350,7 +350,9 @@ type groupTurnState struct {
 // client reading the record after the chain's end finds the reply.
 func (gt *groupTurnState) keep(ctx context.Context, log *slog.Logger, text string) {
 	gt.line.Text = text
-	if text == "" {
+	if strings.TrimSpace(text) == "" {
+		// Blanks are nothing said: no line for the others to answer.
+		gt.line.Text = ""
 		return
 	}
 	w := gt.tr.add(ctx, gt.speaker, gt.line)

@@ -219,31 +219,69 @@ type SessionOptions struct {
 }
 
 // Open starts a session for one client with the default character. ctx
-// bounds its life; Close ends it. It returns nil once the hub is closing.
+// bounds its life; Close ends it. It returns nil once the hub is closing,
+// or when the client_uid cannot be the client's (see OpenClient).
 func (h *Hub) Open(ctx context.Context, out Sender, opts SessionOptions) *Session {
-	return h.open(ctx, out, opts, h.deps.Characters.Default())
+	s, _ := h.OpenClient(ctx, out, opts)
+	return s
 }
 
-// open starts a session for one client with char.
+// OpenClient is Open saying why a client cannot have its session: its
+// client_uid is held by a session without a client of its own (see
+// claimLocked). It returns nil, nil once the hub is closing.
+func (h *Hub) OpenClient(ctx context.Context, out Sender, opts SessionOptions) (*Session, error) {
+	return h.openClient(ctx, out, opts, h.deps.Characters.Default())
+}
+
+// open starts a session for one client with char (nil: refused, or the
+// hub is closing).
 func (h *Hub) open(ctx context.Context, out Sender, opts SessionOptions, char Character) *Session {
+	s, _ := h.openClient(ctx, out, opts, char)
+	return s
+}
+
+func (h *Hub) openClient(ctx context.Context, out Sender, opts SessionOptions, char Character) (*Session, error) {
 	s := newSession(ctx, h, out, opts, char)
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		s.cast.agent.Close()
-		return nil
+		return nil, nil
 	}
-	prev := h.sessions[opts.ClientUID]
-	h.sessions[opts.ClientUID] = s
+	replaced, err := h.claimLocked(s)
 	h.mu.Unlock()
-	if prev != nil && prev.replaced != nil {
-		prev.replaced()
+	if err != nil {
+		s.cast.agent.Close()
+		return nil, err
+	}
+	if replaced != nil {
+		replaced()
 	}
 	// A prompt saved while the session was being built reached every open
 	// session but this one.
 	h.applyPrompts(s.cast)
 	h.watch.greet(s, s.Character())
-	return s
+	return s, nil
+}
+
+// claimLocked registers s under its client_uid, with h.mu held. A client
+// reconnecting takes its client_uid back from its old connection, which
+// is closed (replaced, to call once h.mu is released). A session without
+// a client of its own (a scene's or the live session, headless; a
+// Realtime connection's, which its client reaches by its connection, not
+// by client_uid) has no connection to close: nobody may take its
+// client_uid, or its invites, sessions API, and watchers by client_uid
+// would reach the newcomer while it goes on unseen.
+func (h *Hub) claimLocked(s *Session) (replaced func(), err error) {
+	uid := s.clientUID
+	if prev := h.sessions[uid]; prev != nil {
+		if prev.headless || prev.playsItself {
+			return nil, koe.Errorf(koe.Conflict, "client_uid %s is held by a session without a client (a scene's, the live session or a Realtime connection): connect with another client_uid, or watch it with ?watch=%s", uid, uid)
+		}
+		replaced = prev.replaced
+	}
+	h.sessions[uid] = s
+	return replaced, nil
 }
 
 // Session returns the open session of a client, or nil.

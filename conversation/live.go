@@ -109,12 +109,21 @@ func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		l.counted()
 		return nil, fmt.Errorf("live session: character %s has one already", conf)
 	}
+	replaced, err := h.claimLocked(s)
+	if err != nil {
+		h.mu.Unlock()
+		s.cast.agent.Close()
+		l.counted()
+		return nil, fmt.Errorf("live session: %w", err)
+	}
 	if h.lives == nil {
 		h.lives = map[string]*Live{}
 	}
 	h.lives[conf] = l
-	h.sessions[uid] = s
 	h.mu.Unlock()
+	if replaced != nil {
+		replaced()
+	}
 	h.applyPrompts(s.cast)
 	if _, err := s.loadHistory(conf, historyUID); err != nil {
 		l.Close()

@@ -95,8 +95,15 @@ func (h *Hub) openStaged(ctx context.Context, conf, historyUID, uid, rules, kind
 		s.cast.agent.Close()
 		return nil, koe.Errorf(koe.Unavailable, "koe is shutting down")
 	}
-	h.sessions[uid] = s
+	replaced, err := h.claimLocked(s)
 	h.mu.Unlock()
+	if err != nil {
+		s.cast.agent.Close()
+		return nil, err
+	}
+	if replaced != nil {
+		replaced()
+	}
 	h.applyPrompts(s.cast)
 	if _, err := s.loadHistory(char.ConfUID, historyUID); err != nil {
 		s.Close()
@@ -112,7 +119,12 @@ func (c *SceneCast) Hear(ctx context.Context, l protocol.SceneLine) error {
 }
 
 // Speak has character i say one line in a round that names every
-// character of the scene, from i on.
+// character of the scene, from i on. A line that says nothing (stopped
+// before a word was heard, or a model that answered only blanks) leaves
+// a mark in the transcript in its place: the next character is given
+// it, so it has something new to answer (the round never asks a
+// character who has nothing new), and the one who said nothing learns
+// it at its next line.
 func (c *SceneCast) Speak(ctx context.Context, i int) (string, bool, error) {
 	speakers := append(append([]*Session(nil), c.sessions[i:]...), c.sessions[:i]...)
 	res, err := c.hub.RunRound(ctx, RoundOptions{Transcript: c.tr, Speakers: speakers, Replies: 1})
@@ -120,8 +132,25 @@ func (c *SceneCast) Speak(ctx context.Context, i int) (string, bool, error) {
 	if len(res.Replies) > 0 {
 		text = res.Replies[0].Text
 	}
+	if text == "" && (err == nil || res.Stopped) {
+		mark := SaidNothing
+		if res.Stopped {
+			mark = CutOff
+		}
+		char := c.sessions[i].Character()
+		if err := c.tr.Add(context.WithoutCancel(ctx), Line{Name: char.Name, ConfUID: char.ConfUID, Avatar: char.Avatar, Text: mark}); err != nil {
+			c.hub.log.Warn("scene: a line that said nothing is not marked in its record", "err", err)
+		}
+	}
 	return text, res.Stopped, err
 }
+
+// The marks a scene's transcript keeps in place of a line that said
+// nothing, as that character's line ("Mio: (says nothing)").
+const (
+	CutOff      = "(cut off before saying anything)"
+	SaidNothing = "(says nothing)"
+)
 
 // ClientUIDs are the sessions' client_uids, in speaking order.
 func (c *SceneCast) ClientUIDs() []string {

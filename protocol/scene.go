@@ -39,6 +39,10 @@ const (
 	SceneEndStopped  = "stopped"    // the streamer stopped it
 	SceneEndFailed   = "failed"     // a turn failed (Error says why)
 	SceneEndShutdown = "shutdown"   // koe stopped
+	// SceneEndSilent: every character in a row said nothing (their
+	// models answered with no words), so the scene would only go
+	// through empty rounds.
+	SceneEndSilent = "silent"
 )
 
 // Kinds of a scene's line.

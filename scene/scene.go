@@ -91,6 +91,10 @@ func (sc *Scene) run() {
 
 // talk says the lines until the scene ends, and says why it did.
 func (sc *Scene) talk() (string, error) {
+	// silent counts the lines in a row that said nothing without being
+	// skipped: once every character in turn has, the models have nothing
+	// more to say and the scene would only run through empty rounds.
+	silent := 0
 	for round := 1; round <= sc.plan.maxRounds; round++ {
 		for i := range sc.plan.chars {
 			if err := sc.waitRunning(); err != nil {
@@ -102,7 +106,8 @@ func (sc *Scene) talk() (string, error) {
 					return protocol.SceneEndDuration, nil
 				}
 			}
-			if err := sc.line(round, i); errors.Is(err, errHeld) {
+			said, err := sc.line(round, i)
+			if errors.Is(err, errHeld) {
 				_ = sc.waitRunning() // until Close
 				return sc.stopReason(), nil
 			} else if err != nil {
@@ -112,6 +117,13 @@ func (sc *Scene) talk() (string, error) {
 					return sc.stopReason(), nil
 				}
 				return protocol.SceneEndFailed, err
+			}
+			silent++
+			if said {
+				silent = 0
+			}
+			if silent >= len(sc.plan.chars) {
+				return protocol.SceneEndSilent, nil
 			}
 		}
 		if sc.ctx.Err() != nil {
@@ -173,15 +185,16 @@ func (sc *Scene) waitRunning() error {
 }
 
 // line has character i say its line of round; viewers' lines that came
-// since the last line are heard first.
-func (sc *Scene) line(round, i int) error {
+// since the last line are heard first. said: the line said something, or
+// was skipped (the streamer's doing, not the models' silence).
+func (sc *Scene) line(round, i int) (said bool, err error) {
 	lineCtx, stop := context.WithCancel(sc.ctx)
 	defer stop()
 	sc.mu.Lock()
 	if sc.held {
 		// Held since waitRunning let this line go: it does not begin.
 		sc.mu.Unlock()
-		return errHeld
+		return false, errHeld
 	}
 	sc.state = protocol.SceneRunning
 	waiting := sc.waiting
@@ -204,6 +217,7 @@ func (sc *Scene) line(round, i int) error {
 		}
 	}
 	text, interrupted, err := sc.cast.Speak(lineCtx, i)
+	said = text != "" || interrupted
 
 	c := sc.plan.chars[i]
 	sc.mu.Lock()
@@ -218,9 +232,9 @@ func (sc *Scene) line(round, i int) error {
 	}
 	if err != nil && lineCtx.Err() != nil && sc.ctx.Err() == nil {
 		// A skipped line is no failure: the scene goes on.
-		return nil
+		return said, nil
 	}
-	return err
+	return said, err
 }
 
 // appendLocked keeps a line, dropping the oldest past scenes.max_lines.

@@ -21,7 +21,7 @@ import (
 const (
 	closeNormal     = fws.CloseNormalClosure   // 1000: the client left, or koe ended the session
 	closeGoingAway  = fws.CloseGoingAway       // 1001: koe is shutting down
-	closePolicy     = fws.ClosePolicyViolation // 1008: the client stopped reading its messages
+	closePolicy     = fws.ClosePolicyViolation // 1008: the client stopped reading its messages, or asked for a client_uid it cannot have
 	closeBrokenConn = fws.CloseAbnormalClosure // 1006, never sent: the socket broke
 )
 

@@ -282,10 +282,10 @@ func rawChatRequest(t *testing.T, addr string) (int, http.Header, string) {
 // heldSessions open heldSessions.
 type heldSessions struct{ opened chan *heldSession }
 
-func (f *heldSessions) Open(ctx context.Context, out server.Sender, opts server.SessionOptions) server.Session {
+func (f *heldSessions) Open(ctx context.Context, out server.Sender, opts server.SessionOptions) (server.Session, error) {
 	s := &heldSession{ctx: ctx, out: out, uid: opts.ClientUID, closed: make(chan struct{})}
 	f.opened <- s
-	return s
+	return s, nil
 }
 
 func (f *heldSessions) Find(string) server.SessionState { return nil }

@@ -193,12 +193,12 @@ type fakeSessions struct {
 	open map[string]*fakeSession
 }
 
-func (f *fakeSessions) Open(ctx context.Context, out server.Sender, opts server.SessionOptions) server.Session {
+func (f *fakeSessions) Open(ctx context.Context, out server.Sender, opts server.SessionOptions) (server.Session, error) {
 	f.mu.Lock()
 	closing := f.closing
 	f.mu.Unlock()
 	if closing {
-		return nil
+		return nil, nil
 	}
 	s := &fakeSession{ctx: ctx, out: out, opts: opts, inbound: make(chan protocol.Inbound, 16), pcm: make(chan []byte, 16),
 		closed: make(chan struct{}), notified: make(chan any, 16)}
@@ -206,7 +206,7 @@ func (f *fakeSessions) Open(ctx context.Context, out server.Sender, opts server.
 	f.open[opts.ClientUID] = s
 	f.mu.Unlock()
 	f.opened <- s
-	return s
+	return s, nil
 }
 
 func (f *fakeSessions) Find(clientUID string) server.SessionState {

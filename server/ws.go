@@ -20,8 +20,11 @@ import (
 // (package conversation's, as app hands them over).
 type Sessions interface {
 	// Open starts the session of one client connection, writing to out;
-	// ctx bounds its life. It returns nil once koe is shutting down.
-	Open(ctx context.Context, out Sender, opts SessionOptions) Session
+	// ctx bounds its life. It returns nil, nil once koe is shutting down,
+	// and an error (for the client) when the connection cannot have its
+	// client_uid: a session without a client of its own holds it (a
+	// scene's, the live session, a Realtime connection's).
+	Open(ctx context.Context, out Sender, opts SessionOptions) (Session, error)
 	// Find returns the open session of a client, or nil.
 	Find(clientUID string) SessionState
 	// List describes the open sessions, ordered by client_uid.
@@ -164,8 +167,19 @@ func (s *Server) openSocket(ctx context.Context, c *websocket.Conn) *socket {
 		}
 	}
 	opened := s.metrics.SessionOpened("websocket")
-	sess := s.opts.Sessions.Open(ctx, cn, SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log,
+	sess, err := s.opts.Sessions.Open(ctx, cn, SessionOptions{ClientUID: clientUID, KoeEvents: koeEvents, Logger: log,
 		Replaced: func() { cn.close(closeNormal, "replaced by a new connection with the same client_uid") }})
+	if err != nil {
+		// Said in a frame (a close reason is too short for it), written
+		// before the close, which drops what is still queued.
+		msg := s.explain(err).Message
+		log.Info("connection refused", "ip", socketClientIP(c.Locals(clientIPLocal)), "err", msg)
+		_ = cn.SendWait(ctx, protocol.NewError(msg))
+		cn.close(closePolicy, "this client_uid cannot be yours: see the error message")
+		cn.wait()
+		opened()
+		return nil
+	}
 	if sess == nil {
 		cn.close(closeGoingAway, "server shutting down")
 		cn.wait()
