@@ -34,11 +34,20 @@ type item struct {
 // the words are in the history): a conversation of thousands of turns
 // would otherwise grow without end. Older ones can no longer be named by
 // previous_item_id or conversation.item.delete, and the error says so.
+// Unanswered items cannot be forgotten, so past it they are refused: a
+// client adding items and never asking for a response is bounded too.
 const maxItems = 1024
+
+// itemOverhead is what an item costs besides its words (its rendering,
+// id and place in the list): charged against the byte bound, so that
+// many tiny items are bounded as well as a few large ones.
+const itemOverhead = 256
 
 // itemList is the conversation's items, oldest first.
 type itemList struct {
 	list []*item
+	// byID finds an item of list by its id without a scan.
+	byID map[string]*item
 	// forgotten counts the items dropped off the front.
 	forgotten int
 	// limit bounds the bytes of words the items hold
@@ -55,13 +64,18 @@ func (l *itemList) last() string {
 	return l.list[len(l.list)-1].id
 }
 
+// has reports whether the list holds an item with id.
+func (l *itemList) has(id string) bool {
+	_, ok := l.byID[id]
+	return ok
+}
+
 func (l *itemList) index(id string) int {
-	for i, it := range l.list {
-		if it.id == id {
-			return i
-		}
+	it, ok := l.byID[id]
+	if !ok {
+		return -1
 	}
-	return -1
+	return slices.Index(l.list, it)
 }
 
 // notFound is the error for an id the list does not hold.
@@ -97,14 +111,19 @@ func (l *itemList) insert(it *item, prev *string) (string, error) {
 				"koe's history only grows at its end: an item can be put before items no response has answered yet, not before "+after.id)
 		}
 	}
-	if it.pending && l.limit > 0 {
-		held := it.size
+	if it.pending {
+		n, held := 1, it.size+itemOverhead
 		for _, p := range l.list {
 			if p.pending {
-				held += p.size
+				n++
+				held += p.size + itemOverhead
 			}
 		}
-		if held > l.limit {
+		if n > maxItems {
+			return "", refuse(codeInvalidValue, "item", fmt.Sprintf(
+				"%d items are waiting for a response already, koe's limit of a connection's items (%d): ask for a response first", n-1, maxItems))
+		}
+		if l.limit > 0 && held > l.limit {
 			return "", refuse(codeInvalidValue, "item", fmt.Sprintf(
 				"the items no response has answered yet would hold %d bytes, over server.max_message_bytes (%d): ask for a response first", held, l.limit))
 		}
@@ -116,6 +135,10 @@ func (l *itemList) insert(it *item, prev *string) (string, error) {
 	l.list = append(l.list, nil)
 	copy(l.list[at+1:], l.list[at:])
 	l.list[at] = it
+	if l.byID == nil {
+		l.byID = map[string]*item{}
+	}
+	l.byID[it.id] = it
 	l.bytes += it.size
 	l.trim()
 	return before, nil
@@ -146,6 +169,7 @@ func (l *itemList) settle(i int, status string, rendered ev, size int) {
 
 func (l *itemList) remove(i int) {
 	l.bytes -= l.list[i].size
+	delete(l.byID, l.list[i].id)
 	l.list = append(l.list[:i], l.list[i+1:]...)
 }
 
@@ -260,7 +284,7 @@ func (c *Conn) addItem(it *item, prev *string) error {
 	c.mu.Lock()
 	var before string
 	var err error
-	if c.items.index(it.id) >= 0 {
+	if c.items.has(it.id) {
 		err = refuse(codeInvalidValue, "item.id", fmt.Sprintf("an item with id %q exists already", short(it.id)))
 	} else {
 		before, err = c.items.insert(it, prev)
