@@ -28,6 +28,9 @@ type item struct {
 	// recording is a pending audio message's words, 16 kHz: the turn
 	// that answers it hears them (input_events.go).
 	recording []int16
+	// submit, if set, hands the item to the session once every check
+	// has passed (a function call's result); its error refuses the item.
+	submit func() error
 }
 
 // maxItems bounds the items a connection remembers (their ids and order;
@@ -259,12 +262,12 @@ func (c *Conn) itemCreate(raw []byte, _ string) error {
 	if !ok {
 		return refuse(codeUnsupported, "item.type", fmt.Sprintf("koe does not take items of type %q", short(typ)))
 	}
+	if len(e.Item.ID) > maxItemIDLen {
+		return refuse(codeInvalidValue, "item.id", fmt.Sprintf("an item id is at most %d bytes", maxItemIDLen))
+	}
 	it, err := mk(c, e.Item)
 	if err != nil {
 		return err
-	}
-	if len(e.Item.ID) > maxItemIDLen {
-		return refuse(codeInvalidValue, "item.id", fmt.Sprintf("an item id is at most %d bytes", maxItemIDLen))
 	}
 	it.id = e.Item.ID
 	if it.id == "" {
@@ -292,6 +295,19 @@ func (c *Conn) addItem(it *item, prev *string) error {
 	c.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	// Last, outside the lock (it calls into the session): what the item
+	// hands on is handed only when the item is taken; if the session
+	// refuses it, the item goes again, never announced.
+	if it.submit != nil {
+		if err := it.submit(); err != nil {
+			c.mu.Lock()
+			if i := c.items.index(it.id); i >= 0 {
+				c.items.remove(i)
+			}
+			c.mu.Unlock()
+			return err
+		}
 	}
 	c.send(c.ctx,
 		ev{"type": "conversation.item.added", "previous_item_id": nullable(before), "item": it.rendered},
