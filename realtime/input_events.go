@@ -239,7 +239,9 @@ func (c *Conn) commitAudio(id string, audio []int16, create bool) {
 // ones that follow (the user only paused), as koe's own voice input does.
 func (c *Conn) bargeIn() {
 	r := c.current()
-	if c.sess.BargeIn() {
+	// A written reply gets no truncate (it was read as written): only a
+	// spoken one waits for the client to say how much of it played.
+	if (r == nil || r.audio) && c.sess.BargeIn() {
 		if r != nil {
 			r.cancel()
 			c.finishCancelled(r, "turn_detected")
@@ -250,12 +252,20 @@ func (c *Conn) bargeIn() {
 		return
 	}
 	r.cancel()
-	c.sess.Interrupt("")
-	c.mu.Lock()
-	if i := c.items.index(r.inputItem); i >= 0 && c.items.list[i].recording != nil {
-		c.items.list[i].pending = true
+	heard := ""
+	if !r.audio {
+		c.mu.Lock()
+		heard = r.heardText()
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
+	c.sess.Interrupt(heard)
+	if heard == "" {
+		c.mu.Lock()
+		if i := c.items.index(r.inputItem); i >= 0 && c.items.list[i].recording != nil {
+			c.items.list[i].pending = true
+		}
+		c.mu.Unlock()
+	}
 	c.finishCancelled(r, "turn_detected")
 }
 
