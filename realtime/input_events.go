@@ -324,8 +324,13 @@ func renderTranscription(c *Conn, r *response, _ context.Context, msg any) ([]ev
 		}
 		c.mu.Lock()
 		r.transcribed = true
+		// The last audio message holds the whole recording the
+		// transcript is of (pendingRecording): the usage is its length,
+		// as the API counts a transcription it does not bill by tokens.
+		seconds := 0.0
 		if i := c.items.index(id); i >= 0 {
 			it := c.items.list[i]
+			seconds = float64(len(it.recording)) / asr.SampleRate
 			it.text, it.recording = m.Text, nil
 			it.rendered["content"] = []ev{{"type": "input_audio", "transcript": m.Text}}
 		}
@@ -334,7 +339,8 @@ func renderTranscription(c *Conn, r *response, _ context.Context, msg any) ([]ev
 		if !transcribes {
 			return nil, true
 		}
-		return []ev{{"type": "conversation.item.input_audio_transcription.completed", "item_id": id, "content_index": 0, "transcript": m.Text}}, true
+		return []ev{{"type": "conversation.item.input_audio_transcription.completed", "item_id": id, "content_index": 0, "transcript": m.Text,
+			"usage": ev{"type": "duration", "seconds": seconds}}}, true
 	case protocol.Error:
 		// The recording could not be heard: the response fails with it.
 		c.mu.Lock()
