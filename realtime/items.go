@@ -420,7 +420,11 @@ func (c *Conn) itemRetrieve(raw []byte, _ string) error {
 	c.mu.Lock()
 	i := c.items.index(e.ItemID)
 	var rendered json.RawMessage
-	if i >= 0 {
+	switch r := c.cur; {
+	case r != nil && r.opened && !r.ended && r.itemID == e.ItemID:
+		// The message being said: as far as it went.
+		rendered, _ = json.Marshal(c.outputItem(r, "in_progress", r.text.String()))
+	case i >= 0:
 		rendered, _ = json.Marshal(c.items.list[i].rendered)
 	}
 	err := c.items.notFound(e.ItemID, "item_id")
