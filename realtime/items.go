@@ -33,13 +33,8 @@ type item struct {
 	submit func() error
 }
 
-// maxItems bounds the items a connection remembers (their ids and order;
-// the words are in the history): a conversation of thousands of turns
-// would otherwise grow without end. Older ones can no longer be named by
-// previous_item_id or conversation.item.delete, and the error says so.
-// Unanswered items cannot be forgotten, so past it they are refused: a
-// client adding items and never asking for a response is bounded too.
-const maxItems = 1024
+// defaultMaxItems is server.realtime_max_items's default (itemList.max).
+const defaultMaxItems = 1024
 
 // itemOverhead is what an item costs besides its words (its rendering,
 // id and place in the list): charged against the byte bound, so that
@@ -51,6 +46,14 @@ type itemList struct {
 	list []*item
 	// byID finds an item of list by its id without a scan.
 	byID map[string]*item
+	// max bounds the items it remembers (their ids and order; the words
+	// are in the history): a conversation of thousands of turns would
+	// otherwise grow without end. Older ones can no longer be named by
+	// previous_item_id or conversation.item.delete, and the error says
+	// so. Unanswered items cannot be forgotten, so past it they are
+	// refused: a client adding items and never asking for a response is
+	// bounded too.
+	max int
 	// forgotten counts the items dropped off the front.
 	forgotten int
 	// limit bounds the bytes of words the items hold
@@ -85,7 +88,7 @@ func (l *itemList) index(id string) int {
 func (l *itemList) notFound(id, param string) error {
 	msg := fmt.Sprintf("no item has id %q", short(id))
 	if l.forgotten > 0 {
-		msg += fmt.Sprintf(" (koe remembers the last %d items of a connection)", maxItems)
+		msg += fmt.Sprintf(" (koe remembers the last %d items of a connection: server.realtime_max_items)", l.max)
 	}
 	return refuse(codeItemNotFound, param, msg)
 }
@@ -122,9 +125,9 @@ func (l *itemList) insert(it *item, prev *string) (string, error) {
 				held += p.size + itemOverhead
 			}
 		}
-		if n > maxItems {
+		if n > l.max {
 			return "", refuse(codeInvalidValue, "item", fmt.Sprintf(
-				"%d items are waiting for a response already, koe's limit of a connection's items (%d): ask for a response first", n-1, maxItems))
+				"%d items are waiting for a response already, server.realtime_max_items (%d): ask for a response first", n-1, l.max))
 		}
 		if l.limit > 0 && held > l.limit {
 			return "", refuse(codeInvalidValue, "item", fmt.Sprintf(
@@ -148,9 +151,9 @@ func (l *itemList) insert(it *item, prev *string) (string, error) {
 }
 
 // trim forgets the oldest answered items while the list holds more than
-// maxItems items or limit bytes.
+// max items or limit bytes.
 func (l *itemList) trim() {
-	for len(l.list) > maxItems || l.limit > 0 && l.bytes > l.limit {
+	for len(l.list) > l.max || l.limit > 0 && l.bytes > l.limit {
 		i := slices.IndexFunc(l.list, func(it *item) bool { return !it.pending })
 		if i < 0 {
 			return // unanswered items are bounded when they come
