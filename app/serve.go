@@ -69,7 +69,7 @@ func (h hubWatchers) Watch(t protocol.WatchTarget, w server.Watcher, o server.Wa
 type hubRealtime struct{ svc *realtime.Service }
 
 func (h hubRealtime) OpenRealtime(ctx context.Context, out server.RealtimeWriter, o server.RealtimeOptions) server.RealtimeConn {
-	c := h.svc.Open(ctx, out, realtime.Options{Model: o.Model, Beta: o.Beta, MaxItemBytes: o.MaxItemBytes, Logger: o.Logger})
+	c := h.svc.Open(ctx, out, realtime.Options{Model: o.Model, Beta: o.Beta, MaxItemBytes: o.MaxItemBytes, MaxItems: o.MaxItems, Logger: o.Logger})
 	if c == nil {
 		return nil
 	}

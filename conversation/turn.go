@@ -170,17 +170,15 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	s.send(ctx, start)
 	s.send(ctx, protocol.FullText(protocol.ThinkingText))
 	if in.recording != nil {
-		text, ok := s.transcribe(ctx, in.recording, watch)
+		typed := strings.TrimSpace(in.text)
+		// Typed words that came with the recording (a Realtime client's
+		// text and audio messages answered together) come first, as
+		// they were sent, and are answered even if it holds no words.
+		text, ok := s.transcribe(ctx, in.recording, watch, typed != "")
 		if !ok {
 			return
 		}
-		if typed := strings.TrimSpace(in.text); typed != "" {
-			// Typed words that came with the recording (a Realtime
-			// client's text and audio messages answered together)
-			// come first, as they were sent.
-			text = typed + "\n" + text
-		}
-		in.text = text
+		in.text = strings.TrimSpace(typed + "\n" + text)
 	}
 	t.replying.Store(true)
 	st, err := s.beginTurn(t, in)

@@ -192,8 +192,9 @@ func (v *voice) speechStarted(rs *rawStream) {
 
 // transcribe turns the turn's recording into text and tells the client.
 // It reports false when the turn should not go on: stopped, failed, or
-// nothing was said (the client is then told it can listen again).
-func (s *Session) transcribe(ctx context.Context, wav []byte, watch *turnWatch) (string, bool) {
+// nothing was said (the client is then told it can listen again) and
+// nothing was typed with it (typed: the turn has words of its own).
+func (s *Session) transcribe(ctx context.Context, wav []byte, watch *turnWatch, typed bool) (string, bool) {
 	engine := s.deps.ASR
 	if engine == nil {
 		msg := "speech input is off: type your message instead"
@@ -225,7 +226,7 @@ func (s *Session) transcribe(ctx context.Context, wav []byte, watch *turnWatch) 
 	}
 	text = strings.TrimSpace(text)
 	s.send(ctx, protocol.Text{Type: protocol.TypeUserInputTranscription, Text: text})
-	if text == "" {
+	if text == "" && !typed {
 		// Nothing was said: end the chain so the client listens again.
 		watch.end(TurnCompleted)
 		s.send(ctx, protocol.FullText(""))

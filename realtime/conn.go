@@ -1,6 +1,7 @@
 package realtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,7 +50,7 @@ func newConn(ctx context.Context, out Writer, o Options, log *slog.Logger) *Conn
 		// connection, which this only reports.
 		expires: time.Now().Add(30 * time.Minute).Unix(),
 		cfg:     defaultConfig(d),
-		items:   itemList{limit: o.MaxItemBytes},
+		items:   itemList{limit: o.MaxItemBytes, max: cmp.Or(o.MaxItems, defaultMaxItems)},
 	}
 }
 

@@ -311,7 +311,7 @@ func lastRequest(t *testing.T, llm *fakellm.Server) fakellm.Request {
 
 // response.cancel mid-reply stops the turn through koe's interrupt: what
 // the client was sent is what the history keeps, and response.done says
-// cancelled.
+// cancelled. Before, the message is retrieved as it is being said.
 func TestRealtimeCancelMidReply(t *testing.T) {
 	release := make(chan struct{})
 	addr, _ := rtKoe(t, func(fakellm.Request) fakellm.Reply {
@@ -334,6 +334,15 @@ func TestRealtimeCancelMidReply(t *testing.T) {
 	delta := c.until("response.output_text.delta")
 	if delta.str("delta") != "First sentence. " {
 		t.Fatalf("first delta = %q", delta.str("delta"))
+	}
+	// The message being said is retrieved in progress, as far as it went
+	// (the SDK's types declare the item: it is never null).
+	c.send(map[string]any{"type": "conversation.item.retrieve", "item_id": delta.str("item_id")})
+	got := c.until("conversation.item.retrieved")
+	content, _ := got.at("item.content").([]any)
+	if got.str("item.id") != delta.str("item_id") || got.str("item.role") != "assistant" || got.str("item.status") != "in_progress" ||
+		len(content) != 1 || content[0].(map[string]any)["text"] != "First sentence. " {
+		t.Fatalf("retrieved %s", got.raw)
 	}
 	// One response at a time.
 	c.send(map[string]any{"type": "response.create", "event_id": "again"})

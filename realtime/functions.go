@@ -156,10 +156,16 @@ func functionOutputItem(c *Conn, n *newItem) (*item, error) {
 	if n.CallID == "" {
 		return nil, refuse(codeMissing, "item.call_id", "a function_call_output item names the call it answers (call_id)")
 	}
-	if err := c.sess.SubmitToolResult(n.CallID, n.Output); err != nil {
-		return nil, refuse(codeInvalidValue, "item.call_id", err.Error())
+	// The result goes to the session only once the item is taken
+	// (addItem): a refused item must leave the call waiting for its
+	// corrected retry.
+	submit := func() error {
+		if err := c.sess.SubmitToolResult(n.CallID, n.Output); err != nil {
+			return refuse(codeInvalidValue, "item.call_id", err.Error())
+		}
+		return nil
 	}
-	return &item{typ: "function_call_output",
+	return &item{typ: "function_call_output", submit: submit,
 		rendered: ev{"type": "function_call_output", "call_id": n.CallID, "output": n.Output}}, nil
 }
 

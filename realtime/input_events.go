@@ -239,7 +239,9 @@ func (c *Conn) commitAudio(id string, audio []int16, create bool) {
 // ones that follow (the user only paused), as koe's own voice input does.
 func (c *Conn) bargeIn() {
 	r := c.current()
-	if c.sess.BargeIn() {
+	// A written reply gets no truncate (it was read as written): only a
+	// spoken one waits for the client to say how much of it played.
+	if (r == nil || r.audio) && c.sess.BargeIn() {
 		if r != nil {
 			r.cancel()
 			c.finishCancelled(r, "turn_detected")
@@ -250,12 +252,20 @@ func (c *Conn) bargeIn() {
 		return
 	}
 	r.cancel()
-	c.sess.Interrupt("")
-	c.mu.Lock()
-	if i := c.items.index(r.inputItem); i >= 0 && c.items.list[i].recording != nil {
-		c.items.list[i].pending = true
+	heard := ""
+	if !r.audio {
+		c.mu.Lock()
+		heard = r.heardText()
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
+	c.sess.Interrupt(heard)
+	if heard == "" {
+		c.mu.Lock()
+		if i := c.items.index(r.inputItem); i >= 0 && c.items.list[i].recording != nil {
+			c.items.list[i].pending = true
+		}
+		c.mu.Unlock()
+	}
 	c.finishCancelled(r, "turn_detected")
 }
 
@@ -314,8 +324,13 @@ func renderTranscription(c *Conn, r *response, _ context.Context, msg any) ([]ev
 		}
 		c.mu.Lock()
 		r.transcribed = true
+		// The last audio message holds the whole recording the
+		// transcript is of (pendingRecording): the usage is its length,
+		// as the API counts a transcription it does not bill by tokens.
+		seconds := 0.0
 		if i := c.items.index(id); i >= 0 {
 			it := c.items.list[i]
+			seconds = float64(len(it.recording)) / asr.SampleRate
 			it.text, it.recording = m.Text, nil
 			it.rendered["content"] = []ev{{"type": "input_audio", "transcript": m.Text}}
 		}
@@ -324,7 +339,8 @@ func renderTranscription(c *Conn, r *response, _ context.Context, msg any) ([]ev
 		if !transcribes {
 			return nil, true
 		}
-		return []ev{{"type": "conversation.item.input_audio_transcription.completed", "item_id": id, "content_index": 0, "transcript": m.Text}}, true
+		return []ev{{"type": "conversation.item.input_audio_transcription.completed", "item_id": id, "content_index": 0, "transcript": m.Text,
+			"usage": ev{"type": "duration", "seconds": seconds}}}, true
 	case protocol.Error:
 		// The recording could not be heard: the response fails with it.
 		c.mu.Lock()

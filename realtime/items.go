@@ -28,17 +28,32 @@ type item struct {
 	// recording is a pending audio message's words, 16 kHz: the turn
 	// that answers it hears them (input_events.go).
 	recording []int16
+	// submit, if set, hands the item to the session once every check
+	// has passed (a function call's result); its error refuses the item.
+	submit func() error
 }
 
-// maxItems bounds the items a connection remembers (their ids and order;
-// the words are in the history): a conversation of thousands of turns
-// would otherwise grow without end. Older ones can no longer be named by
-// previous_item_id or conversation.item.delete, and the error says so.
-const maxItems = 1024
+// defaultMaxItems is server.realtime_max_items's default (itemList.max).
+const defaultMaxItems = 1024
+
+// itemOverhead is what an item costs besides its words (its rendering,
+// id and place in the list): charged against the byte bound, so that
+// many tiny items are bounded as well as a few large ones.
+const itemOverhead = 256
 
 // itemList is the conversation's items, oldest first.
 type itemList struct {
 	list []*item
+	// byID finds an item of list by its id without a scan.
+	byID map[string]*item
+	// max bounds the items it remembers (their ids and order; the words
+	// are in the history): a conversation of thousands of turns would
+	// otherwise grow without end. Older ones can no longer be named by
+	// previous_item_id or conversation.item.delete, and the error says
+	// so. Unanswered items cannot be forgotten, so past it they are
+	// refused: a client adding items and never asking for a response is
+	// bounded too.
+	max int
 	// forgotten counts the items dropped off the front.
 	forgotten int
 	// limit bounds the bytes of words the items hold
@@ -55,20 +70,25 @@ func (l *itemList) last() string {
 	return l.list[len(l.list)-1].id
 }
 
+// has reports whether the list holds an item with id.
+func (l *itemList) has(id string) bool {
+	_, ok := l.byID[id]
+	return ok
+}
+
 func (l *itemList) index(id string) int {
-	for i, it := range l.list {
-		if it.id == id {
-			return i
-		}
+	it, ok := l.byID[id]
+	if !ok {
+		return -1
 	}
-	return -1
+	return slices.Index(l.list, it)
 }
 
 // notFound is the error for an id the list does not hold.
 func (l *itemList) notFound(id, param string) error {
 	msg := fmt.Sprintf("no item has id %q", short(id))
 	if l.forgotten > 0 {
-		msg += fmt.Sprintf(" (koe remembers the last %d items of a connection)", maxItems)
+		msg += fmt.Sprintf(" (koe remembers the last %d items of a connection: server.realtime_max_items)", l.max)
 	}
 	return refuse(codeItemNotFound, param, msg)
 }
@@ -97,14 +117,19 @@ func (l *itemList) insert(it *item, prev *string) (string, error) {
 				"koe's history only grows at its end: an item can be put before items no response has answered yet, not before "+after.id)
 		}
 	}
-	if it.pending && l.limit > 0 {
-		held := it.size
+	if it.pending {
+		n, held := 1, it.size+itemOverhead
 		for _, p := range l.list {
 			if p.pending {
-				held += p.size
+				n++
+				held += p.size + itemOverhead
 			}
 		}
-		if held > l.limit {
+		if n > l.max {
+			return "", refuse(codeInvalidValue, "item", fmt.Sprintf(
+				"%d items are waiting for a response already, server.realtime_max_items (%d): ask for a response first", n-1, l.max))
+		}
+		if l.limit > 0 && held > l.limit {
 			return "", refuse(codeInvalidValue, "item", fmt.Sprintf(
 				"the items no response has answered yet would hold %d bytes, over server.max_message_bytes (%d): ask for a response first", held, l.limit))
 		}
@@ -116,15 +141,19 @@ func (l *itemList) insert(it *item, prev *string) (string, error) {
 	l.list = append(l.list, nil)
 	copy(l.list[at+1:], l.list[at:])
 	l.list[at] = it
+	if l.byID == nil {
+		l.byID = map[string]*item{}
+	}
+	l.byID[it.id] = it
 	l.bytes += it.size
 	l.trim()
 	return before, nil
 }
 
 // trim forgets the oldest answered items while the list holds more than
-// maxItems items or limit bytes.
+// max items or limit bytes.
 func (l *itemList) trim() {
-	for len(l.list) > maxItems || l.limit > 0 && l.bytes > l.limit {
+	for len(l.list) > l.max || l.limit > 0 && l.bytes > l.limit {
 		i := slices.IndexFunc(l.list, func(it *item) bool { return !it.pending })
 		if i < 0 {
 			return // unanswered items are bounded when they come
@@ -146,6 +175,7 @@ func (l *itemList) settle(i int, status string, rendered ev, size int) {
 
 func (l *itemList) remove(i int) {
 	l.bytes -= l.list[i].size
+	delete(l.byID, l.list[i].id)
 	l.list = append(l.list[:i], l.list[i+1:]...)
 }
 
@@ -235,12 +265,12 @@ func (c *Conn) itemCreate(raw []byte, _ string) error {
 	if !ok {
 		return refuse(codeUnsupported, "item.type", fmt.Sprintf("koe does not take items of type %q", short(typ)))
 	}
+	if len(e.Item.ID) > maxItemIDLen {
+		return refuse(codeInvalidValue, "item.id", fmt.Sprintf("an item id is at most %d bytes", maxItemIDLen))
+	}
 	it, err := mk(c, e.Item)
 	if err != nil {
 		return err
-	}
-	if len(e.Item.ID) > maxItemIDLen {
-		return refuse(codeInvalidValue, "item.id", fmt.Sprintf("an item id is at most %d bytes", maxItemIDLen))
 	}
 	it.id = e.Item.ID
 	if it.id == "" {
@@ -260,7 +290,7 @@ func (c *Conn) addItem(it *item, prev *string) error {
 	c.mu.Lock()
 	var before string
 	var err error
-	if c.items.index(it.id) >= 0 {
+	if c.items.has(it.id) {
 		err = refuse(codeInvalidValue, "item.id", fmt.Sprintf("an item with id %q exists already", short(it.id)))
 	} else {
 		before, err = c.items.insert(it, prev)
@@ -268,6 +298,19 @@ func (c *Conn) addItem(it *item, prev *string) error {
 	c.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	// Last, outside the lock (it calls into the session): what the item
+	// hands on is handed only when the item is taken; if the session
+	// refuses it, the item goes again, never announced.
+	if it.submit != nil {
+		if err := it.submit(); err != nil {
+			c.mu.Lock()
+			if i := c.items.index(it.id); i >= 0 {
+				c.items.remove(i)
+			}
+			c.mu.Unlock()
+			return err
+		}
 	}
 	c.send(c.ctx,
 		ev{"type": "conversation.item.added", "previous_item_id": nullable(before), "item": it.rendered},
@@ -380,7 +423,11 @@ func (c *Conn) itemRetrieve(raw []byte, _ string) error {
 	c.mu.Lock()
 	i := c.items.index(e.ItemID)
 	var rendered json.RawMessage
-	if i >= 0 {
+	switch r := c.cur; {
+	case r != nil && r.opened && !r.ended && r.itemID == e.ItemID:
+		// The message being said: as far as it went.
+		rendered, _ = json.Marshal(c.outputItem(r, "in_progress", r.text.String()))
+	case i >= 0:
 		rendered, _ = json.Marshal(c.items.list[i].rendered)
 	}
 	err := c.items.notFound(e.ItemID, "item_id")

@@ -48,7 +48,10 @@ type Options struct {
 	// (server.max_message_bytes; 0: no bound): items no response has
 	// answered are refused past it, answered ones forgotten oldest first.
 	MaxItemBytes int
-	Logger       *slog.Logger
+	// MaxItems bounds the items a connection remembers
+	// (server.realtime_max_items; 0: defaultMaxItems).
+	MaxItems int
+	Logger   *slog.Logger
 }
 
 // Service opens Realtime connections on the hub's sessions.

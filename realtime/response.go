@@ -304,7 +304,9 @@ func (c *Conn) open(r *response) []ev {
 	r.opened = true
 	r.itemID = c.ids.next("item")
 	r.prev = c.items.last()
-	it := &item{id: r.itemID, typ: "message", role: "assistant", status: "in_progress"}
+	// Rendered from the start: a conversation.item.retrieve while it is
+	// being said shows it (with what was said so far, itemRetrieve).
+	it := &item{id: r.itemID, typ: "message", role: "assistant", status: "in_progress", rendered: c.outputItem(r, "in_progress", "")}
 	_, _ = c.items.insert(it, nil)
 	if r.audio {
 		r.encoder = newAudioEncoder(r.format)

@@ -36,10 +36,14 @@ func sdkKoe(t *testing.T, respond func(fakellm.Request) fakellm.Reply, edit ...f
 // that each is an event the SDK's own types define for the dialect api.
 func sdkGolden(t *testing.T, api, name string, events []realtimesdk.Event) {
 	t.Helper()
-	known := realtimesdk.ServerEventTypes(t, api)
+	fields := realtimesdk.ServerEventFields(t, api)
 	for _, e := range events {
-		if !known[e.Type] {
+		if _, known := fields[e.Type]; !known {
 			t.Errorf("koe sent %s, which the SDK's %s types do not define", e.Type, api)
+			continue
+		}
+		if missing, err := realtimesdk.MissingFields(fields, e.Raw); err != nil || len(missing) > 0 {
+			t.Errorf("koe sent %s without the fields the SDK's %s types require: %q (%v): %s", e.Type, api, missing, err, e.Raw)
 		}
 	}
 	checkGolden(t, filepath.Join("sdk", name+".jsonl"), rtaTrace(t, sdkEvents(t, events)))

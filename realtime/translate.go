@@ -187,10 +187,13 @@ func (c *Conn) audioDelta(r *response, m protocol.Audio, then *func()) []ev {
 	events := c.open(r)
 	text := m.DisplayText.Text
 	at := ev{"response_id": r.id, "item_id": r.itemID, "output_index": 0, "content_index": 0}
+	// The sentence is noted under the lock: a cancel or barge-in reads
+	// what was heard (heardText) while the deltas are still going out.
+	c.mu.Lock()
+	r.text.WriteString(text)
+	piece := r.encoder.sent(text)
+	c.mu.Unlock()
 	if text != "" {
-		c.mu.Lock()
-		r.text.WriteString(text)
-		c.mu.Unlock()
 		events = append(events, with(at, ev{"type": "response.output_audio_transcript.delta", "delta": text}))
 	}
 	var chunks []string
@@ -203,7 +206,6 @@ func (c *Conn) audioDelta(r *response, m protocol.Audio, then *func()) []ev {
 	for _, d := range chunks {
 		events = append(events, with(at, ev{"type": "response.output_audio.delta", "delta": d}))
 	}
-	piece := r.encoder.sent(text)
 	*then = chain(func() {
 		if r.ctx.Err() == nil {
 			c.mu.Lock()

@@ -40,6 +40,10 @@ type Config struct {
 	// one is skipped with an error frame and the connection stays open, up
 	// to four times this size; beyond that the connection is closed (1009).
 	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// RealtimeMaxItems bounds the items a /v1/realtime connection
+	// remembers: past it answered ones are forgotten oldest first, and an
+	// item no response has answered yet is refused.
+	RealtimeMaxItems int `yaml:"realtime_max_items"`
 	// SendQueueSize bounds the messages waiting for one client. While it is
 	// full, that client's own turn waits; a client whose queue stays full
 	// for WriteTimeout is disconnected. Other clients never wait.
@@ -102,6 +106,7 @@ func DefaultConfig() Config {
 		BackgroundsDir:    "backgrounds",
 		AvatarsDir:        "avatars",
 		MaxMessageBytes:   8 << 20,
+		RealtimeMaxItems:  1024,
 		SendQueueSize:     256,
 		WatcherQueueBytes: 8 << 20,
 		WriteTimeout:      10 * time.Second,
@@ -140,6 +145,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("server.port %d is out of range", c.Port)
 	case c.MaxMessageBytes < 1024:
 		return fmt.Errorf("server.max_message_bytes %d is too small (at least 1024)", c.MaxMessageBytes)
+	case c.RealtimeMaxItems < 16 || c.RealtimeMaxItems > 1<<16:
+		return fmt.Errorf("server.realtime_max_items %d is out of range: 16 to 65536 (default 1024)", c.RealtimeMaxItems)
 	case c.SendQueueSize < 8:
 		return fmt.Errorf("server.send_queue_size %d is too small (at least 8)", c.SendQueueSize)
 	case c.WatcherQueueBytes < 64<<10:

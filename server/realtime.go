@@ -43,7 +43,9 @@ type RealtimeOptions struct {
 	// MaxItemBytes bounds the words a connection's items hold:
 	// server.max_message_bytes, the most one message may carry.
 	MaxItemBytes int
-	Logger       *slog.Logger
+	// MaxItems bounds the items it remembers: server.realtime_max_items.
+	MaxItems int
+	Logger   *slog.Logger
 }
 
 // RealtimeWriter is a connection's writer as a Realtime conversation
@@ -127,7 +129,7 @@ func (s *Server) handleRealtime(c *websocket.Conn) {
 	beta, _ := c.Locals(realtimeBetaLocal).(bool)
 	opened := s.metrics.SessionOpened("realtime")
 	defer opened()
-	rc := s.opts.Realtime.OpenRealtime(ctx, cn, RealtimeOptions{Model: c.Query("model"), Beta: beta, MaxItemBytes: s.cfg.MaxMessageBytes, Logger: log})
+	rc := s.opts.Realtime.OpenRealtime(ctx, cn, RealtimeOptions{Model: c.Query("model"), Beta: beta, MaxItemBytes: s.cfg.MaxMessageBytes, MaxItems: s.cfg.RealtimeMaxItems, Logger: log})
 	if rc == nil {
 		cn.close(closeGoingAway, "server shutting down")
 		cn.wait()

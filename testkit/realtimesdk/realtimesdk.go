@@ -196,6 +196,25 @@ func parse(t testing.TB, out []byte) []Event {
 // written against the SDK's types knows these and no others.
 func ServerEventTypes(t testing.TB, api string) map[string]bool {
 	t.Helper()
+	types := map[string]bool{}
+	for typ := range ServerEventFields(t, api) {
+		types[typ] = true
+	}
+	return types
+}
+
+// Field is a field an event's interface requires (declared without "?").
+type Field struct {
+	Name string
+	// Nullable: its declared type admits null.
+	Nullable bool
+}
+
+// ServerEventFields are the fields each server event type of api
+// requires, as the SDK's interfaces declare them: a client written
+// against its types reads them without checking they are there.
+func ServerEventFields(t testing.TB, api string) map[string][]Field {
+	t.Helper()
 	rel := "resources/realtime/realtime.d.ts"
 	if api == "beta" {
 		rel = "resources/beta/realtime/realtime.d.ts"
@@ -212,11 +231,35 @@ func ServerEventTypes(t testing.TB, api string) map[string]bool {
 	return types
 }
 
+// MissingFields names the fields of raw (one server event) that its
+// type's interface in fields requires and it lacks, or holds null where
+// the type admits none.
+func MissingFields(fields map[string][]Field, raw json.RawMessage) ([]string, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("event is not a JSON object: %w", err)
+	}
+	var typ string
+	_ = json.Unmarshal(m["type"], &typ)
+	var missing []string
+	for _, f := range fields[typ] {
+		v, ok := m[f.Name]
+		switch {
+		case !ok:
+			missing = append(missing, f.Name)
+		case !f.Nullable && string(bytes.TrimSpace(v)) == "null":
+			missing = append(missing, f.Name+" (null)")
+		}
+	}
+	return missing, nil
+}
+
 // unionTypes reads the event type literal of each member of the union
 // named union in a declaration file: "export type U = A | U.B | …;", each
 // member an interface (top-level, or in U's namespace) whose own
-// "type: '…';" field names its event.
-func unionTypes(src, union string) (map[string]bool, error) {
+// "type: '…';" field names its event; and the fields each requires: its
+// own fields, at the interface's indentation, not marked optional.
+func unionTypes(src, union string) (map[string][]Field, error) {
 	head := "export type " + union + " = "
 	i := strings.Index(src, head)
 	if i < 0 {
@@ -224,7 +267,7 @@ func unionTypes(src, union string) (map[string]bool, error) {
 	}
 	decl := src[i+len(head):]
 	decl = decl[:strings.IndexByte(decl, ';')]
-	types := map[string]bool{}
+	types := map[string][]Field{}
 	for _, member := range strings.Split(decl, "|") {
 		member = strings.TrimSpace(member)
 		start, indent := "\nexport interface "+member+" {", "\n    "
@@ -242,7 +285,30 @@ func unionTypes(src, union string) (map[string]bool, error) {
 			return nil, fmt.Errorf("interface %s has no type field", member)
 		}
 		lit := body[k+len(indent+"type: '"):]
-		types[lit[:strings.IndexByte(lit, '\'')]] = true
+		typ := lit[:strings.IndexByte(lit, '\'')]
+		types[typ] = requiredFields(body, indent[1:])
 	}
 	return types, nil
+}
+
+// requiredFields are the fields of an interface's body declared at
+// indent without "?": "name: type;".
+func requiredFields(body, indent string) []Field {
+	var fields []Field
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, indent)
+		if !ok || rest == "" || !isIdentStart(rest[0]) {
+			continue
+		}
+		name, decl, ok := strings.Cut(rest, ": ")
+		if !ok || strings.HasSuffix(name, "?") || strings.ContainsAny(name, " ()<") {
+			continue
+		}
+		fields = append(fields, Field{Name: name, Nullable: strings.Contains(decl, "null")})
+	}
+	return fields
+}
+
+func isIdentStart(b byte) bool {
+	return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }

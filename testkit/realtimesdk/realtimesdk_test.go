@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -131,5 +132,26 @@ func TestServerEventTypes(t *testing.T) {
 	}
 	if len(ga) < 40 || len(beta) < 30 {
 		t.Errorf("%d GA and %d beta event types: the declarations were not read whole", len(ga), len(beta))
+	}
+}
+
+// The fields each event requires are read from the SDK's interfaces: an
+// event lacking one, or holding null where its type admits none, is
+// named.
+func TestServerEventFields(t *testing.T) {
+	ga := realtimesdk.ServerEventFields(t, "ga")
+	for _, c := range []struct {
+		raw  string
+		want string
+	}{
+		{`{"type":"conversation.item.input_audio_transcription.completed","event_id":"e","item_id":"i","content_index":0,"transcript":"hi"}`, "usage"},
+		{`{"type":"conversation.item.input_audio_transcription.completed","event_id":"e","item_id":"i","content_index":0,"transcript":"hi","usage":{"type":"duration","seconds":1}}`, ""},
+		{`{"type":"conversation.item.retrieved","event_id":"e","item":null}`, "item (null)"},
+		{`{"type":"conversation.item.added","event_id":"e","item":{},"previous_item_id":null}`, ""},
+	} {
+		missing, err := realtimesdk.MissingFields(ga, json.RawMessage(c.raw))
+		if err != nil || strings.Join(missing, ",") != c.want {
+			t.Errorf("%s: missing %q (%v), want %q", c.raw, missing, err, c.want)
+		}
 	}
 }
