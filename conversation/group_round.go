@@ -214,7 +214,10 @@ type RoundOptions struct {
 
 // Listener is one more audience of a round's turns.
 type Listener struct {
-	// Out gets the frames.
+	// Out gets the frames, after the speaker's own client. An Out that
+	// is an Offerer (the server's connections and event streams) gets
+	// them by Offer: the speaker never waits for its audience, as it
+	// never waits for a watcher. Any other Out's Send must not block.
 	Out Sender
 	// KoeEvents: it also gets koe's own events (tokens, status,
 	// messages), not only the OLV frames.
@@ -222,6 +225,14 @@ type Listener struct {
 	// Session, if set, is the listener's own session: it does not get
 	// the frames of its own turns twice.
 	Session *Session
+}
+
+// Offerer is a Sender that also takes a copy of another session's frame
+// without waiting. A listener that falls too far behind to take it is
+// dropped by its owner, as a watcher that fell behind is: a closed
+// connection leaves its group, a closed event stream stops its chat.
+type Offerer interface {
+	Offer(ctx context.Context, msg any)
 }
 
 // RoundResult tells how a round went.
@@ -464,7 +475,9 @@ func (a *audience) offer(ctx context.Context, msg any) {
 		if kind == watchKoe && !l.KoeEvents || ownHuman && l.Session != nil {
 			continue
 		}
-		if err := l.Out.Send(ctx, msg); err != nil && ctx.Err() == nil {
+		if o, ok := l.Out.(Offerer); ok {
+			o.Offer(ctx, msg)
+		} else if err := l.Out.Send(ctx, msg); err != nil && ctx.Err() == nil {
 			a.speaker.log.Debug("group frame not queued", "err", err)
 		}
 	}
