@@ -1,0 +1,73 @@
+package conversation_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"koe"
+	"koe/conversation"
+	"koe/protocol"
+	"koe/testkit/fakellm"
+	"koe/testkit/mock"
+)
+
+// groupPair is a rig whose session (client-1) has invited a second OLV
+// session (client-2): a group of two.
+func groupPair(t *testing.T, r *rig) (other *conversation.Session, otherOut *mock.Sender) {
+	t.Helper()
+	otherOut = mock.NewSender(1 << 14)
+	other = r.hub.Open(r.ctx, otherOut, conversation.SessionOptions{ClientUID: "client-2"})
+	t.Cleanup(other.Close)
+	r.dispatch(protocol.Inbound{Type: protocol.TypeAddClientToGroup, InviteeUID: "client-2"})
+	r.until(protocol.TypeGroupUpdate, "")
+	return other, otherOut
+}
+
+// A member's message while the round it stops is still storing its reply
+// returns at once: the new round waits for the store in its own
+// goroutine, not in the client's read loop nor under a lock.
+func TestGroupMessageDoesNotWaitForTheStoppedRound(t *testing.T) {
+	r := newRig(t, func(fakellm.Request) fakellm.Reply { return fakellm.Reply{Tokens: fakellm.Words("Hello there.")} })
+	storing, gate := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	r.store.AppendFn = func(ctx context.Context, conf, uid string, rec koe.Record) error {
+		if rec.Role == koe.RoleAI && conf != conversation.GroupConf {
+			held := false
+			first.Do(func() { held = true })
+			if held {
+				close(storing)
+				<-gate
+			}
+		}
+		return r.real.Append(ctx, conf, uid, rec)
+	}
+	other, _ := groupPair(t, r)
+	var open sync.Once
+	release := func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+
+	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "first"})
+	r.until(protocol.TypeBackendSynthComplete, "")
+	played(r.sess)
+	played(other)
+	select {
+	case <-storing:
+	case <-time.After(hangGuard):
+		t.Fatal("the first reply was never stored")
+	}
+	returned := make(chan error, 1)
+	go func() { returned <- other.Dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "second"}) }()
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Fatalf("the second message: %v", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("the second message waited for the stopped round's store")
+	}
+	release()
+	// The second message's round runs once the first has ended.
+	r.until(protocol.TypeUserInputTranscription, "second")
+}
