@@ -405,17 +405,27 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 	if text == "" {
 		return nil, invalid("empty input: type something first")
 	}
-	m := g.snapshot()
-	if len(m.members) < 2 || from != nil && !slices.Contains(m.members, from) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	r := &runningRound{cancel: cancel, done: make(chan struct{}), by: from}
+	// The members and the round's swap in one step under the lock that
+	// leaving and removal take: a member marked leaving, or dropped, before
+	// it is left out; one that leaves after it finds the round to stop.
+	g.hub.groups.mu.Lock()
+	m := memberSnapshot{owner: g.owner, members: slices.DeleteFunc(slices.Clone(g.members), func(o *Session) bool { return o.leaving.Load() })}
+	ok := len(m.members) >= 2 && (from == nil || slices.Contains(m.members, from))
+	var prev *runningRound
+	if ok {
+		g.roundMu.Lock()
+		prev = g.round
+		g.round = r
+		g.roundMu.Unlock()
+	}
+	g.hub.groups.mu.Unlock()
+	if !ok {
+		cancel(nil)
 		// It ended, or the member left, while the message was heard.
 		return nil, invalid("you are in no group any more: the message was not sent")
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	r := &runningRound{cancel: cancel, done: make(chan struct{}), by: from}
-	g.roundMu.Lock()
-	prev := g.round
-	g.round = r
-	g.roundMu.Unlock()
 	// Cancelled here, in the caller's order: a later message cancels
 	// this round in turn, before or after it starts.
 	stopPrev := false

@@ -2,6 +2,7 @@ package conversation_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,4 +71,36 @@ func TestGroupMessageDoesNotWaitForTheStoppedRound(t *testing.T) {
 	release()
 	// The second message's round runs once the first has ended.
 	r.until(protocol.TypeUserInputTranscription, "second")
+}
+
+// A message said as a member is leaving (marked, not yet taken out of
+// the group: leaveGroup's stop of the round came before the message's
+// round was there to stop) starts a round without it.
+func TestGroupRoundLeavesOutALeavingMember(t *testing.T) {
+	first := make(chan fakellm.Request, 1)
+	r := newRig(t, func(req fakellm.Request) fakellm.Reply {
+		select {
+		case first <- req:
+		default:
+		}
+		return fakellm.Reply{Tokens: fakellm.Words("Hello there.")}
+	})
+	groupPair(t, r)
+	third := r.hub.Open(r.ctx, mock.NewSender(1<<14), conversation.SessionOptions{ClientUID: "client-3"})
+	t.Cleanup(third.Close)
+	r.dispatch(protocol.Inbound{Type: protocol.TypeAddClientToGroup, InviteeUID: "client-3"})
+	r.until(protocol.TypeGroupUpdate, "")
+
+	conversation.MarkLeaving(third)
+	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "hello"})
+	var req fakellm.Request
+	select {
+	case req = <-first:
+	case <-time.After(hangGuard):
+		t.Fatal("no character was asked")
+	}
+	sys := req.Messages[0].Content
+	if !strings.Contains(sys, "client-2") || strings.Contains(sys, "client-3") {
+		t.Fatalf("the round's group prompt %q: want client-2 in it and the leaving client-3 out", sys)
+	}
 }
