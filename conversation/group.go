@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"koe"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -405,6 +406,11 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 	if text == "" {
 		return nil, invalid("empty input: type something first")
 	}
+	if from != nil && from.turns.isDraining() {
+		// A recording heard as the drain began (sayToGroup checked
+		// before it was heard).
+		return nil, koe.ErrRestarting
+	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	r := &runningRound{cancel: cancel, done: make(chan struct{}), by: from}
 	// The members and the round's swap in one step under the lock that
@@ -520,6 +526,11 @@ func (g *Group) runSaid(ctx context.Context, m memberSnapshot, from *Session, na
 // sayToGroup puts a member's input to its group. A recording is heard
 // first, as a one-client turn hears it.
 func (s *Session) sayToGroup(g *Group, in turnInput) error {
+	if s.turns.isDraining() {
+		// Refused before it stops the round whose reply the drain waits
+		// for, as a one-client input is.
+		return koe.ErrRestarting
+	}
 	if in.recording != nil {
 		s.groupHearing.Add(1)
 		go func() {

@@ -2,6 +2,7 @@ package conversation_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -102,5 +103,39 @@ func TestGroupRoundLeavesOutALeavingMember(t *testing.T) {
 	sys := req.Messages[0].Content
 	if !strings.Contains(sys, "client-2") || strings.Contains(sys, "client-3") {
 		t.Fatalf("the round's group prompt %q: want client-2 in it and the leaving client-3 out", sys)
+	}
+}
+
+// A member's message during a drain is refused with koe.ErrRestarting,
+// as a one-client input is, before it stops anything: the reply the drain
+// waits for goes on to its end.
+func TestGroupMessageDuringADrainIsRefused(t *testing.T) {
+	g := newGate(t)
+	r := newRig(t, func(fakellm.Request) fakellm.Reply { return g.reply("Hello ", "there.") })
+	other, _ := groupPair(t, r)
+
+	r.dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "first"})
+	r.until(protocol.TypeControl, protocol.ControlChainStart)
+	idle := make(chan struct{})
+	if !r.sess.Drain(func() { close(idle) }) {
+		t.Fatal("the drain found no turn running")
+	}
+	other.Drain(func() {})
+	if err := other.Dispatch(protocol.Inbound{Type: protocol.TypeTextInput, Text: "second"}); !errors.Is(err, koe.ErrRestarting) {
+		t.Fatalf("a group message during a drain: %v, want koe.ErrRestarting", err)
+	}
+	g.open()
+	got := r.until(protocol.TypeBackendSynthComplete, "")
+	played(r.sess)
+	played(other)
+	for _, f := range got {
+		if f.Type == protocol.TypeInterruptSignal {
+			t.Fatal("the reply the drain waits for was stopped")
+		}
+	}
+	select {
+	case <-idle:
+	case <-time.After(hangGuard):
+		t.Fatal("the drained turn never ended")
 	}
 }
