@@ -73,6 +73,9 @@ type runningRound struct {
 	done   chan struct{}
 	// by is the member whose message started it (nil: the chat API).
 	by *Session
+	// err is how its replies failed, set before done is closed (nil: none
+	// did, or it was stopped).
+	err error
 }
 
 // groupSet is the hub's groups.
@@ -462,14 +465,15 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 				<-prev.done
 			}
 		}
-		g.runSaid(rctx, m, from, name, text, extra)
+		r.err = g.runSaid(rctx, m, from, name, text, extra)
 	}()
 	return r, nil
 }
 
 // runSaid puts the message to the group's record and members and runs
-// its round, in the round's goroutine.
-func (g *Group) runSaid(ctx context.Context, m memberSnapshot, from *Session, name, text string, extra []Listener) {
+// its round, in the round's goroutine. The error is how its replies
+// failed.
+func (g *Group) runSaid(ctx context.Context, m memberSnapshot, from *Session, name, text string, extra []Listener) error {
 	names := peopleNames(m.members)
 	if from != nil {
 		name = names[from]
@@ -518,9 +522,12 @@ func (g *Group) runSaid(ctx context.Context, m memberSnapshot, from *Session, na
 	aud = append(aud, extra...)
 	opts := RoundOptions{Transcript: g.tr, Speakers: speakers, Audience: aud, People: people,
 		Replies: g.hub.deps.Config.Groups.Rounds * len(speakers)}
-	if _, err := g.hub.RunRound(ctx, opts); err != nil && !errors.Is(err, context.Canceled) {
+	_, err := g.hub.RunRound(ctx, opts)
+	if err != nil && !errors.Is(err, context.Canceled) {
 		g.hub.log.Warn("group round failed", "group", g.id, "err", err)
+		return err
 	}
+	return nil
 }
 
 // sayToGroup puts a member's input to its group. A recording is heard

@@ -139,3 +139,32 @@ func TestGroupMessageDuringADrainIsRefused(t *testing.T) {
 		t.Fatal("the drained turn never ended")
 	}
 }
+
+// A reply that fails is an error frame for every member, not only the
+// speaker's client, and a chat API post into the group gets it as an
+// event and as its Run's error, as a one-client chat turn does.
+func TestGroupFailedReplyReachesEveryone(t *testing.T) {
+	r := newRig(t, func(fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Status: 400, ErrorMessage: "the model is not loaded"}
+	})
+	_, otherOut := groupPair(t, r)
+	chatOut := mock.NewSender(1 << 14)
+	chat, err := r.hub.OpenChat(r.ctx, protocol.ChatRequest{GroupID: "group_client-1", Message: "hello", Name: "Viewer"}, chatOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chat.Run(); err == nil {
+		t.Error("the chat API's group post ran with no error though every reply failed")
+	}
+	for name, out := range map[string]*mock.Sender{"the other member": otherOut, "the chat stream": chatOut} {
+		errs := 0
+		for _, f := range out.All() {
+			if f.Type == protocol.TypeError {
+				errs++
+			}
+		}
+		if errs != 2 {
+			t.Errorf("%s got %d error frames, want one per failed reply (2)", name, errs)
+		}
+	}
+}

@@ -454,6 +454,11 @@ func (a *audience) allPlayedCh() <-chan struct{} {
 // when the turn is stopped.
 func (a *audience) offer(ctx context.Context, msg any) {
 	kind := watchable(msg)
+	if _, ok := msg.(protocol.Error); ok {
+		// A failed reply is the group's news, not only its speaker's: a
+		// watcher is spared errors, a member is not (docs/protocol.md).
+		kind = watchAll
+	}
 	if kind == watchNone || len(a.listeners) == 0 {
 		return
 	}
