@@ -9,3 +9,10 @@ func MarkLeaving(s *Session) {
 	s.leaving.Store(true)
 	s.hub.groups.mu.Unlock()
 }
+
+// HeldLines is how many lines tr holds in memory.
+func HeldLines(tr *Transcript) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.lines)
+}

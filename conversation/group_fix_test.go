@@ -3,6 +3,8 @@ package conversation_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,6 +167,38 @@ func TestGroupFailedReplyReachesEveryone(t *testing.T) {
 		}
 		if errs != 2 {
 			t.Errorf("%s got %d error frames, want one per failed reply (2)", name, errs)
+		}
+	}
+}
+
+// A transcript holds only the lines some speaker has not been given yet
+// (and the latest round's), not the group's whole life; each character
+// is still given exactly what was said since it last spoke.
+func TestTranscriptDropsLinesEverySpeakerHas(t *testing.T) {
+	rr := newRoundRig(t, func(_ fakellm.Request, speaker string) fakellm.Reply {
+		return fakellm.Reply{Tokens: fakellm.Words(speaker + " speaks.")}
+	})
+	tr := conversation.NewTranscript(rr.real)
+	const rounds = 5
+	for i := 1; i <= rounds; i++ {
+		if err := tr.Add(t.Context(), conversation.Line{Name: "Mika", Text: fmt.Sprintf("line %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rr.hub.RunRound(t.Context(), conversation.RoundOptions{
+			Transcript: tr, Speakers: []*conversation.Session{rr.aki, rr.bo}, Replies: 2, People: []string{"Mika"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held := conversation.HeldLines(tr); held > 4 {
+		t.Errorf("the transcript holds %d lines after %d rounds of 3; want those of about one round", held, rounds)
+	}
+	rr.mu.Lock()
+	asked := slices.Clone(rr.asked)
+	rr.mu.Unlock()
+	for i, want := range map[int]string{len(asked) - 2: "Bo: Bo speaks.\nMika: line 5", len(asked) - 1: "Mika: line 5\nAki: Aki speaks."} {
+		if got := liveLastUser(asked[i]); !strings.HasSuffix(got, want) || strings.Contains(got, "line 4") {
+			t.Errorf("request %d was given %q, want %q", i, got, want)
 		}
 	}
 }

@@ -49,11 +49,17 @@ type Line struct {
 type Transcript struct {
 	store HistoryStore
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// lines are the lines some speaker has not been given yet (and the
+	// latest ones): those every speaker has are dropped at the start of a
+	// round (trim), so a group that talks for days holds no more than a
+	// round or so. base is the number of lines dropped before lines[0].
 	lines []Line
+	base  int
 	// seen is how many lines each speaking session (by client_uid: two
-	// members may bring the same character) has been given or said: its
-	// next turn gets the lines after them.
+	// members may bring the same character) has been given or said,
+	// counted from the transcript's first line: its next turn gets the
+	// lines after them.
 	seen map[string]int
 	// record is the uid of the group's record ("" until its first line).
 	record string
@@ -81,7 +87,9 @@ func (tr *Transcript) RecordUID() string {
 	return tr.record
 }
 
-// Lines returns a copy of every line so far.
+// Lines returns a copy of the lines still held: every line since the
+// oldest one some speaker of the last round had not been given (the
+// group's record keeps them all).
 func (tr *Transcript) Lines() []Line {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -111,7 +119,7 @@ func (tr *Transcript) add(ctx context.Context, speaker string, l Line) *recordWr
 	tr.mu.Lock()
 	tr.lines = append(tr.lines, l)
 	if speaker != "" {
-		tr.seen[speaker] = len(tr.lines)
+		tr.seen[speaker] = tr.base + len(tr.lines)
 	}
 	uid, fresh := tr.record, tr.record == ""
 	if fresh {
@@ -152,9 +160,33 @@ func (tr *Transcript) add(ctx context.Context, speaker string, l Line) *recordWr
 func (tr *Transcript) unseen(speaker string) []Line {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	from := tr.seen[speaker]
-	tr.seen[speaker] = len(tr.lines)
+	from := max(tr.seen[speaker], tr.base) - tr.base
+	tr.seen[speaker] = tr.base + len(tr.lines)
 	return append([]Line(nil), tr.lines[from:]...)
+}
+
+// trim drops the lines every one of a round's speakers has been given,
+// and forgets the speakers no longer in it (a member who left). A
+// speaker new to the transcript is given the lines still held.
+func (tr *Transcript) trim(speakers []*Session) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	low := tr.base + len(tr.lines)
+	in := make(map[string]bool, len(speakers))
+	for _, s := range speakers {
+		in[s.clientUID] = true
+		low = min(low, max(tr.seen[s.clientUID], tr.base))
+	}
+	for uid := range tr.seen {
+		if !in[uid] {
+			delete(tr.seen, uid)
+		}
+	}
+	if n := low - tr.base; n > 0 {
+		// A new array: the old one would keep every dropped line.
+		tr.lines = append([]Line(nil), tr.lines[n:]...)
+		tr.base = low
+	}
 }
 
 // groupInput is what a character is given at its turn: the lines since
@@ -266,6 +298,7 @@ func (h *Hub) RunRound(ctx context.Context, opts RoundOptions) (RoundResult, err
 	if opts.Transcript == nil {
 		return res, errors.New("a round needs a transcript")
 	}
+	opts.Transcript.trim(opts.Speakers)
 	names := make([]string, len(opts.Speakers))
 	for i, s := range opts.Speakers {
 		names[i] = s.Character().Name
