@@ -11,10 +11,12 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"koe/config"
+	"koe/protocol"
 	"koe/testkit/fakellm"
 )
 
-// Tests of a group member whose client has stopped reading.
+// Tests of what a round's audience gets: a member whose client has
+// stopped reading, a chat API stream of replies that fail.
 
 // stalledMember connects a client with a small receive window, reads its
 // greeting for its client_uid, and then reads nothing more: what koe
@@ -98,5 +100,30 @@ func TestGroupStalledMemberDoesNotHoldTheRound(t *testing.T) {
 		if his[i] != mine[i] {
 			t.Fatalf("Bob's piece %d is %q, Alice's %q: out of order", i, his[i], mine[i])
 		}
+	}
+}
+
+// A chat API post into a group whose replies fail: the stream reports
+// each failure as an error event (200 and end alone said nothing), and
+// every member's client gets the error frame of each reply, its own
+// character's and the other's.
+func TestGroupChatStreamReportsFailedReplies(t *testing.T) {
+	addr, _ := startGroupKoe(t, func(fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Status: 400, ErrorMessage: "the model is not loaded"}
+	}, nil, "Alice", "Bob")
+	a, b := pairUp(t, addr)
+	evs := openStream(t, addr, msg{"group_id": "group_" + a.uid, "message": "Anyone there?", "name": "Viewer"}).all()
+	errs := 0
+	for _, ev := range evs {
+		if ev.Type == protocol.EventError {
+			errs++
+		}
+	}
+	if errs != 2 {
+		t.Errorf("the stream got %d error events, want one per failed reply (2): %q", errs, describe(evs))
+	}
+	for _, m := range []*groupMember{a, b} {
+		m.until(isType("error"))
+		m.until(isType("error"))
 	}
 }
