@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"koe"
 	"koe/internal/quote"
 	"koe/protocol"
 )
@@ -58,10 +59,10 @@ type Group struct {
 	owner   *Session
 	members []*Session // in the order they joined
 
-	// sayMu makes a message's stop of the running round and the start of
-	// its own one step: two members' messages at once must not leave two
-	// rounds running.
-	sayMu   sync.Mutex
+	// roundMu guards round: a message swaps its round in under it, in
+	// one step with the stop of the one before, so two members' messages
+	// at once cannot leave two rounds running. Nothing waits or sends
+	// under it.
 	roundMu sync.Mutex
 	round   *runningRound
 }
@@ -72,6 +73,9 @@ type runningRound struct {
 	done   chan struct{}
 	// by is the member whose message started it (nil: the chat API).
 	by *Session
+	// err is how its replies failed, set before done is closed (nil: none
+	// did, or it was stopped).
+	err error
 }
 
 // groupSet is the hub's groups.
@@ -339,6 +343,13 @@ func (g *Group) stopRound(cause error, by *Session) bool {
 	default:
 	}
 	r.cancel(cause)
+	g.stopped(r, by)
+	return true
+}
+
+// stopped waits for the cancelled round r to end and tells every member
+// but by to stop playing.
+func (g *Group) stopped(r *runningRound, by *Session) {
 	<-r.done
 	for _, m := range g.snapshot().members {
 		if m != by {
@@ -348,7 +359,6 @@ func (g *Group) stopRound(cause error, by *Session) bool {
 			m.reply(protocol.Control(protocol.ControlInterrupt))
 		}
 	}
-	return true
 }
 
 // interruptGroup stops the round of s's group, if one runs: heard is what
@@ -387,21 +397,83 @@ func peopleNames(members []*Session) map[*Session]string {
 // stopping the round still running (the new message wins, as a new input
 // does in one client's conversation; OLV ignores it). from is the member
 // who said it, or nil with name set (the chat API); extra listeners also
-// get every frame. The round runs under ctx; wait, if set, is closed when
-// it ends.
+// get every frame. The round runs under ctx; it is done (r.done) once it
+// has ended.
+//
+// say only swaps the new round in and returns: the round's goroutine
+// waits for the stopped one to store what it said, and tells the members,
+// so that neither a lock nor the caller (a client's read loop) waits on
+// the store or on a member's queue.
 func (g *Group) say(ctx context.Context, from *Session, name, text string, extra []Listener) (*runningRound, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, invalid("empty input: type something first")
 	}
-	g.sayMu.Lock()
-	defer g.sayMu.Unlock()
-	g.stopRound(errSuperseded, from)
-	m := g.snapshot()
-	if len(m.members) < 2 || from != nil && !slices.Contains(m.members, from) {
+	if from != nil && from.turns.isDraining() {
+		// A recording heard as the drain began (sayToGroup checked
+		// before it was heard).
+		return nil, koe.ErrRestarting
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	r := &runningRound{cancel: cancel, done: make(chan struct{}), by: from}
+	// The members and the round's swap in one step under the lock that
+	// leaving and removal take: a member marked leaving, or dropped, before
+	// it is left out; one that leaves after it finds the round to stop.
+	g.hub.groups.mu.Lock()
+	m := memberSnapshot{owner: g.owner, members: slices.DeleteFunc(slices.Clone(g.members), func(o *Session) bool { return o.leaving.Load() })}
+	ok := len(m.members) >= 2 && (from == nil || slices.Contains(m.members, from))
+	var prev *runningRound
+	if ok {
+		g.roundMu.Lock()
+		prev = g.round
+		g.round = r
+		g.roundMu.Unlock()
+	}
+	g.hub.groups.mu.Unlock()
+	if !ok {
+		cancel(nil)
 		// It ended, or the member left, while the message was heard.
 		return nil, invalid("you are in no group any more: the message was not sent")
 	}
+	// Cancelled here, in the caller's order: a later message cancels
+	// this round in turn, before or after it starts.
+	stopPrev := false
+	if prev != nil {
+		select {
+		case <-prev.done:
+		default:
+			prev.cancel(errSuperseded)
+			stopPrev = true
+		}
+	}
+	go func() {
+		defer close(r.done)
+		defer cancel(nil)
+		defer func() {
+			g.roundMu.Lock()
+			if g.round == r {
+				g.round = nil
+			}
+			g.roundMu.Unlock()
+		}()
+		if prev != nil {
+			// Two rounds never run at once: this one starts once the one
+			// it stopped has ended, and has stored what was said.
+			if stopPrev {
+				g.stopped(prev, from)
+			} else {
+				<-prev.done
+			}
+		}
+		r.err = g.runSaid(rctx, m, from, name, text, extra)
+	}()
+	return r, nil
+}
+
+// runSaid puts the message to the group's record and members and runs
+// its round, in the round's goroutine. The error is how its replies
+// failed.
+func (g *Group) runSaid(ctx context.Context, m memberSnapshot, from *Session, name, text string, extra []Listener) error {
 	names := peopleNames(m.members)
 	if from != nil {
 		name = names[from]
@@ -448,33 +520,24 @@ func (g *Group) say(ctx context.Context, from *Session, name, text string, extra
 		aud = append(aud, Listener{Out: o.out, KoeEvents: o.koeEvents, Session: o})
 	}
 	aud = append(aud, extra...)
-	rctx, cancel := context.WithCancelCause(ctx)
-	r := &runningRound{cancel: cancel, done: make(chan struct{}), by: from}
-	g.roundMu.Lock()
-	g.round = r
-	g.roundMu.Unlock()
 	opts := RoundOptions{Transcript: g.tr, Speakers: speakers, Audience: aud, People: people,
 		Replies: g.hub.deps.Config.Groups.Rounds * len(speakers)}
-	go func() {
-		defer close(r.done)
-		defer cancel(nil)
-		defer func() {
-			g.roundMu.Lock()
-			if g.round == r {
-				g.round = nil
-			}
-			g.roundMu.Unlock()
-		}()
-		if _, err := g.hub.RunRound(rctx, opts); err != nil && !errors.Is(err, context.Canceled) {
-			g.hub.log.Warn("group round failed", "group", g.id, "err", err)
-		}
-	}()
-	return r, nil
+	_, err := g.hub.RunRound(ctx, opts)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		g.hub.log.Warn("group round failed", "group", g.id, "err", err)
+		return err
+	}
+	return nil
 }
 
 // sayToGroup puts a member's input to its group. A recording is heard
 // first, as a one-client turn hears it.
 func (s *Session) sayToGroup(g *Group, in turnInput) error {
+	if s.turns.isDraining() {
+		// Refused before it stops the round whose reply the drain waits
+		// for, as a one-client input is.
+		return koe.ErrRestarting
+	}
 	if in.recording != nil {
 		s.groupHearing.Add(1)
 		go func() {

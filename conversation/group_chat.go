@@ -47,12 +47,14 @@ func (h *Hub) openGroupChat(ctx context.Context, req protocol.ChatRequest, out S
 	return &Chat{group: &groupChat{ctx: ctx, g: g, name: name, text: req.Message, out: out}}, nil
 }
 
-// run posts the message and returns once the round has ended.
+// run posts the message and returns once the round has ended. The error
+// is how its replies failed, as a one-client chat's is its turn's
+// failure; the stream got each as an error event too.
 func (c *groupChat) run() error {
 	r, err := c.g.say(c.ctx, nil, c.name, c.text, []Listener{{Out: c.out, KoeEvents: true}})
 	if err != nil {
 		return err
 	}
 	<-r.done
-	return nil
+	return r.err
 }

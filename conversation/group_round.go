@@ -49,11 +49,17 @@ type Line struct {
 type Transcript struct {
 	store HistoryStore
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// lines are the lines some speaker has not been given yet (and the
+	// latest ones): those every speaker has are dropped at the start of a
+	// round (trim), so a group that talks for days holds no more than a
+	// round or so. base is the number of lines dropped before lines[0].
 	lines []Line
+	base  int
 	// seen is how many lines each speaking session (by client_uid: two
-	// members may bring the same character) has been given or said: its
-	// next turn gets the lines after them.
+	// members may bring the same character) has been given or said,
+	// counted from the transcript's first line: its next turn gets the
+	// lines after them.
 	seen map[string]int
 	// record is the uid of the group's record ("" until its first line).
 	record string
@@ -81,7 +87,9 @@ func (tr *Transcript) RecordUID() string {
 	return tr.record
 }
 
-// Lines returns a copy of every line so far.
+// Lines returns a copy of the lines still held: every line since the
+// oldest one some speaker of the last round had not been given (the
+// group's record keeps them all).
 func (tr *Transcript) Lines() []Line {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -111,7 +119,7 @@ func (tr *Transcript) add(ctx context.Context, speaker string, l Line) *recordWr
 	tr.mu.Lock()
 	tr.lines = append(tr.lines, l)
 	if speaker != "" {
-		tr.seen[speaker] = len(tr.lines)
+		tr.seen[speaker] = tr.base + len(tr.lines)
 	}
 	uid, fresh := tr.record, tr.record == ""
 	if fresh {
@@ -152,9 +160,33 @@ func (tr *Transcript) add(ctx context.Context, speaker string, l Line) *recordWr
 func (tr *Transcript) unseen(speaker string) []Line {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	from := tr.seen[speaker]
-	tr.seen[speaker] = len(tr.lines)
+	from := max(tr.seen[speaker], tr.base) - tr.base
+	tr.seen[speaker] = tr.base + len(tr.lines)
 	return append([]Line(nil), tr.lines[from:]...)
+}
+
+// trim drops the lines every one of a round's speakers has been given,
+// and forgets the speakers no longer in it (a member who left). A
+// speaker new to the transcript is given the lines still held.
+func (tr *Transcript) trim(speakers []*Session) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	low := tr.base + len(tr.lines)
+	in := make(map[string]bool, len(speakers))
+	for _, s := range speakers {
+		in[s.clientUID] = true
+		low = min(low, max(tr.seen[s.clientUID], tr.base))
+	}
+	for uid := range tr.seen {
+		if !in[uid] {
+			delete(tr.seen, uid)
+		}
+	}
+	if n := low - tr.base; n > 0 {
+		// A new array: the old one would keep every dropped line.
+		tr.lines = append([]Line(nil), tr.lines[n:]...)
+		tr.base = low
+	}
 }
 
 // groupInput is what a character is given at its turn: the lines since
@@ -214,7 +246,10 @@ type RoundOptions struct {
 
 // Listener is one more audience of a round's turns.
 type Listener struct {
-	// Out gets the frames.
+	// Out gets the frames, after the speaker's own client. An Out that
+	// is an Offerer (the server's connections and event streams) gets
+	// them by Offer: the speaker never waits for its audience, as it
+	// never waits for a watcher. Any other Out's Send must not block.
 	Out Sender
 	// KoeEvents: it also gets koe's own events (tokens, status,
 	// messages), not only the OLV frames.
@@ -222,6 +257,14 @@ type Listener struct {
 	// Session, if set, is the listener's own session: it does not get
 	// the frames of its own turns twice.
 	Session *Session
+}
+
+// Offerer is a Sender that also takes a copy of another session's frame
+// without waiting. A listener that falls too far behind to take it is
+// dropped by its owner, as a watcher that fell behind is: a closed
+// connection leaves its group, a closed event stream stops its chat.
+type Offerer interface {
+	Offer(ctx context.Context, msg any)
 }
 
 // RoundResult tells how a round went.
@@ -255,6 +298,7 @@ func (h *Hub) RunRound(ctx context.Context, opts RoundOptions) (RoundResult, err
 	if opts.Transcript == nil {
 		return res, errors.New("a round needs a transcript")
 	}
+	opts.Transcript.trim(opts.Speakers)
 	names := make([]string, len(opts.Speakers))
 	for i, s := range opts.Speakers {
 		names[i] = s.Character().Name
@@ -445,6 +489,11 @@ func (a *audience) allPlayedCh() <-chan struct{} {
 // when the turn is stopped.
 func (a *audience) offer(ctx context.Context, msg any) {
 	kind := watchable(msg)
+	if _, ok := msg.(protocol.Error); ok {
+		// A failed reply is the group's news, not only its speaker's: a
+		// watcher is spared errors, a member is not (docs/protocol.md).
+		kind = watchAll
+	}
 	if kind == watchNone || len(a.listeners) == 0 {
 		return
 	}
@@ -466,7 +515,9 @@ func (a *audience) offer(ctx context.Context, msg any) {
 		if kind == watchKoe && !l.KoeEvents || ownHuman && l.Session != nil {
 			continue
 		}
-		if err := l.Out.Send(ctx, msg); err != nil && ctx.Err() == nil {
+		if o, ok := l.Out.(Offerer); ok {
+			o.Offer(ctx, msg)
+		} else if err := l.Out.Send(ctx, msg); err != nil && ctx.Err() == nil {
 			a.speaker.log.Debug("group frame not queued", "err", err)
 		}
 	}

@@ -401,10 +401,19 @@ type thenSender interface {
 // watchers, here and on other instances, take their copy once the
 // client's is written, when the Sender can say when (a watcher must not
 // delay its speaker: see conn.SendThen).
+//
+// A round's audience (the group's other members, a chat API stream) takes
+// its copy after the speaker's own is queued, without waiting (audience.offer).
 func (s *Session) emit(ctx context.Context, msg any) error {
+	err := s.emitOwn(ctx, msg)
 	if a := s.audience.Load(); a != nil {
 		a.offer(ctx, msg)
 	}
+	return err
+}
+
+// emitOwn is emit to the session's own client and watchers.
+func (s *Session) emitOwn(ctx context.Context, msg any) error {
 	ws := s.hub.watch
 	toClient := s.koeEvents || watchable(msg) != watchKoe
 	if !ws.watching(s, msg) {
@@ -435,11 +444,11 @@ func (s *Session) emit(ctx context.Context, msg any) error {
 // was stopped (then its watchers' context has ended and drops it), the
 // client left as the turn was ending.
 func (s *Session) emitWait(ctx context.Context, msg any) error {
+	err := s.out.SendWait(ctx, msg)
+	s.hub.watch.offer(s, ctx, msg)
 	if a := s.audience.Load(); a != nil {
 		a.offer(ctx, msg)
 	}
-	err := s.out.SendWait(ctx, msg)
-	s.hub.watch.offer(s, ctx, msg)
 	return err
 }
 

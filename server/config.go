@@ -49,8 +49,9 @@ type Config struct {
 	// for WriteTimeout is disconnected. Other clients never wait.
 	SendQueueSize int `yaml:"send_queue_size"`
 	// WatcherQueueBytes bounds what waits for one watcher (a
-	// /client-ws?watch= connection). Speakers never wait for watchers: a
-	// watcher this far behind is disconnected instead.
+	// /client-ws?watch= connection), and a group member's or chat API
+	// stream's copies of the other members' replies. Speakers never wait
+	// for watchers: a watcher this far behind is disconnected instead.
 	WatcherQueueBytes int           `yaml:"watcher_queue_bytes"`
 	WriteTimeout      time.Duration `yaml:"write_timeout"`
 	PingInterval      time.Duration `yaml:"ping_interval"`

@@ -180,6 +180,22 @@ func (c *conn) offer(ctx context.Context, data []byte) {
 	}
 }
 
+// Offer queues msg as offer does an encoded frame: the copy of another
+// session's turn that a group's member gets (conversation.Offerer). The
+// speaker never waits for it; a member that fell behind is disconnected
+// as a watcher is, and leaves its group.
+func (c *conn) Offer(ctx context.Context, msg any) {
+	if ctx.Err() != nil || c.out.isClosed() {
+		return
+	}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		c.log.Debug("frame not encoded for a listener", "type", fmt.Sprintf("%T", msg), "err", err)
+		return
+	}
+	c.offer(ctx, data)
+}
+
 // close asks the writer to say goodbye with code and stop. Safe to call
 // from any goroutine, any number of times; the first call wins.
 func (c *conn) close(code int, text string) {

@@ -117,6 +117,25 @@ func (st *sseStream) enqueue(ctx context.Context, msg any, done chan error) erro
 	return err
 }
 
+// Offer queues msg as an event without waiting (conversation.Offerer):
+// the stream follows a group's round as one more listener, and the round's
+// speakers never wait for it. A stream that fell behind by
+// server.watcher_queue_bytes is ended, as a watcher is: its chat stops.
+func (st *sseStream) Offer(ctx context.Context, msg any) {
+	if ctx.Err() != nil {
+		return
+	}
+	data, err := st.event(msg)
+	if err != nil || data == nil {
+		return
+	}
+	if queued, ok := st.out.offer(frame{ctx: ctx, data: data}); !ok {
+		st.log.Warn("ending an event stream that fell behind", "queued_bytes", queued, "limit", "server.watcher_queue_bytes")
+		st.leave()
+		_ = st.conn.SetWriteDeadline(time.Now())
+	}
+}
+
 func (st *sseStream) notify() {
 	select {
 	case st.wake <- struct{}{}:
