@@ -82,7 +82,7 @@ func (m Message) wire(images imageMode) WireMessage {
 	if m.Role == RoleAssistant {
 		// A reasoning model's earlier thinking is shown to users and kept
 		// in history, but sending it back only spends the context.
-		m.Content = stripThink(m.Content)
+		m.Content = StripThink(m.Content)
 	}
 	if len(m.Files) > 0 {
 		m.Content = joinText(filesText(m.Files), m.Content)
@@ -128,7 +128,9 @@ var thinkBlock = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?is)<think>.*?(</think>|$)`)
 })
 
-func stripThink(s string) string {
+// StripThink removes a reasoning model's <think>…</think> blocks: what the
+// model thought is not what it said.
+func StripThink(s string) string {
 	if !strings.Contains(strings.ToLower(s), "<think>") {
 		return s
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"koe"
+	"koe/agent"
 	"koe/protocol"
 )
 
@@ -393,6 +394,9 @@ type groupTurnState struct {
 // record: as the turn stores its reply, before its chain ends, so that a
 // client reading the record after the chain's end finds the reply.
 func (gt *groupTurnState) keep(ctx context.Context, log *slog.Logger, text string) {
+	// A reasoning model's thinking is its own: the others are given, and
+	// the group's record keeps, what it said.
+	text = agent.StripThink(text)
 	gt.line.Text = text
 	if strings.TrimSpace(text) == "" {
 		// Blanks are nothing said: no line for the others to answer.

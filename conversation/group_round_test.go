@@ -258,3 +258,36 @@ func TestRoundTwoSessionsOfOneCharacter(t *testing.T) {
 		t.Fatalf("the second Aki was given %q", got)
 	}
 }
+
+// A reasoning model's thinking stays its own: the next character is
+// given, and the group's record keeps, only what was said.
+func TestRoundKeepsThinkingOut(t *testing.T) {
+	rr := newRoundRig(t, func(_ fakellm.Request, speaker string) fakellm.Reply {
+		return fakellm.Reply{Tokens: fakellm.Words("<think>a secret plan of " + speaker + "</think> " + speaker + " speaks.")}
+	})
+	tr := conversation.NewTranscript(rr.real)
+	if err := tr.Add(t.Context(), conversation.Line{Name: "Mika", Text: "hello both"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rr.hub.RunRound(t.Context(), conversation.RoundOptions{
+		Transcript: tr, Speakers: []*conversation.Session{rr.aki, rr.bo}, Replies: 2, People: []string{"Mika"},
+	})
+	if err != nil || len(res.Replies) != 2 {
+		t.Fatalf("round: %v, %d replies", err, len(res.Replies))
+	}
+	rr.mu.Lock()
+	asked := slices.Clone(rr.asked)
+	rr.mu.Unlock()
+	if got := liveLastUser(asked[1]); strings.Contains(got, "secret plan") || !strings.Contains(got, "Aki: Aki speaks.") {
+		t.Errorf("Bo was given %q: Aki's words without its thinking expected", got)
+	}
+	recs, err := rr.real.Messages(t.Context(), conversation.GroupConf, tr.RecordUID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if strings.Contains(r.Content, "secret plan") {
+			t.Errorf("the group's record keeps thinking: %q", r.Content)
+		}
+	}
+}
