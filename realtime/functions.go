@@ -138,13 +138,18 @@ func functionNames(ct agent.ClientTools) map[string]bool {
 }
 
 // nextIndex is the output_index of the response's next tool call item:
-// after the message item, if it was announced, and the calls before.
+// after the calls before it and the message item, if it was announced.
 // Called locked.
-func (r *response) nextIndex() int {
-	if r.opened {
-		return len(r.toolItems) + 1
+func (r *response) nextIndex() int { return r.toolIndex(len(r.toolItems)) }
+
+// toolIndex is the output_index of r.toolItems[i]: the message item, once
+// announced, sits before the calls made after its first words. Called
+// locked.
+func (r *response) toolIndex(i int) int {
+	if r.opened && i >= r.msgIndex {
+		return i + 1
 	}
-	return len(r.toolItems)
+	return i
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

@@ -29,21 +29,25 @@ import (
 
 // response is the running response's state, guarded by the Conn's lock.
 type response struct {
-	id      string
-	ctx     context.Context // the deltas'; cancel ends it
-	cancel  context.CancelFunc
-	audio   bool // spoken (with its transcript), or text
-	format  audioFormat
-	voice   string
-	maxOut  int
-	mods    []string
-	itemID  string
-	prev    string // the item before the output item
-	opened  bool   // its item and content part were announced
-	ended   bool   // response.done was sent (or is being)
-	text    strings.Builder
-	heard   strings.Builder // of text: what was written to the client
-	encoder *audioEncoder
+	id     string
+	ctx    context.Context // the deltas'; cancel ends it
+	cancel context.CancelFunc
+	audio  bool // spoken (with its transcript), or text
+	format audioFormat
+	voice  string
+	maxOut int
+	mods   []string
+	itemID string
+	prev   string // the item before the output item
+	opened bool   // its item and content part were announced
+	// msgIndex is the message item's output_index: it is announced with
+	// the first words, after the tool calls made before them (a response
+	// that only calls tools has none, as the API's have none).
+	msgIndex int
+	ended    bool // response.done was sent (or is being)
+	text     strings.Builder
+	heard    strings.Builder // of text: what was written to the client
+	encoder  *audioEncoder
 	// turn is the context of the turn's frames, from its chain-start:
 	// frames of any other (a turn ending before this one began, the
 	// session's own) are not this response's.
@@ -55,7 +59,7 @@ type response struct {
 	// toolItems are the items of the tool calls the model made, in order,
 	// as they are (or will be) done: the client's function_call items
 	// (functions.go) and koe's own tools' mcp_call items (servertools.go).
-	// They follow the message item. theirs names the client's functions;
+	// The message item sits among them at msgIndex. theirs names the client's functions;
 	// running holds the calls of koe's own tools not yet returned.
 	toolItems []ev
 	theirs    map[string]bool
@@ -302,6 +306,7 @@ func (c *Conn) open(r *response) []ev {
 		return nil
 	}
 	r.opened = true
+	r.msgIndex = len(r.toolItems)
 	r.itemID = c.ids.next("item")
 	r.prev = c.items.last()
 	// Rendered from the start: a conversation.item.retrieve while it is
@@ -315,9 +320,9 @@ func (c *Conn) open(r *response) []ev {
 	added := c.outputItem(r, "in_progress", "")
 	added["content"] = []ev{}
 	return []ev{
-		{"type": "response.output_item.added", "response_id": r.id, "output_index": 0, "item": added},
+		{"type": "response.output_item.added", "response_id": r.id, "output_index": r.msgIndex, "item": added},
 		{"type": "conversation.item.added", "previous_item_id": nullable(r.prev), "item": added},
-		{"type": "response.content_part.added", "response_id": r.id, "item_id": r.itemID, "output_index": 0, "content_index": 0, "part": r.part("")},
+		{"type": "response.content_part.added", "response_id": r.id, "item_id": r.itemID, "output_index": r.msgIndex, "content_index": 0, "part": r.part("")},
 	}
 }
 
@@ -384,11 +389,10 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 	c.mu.Unlock()
 
 	var events []ev
-	var output []ev
+	var done ev
 	if opened {
-		done := c.outputItem(r, itemStatus, text)
-		output = []ev{done}
-		at := ev{"response_id": r.id, "item_id": r.itemID, "output_index": 0, "content_index": 0}
+		done = c.outputItem(r, itemStatus, text)
+		at := ev{"response_id": r.id, "item_id": r.itemID, "output_index": r.msgIndex, "content_index": 0}
 		if r.audio {
 			events = append(events, with(at, ev{"type": "response.output_audio.done"}),
 				with(at, ev{"type": "response.output_audio_transcript.done", "transcript": text}))
@@ -397,11 +401,14 @@ func (c *Conn) end(r *response, status, itemStatus string, details any, text str
 		}
 		events = append(events,
 			with(at, ev{"type": "response.content_part.done", "part": r.part(text)}),
-			ev{"type": "response.output_item.done", "response_id": r.id, "output_index": 0, "item": done},
+			ev{"type": "response.output_item.done", "response_id": r.id, "output_index": r.msgIndex, "item": done},
 			ev{"type": "conversation.item.done", "previous_item_id": nullable(r.prev), "item": done})
 	}
 	c.mu.Lock()
-	output = append(output, r.toolItems...)
+	output := slices.Clone(r.toolItems)
+	if opened {
+		output = slices.Insert(output, r.msgIndex, done)
+	}
 	resp := c.renderResponse(r, status, details, output)
 	c.mu.Unlock()
 	events = append(events, ev{"type": "response.done", "response": resp})

@@ -112,10 +112,7 @@ func (c *Conn) serverCallEnded(r *response, m protocol.ChatMessage) []ev {
 	}
 	r.toolItems[i] = done
 	id := done["id"].(string)
-	index := i
-	if r.opened {
-		index++
-	}
+	index := r.toolIndex(i)
 	if j := c.items.index(id); j >= 0 {
 		c.items.list[j].status, c.items.list[j].rendered = "completed", done
 	}

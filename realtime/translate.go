@@ -73,7 +73,9 @@ func (c *Conn) frame(ctx context.Context, msg any, then func()) {
 		}
 		switch m.Text {
 		case protocol.ControlChainStart:
-			events = c.open(r)
+			// The message item is announced with the first words
+			// (textDelta, audioDelta): a response that only calls the
+			// client's functions has none.
 		case protocol.ControlChainEnd:
 			// A turn that failed ends here (one that answered ended its
 			// response at backend-synth-complete). Its events follow
@@ -166,7 +168,7 @@ func (c *Conn) textDelta(r *response, delta string, then *func()) []ev {
 	if delta == "" {
 		return nil
 	}
-	events := c.open(r) // a turn's first frame opens it; this is a guard
+	events := c.open(r) // the first words announce the message item
 	c.mu.Lock()
 	r.text.WriteString(delta)
 	c.mu.Unlock()
@@ -178,7 +180,7 @@ func (c *Conn) textDelta(r *response, delta string, then *func()) []ev {
 		}
 	}, *then)
 	return append(events, ev{"type": "response.output_text.delta", "response_id": r.id, "item_id": r.itemID,
-		"output_index": 0, "content_index": 0, "delta": delta})
+		"output_index": r.msgIndex, "content_index": 0, "delta": delta})
 }
 
 // audioDelta renders a sentence's audio: its transcript, then its sound in
@@ -186,7 +188,7 @@ func (c *Conn) textDelta(r *response, delta string, then *func()) []ev {
 func (c *Conn) audioDelta(r *response, m protocol.Audio, then *func()) []ev {
 	events := c.open(r)
 	text := m.DisplayText.Text
-	at := ev{"response_id": r.id, "item_id": r.itemID, "output_index": 0, "content_index": 0}
+	at := ev{"response_id": r.id, "item_id": r.itemID, "output_index": r.msgIndex, "content_index": 0}
 	// The sentence is noted under the lock: a cancel or barge-in reads
 	// what was heard (heardText) while the deltas are still going out.
 	c.mu.Lock()
