@@ -237,6 +237,10 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 	// queue, so it is written only after the last of them.
 	t.awaitingPlayback.Store(true)
 	s.audience.Load().arm()
+	// Everything the turn says is on its way: the client's next turn
+	// (a Realtime client starts one at response.done) leaves its
+	// watchers their copies (newTurn).
+	t.sentAll.Store(true)
 	if err := s.emitWait(ctx, protocol.Simple{Type: protocol.TypeBackendSynthComplete}); err != nil {
 		s.finishCancelled(t, &st, reply, true)
 		return

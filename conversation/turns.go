@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,6 +141,9 @@ type turn struct {
 	// finishing is set once the turn has stored its reply and is ending
 	// its chain: its history is about to be free.
 	finishing atomic.Bool
+	// sentAll is set once the turn has said everything it had to say
+	// (backend-synth-complete goes out next).
+	sentAll atomic.Bool
 
 	sentMu    sync.Mutex
 	sent      []sentPiece // the audio pieces sent so far, in order
@@ -157,13 +161,15 @@ func newTurn(parent context.Context) *turn {
 	// ends as soon as the client has everything: their frames go by a
 	// context of their own, which ends only when the turn is stopped
 	// before it finished (finish cancels with no cause; a client that
-	// leaves as its turn ends its chain takes nothing from its watchers)
-	// and is otherwise left to the collector.
+	// leaves as its turn ends its chain takes nothing from its watchers,
+	// nor one that starts its next turn once this one has said
+	// everything, as a Realtime client does at response.done) and is
+	// otherwise left to the collector.
 	watch, stopWatch := context.WithCancel(context.Background())
 	t := &turn{done: make(chan struct{}), playback: make(chan struct{}, 1), hurry: make(chan struct{}), id: newRunID()}
 	t.ctx = context.WithValue(ctx, watchContextKey{}, &watchCtx{ctx: watch, id: t.id})
 	t.cancel = func(cause error) {
-		if cause != nil && !t.finishing.Load() {
+		if cause != nil && !t.finishing.Load() && !(t.sentAll.Load() && errors.Is(cause, errSuperseded)) {
 			stopWatch()
 		}
 		cancel(cause)
