@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	gwebsocket "github.com/gorilla/websocket"
 
 	"koe/config"
 	"koe/protocol"
@@ -18,16 +19,27 @@ import (
 // Tests of what a round's audience gets: a member whose client has
 // stopped reading, a chat API stream of replies that fail.
 
+// receiveBuffer dials with a kernel receive buffer of size bytes: forced
+// past net.core.rmem_max where koe's tests run as root, else as large as
+// that allows.
+func receiveBuffer(size int) func(network, addr string) (net.Conn, error) {
+	nd := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) {
+			if syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, size) != nil {
+				_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, size)
+			}
+		})
+	}}
+	return nd.Dial
+}
+
 // stalledMember connects a client with a small receive window, reads its
 // greeting for its client_uid, and then reads nothing more: what koe
 // sends it piles up in koe.
 func stalledMember(t *testing.T, addr string) (ws *websocket.Conn, uid string) {
 	t.Helper()
 	d := *websocket.DefaultDialer
-	nd := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
-	d.NetDial = nd.Dial
+	d.NetDial = receiveBuffer(4096)
 	ws, _, err := d.Dial("ws://"+addr+"/client-ws", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +69,11 @@ func stalledMember(t *testing.T, addr string) (ws *websocket.Conn, uid string) {
 // its order, and the stalled member is disconnected as a watcher that
 // fell behind is (its leaving then stops the round, as any member's
 // does). write_timeout is long: a member waited for would hold everyone
-// past the test's hang guard.
+// past the test's hang guard. Bob's client has a receive buffer far larger
+// than the stalled one's, so that it cannot be the one that falls behind
+// when the machine is too busy to run its reader for a while: the round
+// stops as soon as the stalled member is dropped, before Bob's backlog
+// can reach the stalled member's.
 func TestGroupStalledMemberDoesNotHoldTheRound(t *testing.T) {
 	long := strings.Repeat("La la la. ", 300)
 	addr, _ := startGroupKoe(t, func(req fakellm.Request) fakellm.Reply {
@@ -69,7 +85,9 @@ func TestGroupStalledMemberDoesNotHoldTheRound(t *testing.T) {
 		c.Server.WatcherQueueBytes = 1 << 20
 		c.Server.WriteTimeout = 5 * time.Minute
 	}, "Alice", "Bob")
-	a, b := pairUp(t, addr)
+	bob := *gwebsocket.DefaultDialer
+	bob.NetDial = receiveBuffer(16 << 20)
+	a, b := pairUpWith(t, addr, &bob)
 	_, cara := stalledMember(t, addr)
 	a.send(msg{"type": "add-client-to-group", "invitee_uid": cara})
 	a.expectResult(true, "Successfully added")

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"koe/config"
 	"koe/protocol"
 	"koe/testkit/fakellm"
@@ -51,7 +53,13 @@ type groupMember struct {
 // joinAs connects and switches to the character file of name.
 func joinAs(t *testing.T, addr, name string) *groupMember {
 	t.Helper()
-	c := dial(t, addr, nil)
+	return joinWith(t, websocket.DefaultDialer, addr, name)
+}
+
+// joinWith is joinAs through dialer d.
+func joinWith(t *testing.T, d *websocket.Dialer, addr, name string) *groupMember {
+	t.Helper()
+	c := dialWith(t, d, addr, nil)
 	greeting := c.until(isControl("start-mic"))
 	m := &groupMember{client: c}
 	for _, f := range greeting {
@@ -190,7 +198,13 @@ func holdStream(t *testing.T) (hold func(i int) func(int), release func()) {
 // each told so.
 func pairUp(t *testing.T, addr string) (a, b *groupMember) {
 	t.Helper()
-	a, b = joinAs(t, addr, "Alice"), joinAs(t, addr, "Bob")
+	return pairUpWith(t, addr, websocket.DefaultDialer)
+}
+
+// pairUpWith is pairUp with Bob's client dialed through d.
+func pairUpWith(t *testing.T, addr string, d *websocket.Dialer) (a, b *groupMember) {
+	t.Helper()
+	a, b = joinAs(t, addr, "Alice"), joinWith(t, d, addr, "Bob")
 	a.send(msg{"type": "add-client-to-group", "invitee_uid": b.uid})
 	a.expectUpdate(true, a.uid, b.uid)
 	b.expectUpdate(false, a.uid, b.uid)
