@@ -254,7 +254,7 @@ func (s *Session) runTurn(t *turn, in turnInput) {
 		// client playing on its own clock (Realtime) says nothing of
 		// its playback but may cut it short (a barge-in, a truncate)
 		// until it has had the time to play: the reply is stored then.
-		if waitSpoken(ctx, t, spoken); ctx.Err() != nil {
+		if waitSpoken(ctx, t, spoken); ctx.Err() != nil && !s.supersededWhole(t) {
 			s.finishCancelled(t, &st, reply, true)
 			return
 		}
@@ -527,6 +527,16 @@ func (s *Session) finishCancelled(t *turn, st *turnState, generated string, comp
 	if generated != "" {
 		st.persistReply(generated, !complete)
 	}
+}
+
+// supersededWhole reports whether t was stopped only by its client's next
+// turn once it had said everything, in a session whose client plays on its
+// own clock: a Realtime client that starts its next response had the whole
+// reply (response.done) and keeps it unless it truncates, so the turn ends
+// as a completed one, for its watchers and metrics too (its end is told
+// them on their own context: see newTurn).
+func (s *Session) supersededWhole(t *turn) bool {
+	return s.playsItself && t.sentAll.Load() && errors.Is(context.Cause(t.ctx), errSuperseded)
 }
 
 // persistReply writes the AI message to history and memory. It runs on the
