@@ -342,6 +342,13 @@ func (ws *Watchers) joinAir(wr *watcher) (first bool, seq uint64) {
 	for _, a := range replies {
 		a.mu.Unlock()
 	}
+	if wr.greeting.ConfUID == "" && wr.target.ClientUID != "" {
+		// Its session may have opened since Watch looked, and greeted the
+		// watchers it found then, before this one was among them.
+		if s := ws.session(wr.target.ClientUID); s != nil {
+			wr.greeting = s.Character()
+		}
+	}
 	wr.greetWith()
 	for _, st := range states {
 		for _, f := range st.frames {

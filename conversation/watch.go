@@ -79,10 +79,12 @@ type watcher struct {
 	greeting Character
 
 	// While joining, what is offered waits in pending until the state of
-	// the replies on air has gone out (air.go).
+	// the replies on air has gone out (air.go). greeted: its target's
+	// session has greeted it (greet).
 	mu      sync.Mutex
 	joining bool
 	pending []pendingFrame
+	greeted bool
 }
 
 type pendingFrame struct {
@@ -207,6 +209,9 @@ func (ws *Watchers) Watch(target protocol.WatchTarget, w Watcher, opts WatchOpti
 			greeting, _ = ws.chars.Find(conf)
 		}
 	}
+	if watchLooked != nil {
+		watchLooked()
+	}
 	wr := &watcher{w: w, opts: opts, target: target, greeting: greeting}
 	if first, seq := ws.joinAir(wr); first && ws.relay != nil {
 		ws.relay.Follow(target, true, seq)
@@ -220,6 +225,10 @@ func (ws *Watchers) Watch(target protocol.WatchTarget, w Watcher, opts WatchOpti
 		})
 	}, nil
 }
+
+// watchLooked, when set (by tests only), runs in Watch once it has looked
+// for the watched session and before the watcher is listed.
+var watchLooked func()
 
 // CheckWatch reports why target cannot be watched, if it cannot: the
 // server asks before it accepts the WebSocket.
@@ -249,15 +258,25 @@ func (ws *Watchers) watchable(target protocol.WatchTarget) (Character, error) {
 // sees, without start-mic: it has no microphone to start. It is sent again
 // when the character changes, as a client sees after switch-config.
 func (w *watcher) greet(char Character) {
+	w.mu.Lock()
+	w.greeted = true
+	w.mu.Unlock()
 	for _, data := range w.greetFrames(char) {
 		w.offer(context.Background(), data)
 	}
 }
 
 // greetWith sends the greeting a joining watcher starts with, if its
-// target is there to be seen, ahead of anything offered to it.
+// target is there to be seen and has not greeted it already, ahead of
+// anything offered to it.
 func (w *watcher) greetWith() {
-	if w.greeting.ConfUID == "" {
+	w.mu.Lock()
+	skip := w.greeting.ConfUID == "" || w.greeted
+	if !skip {
+		w.greeted = true
+	}
+	w.mu.Unlock()
+	if skip {
 		return
 	}
 	for _, data := range w.greetFrames(w.greeting) {
