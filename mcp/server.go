@@ -181,10 +181,12 @@ func (s *server) run(ctx context.Context, t timing) {
 			}
 		} else {
 			failing = false
-			s.log.Info("MCP server connected", "tools", len(tools))
 			began := time.Now()
 			live, endCalls := context.WithCancel(ctx)
 			s.set(stateConnected, session, live, tools)
+			// Said once its tools are offered: whoever reads it (an
+			// operator, a test) finds them there.
+			s.log.Info("MCP server connected", "tools", len(tools))
 			err = s.serve(ctx, session, l, endCalls)
 			if ctx.Err() != nil {
 				return
