@@ -39,6 +39,10 @@ const (
 	// (llm.max_line_bytes…) allows, and koe stopped reading: Detail names
 	// the piece and the setting.
 	KindTooLarge
+	// KindUnofferedTools: the model called tools in a request that
+	// offered none (the character's tools are off, or none of their
+	// servers is connected).
+	KindUnofferedTools
 )
 
 // LLMError is an LLM failure with a message a person can act on: which URL,
@@ -83,6 +87,8 @@ func (e *LLMError) Error() string {
 		return fmt.Sprintf("the LLM server at %s answered but sent no text%s", e.BaseURL, detail)
 	case KindTooManyCycles:
 		return fmt.Sprintf("model %q kept calling tools instead of answering%s. Raise llm.max_cycles if its tasks need more steps", e.Model, detail)
+	case KindUnofferedTools:
+		return fmt.Sprintf("model %q called a tool although koe offered it none%s. The character's tools are off (tools.enabled), or none of their MCP servers is connected yet (koe's log says when one is)", e.Model, detail)
 	case KindTooLarge:
 		return fmt.Sprintf("the LLM server at %s sent more than koe reads%s. %s", e.BaseURL, detail, modelhttp.TooLargeAdvice)
 	case KindToolsUnsupported:

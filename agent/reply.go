@@ -120,9 +120,14 @@ func (a *Agent) ReplyWith(ctx context.Context, emit Emitter, client ClientTools)
 		if err != nil || len(res.ToolCalls) == 0 {
 			return err
 		}
-		if len(specs) == 0 || last {
-			// Calls nobody offered, or after being told to answer: the
-			// model cannot be helped by another cycle.
+		if len(specs) == 0 {
+			// Calls nobody offered: another cycle cannot help.
+			return &LLMError{Kind: KindUnofferedTools, Model: a.opts.Model,
+				Detail: fmt.Sprintf("it called %s in LLM call %d of the turn", res.ToolCalls[0].Name, cycle)}
+		}
+		if last {
+			// Calls after being told to answer: the model cannot be
+			// helped by another cycle.
 			return &LLMError{Kind: KindTooManyCycles, Model: a.opts.Model,
 				Detail: fmt.Sprintf("it called %s in LLM call %d of the turn, the last allowed (llm.max_cycles %d)", res.ToolCalls[0].Name, cycle, a.opts.MaxCycles)}
 		}

@@ -363,3 +363,28 @@ func TestJoinToolboxes(t *testing.T) {
 		t.Error("the joined box does not tell searches")
 	}
 }
+
+// A model that calls a tool when the request offered none (the
+// character's MCP server is not connected yet) ends the turn with an error
+// that says so, not one that sends the user to llm.max_cycles.
+func TestToolCallNobodyOffered(t *testing.T) {
+	call := fakellm.Reply{ToolCalls: []fakellm.ToolCall{{ID: "x", Name: "srv__delete_note", Arguments: `{}`}}}
+	a, s := toolAgent(t, noTools{}, nil, call)
+	a.AddUser("delete it")
+	err := a.Reply(testCtx(t), &tokens{})
+	le := llmError(t, err)
+	if le.Kind != agent.KindUnofferedTools || strings.Contains(err.Error(), "max_cycles") || !strings.Contains(err.Error(), "srv__delete_note") {
+		t.Fatalf("kind %v: %v", le.Kind, err)
+	}
+	if reqs := chatRequests(s); len(reqs) != 1 || len(reqs[0].Tools) != 0 {
+		t.Fatalf("%d requests (the first offering %d tools), want one offering none", len(reqs), len(reqs[0].Tools))
+	}
+}
+
+// noTools is a toolbox whose servers are all down: it offers nothing.
+type noTools struct{}
+
+func (noTools) Specs() []agent.ToolSpec { return nil }
+func (noTools) Call(context.Context, agent.ToolCall) (string, error) {
+	return "", errors.New("no tool is connected")
+}

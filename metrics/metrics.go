@@ -250,5 +250,6 @@ var llmKinds = map[agent.ErrorKind]string{
 	agent.KindEmptyReply:       "empty_reply",
 	agent.KindToolsUnsupported: "tools_unsupported",
 	agent.KindTooManyCycles:    "too_many_cycles",
+	agent.KindUnofferedTools:   "unoffered_tools",
 	agent.KindTooLarge:         "too_large",
 }
