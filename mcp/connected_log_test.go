@@ -17,8 +17,8 @@ type connectedProbe struct {
 }
 
 func (p *connectedProbe) Enabled(context.Context, slog.Level) bool { return true }
-func (p *connectedProbe) WithAttrs([]slog.Attr) slog.Handler      { return p }
-func (p *connectedProbe) WithGroup(string) slog.Handler           { return p }
+func (p *connectedProbe) WithAttrs([]slog.Attr) slog.Handler       { return p }
+func (p *connectedProbe) WithGroup(string) slog.Handler            { return p }
 
 func (p *connectedProbe) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "MCP server connected" {
