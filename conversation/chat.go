@@ -53,7 +53,7 @@ func (h *Hub) OpenChat(ctx context.Context, req protocol.ChatRequest, out Sender
 		return nil, invalid(`"message" is empty: send some text or an image`)
 	}
 	if h.isClosed() {
-		return nil, koe.Errorf(koe.Unavailable, "koe is shutting down")
+		return nil, errHubClosed
 	}
 	s := newSession(ctx, h, out, SessionOptions{ClientUID: newRunID(), KoeEvents: true, TextOnly: true}, char)
 	h.applyPrompts(s.cast)

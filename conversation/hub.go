@@ -242,17 +242,33 @@ func (h *Hub) open(ctx context.Context, out Sender, opts SessionOptions, char Ch
 
 func (h *Hub) openClient(ctx context.Context, out Sender, opts SessionOptions, char Character) (*Session, error) {
 	s := newSession(ctx, h, out, opts, char)
+	if err := h.register(s); errors.Is(err, errHubClosed) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	h.watch.greet(s, s.Character())
+	return s, nil
+}
+
+// errHubClosed: the hub is closing and opens no session.
+var errHubClosed = koe.Errorf(koe.Unavailable, "koe is shutting down")
+
+// register lists the new session s under its client_uid (see
+// claimLocked) and gives it the prompts saved meanwhile; on an error
+// (errHubClosed once the hub is closing) s is let go.
+func (h *Hub) register(s *Session) error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		s.cast.agent.Close()
-		return nil, nil
+		return errHubClosed
 	}
 	replaced, err := h.claimLocked(s)
 	h.mu.Unlock()
 	if err != nil {
 		s.cast.agent.Close()
-		return nil, err
+		return err
 	}
 	if replaced != nil {
 		replaced()
@@ -260,8 +276,7 @@ func (h *Hub) openClient(ctx context.Context, out Sender, opts SessionOptions, c
 	// A prompt saved while the session was being built reached every open
 	// session but this one.
 	h.applyPrompts(s.cast)
-	h.watch.greet(s, s.Character())
-	return s, nil
+	return nil
 }
 
 // claimLocked registers s under its client_uid, with h.mu held. A client

@@ -102,7 +102,7 @@ func (h *Hub) OpenLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		h.mu.Unlock()
 		s.cast.agent.Close()
 		l.counted()
-		return nil, koe.Errorf(koe.Unavailable, "koe is shutting down")
+		return nil, errHubClosed
 	case h.lives[conf] != nil:
 		h.mu.Unlock()
 		s.cast.agent.Close()

@@ -89,22 +89,9 @@ func (h *Hub) openStaged(ctx context.Context, conf, historyUID, uid, rules, kind
 		return nil, err
 	}
 	s := newSession(ctx, h, discard{}, SessionOptions{ClientUID: uid, Headless: true, Rules: rules, Logger: h.log.With(kind, uid)}, char)
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		s.cast.agent.Close()
-		return nil, koe.Errorf(koe.Unavailable, "koe is shutting down")
-	}
-	replaced, err := h.claimLocked(s)
-	h.mu.Unlock()
-	if err != nil {
-		s.cast.agent.Close()
+	if err := h.register(s); err != nil {
 		return nil, err
 	}
-	if replaced != nil {
-		replaced()
-	}
-	h.applyPrompts(s.cast)
 	if _, err := s.loadHistory(char.ConfUID, historyUID); err != nil {
 		s.Close()
 		return nil, err
