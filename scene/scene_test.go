@@ -103,6 +103,17 @@ func (s fakeStage) OpenCast(context.Context, CastOptions) (Cast, error) {
 	return c, nil
 }
 
+// startCatsScene starts Mio and Rin on cats for up to 5 rounds.
+func startCatsScene(t *testing.T) (*Service, protocol.SceneInfo, *fakeCast) {
+	t.Helper()
+	s, st := newTestService(t, nil)
+	info, err := s.Start(t.Context(), protocol.SceneRequest{Characters: []string{"mio", "rin"}, Topic: "cats", MaxRounds: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, info, <-st.casts
+}
+
 func newTestService(t *testing.T, edit func(*Config)) (*Service, fakeStage) {
 	cfg := DefaultConfig()
 	if edit != nil {
@@ -197,12 +208,7 @@ func TestSceneRoundsInOrderThenEnds(t *testing.T) {
 // stops one line (kept as heard) and the next speaker goes on; stop ends
 // the scene.
 func TestScenePauseSkipStop(t *testing.T) {
-	s, st := newTestService(t, nil)
-	info, err := s.Start(t.Context(), protocol.SceneRequest{Characters: []string{"mio", "rin"}, Topic: "cats", MaxRounds: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cast := <-st.casts
+	s, info, cast := startCatsScene(t)
 	l := cast.next(t)
 	if _, err := s.Pause(info.ID); err != nil {
 		t.Fatal(err)
@@ -365,12 +371,7 @@ func waitScene(t *testing.T, s *Service, id string, ok func(protocol.SceneInfo) 
 // A scene that ends before a character was given the viewers' line hands
 // it back: the live session answers it.
 func TestSceneEndGivesViewersBack(t *testing.T) {
-	s, st := newTestService(t, nil)
-	info, err := s.Start(t.Context(), protocol.SceneRequest{Characters: []string{"mio", "rin"}, Topic: "cats", MaxRounds: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cast := <-st.casts
+	s, info, cast := startCatsScene(t)
 	cast.next(t)
 	taken := make(chan bool, 1)
 	go func() {
@@ -402,12 +403,7 @@ func TestSceneEndGivesViewersBack(t *testing.T) {
 // koe's drain before a restart lets the line being said end, begins no
 // other and starts no scene; Close then ends the scene as a shutdown.
 func TestSceneDrain(t *testing.T) {
-	s, st := newTestService(t, nil)
-	info, err := s.Start(t.Context(), protocol.SceneRequest{Characters: []string{"mio", "rin"}, Topic: "cats", MaxRounds: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cast := <-st.casts
+	s, info, cast := startCatsScene(t)
 	l := cast.next(t)
 	drained := make(chan bool, 1)
 	go func() { drained <- s.Drain(t.Context()) }()
