@@ -81,13 +81,7 @@ func TestRealtimeBargeInAndTruncate(t *testing.T) {
 	if done := c.until("response.done"); done.str("response.status") != "completed" {
 		t.Fatalf("the turn of the speech: %s", done.raw)
 	}
-	reqs := llm.Requests()
-	var heard string
-	for _, m := range reqs[len(reqs)-1].Messages {
-		if m.Role == "assistant" {
-			heard = m.Content
-		}
-	}
+	heard := lastReplyRemembered(llm)
 	if !strings.Contains(heard, "One two three four. Five six") || strings.Contains(heard, "seven") {
 		t.Fatalf("memory keeps %q of the reply; the client played %d ms: \"One two three four. Five six\"", heard, end)
 	}
@@ -133,14 +127,21 @@ func TestRealtimeBargeInAfterResponseDone(t *testing.T) {
 			t.Fatalf("a response was cancelled after it was done: %s", c.types())
 		}
 	}
+	heard := lastReplyRemembered(llm)
+	if !strings.Contains(heard, "One two three four. Five") || strings.Contains(heard, "seven") {
+		t.Fatalf("memory keeps %q of the reply; the client played 1700 ms", heard)
+	}
+}
+
+// lastReplyRemembered is the last assistant message of the LLM's newest
+// request: what koe's memory kept of the reply before it.
+func lastReplyRemembered(llm *fakellm.Server) string {
 	reqs := llm.Requests()
-	var heard string
+	heard := ""
 	for _, m := range reqs[len(reqs)-1].Messages {
 		if m.Role == "assistant" {
 			heard = m.Content
 		}
 	}
-	if !strings.Contains(heard, "One two three four. Five") || strings.Contains(heard, "seven") {
-		t.Fatalf("memory keeps %q of the reply; the client played 1700 ms", heard)
-	}
+	return heard
 }

@@ -57,13 +57,7 @@ func TestSDKBargeInAndTruncate(t *testing.T) {
 	if done.str("response.status") != "cancelled" || done.str("response.status_details.reason") != "turn_detected" {
 		t.Fatalf("the first response: %s", done.raw)
 	}
-	reqs := llm.Requests()
-	var heard string
-	for _, m := range reqs[len(reqs)-1].Messages {
-		if m.Role == "assistant" {
-			heard = m.Content
-		}
-	}
+	heard := lastReplyRemembered(llm)
 	if !strings.Contains(heard, "One two three four. Five six") || strings.Contains(heard, "seven") {
 		t.Fatalf("memory keeps %q of the reply; the client played 1700 ms: \"One two three four. Five six\"", heard)
 	}
