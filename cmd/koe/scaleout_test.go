@@ -418,12 +418,17 @@ func runNginx(t *testing.T, koes []string) nginxRun {
 	}
 	conf := string(shipped)
 	var n nginxRun
+	// Both ports are picked before either is let go: two different ones.
+	var picked []net.Listener
 	for _, a := range []*string{&n.tls, &n.plain} {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		*a = l.Addr().String()
+		picked = append(picked, l)
+	}
+	for _, l := range picked {
 		l.Close()
 	}
 	n.dir = t.TempDir()
